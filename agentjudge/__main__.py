@@ -1,0 +1,3 @@
+from agentjudge.cli import app
+
+app()

@@ -1,0 +1,170 @@
+"""Command-line interface. Each verb is a thin shell over one library function, imported lazily so
+``agentjudge --help`` stays fast and never imports litellm.
+
+Exit codes: 0 success, 1 the work ran but found failures (e.g. records failing a gate), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+app = typer.Typer(
+    name="agentjudge",
+    help="Benchmark how reliably LLM judges grade agents' tool calls.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+cache_app = typer.Typer(help="Inspect or clear the model-call cache.", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+@app.command()
+def generate(
+    out: Annotated[Path, typer.Option(help="Output folder for records.jsonl and manifest.json.")],
+    size: Annotated[str, typer.Option(help="mini (small balanced set) or full (3,808 base scenarios).")] = "mini",
+    seed: Annotated[int, typer.Option(help="Master seed; same seed gives byte-identical files.")] = 0,
+    llm: Annotated[
+        str | None, typer.Option(help="Model (litellm string) that writes scenario texts and rewrites.")
+    ] = None,
+    api_base: Annotated[str | None, typer.Option(help="API base for --llm.")] = None,
+) -> None:
+    """Synthesize the dataset: tools, executed GT traces, three difficulty queries, both gates."""
+    from agentjudge.dataset.generate import generate_cli
+
+    raise typer.Exit(generate_cli(out=out, size=size, seed=seed, llm=llm, api_base=api_base))
+
+
+@app.command()
+def validate(path: Annotated[Path, typer.Argument(help="records.jsonl in the published layout.")]) -> None:
+    """Run Gate 1 and Gate 2 on a file; exit 0 all pass, 1 some fail, 2 unreadable input."""
+    from agentjudge.dataset.validate import validate_cli
+
+    raise typer.Exit(validate_cli(path))
+
+
+@app.command()
+def infer(
+    data: Annotated[Path, typer.Argument(help="records.jsonl")],
+    generator: Annotated[str, typer.Option(help="Generator: sim/<profile>, a litellm model, module:factory.")],
+    out: Annotated[Path, typer.Option(help="predictions .jsonl or .parquet")],
+    difficulty: Annotated[list[str] | None, typer.Option(help="Repeatable; default all three.")] = None,
+    trials: Annotated[int, typer.Option(min=1)] = 1,
+    api_base: Annotated[str | None, typer.Option()] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+) -> None:
+    """Run one generator over a dataset and write its predictions (a stage of its own)."""
+    from agentjudge.generators.infer import infer_cli
+
+    raise typer.Exit(
+        infer_cli(
+            data=data, generator=generator, out=out, difficulties=difficulty, trials=trials,
+            api_base=api_base, no_cache=no_cache,
+        )
+    )
+
+
+@app.command()
+def score(
+    data: Annotated[Path, typer.Argument(help="records.jsonl")],
+    predictions: Annotated[Path, typer.Argument(help="predictions .jsonl or .parquet")],
+    out: Annotated[Path, typer.Option(help="scores .parquet or .csv")],
+    mode: Annotated[str, typer.Option(help="paper, strict or both")] = "both",
+    lenient: Annotated[bool, typer.Option(help="strict mode: schema-allowed extra keys score 1.0")] = False,
+) -> None:
+    """Score predictions with the programmatic scorer (§6)."""
+    from agentjudge.scoring_cli import score_cli
+
+    raise typer.Exit(score_cli(data=data, predictions=predictions, out=out, mode=mode, lenient=lenient))
+
+
+@app.command()
+def run(
+    pipeline: Annotated[Path, typer.Argument(help="Pipeline YAML, e.g. pipelines/quickstart.yaml")],
+    out: Annotated[Path, typer.Option(help="Run folder (resumable).")],
+    judge: Annotated[list[str] | None, typer.Option(help="Replace the pipeline's judges (repeatable).")] = None,
+    generator: Annotated[
+        list[str] | None, typer.Option(help="Replace the pipeline's generators (repeatable).")
+    ] = None,
+    api_base: Annotated[str | None, typer.Option(help="API base for models given with --judge/--generator.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count calls and estimate cost; spend nothing.")] = False,
+    max_cost: Annotated[float | None, typer.Option(help="Stop before spending more than this (USD).")] = None,
+    force_new: Annotated[bool, typer.Option("--force-new", help="Start over although the config changed.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read the call cache.")] = False,
+) -> None:
+    """Infer, score and judge every cell of a pipeline grid; resumes where it stopped."""
+    from agentjudge.runner.grid import run_cli
+
+    raise typer.Exit(
+        run_cli(
+            pipeline=pipeline, out=out, judges=judge, generators=generator, api_base=api_base,
+            dry_run=dry_run, max_cost=max_cost, force_new=force_new, no_cache=no_cache,
+        )
+    )
+
+
+@app.command()
+def report(
+    rundir: Annotated[Path, typer.Argument(help="A run folder written by `agentjudge run`.")],
+    resamples: Annotated[int, typer.Option(help="Bootstrap resamples (>= 1000 for publication).")] = 1000,
+    seed: Annotated[int, typer.Option()] = 0,
+) -> None:
+    """Write RUNDIR/report/: report.md, report.html, tables/*.csv, figures/*.png."""
+    from agentjudge.report.build import report_cli
+
+    raise typer.Exit(report_cli(rundir=rundir, resamples=resamples, seed=seed))
+
+
+@app.command("human-sample")
+def human_sample(
+    rundir: Annotated[Path, typer.Argument()],
+    n: Annotated[int, typer.Option(help="Records to sample, stratified by topology.")] = 120,
+    seed: Annotated[int, typer.Option()] = 0,
+    out: Annotated[Path | None, typer.Option(help="CSV path (default RUNDIR/human/sample.csv).")] = None,
+) -> None:
+    """Write a stratified sample of scored predictions for human annotators."""
+    from agentjudge.human import sample_cli
+
+    raise typer.Exit(sample_cli(rundir=rundir, n=n, seed=seed, out=out))
+
+
+@app.command("human-agree")
+def human_agree(
+    rundir: Annotated[Path, typer.Argument()],
+    labels: Annotated[Path, typer.Argument(help="The sample CSV with the annotators' agree columns filled.")],
+    resamples: Annotated[int, typer.Option()] = 1000,
+    seed: Annotated[int, typer.Option()] = 0,
+) -> None:
+    """Agreement of the programmatic reference with human labels, per metric and topology, with CIs."""
+    from agentjudge.human import agree_cli
+
+    raise typer.Exit(agree_cli(rundir=rundir, labels=labels, resamples=resamples, seed=seed))
+
+
+@cache_app.command("stats")
+def cache_stats(path: Annotated[Path | None, typer.Option(help="Cache file (default: see README).")] = None) -> None:
+    """Entries, size and hit counts of the call cache."""
+    from agentjudge.models.cache import stats_cli
+
+    raise typer.Exit(stats_cli(path))
+
+
+@cache_app.command("clear")
+def cache_clear(
+    path: Annotated[Path | None, typer.Option()] = None,
+    model: Annotated[str | None, typer.Option(help="Only entries of this model.")] = None,
+) -> None:
+    """Delete cached model answers (all, or one model's)."""
+    from agentjudge.models.cache import clear_cli
+
+    raise typer.Exit(clear_cli(path, model=model))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,214 @@
+"""The whole vocabulary of agentjudge on one screen.
+
+Data flows one way: Record -> Prediction -> Score -> Judgment -> analysis tables.
+Every file format is a pydantic model with ``extra="forbid"`` so a typo in a file is an error, not a
+silently ignored field. The two seams where users plug things in are small async protocols:
+a ``Generator`` turns a task into tool calls, a ``Judge`` turns a graded task into verdicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Difficulty = Literal["easy", "medium", "hard"]
+DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
+Topology = Literal["linear", "fan_out", "fan_in", "diamond", "optional_enrichment", "loop_like"]
+TOPOLOGIES: tuple[Topology, ...] = ("linear", "fan_out", "fan_in", "diamond", "optional_enrichment", "loop_like")
+Metric = Literal["tool", "param", "seq", "cov"]
+METRICS: tuple[Metric, ...] = ("tool", "param", "seq", "cov")
+Condition = Literal["with_gt", "without_gt", "swapped_gt"]
+CONDITIONS: tuple[Condition, ...] = ("with_gt", "without_gt", "swapped_gt")
+ScoringMode = Literal["paper", "strict"]
+VERDICT_LEVELS: tuple[float, ...] = (0.0, 0.5, 1.0)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolSchema(Strict):
+    """One tool in the function-calling convention; ``parameters`` is a JSON Schema object."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    returns: dict[str, Any] = Field(default_factory=dict)  # JSON Schema of the output (our extension)
+
+
+class ToolCall(Strict):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class GTStep(Strict):
+    """One executed step of the ground-truth trace."""
+
+    call: ToolCall
+    output: Any
+    depends_on: list[int] = Field(default_factory=list)  # indices of earlier steps
+    description: str = ""
+
+
+class GateFinding(Strict):
+    gate: Literal["gate1", "gate2"]
+    code: str  # stable reason code, e.g. "arg_schema", "ungrounded_value", "topology_shape"
+    difficulty: Difficulty | None = None
+    detail: str
+
+
+class ValidationReport(Strict):
+    gates_run: list[str] = Field(default_factory=list)
+    findings: list[GateFinding] = Field(default_factory=list)
+    regenerations: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return not self.findings
+
+
+class Record(Strict):
+    """One base scenario, holding its three difficulty variants (they share tools and GT)."""
+
+    id: str
+    domain: str
+    scenario: str
+    topology: Topology
+    queries: dict[Difficulty, str]
+    rewrite_status: dict[Difficulty, Literal["OK", "FAILED"]] = Field(default_factory=dict)
+    system_prompt: str
+    tools: list[ToolSchema]
+    gt: list[GTStep]
+    condition_holds: bool | None = None  # optional_enrichment: whether the extra step is required
+    seed: int | None = None
+    version: str | None = None
+    validation: ValidationReport | None = None
+
+    def record_id(self, difficulty: Difficulty) -> str:
+        return f"{self.id}:{difficulty}"
+
+    @property
+    def edges(self) -> list[tuple[int, int]]:
+        return [(u, v) for v, step in enumerate(self.gt) for u in step.depends_on]
+
+    @property
+    def expected_calls(self) -> list[ToolCall]:
+        return [step.call for step in self.gt]
+
+
+class Task(Strict):
+    """What a generator sees: one record at one difficulty."""
+
+    record_id: str
+    base_id: str
+    difficulty: Difficulty
+    query: str
+    system_prompt: str
+    tools: list[ToolSchema]
+
+
+class Usage(Strict):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    cached: bool = False
+
+
+class Prediction(Strict):
+    record_id: str
+    base_id: str
+    difficulty: Difficulty
+    generator: str
+    trial: int = 0
+    calls: list[ToolCall] | None  # None exactly when ``error`` is set: a failure is never an empty list
+    raw_output: str = ""
+    error: str | None = None
+    simulated: bool = False
+    usage: Usage = Field(default_factory=Usage)
+
+
+class Score(Strict):
+    record_id: str
+    generator: str
+    trial: int
+    scoring_mode: ScoringMode
+    p_tool: float
+    p_param: float
+    p_seq: float
+    p_cov: float
+    p_value: float
+    p_seq_dag: float
+    state_match: bool | None = None  # None when the record has no executable environment
+
+
+class ModelSettings(Strict):
+    """How to call one model. Keys come from the environment (``api_key_env`` names the variable), never files."""
+
+    model: str  # litellm string ("openai/gpt-4o-mini", "hosted_vllm/x", "ollama/llama3"), "sim/..", "baseline/..",
+    #            a registered entry-point name, or "module:factory"
+    name: str | None = None  # display name in results; defaults to ``model``
+    api_base: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    concurrency: int = 8
+    drop_params: bool = False
+    native_tools: bool = True  # generators: function calling; False = ask for a raw JSON array of calls
+    tier: int | None = None  # capability tier (1 = strongest) for the kappa-vs-tier-gap analysis
+    extra: dict[str, Any] = Field(default_factory=dict)  # passed through to litellm.acompletion
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.model
+
+
+class PromptVariant(Strict):
+    """Everything about how a judge is asked, apart from the GT condition."""
+
+    prompt_format: Literal["json", "freeform"] = "json"
+    cot: bool = False
+    default_mode: Literal["1.0", "0.5"] = "1.0"
+
+    @property
+    def key(self) -> str:
+        return f"{self.prompt_format}-cot{int(self.cot)}-d{self.default_mode}"
+
+
+class JudgeRequest(Strict):
+    task: Task
+    calls: list[ToolCall]
+    gt: list[GTStep] | None  # None for without_gt; another record's GT for swapped_gt
+    condition: Condition
+    variant: PromptVariant = Field(default_factory=PromptVariant)
+    temperature: float | None = None
+    trial: int = 0
+    # Only oracle baselines (baseline/ceiling) read this; LLM judges never see it.
+    reference: dict[ScoringMode, dict[Metric, float]] | None = None
+
+
+class JudgeResult(Strict):
+    verdicts: dict[Metric, float | None]  # None = this metric could not be parsed
+    rationales: dict[str, str] = Field(default_factory=dict)  # per metric, plus "overall"
+    parse_ok: bool
+    raw_output: str = ""
+    error: str | None = None  # transport / provider failure (distinct from a parse failure)
+    usage: Usage = Field(default_factory=Usage)
+    # Oracle baselines only: verdicts that differ by scoring mode (the reference differs by mode).
+    mode_verdicts: dict[ScoringMode, dict[Metric, float]] | None = None
+
+
+@runtime_checkable
+class Generator(Protocol):
+    name: str
+
+    async def __call__(self, task: Task, trial: int) -> Prediction: ...
+
+
+@runtime_checkable
+class Judge(Protocol):
+    name: str
+
+    async def __call__(self, request: JudgeRequest) -> JudgeResult: ...
