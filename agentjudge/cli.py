@@ -147,6 +147,25 @@ def human_agree(
     raise typer.Exit(agree_cli(rundir=rundir, labels=labels, resamples=resamples, seed=seed))
 
 
+@app.command()
+def taubench(
+    data: Annotated[Path, typer.Argument(help="τ-bench historical trajectories JSON (e.g. gpt-4o-airline.json).")],
+    out: Annotated[Path, typer.Option(help="Output folder: episodes.parquet, judgments.parquet, summary.md.")],
+    judge: Annotated[
+        list[str] | None, typer.Option(help="Judges (repeatable); default: baseline/always-1, rule, ceiling.")
+    ] = None,
+    condition: Annotated[list[str] | None, typer.Option(help="with_gt and/or without_gt (default both).")] = None,
+    api_base: Annotated[str | None, typer.Option(help="API base for --judge models.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+) -> None:
+    """τ-bench track: judge real multi-turn agent trajectories and relate verdicts to τ-bench's reward."""
+    from agentjudge.taubench import taubench_cli
+
+    raise typer.Exit(
+        taubench_cli(data=data, out=out, judges=judge, api_base=api_base, conditions=condition, no_cache=no_cache)
+    )
+
+
 @cache_app.command("stats")
 def cache_stats(path: Annotated[Path | None, typer.Option(help="Cache file (default: see README).")] = None) -> None:
     """Entries, size and hit counts of the call cache."""

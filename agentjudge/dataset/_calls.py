@@ -1,0 +1,392 @@
+"""Scenario construction primitives: one function per generic operation, each making one GT call.
+
+``Ctx.call`` executes a call (so outputs are real), records the GT step with its dependencies, and
+records the matching PlanStep: one Slot per argument, query-sourced values that a person would state
+(names, emails, codes, dates, amounts, enum values) and step-sourced values taken from earlier outputs.
+Anything the sampled state cannot support raises ``Infeasible``; the builder then retries another seed.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import date, timedelta
+from functools import cache
+from typing import Any, Literal
+
+from agentjudge.dataset.domains import DomainSpec, EntitySpec, ToolSpec, load_domain
+from agentjudge.dataset.engine import DomainEnvironment
+from agentjudge.dataset.env import ToolError
+from agentjudge.dataset.plan import PlanStep, Slot
+from agentjudge.types import GTStep, ToolCall
+
+SlotKind = Literal["text", "id", "number", "date", "enum", "bool", "list"]
+KIND: dict[str, SlotKind] = {
+    "person": "text",
+    "email": "text",
+    "phone": "text",
+    "code": "id",
+    "choice": "text",
+    "enum": "enum",
+    "date": "date",
+    "amount": "number",
+    "int": "number",
+    "bool": "bool",
+    "ref": "id",
+}
+
+
+class Infeasible(Exception):
+    """This template cannot be instantiated on this sampled state; try another seed."""
+
+
+class Index:
+    """A domain's tools grouped by operation and entity, so templates can ask 'what can I do with X'."""
+
+    def __init__(self, dom: DomainSpec) -> None:
+        self.dom = dom
+        self.by: dict[tuple[str, str], list[ToolSpec]] = {}
+        for t in dom.tools:
+            self.by.setdefault((t.op, t.entity), []).append(t)
+        self.lists_of: dict[str, list[ToolSpec]] = {}  # parent kind -> list tools over its children
+        for t in dom.tools:
+            if t.op == "list":
+                parent = dom.entities[t.entity].fields[t.field or ""].entity or ""
+                self.lists_of.setdefault(parent, []).append(t)
+
+    def tools(self, op: str, kind: str) -> list[ToolSpec]:
+        return self.by.get((op, kind), [])
+
+    def refs(self, kind: str) -> list[tuple[str, str]]:
+        """(field, target kind) for each ref field of ``kind``."""
+        return [(n, f.entity or "") for n, f in self.dom.entities[kind].fields.items() if f.gen == "ref"]
+
+    def creates_from(self, kind: str) -> list[tuple[ToolSpec, str]]:
+        """Create tools whose only supplied reference is one field pointing at ``kind``."""
+        out = []
+        for t in self.dom.tools:
+            if t.op != "create":
+                continue
+            ent = self.dom.entities[t.entity]
+            refs = [f for f in t.fields if ent.fields[f].gen == "ref"]
+            if len(refs) == 1 and ent.fields[refs[0]].entity == kind:
+                out.append((t, refs[0]))
+        return out
+
+
+@cache
+def index_for(slug: str) -> Index:
+    return Index(load_domain(slug))
+
+
+class Ctx:
+    """One scenario under construction: the environment, the rng, the GT so far and its plan."""
+
+    def __init__(self, dom: DomainSpec, env: DomainEnvironment, rng: random.Random) -> None:
+        self.dom, self.env, self.rng = dom, env, rng
+        self.ix = index_for(dom.slug)
+        self.gt: list[GTStep] = []
+        self.plan: list[PlanStep] = []
+        self.used: set[str] = set()
+        self.ref_date = date.fromisoformat(env.state["reference_date"])
+        self.condition_text: str | None = None
+        self.condition_holds: bool | None = None
+
+    def table(self, kind: str) -> dict[str, dict[str, Any]]:
+        return self.env.state["entities"][kind]
+
+    def call(
+        self,
+        t: ToolSpec,
+        args: dict[str, Any],
+        slots: list[Slot],
+        phrasings: list[str],
+        conditional: bool = False,
+    ) -> Any:
+        try:
+            out = self.env.execute(ToolCall(name=t.name, arguments=args))
+        except ToolError as exc:
+            raise Infeasible(f"{t.name}: {exc}") from exc
+        fill = {s.arg: s.value for s in slots if s.source == "query"}
+        text = phrasings[0].format(**fill)
+        self.gt.append(
+            GTStep(
+                call=ToolCall(name=t.name, arguments=args),
+                output=out,
+                depends_on=sorted({s.from_step for s in slots if s.from_step is not None}),
+                description=text[:1].upper() + text[1:] + ".",
+            )
+        )
+        self.plan.append(
+            PlanStep(step=len(self.gt) - 1, phrasings=phrasings, slots=slots, conditional=conditional)
+        )
+        self.used.add(t.name)
+        return out
+
+    def unused(self, tools: list[ToolSpec]) -> list[ToolSpec]:
+        return [t for t in tools if t.name not in self.used]
+
+
+def _id_slot(ent: EntitySpec, value: Any, frm: int | None, arg: str | None = None) -> Slot:
+    if frm is None:  # an id the user states (e.g. an order number)
+        return Slot(arg=arg or ent.id_key, value=value, source="query", noun=f"the {ent.noun} id", kind="id")
+    return Slot(
+        arg=arg or ent.id_key, value=value, source="step", from_step=frm, noun=f"the {ent.noun} id", kind="id"
+    )
+
+
+def new_value(ctx: Ctx, ent: EntitySpec, fname: str, avoid: set[Any] | frozenset[Any] = frozenset()) -> Any:
+    """A value a person would state for a field, never one in ``avoid`` (the current values), so that
+    an update always changes the state and a wrong value is visible in the end state."""
+    f = ent.fields[fname]
+    rng = ctx.rng
+    pool: list[Any]
+    if f.gen in ("enum", "choice"):
+        pool = list(f.values)
+    elif f.gen == "date":
+        pool = [(ctx.ref_date + timedelta(days=d)).isoformat() for d in range(2, 31)]
+    elif f.gen == "amount":
+        step = 50 if f.max >= 1000 else 5
+        pool = [float(k * step) for k in range(int(f.min // step) + 1, int(f.max // step) + 1)]
+    elif f.gen == "int":
+        pool = list(range(int(f.min), int(f.max) + 1))
+    elif f.gen == "bool":
+        pool = [True, False]
+    else:
+        raise Infeasible(f"no stated value for field {fname!r} ({f.gen})")
+    pool = [v for v in pool if v not in avoid]
+    if not pool:
+        raise Infeasible(f"every value of {fname!r} is already in use")
+    return rng.choice(pool)
+
+
+# ---------------------------------------------------------------- one call each
+
+
+def do_search(ctx: Ctx, kind: str, rid: str | None = None) -> tuple[str, int]:
+    cands = ctx.unused(ctx.ix.tools("search", kind))
+    if not cands:
+        raise Infeasible(f"no unused search tool for {kind}")
+    t = ctx.rng.choice(cands)
+    ent = ctx.dom.entities[kind]
+    rid = rid or ctx.rng.choice(list(ctx.table(kind)))
+    f = t.field or ""
+    value = ctx.table(kind)[rid][f]
+    noun = ent.fields[f].noun
+    slot = Slot(
+        arg=f, value=value, source="query", noun=f"the {ent.noun}'s {noun}", kind=KIND[ent.fields[f].gen]
+    )
+    out = ctx.call(
+        t,
+        {f: value},
+        [slot],
+        [
+            f"look up the {ent.noun} with {noun} {{{f}}}",
+            f"find the {ent.noun} whose {noun} is {{{f}}}",
+            f"locate the {ent.noun} record for {{{f}}}",
+        ],
+    )
+    return out[ent.id_key], len(ctx.gt) - 1
+
+
+def do_get(ctx: Ctx, kind: str, rid: str, frm: int | None, ref_field: str | None = None) -> dict[str, Any]:
+    t = ctx.ix.tools("get", kind)[0]
+    ent = ctx.dom.entities[kind]
+    if ref_field is None:
+        say = [
+            f"pull up the full {ent.noun} record",
+            f"check the {ent.noun}'s details",
+            f"get the details of that {ent.noun}",
+        ]
+    else:
+        rn = ent.fields[ref_field].noun
+        say = [
+            f"look up the {ent.noun}'s {rn}",
+            f"pull up the {ent.noun}'s record to find its {rn}",
+            f"find out the {rn} on that {ent.noun}",
+        ]
+    if frm is None:  # the user states the id
+        what = f"its {ent.fields[ref_field].noun}" if ref_field else "its details"
+        say = [
+            f"look up {ent.noun} {{{ent.id_key}}} and check {what}",
+            f"pull up {ent.noun} {{{ent.id_key}}}",
+            f"open the record of {ent.noun} {{{ent.id_key}}} to see {what}",
+        ]
+    return ctx.call(t, {ent.id_key: rid}, [_id_slot(ent, rid, frm)], say)
+
+
+def do_list(ctx: Ctx, t: ToolSpec, pid: str, frm: int | None) -> list[str]:
+    child = ctx.dom.entities[t.entity]
+    pkind = child.fields[t.field or ""].entity or ""
+    parent = ctx.dom.entities[pkind]
+    say = [
+        f"list the {child.plural} of that {parent.noun}",
+        f"pull up every {child.noun} on the {parent.noun}",
+        f"get all the {child.plural} linked to the {parent.noun}",
+    ]
+    if frm is None:
+        say = [
+            s.replace(f"that {parent.noun}", f"{parent.noun} {{{parent.id_key}}}").replace(
+                f"the {parent.noun}", f"{parent.noun} {{{parent.id_key}}}"
+            )
+            for s in say
+        ]
+    out = ctx.call(t, {parent.id_key: pid}, [_id_slot(parent, pid, frm)], say)
+    return out[child.ids_key]
+
+
+def do_update(
+    ctx: Ctx,
+    t: ToolSpec,
+    rid: str,
+    frm: int | None,
+    value: Any = None,
+    each: bool = False,
+    conditional: bool = False,
+) -> None:
+    ent = ctx.dom.entities[t.entity]
+    f = t.field or ""
+    if value is None:
+        value = new_value(ctx, ent, f, {ctx.table(t.entity)[rid][f]})
+    noun = ent.fields[f].noun
+    if each:
+        say = [
+            f"set the {noun} of each of those {ent.plural} to {{{f}}}",
+            f"change every one of those {ent.plural} to {noun} {{{f}}}",
+            f"update each {ent.noun}'s {noun} to {{{f}}}",
+        ]
+    else:
+        say = [
+            f"set the {ent.noun}'s {noun} to {{{f}}}",
+            f"change the {noun} of the {ent.noun} to {{{f}}}",
+            f"update the {ent.noun} so its {noun} is {{{f}}}",
+        ]
+    slot = Slot(arg=f, value=value, source="query", noun=f"the new {noun}", kind=KIND[ent.fields[f].gen])
+    ctx.call(t, {ent.id_key: rid, f: value}, [_id_slot(ent, rid, frm), slot], say, conditional)
+
+
+def do_annotate(
+    ctx: Ctx,
+    t: ToolSpec,
+    rid: str,
+    frm: int | None,
+    note: str | None = None,
+    each: bool = False,
+    conditional: bool = False,
+) -> None:
+    ent = ctx.dom.entities[t.entity]
+    note = note or ctx.rng.choice(t.texts)
+    which = f"each of those {ent.plural}" if each else f"the {ent.noun}"
+    say = [
+        f'add a note to {which} saying "{{note}}"',
+        f'log a note on {which}: "{{note}}"',
+        f"record on {which} that {{note}}",
+    ]
+    slot = Slot(arg="note", value=note, source="query", noun="the note text", kind="text")
+    ctx.call(t, {ent.id_key: rid, "note": note}, [_id_slot(ent, rid, frm), slot], say, conditional)
+
+
+def do_message(ctx: Ctx, t: ToolSpec, rid: str, frm: int | None, conditional: bool = False) -> None:
+    ent = ctx.dom.entities[t.entity]
+    channel = ctx.rng.choice(["email", "sms", "postal_mail"])
+    template = ctx.rng.choice(t.choices)
+    say = [
+        f"send the {ent.noun} the {{template}} message by {{channel}}",
+        f"message the {ent.noun} by {{channel}} using the {{template}} template",
+        f"let the {ent.noun} know with a {{template}} notice via {{channel}}",
+    ]
+    slots = [
+        _id_slot(ent, rid, frm),
+        Slot(arg="channel", value=channel, source="query", noun="the delivery channel", kind="enum"),
+        Slot(arg="template", value=template, source="query", noun="the message template", kind="enum"),
+    ]
+    ctx.call(t, {ent.id_key: rid, "channel": channel, "template": template}, slots, say, conditional)
+
+
+def do_get_each(ctx: Ctx, t: ToolSpec, rid: str, frm: int) -> None:
+    ent = ctx.dom.entities[t.entity]
+    ctx.call(
+        t,
+        {ent.id_key: rid},
+        [_id_slot(ent, rid, frm)],
+        [
+            f"pull up the details of each of those {ent.plural}",
+            f"open every one of those {ent.plural}",
+            f"get the full record for each {ent.noun}",
+        ],
+    )
+
+
+def do_create(ctx: Ctx, t: ToolSpec, refs: dict[str, tuple[str, int | None]]) -> tuple[str, int]:
+    """Create an entity; ``refs`` maps each reference field to (id, producing step)."""
+    ent = ctx.dom.entities[t.entity]
+    args: dict[str, Any] = {}
+    slots: list[Slot] = []
+    stated: list[str] = []
+    for f in t.fields:
+        fs = ent.fields[f]
+        if fs.gen == "ref":
+            rid, frm = refs[f]
+            args[f] = rid
+            slots.append(_id_slot(ctx.dom.entities[fs.entity or ""], rid, frm, arg=f))
+        else:
+            args[f] = new_value(ctx, ent, f)
+            slots.append(Slot(arg=f, value=args[f], source="query", noun=f"the {fs.noun}", kind=KIND[fs.gen]))
+            stated.append(f"{fs.noun} {{{f}}}")
+    with_ = stated[0] if len(stated) == 1 else ", ".join(stated[:-1]) + " and " + stated[-1]
+    say = [
+        f"create a new {ent.noun} with {with_}",
+        f"open a {ent.noun} for them with {with_}",
+        f"raise a new {ent.noun} ({with_})",
+    ]
+    out = ctx.call(t, args, slots, say)
+    return out[ent.id_key], len(ctx.gt) - 1
+
+
+def do_notify(
+    ctx: Ctx, t: ToolSpec, sid: str, sfrm: int | None, refs: list[str], rfrm: int, about: str
+) -> None:
+    ent = ctx.dom.entities[t.entity]
+    subject = ctx.rng.choice(t.texts)
+    say = [
+        f'notify the {ent.noun} about {about} with the subject "{{subject}}"',
+        f'send the {ent.noun} a notification titled "{{subject}}" about {about}',
+        f'alert the {ent.noun} to {about} (subject: "{{subject}}")',
+    ]
+    slots = [
+        _id_slot(ent, sid, sfrm),
+        Slot(arg="subject", value=subject, source="query", noun="the notification subject", kind="text"),
+        Slot(arg="reference_ids", value=refs, source="step", from_step=rfrm, noun=about, kind="list"),
+    ]
+    ctx.call(t, {ent.id_key: sid, "subject": subject, "reference_ids": refs}, slots, say)
+
+
+def do_assign(ctx: Ctx, t: ToolSpec, zid: str, zfrm: int, tid: str, tfrm: int) -> None:
+    ent = ctx.dom.entities[t.entity]
+    f = t.field or ""
+    target = ctx.dom.entities[ent.fields[f].entity or ""]
+    say = [
+        f"assign the {ent.noun} to that {target.noun}",
+        f"hand the {ent.noun} over to the {target.noun}",
+        f"make that {target.noun} the {ent.fields[f].noun} of the {ent.noun}",
+    ]
+    ctx.call(
+        t, {ent.id_key: zid, f: tid}, [_id_slot(ent, zid, zfrm), _id_slot(target, tid, tfrm, arg=f)], say
+    )
+
+
+def do_aggregate(ctx: Ctx, t: ToolSpec, ids: list[str], frm: int) -> None:
+    ent = ctx.dom.entities[t.entity]
+    noun = ent.fields[t.field or ""].noun
+    slot = Slot(
+        arg=ent.ids_key, value=ids, source="step", from_step=frm, noun=f"those {ent.plural}", kind="list"
+    )
+    ctx.call(
+        t,
+        {ent.ids_key: ids},
+        [slot],
+        [
+            f"work out the total {noun} across those {ent.plural}",
+            f"add up the {noun} of those {ent.plural}",
+            f"calculate the combined {noun} for them",
+        ],
+    )

@@ -1,0 +1,156 @@
+"""The domain file format and its loader.
+
+A domain is data, not code: a YAML file declares entity kinds (with seeded value generators) and tools,
+each tool naming one generic operation (search, get, list, update, ...) that ``engine.py`` implements
+once. That is what makes fifteen executable domains feasible. Files are parsed once per process and
+checked for cross-references here, so a typo fails loudly with the file and the offending name.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import ValidationError, model_validator
+
+from agentjudge.types import Strict
+
+DOMAIN_DIR = Path(__file__).parent
+
+Gen = Literal["person", "email", "phone", "code", "enum", "choice", "date", "amount", "int", "ref", "bool"]
+Op = Literal[
+    "search", "get", "list", "update", "assign", "create", "notify", "annotate", "message", "aggregate"
+]
+SEARCHABLE_GENS = ("person", "email", "phone", "code", "choice")
+UPDATABLE_GENS = ("enum", "date", "amount", "int", "bool")
+
+
+class FieldSpec(Strict):
+    gen: Gen
+    noun: str  # how a person names the field: "email address", "priority"
+    values: list[str] = []  # enum / choice pools
+    entity: str | None = None  # ref: the referenced entity kind
+    prefix: str | None = None  # code: "LT" -> "LT-4821"
+    min: float = 0.0  # amount / int / date (days from the reference date)
+    max: float = 100.0
+
+
+class EntitySpec(Strict):
+    noun: str  # "customer"
+    plural: str  # "customers"
+    prefix: str  # id prefix: "CUS" -> "CUS-10482"
+    digits: int = 5
+    count: int = 8
+    fields: dict[str, FieldSpec]
+
+    @property
+    def id_key(self) -> str:
+        return f"{self.noun.replace(' ', '_').replace('-', '_')}_id"
+
+    @property
+    def ids_key(self) -> str:
+        return f"{self.noun.replace(' ', '_').replace('-', '_')}_ids"
+
+
+class ConditionSpec(Strict):
+    holds: list[str]  # stated when the extra step is required
+    absent: list[str]  # explicit statements that it is not
+
+
+class ToolSpec(Strict):
+    name: str
+    op: Op
+    entity: str
+    field: str | None = (
+        None  # search: by-field; list: parent ref field; update/assign: the field; aggregate: summed
+    )
+    fields: list[str] = []  # create: the fields the caller supplies
+    desc: str
+    texts: list[str] = []  # annotate notes / notify subjects a user might dictate
+    choices: list[str] = []  # message: template names
+    condition: ConditionSpec | None = None  # usable as optional_enrichment's conditional step
+
+
+class DomainSpec(Strict):
+    slug: str
+    title: str
+    personas: list[str]
+    system_prompt: str
+    email_domain: str
+    scenarios: list[str]
+    distractors: list[str]
+    entities: dict[str, EntitySpec]
+    tools: list[ToolSpec]
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> DomainSpec:
+        seen: list[str] = []
+        for kind, ent in self.entities.items():
+            for fname, f in ent.fields.items():
+                where = f"entity {kind!r} field {fname!r}"
+                if f.gen == "ref" and f.entity not in seen:
+                    raise ValueError(f"{where}: ref to {f.entity!r}, which must be declared earlier")
+                if f.gen in ("enum", "choice") and not f.values:
+                    raise ValueError(f"{where}: {f.gen} needs values")
+                if f.gen == "code" and not f.prefix:
+                    raise ValueError(f"{where}: code needs a prefix")
+            seen.append(kind)
+        names = [t.name for t in self.tools]
+        if len(set(names)) != len(names):
+            raise ValueError("duplicate tool names")
+        if not 14 <= len(names) <= 24:
+            raise ValueError(f"{len(names)} tools; a domain needs 14-24 for distractors")
+        for t in self.tools:
+            _check_tool(self, t)
+        return self
+
+
+def _check_tool(dom: DomainSpec, t: ToolSpec) -> None:
+    where = f"tool {t.name!r}"
+    if t.entity not in dom.entities:
+        raise ValueError(f"{where}: unknown entity {t.entity!r}")
+    ent = dom.entities[t.entity]
+    needs_field = {"search", "list", "update", "assign", "aggregate"}
+    if t.op in needs_field:
+        if t.field not in ent.fields:
+            raise ValueError(f"{where}: field {t.field!r} not in entity {t.entity!r}")
+        gen = ent.fields[t.field].gen
+        ok = {
+            "search": gen in SEARCHABLE_GENS,
+            "list": gen == "ref",
+            "assign": gen == "ref",
+            "update": gen in UPDATABLE_GENS,
+            "aggregate": gen in ("amount", "int"),
+        }[t.op]
+        if not ok:
+            raise ValueError(f"{where}: op {t.op} cannot use field {t.field!r} (gen {gen})")
+    if t.op == "create" and (not t.fields or any(f not in ent.fields for f in t.fields)):
+        raise ValueError(f"{where}: create fields must name fields of {t.entity!r}")
+    if t.op in ("annotate", "notify") and not t.texts:
+        raise ValueError(f"{where}: {t.op} needs texts")
+    if t.op == "message" and not t.choices:
+        raise ValueError(f"{where}: message needs choices (template names)")
+
+
+def domain_files() -> list[Path]:
+    return sorted(DOMAIN_DIR.glob("*.yaml"))
+
+
+@cache
+def load_domain(slug: str) -> DomainSpec:
+    """Parse and check one domain file (cached: files are read once per process)."""
+    path = DOMAIN_DIR / f"{slug}.yaml"
+    if not path.is_file():
+        raise KeyError(f"unknown domain {slug!r} (no {path})")
+    try:
+        raw = yaml.load(
+            path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        )
+        dom = DomainSpec.model_validate(raw)
+    except (ValidationError, ValueError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+    if dom.slug != slug:
+        raise ValueError(f"{path}: slug {dom.slug!r} does not match the file name")
+    return dom

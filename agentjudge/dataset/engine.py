@@ -1,0 +1,335 @@
+"""Executable domains: seeded per-record state, JSON-Schema tools, and the environment that runs them.
+
+Every tool is one of ten generic operations over the entities a domain file declares; the state is a
+few dozen small dicts rebuilt from ``(domain, seed)``, so a record carries no state of its own and any
+list of calls can be replayed against the exact initial state the GT was produced from (tau-bench's
+end-state comparison). Outputs are plain JSON values; bad calls raise ``ToolError`` with a readable reason.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from datetime import date, timedelta
+from functools import cache
+from typing import Any
+
+from agentjudge.dataset.domains import DomainSpec, EntitySpec, FieldSpec, ToolSpec, domain_files, load_domain
+from agentjudge.dataset.env import ToolError
+from agentjudge.dataset.toolschemas import check_args, first_enum, tool_schemas
+from agentjudge.types import Record, ToolCall
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+FIRST = _words(
+    "Amara Ben Carla Dmitri Elena Farid Grace Hiro Ines Jonas Keisha Liam Maya Nikhil Olga Pedro "
+    "Quinn Rosa Samir Tara Umar Vera Wei Ximena Yusuf Zoe Aaron Bianca Chloe Diego Esther Felix Gita "
+    "Hannah Ivan Julia Kofi Lena Mateo Nadia"
+)
+LAST = _words(
+    "Okafor Lindqvist Moreau Petrov Haddad Tanaka Silva Novak Schmidt Mensah Rossi Kowalski Nguyen "
+    "Fischer Ortega Brennan Iyer Larsen Dubois Costa Yilmaz Walsh Keller Adeyemi Park Varga Jensen "
+    "Romano Bauer Castillo Ahmed Holm Quispe Sato Murphy Weber Greco Ibrahim Lund Reyes"
+)
+BASE_DATE = date(2026, 1, 5)
+
+
+@cache
+def _slugs() -> tuple[str, ...]:
+    return tuple(p.stem for p in domain_files())
+
+
+def list_domains() -> list[str]:
+    """The fifteen domain slugs, sorted (one per YAML file in ``domains/``)."""
+    return list(_slugs())
+
+
+def domain_title(slug: str) -> str:
+    """The human title of a domain, e.g. "IT service management"."""
+    return load_domain(slug).title
+
+
+# ---------------------------------------------------------------- state
+
+
+Gen = Callable[[random.Random, int, dict[str, Any], dict[str, list[str]], set[str]], Any]
+
+
+def _compile_field(f: FieldSpec, email_domain: str, person_field: str | None) -> Gen:
+    """One fast generator per field: (rng, reference ordinal, record so far, ids by kind, used) -> value.
+
+    Built once per domain because state generation runs for every build and every replay."""
+    g = f.gen
+    vals = list(f.values)
+    if g == "person":
+
+        def person(
+            rng: random.Random, ref: int, rec: dict[str, Any], ids: dict[str, list[str]], used: set[str]
+        ) -> Any:
+            while True:
+                name = f"{FIRST[int(rng.random() * len(FIRST))]} {LAST[int(rng.random() * len(LAST))]}"
+                if name not in used:
+                    used.add(name)
+                    return name
+
+        return person
+    if g == "email":
+        if person_field is None:
+            raise ValueError("an email field needs an earlier person field in the same entity")
+        pf = person_field
+        return lambda rng, ref, rec, ids, used: f"{rec[pf].lower().replace(' ', '.')}@{email_domain}"
+    if g in ("phone", "code"):
+
+        def code(
+            rng: random.Random, ref: int, rec: dict[str, Any], ids: dict[str, list[str]], used: set[str]
+        ) -> Any:
+            while True:
+                v = (
+                    f"+1-555-{rng.randrange(100, 1000)}-{rng.randrange(1000, 10000)}"
+                    if g == "phone"
+                    else f"{f.prefix}-{rng.randrange(1000, 10000)}"
+                )
+                if v not in used:
+                    used.add(v)
+                    return v
+
+        return code
+    if g == "enum":
+        return lambda rng, ref, rec, ids, used: vals[int(rng.random() * len(vals))]
+    if g == "choice":  # unique within the state while the pool lasts (search keys must be unique)
+
+        def choice(
+            rng: random.Random, ref: int, rec: dict[str, Any], ids: dict[str, list[str]], used: set[str]
+        ) -> Any:
+            free = [v for v in vals if v not in used] or vals
+            v = free[int(rng.random() * len(free))]
+            used.add(v)
+            return v
+
+        return choice
+    lo, hi = f.min, f.max
+    if g == "date":
+        return lambda rng, ref, rec, ids, used: date.fromordinal(
+            ref + int(lo) + int(rng.random() * (hi - lo + 1))
+        ).isoformat()
+    if g == "amount":
+        return lambda rng, ref, rec, ids, used: round(lo + rng.random() * (hi - lo), 2)
+    if g == "int":
+        return lambda rng, ref, rec, ids, used: int(lo) + int(rng.random() * (hi - lo + 1))
+    if g == "bool":
+        return lambda rng, ref, rec, ids, used: rng.random() < 0.5
+    target = f.entity or ""
+
+    def ref_(
+        rng: random.Random, ref: int, rec: dict[str, Any], ids: dict[str, list[str]], used: set[str]
+    ) -> Any:
+        pool = ids[target]
+        return pool[int(rng.random() * len(pool))]
+
+    return ref_
+
+
+@cache
+def _compiled(slug: str) -> list[tuple[str, EntitySpec, str, list[tuple[str, Gen]]]]:
+    dom = load_domain(slug)
+    out = []
+    for kind, spec in dom.entities.items():
+        person = next((n for n, f in spec.fields.items() if f.gen == "person"), None)
+        gens = [(n, _compile_field(f, dom.email_domain, person)) for n, f in spec.fields.items()]
+        out.append((kind, spec, spec.id_key, gens))
+    return out
+
+
+def initial_state(dom: DomainSpec, seed: int) -> dict[str, Any]:
+    """The domain's world for one record: entities keyed by kind then id, an action log, id counters."""
+    rng = random.Random(seed)
+    ref_date = BASE_DATE + timedelta(days=rng.randrange(330))
+    ref = ref_date.toordinal()
+    ents: dict[str, dict[str, dict[str, Any]]] = {}
+    ids: dict[str, list[str]] = {}
+    used: set[str] = set()
+    for kind, spec, id_key, gens in _compiled(dom.slug):
+        lo = 10 ** (spec.digits - 1)
+        table: dict[str, dict[str, Any]] = {}
+        for n in sorted(rng.sample(range(lo, lo * 9), spec.count)):  # lo*9.. is left for created ids
+            rid = f"{spec.prefix}-{n}"
+            rec: dict[str, Any] = {id_key: rid}
+            for fname, gen in gens:
+                rec[fname] = gen(rng, ref, rec, ids, used)
+            table[rid] = rec
+        ents[kind] = table
+        ids[kind] = list(table)
+    return {"reference_date": ref_date.isoformat(), "entities": ents, "log": [], "counter": 0}
+
+
+def fresh_copy(state: dict[str, Any]) -> dict[str, Any]:
+    """A fast copy of a state that no call has touched yet (records hold only scalars; the log is empty)."""
+    return {
+        "reference_date": state["reference_date"],
+        "log": [],
+        "counter": state["counter"],
+        "entities": {
+            k: {r: rec.copy() for r, rec in table.items()} for k, table in state["entities"].items()
+        },
+    }
+
+
+def copy_state(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: copy_state(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [copy_state(v) for v in obj]
+    return obj
+
+
+# ---------------------------------------------------------------- environment
+
+
+class DomainEnvironment:
+    """The executable tools of one record over its own copy of the domain state."""
+
+    def __init__(
+        self, slug: str, seed: int, tool_names: list[str] | None = None, state: dict[str, Any] | None = None
+    ) -> None:
+        """``state`` lets the builder pass a copy of ``initial_state(domain, seed)`` it already made."""
+        self.dom = load_domain(slug)
+        self.slug = slug
+        self.state = initial_state(self.dom, seed) if state is None else state
+        specs = {t.name: t for t in self.dom.tools}
+        names = list(specs) if tool_names is None else tool_names
+        self.tools = {n: specs[n] for n in names if n in specs}
+
+    def snapshot(self) -> dict[str, Any]:
+        return copy_state(self.state)  # type: ignore[no-any-return,unused-ignore]
+
+    def _table(self, kind: str) -> dict[str, dict[str, Any]]:
+        return self.state["entities"][kind]
+
+    def _fetch(self, kind: str, rid: str) -> dict[str, Any]:
+        rec = self._table(kind).get(rid)
+        if rec is None:
+            raise ToolError(f"no {self.dom.entities[kind].noun} with id {rid!r}")
+        return rec
+
+    def _new_id(self, prefix: str, digits: int = 4) -> str:
+        """Created ids live above every seeded id (seeded ids use the range below 9 * 10**(digits-1))."""
+        self.state["counter"] += 1
+        return f"{prefix}-{9 * 10 ** (digits - 1) + self.state['counter']}"
+
+    def execute(self, call: ToolCall) -> Any:
+        t = self.tools.get(call.name)
+        if t is None:
+            raise ToolError(f"unknown tool {call.name!r}")
+        params = tool_schemas(self.slug)[call.name].parameters
+        check_args(call.arguments, params, call.name)
+        return getattr(self, f"_op_{t.op}")(t, self.dom.entities[t.entity], dict(call.arguments))
+
+    def _op_search(self, t: ToolSpec, ent: EntitySpec, a: dict[str, Any]) -> Any:
+        f = t.field or ""
+        want = str(a[f]).strip().casefold()
+        for rid, rec in self._table(t.entity).items():
+            if str(rec[f]).casefold() == want:
+                return {ent.id_key: rid, f: rec[f]}
+        raise ToolError(f"no {ent.noun} with {ent.fields[f].noun} {a[f]!r}")
+
+    def _op_get(self, t: ToolSpec, ent: EntitySpec, a: dict[str, Any]) -> Any:
+        rec = self._fetch(t.entity, a[ent.id_key])
+        keep = a.get("fields")
+        return {k: v for k, v in rec.items() if not keep or k == ent.id_key or k in keep}
+
+    def _op_list(self, t: ToolSpec, ent: EntitySpec, a: dict[str, Any]) -> Any:
+        parent_kind = ent.fields[t.field or ""].entity or ""
+        pid = a[self.dom.entities[parent_kind].id_key]
+        self._fetch(parent_kind, pid)
+        status = first_enum(ent)
+        ids = [
+            rid
+            for rid, rec in self._table(t.entity).items()
+            if rec[t.field or ""] == pid and (status is None or status not in a or rec[status] == a[status])
+        ][: a.get("limit", 50)]
+        return {ent.ids_key: ids, "count": len(ids)}
+
+    def _op_update(self, t: ToolSpec, ent: EntitySpec, a: dict[str, Any]) -> Any:
+        rec = self._fetch(t.entity, a[ent.id_key])
+        f = t.field or ""
+        if ent.fields[f].gen == "ref":
+            self._fetch(ent.fields[f].entity or "", a[f])
+        prev, rec[f] = rec[f], a[f]
+        if "reason" in a:
+            self.state["log"].append(
+                {"op": "audit", "tool": t.name, "id": rec[ent.id_key], "reason": a["reason"]}
+            )
+        return {ent.id_key: rec[ent.id_key], f: rec[f], f"previous_{f}": prev, "updated": True}
+
+    _op_assign = _op_update
+
+    def _op_create(self, t: ToolSpec, ent: EntitySpec, a: dict[str, Any]) -> Any:
+        rid = self._new_id(ent.prefix, ent.digits)
+        rec: dict[str, Any] = {ent.id_key: rid}
+        for fname, f in ent.fields.items():
+            if fname in a:
+                if f.gen == "ref":
+                    self._fetch(f.entity or "", a[fname])
+                rec[fname] = a[fname]
+            else:  # fields the caller does not supply get a deterministic default
+                rec[fname] = f.values[0] if f.values else (False if f.gen == "bool" else None)
+        self._table(t.entity)[rid] = rec
+        return {ent.id_key: rid, "created": True, **{n: a[n] for n in t.fields}}
+
+    def _op_notify(self, t: ToolSpec, ent: EntitySpec, a: dict[str, Any]) -> Any:
+        self._fetch(t.entity, a[ent.id_key])
+        nid = self._new_id("NTF")
+        self.state["log"].append(
+            {
+                "op": "notify",
+                "id": nid,
+                "to": a[ent.id_key],
+                "subject": a["subject"],
+                "refs": list(a["reference_ids"]),
+            }
+        )
+        return {"notification_id": nid, ent.id_key: a[ent.id_key], "status": "queued"}
+
+    def _op_annotate(self, t: ToolSpec, ent: EntitySpec, a: dict[str, Any]) -> Any:
+        self._fetch(t.entity, a[ent.id_key])
+        nid = self._new_id("NOTE")
+        self.state["log"].append(
+            {
+                "op": "note",
+                "id": nid,
+                "on": a[ent.id_key],
+                "note": a["note"],
+                "visibility": a.get("visibility", "internal"),
+            }
+        )
+        return {"note_id": nid, ent.id_key: a[ent.id_key], "created": True}
+
+    def _op_message(self, t: ToolSpec, ent: EntitySpec, a: dict[str, Any]) -> Any:
+        self._fetch(t.entity, a[ent.id_key])
+        mid = self._new_id("MSG")
+        self.state["log"].append(
+            {
+                "op": "message",
+                "id": mid,
+                "to": a[ent.id_key],
+                "channel": a["channel"],
+                "template": a["template"],
+            }
+        )
+        return {"message_id": mid, ent.id_key: a[ent.id_key], "status": "sent"}
+
+    def _op_aggregate(self, t: ToolSpec, ent: EntitySpec, a: dict[str, Any]) -> Any:
+        vals = [self._fetch(t.entity, rid)[t.field or ""] for rid in a[ent.ids_key]]
+        nd = a.get("round_to", 2)
+        f = t.field or ""
+        return {"count": len(vals), f"total_{f}": round(sum(vals), nd), f"max_{f}": round(max(vals), nd)}
+
+
+def make_environment(record: Record) -> DomainEnvironment | None:
+    """A fresh environment at the record's initial state; None when the record is not one of ours."""
+    if record.seed is None or record.domain not in _slugs():
+        return None
+    return DomainEnvironment(record.domain, record.seed, [t.name for t in record.tools])

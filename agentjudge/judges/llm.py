@@ -1,0 +1,125 @@
+"""The LLM judge: prompt from ``templates``, one model call through ``ModelClient``, verdicts from ``parse``.
+
+Failures stay failures. A transport/provider error gives a result with every verdict ``None`` and
+``error="<kind>: <message>"``; an answer that cannot be parsed gives ``parse_ok=False`` with the metrics that
+could not be read set to ``None``. Optionally the judge is re-asked (``reask`` times) with a short message
+quoting the parse problem; the raw text of every attempt is kept and the number of re-asks is recorded, so a
+report can count both the first-answer parse failures and the ones re-asking rescued.
+
+Chain of thought is a prompt variant (``cot_on.md`` / ``cot_off.md``). For reasoning models the provider's
+thinking switch is a separate matter, passed only when the model's settings ask for it:
+``extra["judge_thinking_on"]`` / ``extra["judge_thinking_off"]`` are dicts of litellm parameters merged into
+the call when the variant's ``cot`` is on / off (e.g. ``{"reasoning_effort": "high"}``). Both keys are removed
+before the call, so they never reach litellm themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentjudge.judges.parse import ParsedVerdicts, parse_verdicts
+from agentjudge.judges.templates import build_messages, reask_message
+from agentjudge.models.client import ModelCallError
+from agentjudge.types import METRICS, JudgeRequest, JudgeResult, ModelSettings, Usage
+
+THINKING_ON_KEY = "judge_thinking_on"
+THINKING_OFF_KEY = "judge_thinking_off"
+ATTEMPT_SEPARATOR = "\n\n===== agentjudge: re-ask {n} =====\n\n"
+
+
+def _call_settings(settings: ModelSettings, cot: bool) -> ModelSettings:
+    """Settings for one call: judge-only ``extra`` keys removed, the matching thinking params merged in."""
+    extra = dict(settings.extra)
+    on = extra.pop(THINKING_ON_KEY, None)
+    off = extra.pop(THINKING_OFF_KEY, None)
+    chosen = on if cot else off
+    if chosen is not None:
+        if not isinstance(chosen, dict):
+            key = THINKING_ON_KEY if cot else THINKING_OFF_KEY
+            raise ValueError(f"{settings.display_name}: extra.{key} must be a mapping of litellm parameters")
+        extra.update(chosen)
+    if extra == settings.extra:
+        return settings
+    return settings.model_copy(update={"extra": extra})
+
+
+def _add_usage(total: Usage, more: Usage, first: bool) -> Usage:
+    return Usage(
+        prompt_tokens=total.prompt_tokens + more.prompt_tokens,
+        completion_tokens=total.completion_tokens + more.completion_tokens,
+        cost_usd=total.cost_usd + more.cost_usd,
+        cached=more.cached if first else (total.cached and more.cached),
+    )
+
+
+class LLMJudge:
+    """A judge backed by any chat model litellm can reach."""
+
+    needs_reference = False
+
+    def __init__(self, settings: ModelSettings, client: Any, *, reask: int = 0) -> None:
+        if reask < 0:
+            raise ValueError(f"reask must be >= 0, got {reask}")
+        self.settings = settings
+        self.client = client
+        self.reask = reask
+        self.name = settings.display_name
+
+    async def __call__(self, request: JudgeRequest) -> JudgeResult:
+        messages: list[dict[str, Any]] = list(build_messages(request))
+        settings = _call_settings(self.settings, request.variant.cot)
+        texts: list[str] = []
+        usage = Usage()
+        parsed: ParsedVerdicts | None = None
+        for attempt in range(self.reask + 1):
+            try:
+                completion = await self.client.complete(
+                    settings, messages, temperature=request.temperature, sample_index=request.trial
+                )
+            except ModelCallError as exc:
+                return JudgeResult(
+                    verdicts=dict.fromkeys(METRICS),
+                    rationales=self._meta(parsed, attempt, texts),
+                    parse_ok=False,
+                    raw_output=self._joined(texts),
+                    error=f"{exc.kind}: {exc.message}",
+                    usage=usage,
+                )
+            usage = _add_usage(usage, completion.usage, first=attempt == 0)
+            texts.append(completion.text)
+            parsed = parse_verdicts(completion.text, request.variant)
+            if parsed.parse_ok or attempt == self.reask:
+                break
+            messages = [
+                *messages,
+                {"role": "assistant", "content": completion.text},
+                reask_message(parsed.problems),
+            ]
+        assert parsed is not None  # the loop ran at least once and either returned or parsed
+        rationales = dict(parsed.rationales)
+        rationales.update(self._meta(parsed, len(texts) - 1, texts))
+        return JudgeResult(
+            verdicts=parsed.verdicts,
+            rationales=rationales,
+            parse_ok=parsed.parse_ok,
+            raw_output=self._joined(texts),
+            usage=usage,
+        )
+
+    @staticmethod
+    def _joined(texts: list[str]) -> str:
+        """Every attempt's raw text, separated by a marked line, so nothing a judge said is lost."""
+        out = texts[0] if texts else ""
+        for n, text in enumerate(texts[1:], start=1):
+            out += ATTEMPT_SEPARATOR.format(n=n) + text
+        return out
+
+    @staticmethod
+    def _meta(parsed: ParsedVerdicts | None, reasks: int, texts: list[str]) -> dict[str, str]:
+        """Bookkeeping in underscore keys (not metrics): re-asks made, parse method and problems."""
+        meta = {"_reasks": str(reasks), "_attempts": str(len(texts))}
+        if parsed is not None:
+            meta["_parse_method"] = parsed.method
+            if parsed.problems:
+                meta["_parse_problems"] = "; ".join(parsed.problems)
+        return meta

@@ -1,0 +1,214 @@
+"""Judge prompt assembly from the template files in ``prompts/``.
+
+Why files and not strings in code: each prompt-variant dimension (condition, format, chain of thought,
+default mode) is a research variable, so each value lives in its own file that a person can read and edit.
+The assembly is deterministic, puts the static instructions first (system message, then the tool
+schemas) and the per-request untrusted content last, so provider prompt caching can reuse the prefix.
+
+Untrusted content (tools, query, reference trace, calls) is JSON-encoded inside tagged blocks. A ``<`` that
+would begin one of the block tags is written ``\\u003c`` inside the JSON, which keeps it valid JSON and
+guarantees that no content can close a block early or open a fake one: the delimiters need no randomness to
+be unambiguous.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from agentjudge.types import GTStep, JudgeRequest, PromptVariant, ToolCall, ToolSchema
+
+PROMPTS_ENV = "AGENTJUDGE_PROMPTS"
+VerdictScale = Literal["three_level", "continuous"]
+
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_MARKER = re.compile(r"\{\{(\w+)\}\}")
+
+# Tag names of the untrusted blocks; tests and readers can rely on them.
+TAG_TOOLS = "tool_schemas"
+TAG_QUERY = "user_request"
+TAG_REFERENCE = "reference_trace"
+TAG_CALLS = "agent_calls"
+_DELIMITER_LIKE = re.compile(
+    rf"<(\s*/?\s*(?:{TAG_TOOLS}|{TAG_QUERY}|{TAG_REFERENCE}|{TAG_CALLS}))", re.IGNORECASE
+)
+
+
+def prompts_dir() -> Path:
+    """The prompts folder: ``$AGENTJUDGE_PROMPTS`` if set, else ``prompts/`` beside the package.
+
+    The fallback works for an editable install (the repository layout); a wheel install needs the variable.
+    """
+    env = os.environ.get(PROMPTS_ENV)
+    if env:
+        path = Path(env)
+        if not path.is_dir():
+            raise FileNotFoundError(f"{PROMPTS_ENV}={env!r} is not a directory of judge prompt templates")
+        return path
+    import agentjudge
+
+    path = Path(agentjudge.__file__).resolve().parents[1] / "prompts"
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"judge prompt templates not found at {path}; "
+            f"set {PROMPTS_ENV} to the folder holding system.md etc."
+        )
+    return path
+
+
+@lru_cache(maxsize=256)
+def _read_template(path: str, mtime_ns: int, size: int) -> str:
+    """Cached by path and file stamp, so an edited template is picked up without a restart."""
+    text = _COMMENT.sub("", Path(path).read_text(encoding="utf-8"))
+    return text.strip()
+
+
+def load_template(name: str) -> str:
+    """The text of ``prompts/<name>`` with ``<!-- -->`` comments removed and outer whitespace stripped."""
+    file = prompts_dir() / name
+    try:
+        stat = file.stat()
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"judge prompt template {name!r} missing in {file.parent} (set {PROMPTS_ENV} to override)"
+        ) from None
+    return _read_template(str(file), stat.st_mtime_ns, stat.st_size)
+
+
+def fill(name: str, values: dict[str, str]) -> str:
+    """Fill the ``{{marker}}`` slots of template ``name`` in one pass (inserted text is never re-scanned).
+
+    Every marker must have a value and every value must have a marker: a template edit that drops
+    ``{{calls}}`` would otherwise silently hide the calls from the judge.
+    """
+    text = load_template(name)
+    found = set(_MARKER.findall(text))
+    unknown = found - values.keys()
+    if unknown:
+        raise ValueError(
+            f"prompt template {name!r} has unknown marker(s) {sorted(unknown)}; known: {sorted(values)}"
+        )
+    unused = values.keys() - found
+    if unused:
+        raise ValueError(
+            f"prompt template {name!r} lacks required marker(s) {sorted('{{' + u + '}}' for u in unused)}"
+        )
+    return _MARKER.sub(lambda m: values[m.group(1)], text)
+
+
+def verdict_scale(variant: PromptVariant) -> VerdictScale:
+    """Three-level variants snap verdicts to {0, 0.5, 1}; free-form (A5) is continuous in [0, 1]."""
+    return "continuous" if variant.prompt_format == "freeform" else "three_level"
+
+
+def safe_json(payload: Any) -> str:
+    """JSON in which no block delimiter can occur: a ``<`` that would start one is written ``\\u003c``.
+
+    Other ``<`` stay readable (placeholders such as ``<id from step 1>`` are common in calls).
+    """
+    text = json.dumps(payload, ensure_ascii=False, sort_keys=False)
+    return _DELIMITER_LIKE.sub(lambda m: "\\u003c" + m.group(1), text)
+
+
+def _json_lines(items: list[Any]) -> str:
+    """A JSON array with one element per line: still valid JSON, easier for a reader (and a model) to scan."""
+    if not items:
+        return "[]"
+    return "[\n" + ",\n".join(safe_json(item) for item in items) + "\n]"
+
+
+def block(tag: str, body: str) -> str:
+    return f"<{tag}>\n{body}\n</{tag}>"
+
+
+def _tool_payload(tool: ToolSchema) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": tool.parameters,
+    }
+    if tool.returns:
+        payload["returns"] = tool.returns
+    return payload
+
+
+def _calls_payload(calls: list[ToolCall]) -> list[dict[str, Any]]:
+    return [{"step": i + 1, "name": c.name, "arguments": c.arguments} for i, c in enumerate(calls)]
+
+
+def _gt_payload(gt: list[GTStep]) -> list[dict[str, Any]]:
+    """The reference trace as calls plus 1-based dependencies; outputs are left out (structural rubric)."""
+    return [
+        {
+            "step": i + 1,
+            "name": s.call.name,
+            "arguments": s.call.arguments,
+            "depends_on": [d + 1 for d in s.depends_on],
+        }
+        for i, s in enumerate(gt)
+    ]
+
+
+def system_prompt(variant: PromptVariant, condition: str) -> str:
+    """The static instructions for one (variant, condition): role, rubric, condition, default, format, CoT."""
+    parts = [load_template("system.md")]
+    if verdict_scale(variant) == "three_level":
+        parts.append(load_template("rubric_three_level.md"))
+    condition_text = load_template(f"condition_{condition}.md")
+    if condition == "swapped_gt" and condition_text != load_template("condition_with_gt.md"):
+        # the C3 anchoring control is only valid if the judge cannot tell it from with_gt
+        raise ValueError(
+            f"{prompts_dir()}: condition_swapped_gt.md must read exactly like condition_with_gt.md "
+            "(comments aside); the swapped GT has to be presented as the reference"
+        )
+    parts.append(condition_text)
+    parts.append(load_template(f"default_{variant.default_mode}.md"))
+    parts.append(load_template(f"format_{variant.prompt_format}.md"))
+    parts.append(load_template("cot_on.md" if variant.cot else "cot_off.md"))
+    return "\n\n".join(parts)
+
+
+def user_prompt(request: JudgeRequest) -> str:
+    """Tool schemas first, then the per-request untrusted blocks; a reference block iff a GT is shown."""
+    if request.condition == "without_gt":
+        if request.gt is not None:
+            raise ValueError(
+                f"{request.task.record_id}: a without_gt judge request must not carry a GT trace"
+            )
+        reference = ""
+    else:
+        if request.gt is None:
+            raise ValueError(
+                f"{request.task.record_id}: a {request.condition} judge request needs a GT trace"
+            )
+        reference = "\n" + fill(
+            "reference_block.md", {"gt": block(TAG_REFERENCE, _json_lines(_gt_payload(request.gt)))}
+        )
+        reference += "\n"
+    return fill(
+        "user.md",
+        {
+            "tools": block(TAG_TOOLS, _json_lines([_tool_payload(t) for t in request.task.tools])),
+            "query": block(TAG_QUERY, safe_json(request.task.query)),
+            "reference": reference,
+            "calls": block(TAG_CALLS, _json_lines(_calls_payload(request.calls))),
+        },
+    )
+
+
+def build_messages(request: JudgeRequest) -> list[dict[str, str]]:
+    """System + user chat messages for one judge request (deterministic: same request, same messages)."""
+    return [
+        {"role": "system", "content": system_prompt(request.variant, request.condition)},
+        {"role": "user", "content": user_prompt(request)},
+    ]
+
+
+def reask_message(problems: list[str]) -> dict[str, str]:
+    """The follow-up user message after an unparseable answer, quoting what was wrong."""
+    text = "; ".join(problems) if problems else "no verdicts found"
+    return {"role": "user", "content": fill("reask.md", {"problems": text})}

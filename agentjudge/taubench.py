@@ -1,0 +1,408 @@
+"""τ-bench track (SPEC §10): real multi-turn agent trajectories as judge material.
+
+The synthetic dataset gives judges clean single-shot calls. τ-bench's historical trajectories are the
+opposite: a real agent (gpt-4o) talking to a simulated user over many turns, with tool errors and retries,
+graded by τ-bench itself through the END STATE of a database (``reward``). Nobody in this project wrote
+them, so they test whether a judge's verdicts track an outcome that no judge prompt was tuned on.
+
+Per episode we derive:
+- the agent's calls in order (``think`` is a no-op scratchpad tool and is left out), tool errors and turns;
+- the GT: τ-bench's annotated actions (reads and writes), as a chain;
+- the programmatic reference: the strict scorer of §6 on (GT actions, agent calls);
+- tool schemas INFERRED from every call seen in the file (the file ships no schemas) — labelled as such.
+Then any judge (baseline, litellm model, registered class) grades each episode with and without GT, and
+the summary relates the verdicts to τ-bench's reward: mean verdict on solved vs failed episodes, the AUC of
+a judge's mean verdict as a predictor of reward, and alignment with the programmatic reference. The agent's
+own consistency is reported as pass^k over its four trials (the unbiased estimator of §8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import ValidationError
+
+from agentjudge.types import (
+    METRICS,
+    Condition,
+    GTStep,
+    JudgeRequest,
+    ModelSettings,
+    Strict,
+    Task,
+    ToolCall,
+    ToolSchema,
+)
+
+NO_OP_TOOLS = frozenset({"think"})
+DEFAULT_JUDGES = ("baseline/always-1", "baseline/rule", "baseline/ceiling")
+
+
+class TauFunction(Strict):
+    name: str
+    arguments: str
+
+
+class TauToolCall(Strict):
+    id: str
+    type: Literal["function"]
+    function: TauFunction
+
+
+class TauMessage(Strict):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None
+    tool_calls: list[TauToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class TauAction(Strict):
+    name: str
+    kwargs: dict[str, Any]
+
+
+class TauTask(Strict):
+    user_id: str
+    instruction: str
+    actions: list[TauAction]
+    outputs: list[str]
+
+
+class TauInfo(Strict):
+    task: TauTask
+    source: str
+    user_cost: float | None  # null in some published episodes
+    reward_info: dict[str, Any] | None  # null when the episode ended before tau-bench graded it
+
+
+class TauEpisode(Strict):
+    task_id: int
+    trial: int
+    reward: float
+    info: TauInfo
+    traj: list[TauMessage]
+
+
+class TauItem(Strict):
+    """One episode turned into judge material."""
+
+    base_id: str
+    record_id: str
+    task_id: int
+    trial: int
+    reward: float
+    task: Task
+    calls: list[ToolCall]
+    gt: list[GTStep]
+    n_turns: int
+    n_tool_errors: int
+    n_bad_arguments: int
+
+
+class TauBenchError(ValueError):
+    """Unreadable trajectory file; the message names the file, the episode and the field."""
+
+
+def load_episodes(path: Path) -> list[TauEpisode]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise TauBenchError(f"{path}: cannot read τ-bench trajectories: {exc}") from exc
+    if not isinstance(raw, list):
+        raise TauBenchError(f"{path}: expected a JSON list of episodes, got {type(raw).__name__}")
+    episodes = []
+    for i, item in enumerate(raw):
+        try:
+            episodes.append(TauEpisode.model_validate(item))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"])
+            raise TauBenchError(f"{path}: episode {i}, field {field}: {err['msg']}") from None
+    return episodes
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "string" if isinstance(value, str) else "null"
+
+
+def infer_tool_schemas(episodes: Sequence[TauEpisode]) -> list[ToolSchema]:
+    """Schemas from observed arguments: a key is required when every call of the tool has it."""
+    seen: dict[str, list[dict[str, Any]]] = {}
+    for ep in episodes:
+        for action in ep.info.task.actions:
+            seen.setdefault(action.name, []).append(action.kwargs)
+        for msg in ep.traj:
+            for tc in msg.tool_calls or []:
+                args = _parse_arguments(tc.function.arguments)
+                seen.setdefault(tc.function.name, []).append(args if args is not None else {})
+    schemas = []
+    for name in sorted(seen):
+        calls = seen[name]
+        types: dict[str, set[str]] = {}
+        for args in calls:
+            for key, value in args.items():
+                types.setdefault(key, set()).add(_json_type(value))
+        props = {
+            key: {"type": sorted(t)[0]} if len(t) == 1 else {"type": sorted(t)} for key, t in sorted(types.items())
+        }
+        required = sorted(k for k in types if all(k in args for args in calls))
+        schemas.append(
+            ToolSchema(
+                name=name,
+                description=f"τ-bench airline tool {name} (schema inferred from {len(calls)} observed calls)",
+                parameters={"type": "object", "properties": props, "required": required},
+            )
+        )
+    return schemas
+
+
+def _parse_arguments(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def to_item(episode: TauEpisode, tools: list[ToolSchema], domain: str = "airline") -> TauItem:
+    """The judge's view of one episode: the user's turns as the query, the agent's calls, the GT actions."""
+    user_turns = [m.content or "" for m in episode.traj if m.role == "user"]
+    system = next((m.content or "" for m in episode.traj if m.role == "system"), "")
+    calls: list[ToolCall] = []
+    bad_arguments = 0
+    for msg in episode.traj:
+        for tc in msg.tool_calls or []:
+            if tc.function.name in NO_OP_TOOLS:
+                continue
+            args = _parse_arguments(tc.function.arguments)
+            if args is None:
+                bad_arguments += 1  # kept as a call with no arguments: the judge sees the failure as it was
+                args = {}
+            calls.append(ToolCall(name=tc.function.name, arguments=args))
+    tool_errors = sum(1 for m in episode.traj if m.role == "tool" and (m.content or "").startswith("Error"))
+    gt = [
+        GTStep(
+            call=ToolCall(name=a.name, arguments=a.kwargs),
+            output=None,  # τ-bench annotates actions, not their outputs
+            depends_on=[i - 1] if i else [],
+            description=f"annotated action {i + 1}",
+        )
+        for i, a in enumerate(episode.info.task.actions)
+    ]
+    base_id = f"tau-{domain}-{episode.task_id:03d}"
+    record_id = f"{base_id}:trial{episode.trial}"
+    query = "\n".join(f"User turn {i + 1}: {text}" for i, text in enumerate(user_turns))
+    task = Task(
+        record_id=record_id, base_id=base_id, difficulty="hard", query=query, system_prompt=system, tools=tools
+    )
+    return TauItem(
+        base_id=base_id, record_id=record_id, task_id=episode.task_id, trial=episode.trial,
+        reward=episode.reward, task=task, calls=calls, gt=gt, n_turns=len(user_turns),
+        n_tool_errors=tool_errors, n_bad_arguments=bad_arguments,
+    )
+
+
+def reference_scores(item: TauItem) -> dict[str, dict[str, float]]:
+    """The §6 scores of the agent's calls against the annotated actions, both modes."""
+    from agentjudge.scoring import score_calls
+
+    expected = [s.call for s in item.gt]
+    return {
+        mode: score_calls(expected, item.calls, mode, tools=item.task.tools)  # type: ignore[arg-type]
+        for mode in ("paper", "strict")
+    }
+
+
+def episodes_table(items: Sequence[TauItem]) -> pd.DataFrame:
+    rows = []
+    for item in items:
+        strict = reference_scores(item)["strict"]
+        rows.append(
+            {
+                "base_id": item.base_id, "record_id": item.record_id, "task_id": item.task_id,
+                "trial": item.trial, "reward": item.reward, "n_turns": item.n_turns,
+                "n_calls": len(item.calls), "n_gt_actions": len(item.gt), "n_tool_errors": item.n_tool_errors,
+                "n_bad_arguments": item.n_bad_arguments, **strict,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+async def judge_items(
+    items: Sequence[TauItem],
+    judges: Sequence[ModelSettings],
+    conditions: Sequence[Condition],
+    *,
+    no_cache: bool = False,
+) -> pd.DataFrame:
+    """Every judge × condition × episode; one row per metric. Failures are rows with a null verdict."""
+    from agentjudge.models.cache import CallCache
+    from agentjudge.models.client import ModelClient
+    from agentjudge.models.registry import make_judge
+
+    client = ModelClient(cache=CallCache(), read_cache=not no_cache)
+    refs = {item.record_id: reference_scores(item) for item in items}
+    rows: list[dict[str, Any]] = []
+
+    async def one(settings: ModelSettings, judge: Any, item: TauItem, condition: Condition) -> None:
+        strict = refs[item.record_id]["strict"]
+        request = JudgeRequest(
+            task=item.task, calls=item.calls, gt=None if condition == "without_gt" else item.gt,
+            condition=condition,
+            reference=(
+                {m: {k: refs[item.record_id][m][f"p_{k}"] for k in METRICS} for m in ("paper", "strict")}  # type: ignore[misc]
+                if getattr(judge, "needs_reference", False) else None
+            ),
+        )
+        try:
+            result = await judge(request)
+            verdicts, parse_ok, error = result.verdicts, result.parse_ok, result.error
+            rationales = result.rationales
+        except Exception as exc:  # recorded and counted, never defaulted
+            verdicts, parse_ok, error, rationales = dict.fromkeys(METRICS), False, f"{type(exc).__name__}: {exc}", {}
+        for metric in METRICS:
+            rows.append(
+                {
+                    "record_id": item.record_id, "base_id": item.base_id, "reward": item.reward,
+                    "judge": settings.display_name, "condition": condition, "metric": metric,
+                    "reference": strict[f"p_{metric}"], "verdict": verdicts.get(metric),  # type: ignore[call-overload]
+                    "parse_ok": parse_ok, "judge_error": error, "rationale": rationales.get(metric, ""),
+                }
+            )
+
+    tasks = []
+    for settings in judges:
+        judge = make_judge(settings, client)
+        tasks += [one(settings, judge, item, cond) for item in items for cond in conditions]
+    await asyncio.gather(*tasks)
+    table = pd.DataFrame(rows)
+    return table.sort_values(["judge", "condition", "record_id", "metric"], kind="stable").reset_index(drop=True)
+
+
+def auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """Probability that a solved episode gets a higher score than a failed one (ties count half)."""
+    pos, neg = scores[labels], scores[~labels]
+    if len(pos) == 0 or len(neg) == 0:
+        return float("nan")
+    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return float(greater / (len(pos) * len(neg)))
+
+
+def summarize(episodes: pd.DataFrame, judgments: pd.DataFrame | None) -> dict[str, Any]:
+    from agentjudge.stats.passk import pass_at_k, pass_hat_k
+
+    solved = episodes["reward"] >= 1.0
+    per_task = episodes.assign(ok=solved).groupby("task_id")["ok"].agg(["size", "sum"])
+    n, c = per_task["size"].to_numpy(), per_task["sum"].to_numpy()
+    max_k = int(n.min()) if len(n) else 0
+    summary: dict[str, Any] = {
+        "episodes": len(episodes),
+        "tasks": len(per_task),
+        "mean_reward": float(solved.mean()),
+        "agent_pass_hat_k": {k: pass_hat_k(n, c, k) for k in range(1, max_k + 1)},
+        "agent_pass_at_k": {k: pass_at_k(n, c, k) for k in range(1, max_k + 1)},
+        "tool_error_rate": float((episodes["n_tool_errors"] > 0).mean()),
+        "reference_vs_reward": {
+            m: {"solved": float(episodes.loc[solved, m].mean()), "failed": float(episodes.loc[~solved, m].mean()),
+                "auc": auc(episodes[m].to_numpy(), solved.to_numpy())}
+            for m in ("p_tool", "p_param", "p_seq", "p_cov", "p_value", "p_seq_dag")
+        },
+        "judges": [],
+    }
+    if judgments is not None and len(judgments):
+        for (judge, condition), g in judgments.groupby(["judge", "condition"], sort=True):
+            ok = g["verdict"].notna()
+            per_ep = g[ok].groupby("record_id").agg(mean_verdict=("verdict", "mean"), reward=("reward", "first"))
+            labels = per_ep["reward"].to_numpy() >= 1.0
+            mu = 1.0 - (g.loc[ok, "reference"] - g.loc[ok, "verdict"]).abs()
+            summary["judges"].append(
+                {
+                    "judge": judge, "condition": condition, "judgments": int(len(g)),
+                    "failed": int((~ok).sum()),
+                    "alignment_with_reference": float(mu.mean()) if ok.any() else float("nan"),
+                    "mean_verdict_solved": float(per_ep.loc[labels, "mean_verdict"].mean()),
+                    "mean_verdict_failed": float(per_ep.loc[~labels, "mean_verdict"].mean()),
+                    "auc_reward": auc(per_ep["mean_verdict"].to_numpy(), labels),
+                }
+            )
+    return summary
+
+
+def _markdown(summary: dict[str, Any], source: Path) -> str:
+    lines = [
+        "# τ-bench track", "",
+        f"Source: `{source}` — {summary['episodes']} real episodes of {summary['tasks']} tasks "
+        "(gpt-4o agent, airline domain; reward = τ-bench's end-state check). Tool schemas are inferred.", "",
+        f"Agent mean reward {summary['mean_reward']:.3f}; episodes with at least one tool error "
+        f"{summary['tool_error_rate']:.1%}.", "",
+        "| k | pass^k | pass@k |", "|---|---|---|",
+    ]
+    for k, v in summary["agent_pass_hat_k"].items():
+        lines.append(f"| {k} | {v:.3f} | {summary['agent_pass_at_k'][k]:.3f} |")
+    lines += ["", "Programmatic reference (strict) vs reward:", "",
+              "| metric | mean (solved) | mean (failed) | AUC for reward |", "|---|---|---|---|"]
+    for m, r in summary["reference_vs_reward"].items():
+        lines.append(f"| {m} | {r['solved']:.3f} | {r['failed']:.3f} | {r['auc']:.3f} |")
+    if summary["judges"]:
+        lines += ["", "Judges (mean verdict over the four metrics per episode):", "",
+                  "| judge | condition | judgments | failed | alignment w/ reference | verdict (solved) "
+                  "| verdict (failed) | AUC for reward |", "|---|---|---|---|---|---|---|---|"]
+        for j in summary["judges"]:
+            lines.append(
+                f"| {j['judge']} | {j['condition']} | {j['judgments']} | {j['failed']} | "
+                f"{j['alignment_with_reference']:.3f} | {j['mean_verdict_solved']:.3f} | "
+                f"{j['mean_verdict_failed']:.3f} | {j['auc_reward']:.3f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def taubench_cli(
+    data: Path, out: Path, judges: list[str] | None, api_base: str | None, conditions: list[str] | None,
+    no_cache: bool = False,
+) -> int:
+    from rich.console import Console
+
+    console = Console()
+    try:
+        episodes = load_episodes(data)
+    except TauBenchError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+    bad = [c for c in conditions or [] if c not in ("with_gt", "without_gt")]
+    if bad:
+        console.print(f"[red]error:[/red] --condition {bad[0]!r}: the τ-bench track has with_gt and without_gt")
+        return 2
+    tools = infer_tool_schemas(episodes)
+    items = [to_item(ep, tools) for ep in episodes]
+    ep_table = episodes_table(items)
+    settings = [ModelSettings(model=m, api_base=api_base) for m in (judges or DEFAULT_JUDGES)]
+    conds: list[Condition] = list(conditions or ["with_gt", "without_gt"])  # type: ignore[arg-type]
+    judgments = asyncio.run(judge_items(items, settings, conds, no_cache=no_cache))
+    summary = summarize(ep_table, judgments)
+    out.mkdir(parents=True, exist_ok=True)
+    ep_table.to_parquet(out / "episodes.parquet", index=False)
+    judgments.to_parquet(out / "judgments.parquet", index=False)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    (out / "summary.md").write_text(_markdown(summary, data))
+    console.print(_markdown(summary, data))
+    failed = int(judgments["verdict"].isna().sum())
+    if failed:
+        console.print(f"[yellow]{failed} judgments failed (parse or transport); see judgments.parquet[/yellow]")
+    return 1 if failed else 0

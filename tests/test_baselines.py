@@ -1,0 +1,202 @@
+"""Baseline judges on hand-made cases: constants, the no-GT rule judge, the ceiling oracle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentjudge.judges.baselines import KNOWN_BASELINES, make_baseline_judge
+from agentjudge.types import Judge, JudgeRequest, ModelSettings, PromptVariant, Task, ToolCall, ToolSchema
+
+TOOLS = [
+    ToolSchema(
+        name="get_ticket",
+        description="Fetch a support ticket with its assignee.",
+        parameters={
+            "type": "object",
+            "properties": {"ticket_id": {"type": "string"}, "include_history": {"type": "boolean"}},
+            "required": ["ticket_id"],
+            "additionalProperties": False,
+        },
+        returns={
+            "type": "object",
+            "properties": {"assignee_id": {"type": "string"}, "status": {"type": "string"}},
+        },
+    ),
+    ToolSchema(
+        name="notify_user",
+        description="Send a message to a user.",
+        parameters={
+            "type": "object",
+            "properties": {"assignee_id": {"type": "string"}, "message": {"type": "string"}},
+            "required": ["assignee_id", "message"],
+        },
+    ),
+    ToolSchema(
+        name="book_meeting_room",
+        description="Reserve a conference room.",
+        parameters={"type": "object", "properties": {"room": {"type": "string"}}, "required": ["room"]},
+    ),
+]
+QUERY = "Look up ticket T-1042 and send its assignee a message saying the ticket is urgent."
+GOOD = [
+    ToolCall(name="get_ticket", arguments={"ticket_id": "T-1042"}),
+    ToolCall(
+        name="notify_user", arguments={"assignee_id": "<assignee from step 1>", "message": "ticket is urgent"}
+    ),
+]
+
+
+def req(calls: list[ToolCall], **overrides: Any) -> JudgeRequest:
+    task = Task(
+        record_id="itsm-0009:easy",
+        base_id="itsm-0009",
+        difficulty="easy",
+        query=QUERY,
+        system_prompt="",
+        tools=TOOLS,
+    )
+    values: dict[str, Any] = {"task": task, "calls": calls, "gt": None, "condition": "without_gt"}
+    values.update(overrides)
+    return JudgeRequest(**values)
+
+
+def make(name: str) -> Judge:
+    return make_baseline_judge(ModelSettings(model=f"baseline/{name}"))
+
+
+@pytest.mark.parametrize(("name", "value"), [("always-1", 1.0), ("always-0.5", 0.5), ("always-0", 0.0)])
+async def test_constants(name: str, value: float) -> None:
+    judge = make(name)
+    assert judge.name == f"baseline/{name}" and isinstance(judge, Judge)
+    for calls in (GOOD, []):
+        result = await judge(req(calls))
+        assert result.verdicts == dict.fromkeys(("tool", "param", "seq", "cov"), value)
+        assert result.parse_ok and result.error is None and "constant" in result.rationales["overall"]
+
+
+async def test_display_name_is_used() -> None:
+    judge = make_baseline_judge(ModelSettings(model="baseline/always-1", name="floor-1"))
+    assert judge.name == "floor-1"
+
+
+def test_unknown_baseline_lists_known() -> None:
+    with pytest.raises(ValueError, match="baseline/always-1.*baseline/ceiling"):
+        make("always-2")
+    assert set(KNOWN_BASELINES) == {
+        f"baseline/{n}" for n in ("always-1", "always-0.5", "always-0", "rule", "ceiling")
+    }
+
+
+# ---------------------------------------------------------------- rule judge
+
+
+async def test_rule_good_plan_scores_top() -> None:
+    result = await make("rule")(req(GOOD))
+    assert result.verdicts == {"tool": 1.0, "param": 1.0, "seq": 1.0, "cov": 1.0}, result.rationales
+    assert result.parse_ok and set(result.rationales) == {"tool", "param", "seq", "cov", "overall"}
+
+
+async def test_rule_ignores_gt_and_condition() -> None:
+    judge = make("rule")
+    a = await judge(req(GOOD))
+    b = await judge(req(GOOD, condition="swapped_gt", gt=[]))
+    assert a.verdicts == b.verdicts
+
+
+async def test_rule_no_calls_is_zero() -> None:
+    result = await make("rule")(req([]))
+    assert result.verdicts == {"tool": 0.0, "param": 0.0, "seq": 0.0, "cov": 0.0}
+    assert "no calls" in result.rationales["overall"]
+
+
+async def test_rule_unknown_and_irrelevant_tools() -> None:
+    calls = [*GOOD, ToolCall(name="book_meeting_room", arguments={"room": "A"})]
+    result = await make("rule")(req(calls))
+    assert result.verdicts["tool"] == 0.5 and "book_meeting_room" in result.rationales["tool"]
+    hallucinated = [ToolCall(name="fetch_tix", arguments={}), ToolCall(name="ping", arguments={}), GOOD[0]]
+    result = await make("rule")(req(hallucinated))
+    assert result.verdicts["tool"] == 0.0 and "fetch_tix" in result.rationales["tool"]
+    assert result.verdicts["param"] == 0.0  # unknown tools have no valid parameters
+
+
+async def test_rule_param_missing_required_and_extra_keys() -> None:
+    missing = [GOOD[0], ToolCall(name="notify_user", arguments={"message": "urgent"})]
+    result = await make("rule")(req(missing))
+    assert result.verdicts["param"] == 0.5 and "lacks required ['assignee_id']" in result.rationales["param"]
+    all_missing = [ToolCall(name="get_ticket", arguments={}), ToolCall(name="notify_user", arguments={})]
+    assert (await make("rule")(req(all_missing))).verdicts["param"] == 0.0
+    extra = [ToolCall(name="get_ticket", arguments={"ticket_id": "T-1042", "priority": "high"}), GOOD[1]]
+    result = await make("rule")(req(extra))
+    assert result.verdicts["param"] == 0.5 and "priority" in result.rationales["param"]
+    wrong_type = [
+        ToolCall(name="get_ticket", arguments={"ticket_id": "T-1042", "include_history": "yes"}),
+        GOOD[1],
+    ]
+    assert (await make("rule")(req(wrong_type))).verdicts["param"] == 0.5
+
+
+async def test_rule_sequence_violation() -> None:
+    reversed_calls = [
+        ToolCall(
+            name="notify_user", arguments={"assignee_id": "<from step 2>", "message": "ticket is urgent"}
+        ),
+        ToolCall(name="get_ticket", arguments={"ticket_id": "T-1042"}),
+    ]
+    result = await make("rule")(req(reversed_calls))
+    assert result.verdicts["seq"] == 0.5 and "call 1 notify_user" in result.rationales["seq"]
+    # no placeholder, but the key is only produced by the later get_ticket call
+    keyed = [ToolCall(name="notify_user", arguments={"assignee_id": "u7", "message": "urgent"}), GOOD[0]]
+    assert (await make("rule")(req(keyed))).verdicts["seq"] == 0.5
+
+
+async def test_rule_coverage() -> None:
+    only_lookup = [GOOD[0]]
+    result = await make("rule")(req(only_lookup))
+    assert result.verdicts["cov"] < 1.0
+    unrelated = [ToolCall(name="book_meeting_room", arguments={"room": "B"})]
+    result = await make("rule")(req(unrelated))
+    assert result.verdicts["cov"] == 0.0
+    assert "1042" in result.rationales["cov"]  # the ticket number from the query is never used
+
+
+# ---------------------------------------------------------------- ceiling oracle
+
+REFERENCE = {
+    "strict": {"tool": 0.8, "param": 0.2, "seq": 0.75, "cov": 1.0},
+    "paper": {"tool": 1.0, "param": 0.4, "seq": 0.5, "cov": 0.0},
+}
+
+
+async def test_ceiling_snaps_reference_per_mode() -> None:
+    judge = make("ceiling")
+    assert judge.needs_reference is True  # type: ignore[attr-defined]
+    result = await judge(req(GOOD, reference=REFERENCE))
+    assert result.verdicts == {"tool": 1.0, "param": 0.0, "seq": 1.0, "cov": 1.0}
+    assert result.mode_verdicts == {
+        "strict": {"tool": 1.0, "param": 0.0, "seq": 1.0, "cov": 1.0},
+        "paper": {"tool": 1.0, "param": 0.5, "seq": 0.5, "cov": 0.0},
+    }
+    assert "oracle" in result.rationales["overall"]
+
+
+async def test_ceiling_continuous_variant_keeps_reference() -> None:
+    result = await make("ceiling")(
+        req(GOOD, reference=REFERENCE, variant=PromptVariant(prompt_format="freeform"))
+    )
+    assert result.verdicts == REFERENCE["strict"]
+
+
+async def test_ceiling_without_reference_is_an_error() -> None:
+    with pytest.raises(ValueError, match="needs JudgeRequest.reference"):
+        await make("ceiling")(req(GOOD))
+    with pytest.raises(ValueError, match="lacks the 'strict' mode"):
+        await make("ceiling")(req(GOOD, reference={"paper": REFERENCE["paper"]}))
+
+
+def test_only_ceiling_needs_reference() -> None:
+    flags = {
+        name: getattr(make(name[len("baseline/") :]), "needs_reference", False) for name in KNOWN_BASELINES
+    }
+    assert flags == {name: name == "baseline/ceiling" for name in KNOWN_BASELINES}
