@@ -1,0 +1,284 @@
+"""``agentjudge infer``: run one generator over a dataset and write its predictions (resumable).
+
+Predictions are a stage of their own so that scoring and judging can be re-run without paying for
+generation again. The file (JSONL or Parquet, by suffix) has one row per (record at a difficulty, trial)
+with the columns of ARCHITECTURE.md; ``calls_json`` is the JSON list of calls, or null for a failure.
+Re-running with the same output keeps the successful rows and retries only what is missing or failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from agentjudge.models.cache import CallCache
+from agentjudge.models.client import ModelClient
+from agentjudge.types import (
+    DIFFICULTIES,
+    Difficulty,
+    Generator,
+    ModelSettings,
+    Prediction,
+    Task,
+    ToolCall,
+    Usage,
+)
+
+PREDICTION_COLUMNS = (
+    "record_id",
+    "base_id",
+    "difficulty",
+    "generator",
+    "trial",
+    "calls_json",
+    "raw_output",
+    "error",
+    "simulated",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "cached",
+)
+MAX_IN_FLIGHT = 64  # tasks scheduled at once; the client's per-model semaphore is the real rate limit
+
+
+def prediction_row(pred: Prediction) -> dict[str, Any]:
+    """One Prediction → one flat row (the predictions file format)."""
+    calls = (
+        None if pred.calls is None else json.dumps([c.model_dump() for c in pred.calls], ensure_ascii=False)
+    )
+    return {
+        "record_id": pred.record_id,
+        "base_id": pred.base_id,
+        "difficulty": pred.difficulty,
+        "generator": pred.generator,
+        "trial": pred.trial,
+        "calls_json": calls,
+        "raw_output": pred.raw_output,
+        "error": pred.error,
+        "simulated": pred.simulated,
+        "prompt_tokens": pred.usage.prompt_tokens,
+        "completion_tokens": pred.usage.completion_tokens,
+        "cost_usd": pred.usage.cost_usd,
+        "cached": pred.usage.cached,
+    }
+
+
+def _none_if_nan(value: Any) -> Any:
+    return None if isinstance(value, float) and value != value else value
+
+
+def row_to_prediction(row: dict[str, Any], where: str) -> Prediction:
+    """A row back to a Prediction; ``where`` (file:line) names the bad row in errors."""
+    missing = [c for c in PREDICTION_COLUMNS if c not in row]
+    if missing:
+        raise ValueError(f"{where}: missing column(s) {', '.join(missing)}")
+    calls_json = _none_if_nan(row["calls_json"])
+    try:
+        calls = None if calls_json is None else [ToolCall.model_validate(c) for c in json.loads(calls_json)]
+    except (json.JSONDecodeError, TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: field calls_json is not a JSON list of calls: {exc}") from exc
+    return Prediction(
+        record_id=row["record_id"],
+        base_id=row["base_id"],
+        difficulty=row["difficulty"],
+        generator=row["generator"],
+        trial=int(row["trial"]),
+        calls=calls,
+        raw_output=_none_if_nan(row["raw_output"]) or "",
+        error=_none_if_nan(row["error"]),
+        simulated=bool(row["simulated"]),
+        usage=Usage(
+            prompt_tokens=int(row["prompt_tokens"]),
+            completion_tokens=int(row["completion_tokens"]),
+            cost_usd=float(row["cost_usd"]),
+            cached=bool(row["cached"]),
+        ),
+    )
+
+
+def read_predictions(path: Path) -> list[Prediction]:
+    """Predictions from .jsonl or .parquet."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        import pandas as pd
+
+        frame = pd.read_parquet(path)
+        return [row_to_prediction(r, f"{path}:row {i + 1}") for i, r in enumerate(frame.to_dict("records"))]
+    out: list[Prediction] = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: not JSON: {exc}") from exc
+            out.append(row_to_prediction(row, f"{path}:{lineno}"))
+    return out
+
+
+def write_predictions(path: Path, predictions: Iterable[Prediction]) -> None:
+    """Write all predictions (replacing the file); format by suffix (.parquet or JSONL)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [prediction_row(p) for p in predictions]
+    if path.suffix == ".parquet":
+        import pandas as pd
+
+        pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS)).to_parquet(path, index=False)
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+
+
+def build_tasks(records: Iterable[Any], difficulties: Iterable[Difficulty]) -> list[Task]:
+    """One Task per record × difficulty that has a query."""
+    tasks = []
+    for record in records:
+        for d in difficulties:
+            if d in record.queries:
+                tasks.append(
+                    Task(
+                        record_id=record.record_id(d),
+                        base_id=record.id,
+                        difficulty=d,
+                        query=record.queries[d],
+                        system_prompt=record.system_prompt,
+                        tools=record.tools,
+                    )
+                )
+    return tasks
+
+
+async def run_generator(
+    generator: Generator, jobs: list[tuple[Task, int]], on_done: Any = None
+) -> list[Prediction]:
+    """Run ``generator`` over (task, trial) pairs concurrently; an exception becomes a recorded failure."""
+    gate = asyncio.Semaphore(MAX_IN_FLIGHT)
+
+    async def one(task: Task, trial: int) -> Prediction:
+        async with gate:
+            try:
+                pred = await generator(task, trial)
+            except Exception as exc:  # noqa: BLE001 - recorded and counted, not hidden
+                pred = Prediction(
+                    record_id=task.record_id,
+                    base_id=task.base_id,
+                    difficulty=task.difficulty,
+                    generator=generator.name,
+                    trial=trial,
+                    calls=None,
+                    error=f"generator_raised: {type(exc).__name__}: {exc}",
+                )
+        if on_done is not None:
+            on_done(pred)
+        return pred
+
+    return list(await asyncio.gather(*(one(t, k) for t, k in jobs)))
+
+
+def infer_cli(
+    data: Path,
+    generator: str,
+    out: Path,
+    difficulties: list[str] | None = None,
+    trials: int = 1,
+    api_base: str | None = None,
+    no_cache: bool = False,
+) -> int:
+    """CLI body. 0 all predictions succeeded, 1 some failed (recorded in the file), 2 bad input."""
+    console = Console(stderr=True, soft_wrap=True)
+    from agentjudge.dataset.layout import read_records
+    from agentjudge.models.registry import ModelResolutionError, make_generator
+
+    chosen = list(difficulties or DIFFICULTIES)
+    bad = [d for d in chosen if d not in DIFFICULTIES]
+    if bad:
+        console.print(f"[red]--difficulty {', '.join(bad)}: choose from {', '.join(DIFFICULTIES)}[/red]")
+        return 2
+    if out.suffix not in (".jsonl", ".parquet"):
+        console.print(f"[red]--out {out}: use a .jsonl or .parquet file name[/red]")
+        return 2
+    try:
+        records = list(read_records(data))
+    except (OSError, ValueError) as exc:
+        console.print(f"[red]cannot read {data}: {exc}[/red]")
+        return 2
+    client = ModelClient(cache=CallCache(), read_cache=not no_cache)
+    settings = ModelSettings(model=generator, api_base=api_base)
+    try:
+        gen = make_generator(settings, client)
+    except ModelResolutionError as exc:
+        console.print(f"[red]--generator: {exc}[/red]")
+        return 2
+
+    bind = getattr(gen, "bind", None)
+    if callable(bind):  # simulated generators perturb the GT, so they need the records (as in the runner)
+        bind({r.id: r for r in records})
+
+    previous: list[Prediction] = []
+    if out.exists():
+        try:
+            previous = [p for p in read_predictions(out) if p.generator == gen.name]
+        except (OSError, ValueError) as exc:
+            console.print(
+                f"[red]existing output {out} is unreadable ({exc}); move it away to start over[/red]"
+            )
+            return 2
+    kept = {(p.record_id, p.trial): p for p in previous if p.error is None}
+    tasks = build_tasks(records, chosen)  # type: ignore[arg-type]
+    jobs = [(t, k) for t in tasks for k in range(trials) if (t.record_id, k) not in kept]
+    console.print(
+        f"{gen.name}: {len(tasks) * trials} predictions, {len(kept)} already done, {len(jobs)} to run"
+    )
+
+    done: list[Prediction] = []
+    write_predictions(out, kept.values())  # drops old failures: they are retried below
+    append = out.open("a", encoding="utf-8") if out.suffix == ".jsonl" else None
+
+    def on_done(pred: Prediction) -> None:
+        done.append(pred)
+        progress.advance(bar)
+        if append is not None:  # JSONL: every finished prediction is on disk at once (crash-safe resume)
+            append.write(json.dumps(prediction_row(pred), ensure_ascii=False) + "\n")
+            append.flush()
+
+    try:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        ) as progress:
+            bar = progress.add_task(f"infer {gen.name}", total=len(jobs))
+            asyncio.run(run_generator(gen, jobs, on_done=on_done))
+    finally:
+        if append is not None:
+            append.close()
+        write_predictions(out, [*kept.values(), *done])  # also on Ctrl-C: what finished is kept
+    new = done
+
+    failed = [p for p in new if p.error is not None]
+    total = client.stats.total
+    console.print(
+        f"wrote {len(kept) + len(new)} predictions to {out}: {len(new)} new, {len(failed)} failed; "
+        f"model calls {total.calls}, cache hits {total.cache_hits} ({total.hit_rate:.0%}), "
+        f"retries {total.retries}, "
+        f"tokens {total.prompt_tokens} in / {total.completion_tokens} out, cost ${total.cost_usd:.4f}"
+        + (f" ({total.unknown_cost_calls} answers without a known price)" if total.unknown_cost_calls else "")
+    )
+    for p in failed[:5]:
+        console.print(f"  [yellow]{p.record_id} trial {p.trial}: {p.error[:200] if p.error else ''}[/yellow]")
+    return 1 if failed else 0

@@ -1,0 +1,190 @@
+"""Content-addressed SQLite cache of successful model answers.
+
+Why: a benchmark grid re-asks the same questions (resumed runs, re-scored variants, a second analyst);
+paying twice for an identical request is waste, and reproducing a run offline needs the answers on disk.
+
+The key is the sha256 of the canonical JSON of everything that changes the answer — model, api_base,
+messages, tools, temperature, max_tokens, extra params, drop_params, sample_index — and never the API key
+(see ``cache_key``). ``sample_index`` keeps trial 2 of a temperature-0.7 judge from reusing trial 1.
+Only successful completions are stored. WAL mode and a busy timeout make it safe for several threads and
+processes writing at once; each thread (and each forked process) gets its own connection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    created REAL NOT NULL,
+    response TEXT NOT NULL,
+    hits INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS calls_model ON calls(model);
+"""
+
+
+def default_cache_path() -> Path:
+    """``$AGENTJUDGE_CACHE`` or ``~/.cache/agentjudge/calls.sqlite``."""
+    env = os.environ.get("AGENTJUDGE_CACHE")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "agentjudge" / "calls.sqlite"
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no whitespace, non-ASCII kept: equal requests give equal bytes."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def cache_key(request: dict[str, Any]) -> str:
+    """sha256 of the canonical request. Callers pass only answer-changing fields — never credentials."""
+    return hashlib.sha256(canonical_json({"v": SCHEMA_VERSION, **request}).encode()).hexdigest()
+
+
+class CallCache:
+    """get/put of JSON answers by key. Cheap to construct; the file is created on first use."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_cache_path()
+        self._local = threading.local()
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None and getattr(self._local, "pid", None) == os.getpid():
+            return conn
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(_SCHEMA)
+        self._local.conn = conn
+        self._local.pid = os.getpid()
+        return conn
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored answer, or None. Counts the hit (for ``agentjudge cache stats``)."""
+        conn = self._conn()
+        row = conn.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        conn.execute("UPDATE calls SET hits = hits + 1 WHERE key = ?", (key,))
+        value: dict[str, Any] = json.loads(row[0])
+        return value
+
+    def put(self, key: str, model: str, response: dict[str, Any]) -> None:
+        """Store (or overwrite) one successful answer."""
+        self._conn().execute(
+            "INSERT OR REPLACE INTO calls(key, model, created, response, hits) VALUES (?, ?, ?, ?, "
+            "COALESCE((SELECT hits FROM calls WHERE key = ?), 0))",
+            (key, model, time.time(), canonical_json(response), key),
+        )
+
+    def __len__(self) -> int:
+        return int(self._conn().execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+    def stats(self) -> dict[str, Any]:
+        """Entries, bytes on disk and per-model entry/hit counts."""
+        conn = self._conn()
+        per_model = {
+            model: {"entries": int(n), "hits": int(h or 0)}
+            for model, n, h in conn.execute(
+                "SELECT model, COUNT(*), SUM(hits) FROM calls GROUP BY model ORDER BY model"
+            )
+        }
+        size = sum(p.stat().st_size for p in self._files() if p.exists())
+        return {
+            "path": str(self.path),
+            "entries": sum(v["entries"] for v in per_model.values()),
+            "hits": sum(v["hits"] for v in per_model.values()),
+            "size_bytes": size,
+            "per_model": per_model,
+        }
+
+    def clear(self, model: str | None = None) -> int:
+        """Delete all entries (or one model's); returns how many were deleted."""
+        conn = self._conn()
+        if model is None:
+            deleted = conn.execute("DELETE FROM calls").rowcount
+        else:
+            deleted = conn.execute("DELETE FROM calls WHERE model = ?", (model,)).rowcount
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if model is None:
+            conn.execute("VACUUM")
+        return int(deleted)
+
+    def close(self) -> None:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def _files(self) -> list[Path]:
+        return [
+            self.path,
+            self.path.with_name(self.path.name + "-wal"),
+            self.path.with_name(self.path.name + "-shm"),
+        ]
+
+
+def _human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"
+
+
+def stats_cli(path: Path | None = None) -> int:
+    """``agentjudge cache stats``: entries, size, per-model entries and hits. 2 if the file is missing."""
+    console = Console(soft_wrap=True)
+    target = Path(path) if path is not None else default_cache_path()
+    if not target.exists():
+        console.print(f"[yellow]No cache at {target} (nothing has been cached yet).[/yellow]")
+        return 0 if path is None else 2
+    try:
+        stats = CallCache(target).stats()
+    except sqlite3.DatabaseError as exc:
+        console.print(f"[red]{target} is not a readable cache: {exc}[/red]")
+        return 2
+    console.print(
+        f"Cache {stats['path']}: {stats['entries']} entries, {_human_bytes(stats['size_bytes'])}, "
+        f"{stats['hits']} hits served"
+    )
+    table = Table("model", "entries", "hits")
+    for model, row in stats["per_model"].items():
+        table.add_row(model, str(row["entries"]), str(row["hits"]))
+    console.print(table)
+    return 0
+
+
+def clear_cli(path: Path | None = None, model: str | None = None) -> int:
+    """``agentjudge cache clear [--model M]``: delete entries and say how many."""
+    console = Console(soft_wrap=True)
+    target = Path(path) if path is not None else default_cache_path()
+    if not target.exists():
+        console.print(f"[yellow]No cache at {target}; nothing to clear.[/yellow]")
+        return 0 if path is None else 2
+    try:
+        deleted = CallCache(target).clear(model)
+    except sqlite3.DatabaseError as exc:
+        console.print(f"[red]{target} is not a readable cache: {exc}[/red]")
+        return 2
+    scope = f" of model {model}" if model else ""
+    console.print(f"Deleted {deleted} cached answers{scope} from {target}.")
+    return 0

@@ -1,0 +1,421 @@
+"""The one choke point for every model call: litellm, cache, concurrency, retries, accounting.
+
+Why one place: retries, rate limits, cost and the rule "an API key never reaches a file or an error"
+are easy to get wrong once per call site and easy to get right once. Everything that talks to a model
+(generators, judges, dataset rewrites) calls ``ModelClient.complete``.
+
+* litellm is imported lazily (``agentjudge --help`` stays fast) with the local cost map (no network) and its
+  own retries, telemetry and logging turned off — retries happen here, where they are counted.
+* A semaphore per (model, api_base) caps in-flight requests at ``settings.concurrency``.
+* 429 / 5xx / timeouts / connection errors / malformed bodies are retried with exponential backoff and
+  jitter (Retry-After honoured, capped); errors caused by the request (400/401/403/404/422) are not.
+* After the last attempt ``ModelCallError(kind, attempts, message)`` is raised; an empty answer is an error
+  too, never returned in place of one. Messages are scrubbed of the key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import logging
+import os
+import random
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pydantic import Field, ValidationError
+
+from agentjudge.models.cache import CallCache, cache_key
+from agentjudge.types import ModelSettings, Strict, Usage
+
+log = logging.getLogger(__name__)
+
+RETRYABLE_KINDS = frozenset({"rate_limit", "server_error", "timeout", "connection", "malformed_response"})
+MAX_BACKOFF_S = 30.0  # cap for one sleep, Retry-After included
+BASE_BACKOFF_S = 0.5
+
+
+class RawToolCall(Strict):
+    """A tool call as the provider returned it; ``arguments`` is the raw JSON text (may be malformed)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+class Completion(Strict):
+    text: str
+    tool_calls: list[RawToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    cost_known: bool = True  # False: litellm has no price for this model, cost_usd is 0.0 for that reason
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+
+class ModelCallError(Exception):
+    """A model call that failed for good. ``kind`` is one of RETRYABLE_KINDS or bad_request, auth,
+    not_found, empty_response, config (api_key_env unset), other."""
+
+    def __init__(self, kind: str, attempts: int, message: str) -> None:
+        super().__init__(f"{kind} after {attempts} attempt(s): {message}")
+        self.kind = kind
+        self.attempts = attempts
+        self.message = message
+
+
+@dataclass
+class ModelStats:
+    """Counters for one model. ``calls`` counts ``complete`` invocations (cache hits included)."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    requests: int = 0  # HTTP attempts actually sent
+    failures: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    unknown_cost_calls: int = 0  # answers whose price litellm does not know (cost counted as 0.0)
+
+    @property
+    def hit_rate(self) -> float:
+        return self.cache_hits / self.calls if self.calls else 0.0
+
+    def add(self, other: ModelStats) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class ClientStats:
+    per_model: dict[str, ModelStats] = field(default_factory=dict)
+
+    def model(self, name: str) -> ModelStats:
+        return self.per_model.setdefault(name, ModelStats())
+
+    @property
+    def total(self) -> ModelStats:
+        out = ModelStats()
+        for stats in self.per_model.values():
+            out.add(stats)
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """Plain dict for logs / meta.json: totals, hit rate and a note when some costs are unknown."""
+
+        def row(s: ModelStats) -> dict[str, Any]:
+            out: dict[str, Any] = {
+                **asdict(s),
+                "hit_rate": round(s.hit_rate, 4),
+                "cost_usd": round(s.cost_usd, 6),
+            }
+            if s.unknown_cost_calls:
+                out["cost_note"] = f"{s.unknown_cost_calls} answer(s) had no known price; counted as $0"
+            return out
+
+        return {"total": row(self.total), "per_model": {k: row(v) for k, v in sorted(self.per_model.items())}}
+
+
+_LITELLM: Any = None
+
+
+def _litellm() -> Any:
+    """Import litellm once, offline and quiet."""
+    global _LITELLM
+    if _LITELLM is None:
+        os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+        os.environ.setdefault("LITELLM_LOG", "ERROR")
+        import litellm
+
+        litellm.telemetry = False
+        litellm.suppress_debug_info = True
+        litellm.set_verbose = False
+        litellm.num_retries = 0
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+        _LITELLM = litellm
+    return _LITELLM
+
+
+def _status_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return status
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def classify(exc: BaseException) -> str:
+    """Map a litellm/httpx/openai exception to an error kind (decides whether to retry)."""
+    name = type(exc).__name__
+    text = str(exc).lower()
+    status = _status_of(exc)
+    if isinstance(exc, asyncio.TimeoutError) or "Timeout" in name or status == 408:
+        return "timeout"
+    if status == 429 or "RateLimit" in name:
+        return "rate_limit"
+    if status in (401, 403) or name in ("AuthenticationError", "PermissionDeniedError"):
+        return "auth"
+    if status == 404 or name == "NotFoundError":
+        return "not_found"
+    if (status is not None and 400 <= status < 500) or name in (
+        "BadRequestError",
+        "UnprocessableEntityError",
+        "ContextWindowExceededError",
+        "UnsupportedParamsError",
+    ):
+        return "bad_request"  # the request itself is wrong: sending it again cannot help
+    if isinstance(exc, json.JSONDecodeError) or any(
+        marker in text for marker in ("jsondecodeerror", "expecting value", "invalid json", "unable to parse")
+    ):
+        return "malformed_response"
+    connection_markers = ("connection error", "connection refused", "connecterror", "connection reset")
+    if (
+        "Connection" in name
+        or isinstance(exc, ConnectionError | OSError)
+        or any(
+            marker in text
+            for marker in connection_markers  # litellm wraps these as InternalServerError
+        )
+    ):
+        return "connection"
+    if (status is not None and status >= 500) or name in ("InternalServerError", "ServiceUnavailableError"):
+        return "server_error"
+    if status == 200:
+        return "malformed_response"
+    return "other"
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds from a Retry-After header, if the provider sent one."""
+    for holder in (getattr(exc, "response", None), exc):
+        headers = getattr(holder, "headers", None) or getattr(holder, "litellm_response_headers", None)
+        if headers is None:
+            continue
+        try:
+            value = headers.get("retry-after") or headers.get("Retry-After")
+        except AttributeError:
+            continue
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value))
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+_SECRET_ENV_RE = re.compile(r"(API_KEY|_TOKEN|_SECRET|_PASSWORD)$", re.IGNORECASE)
+
+
+def _secrets(api_key: str | None) -> list[str]:
+    """Values to scrub: the call's key, and every key-like env var (litellm reads e.g. OPENAI_API_KEY
+    itself when no ``api_key_env`` is given, and a provider may echo it in an error)."""
+    values = {v for k, v in os.environ.items() if _SECRET_ENV_RE.search(k) and len(v) >= 8}
+    if api_key:
+        values.add(api_key)
+    return sorted(values, key=len, reverse=True)  # longest first: no partial replacement of a longer key
+
+
+def _scrub(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+class ModelClient:
+    """Async client shared by every generator and judge of a run (one per process is the intent)."""
+
+    def __init__(
+        self,
+        cache: CallCache | None = None,
+        *,
+        read_cache: bool = True,
+        backoff_base_s: float = BASE_BACKOFF_S,
+    ) -> None:
+        self.cache = cache
+        self.read_cache = read_cache
+        self.backoff_base_s = backoff_base_s  # first retry waits ~this long, doubling; tests use a few ms
+        self.stats = ClientStats()
+        self._semaphores: dict[tuple[int, str, str | None], asyncio.Semaphore] = {}
+
+    def _semaphore(self, settings: ModelSettings) -> asyncio.Semaphore:
+        key = (id(asyncio.get_running_loop()), settings.model, settings.api_base)
+        sem = self._semaphores.get(key)
+        if sem is None:
+            sem = self._semaphores[key] = asyncio.Semaphore(max(1, settings.concurrency))
+        return sem
+
+    @staticmethod
+    def request_fields(
+        settings: ModelSettings,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        temperature: float | None,
+        sample_index: int,
+    ) -> dict[str, Any]:
+        """Everything that changes the answer (the cache key's content). No credentials by construction."""
+        return {
+            "model": settings.model,
+            "api_base": settings.api_base,
+            "messages": messages,
+            "tools": tools,
+            "temperature": temperature if temperature is not None else settings.temperature,
+            "max_tokens": settings.max_tokens,
+            "extra": settings.extra,
+            "drop_params": settings.drop_params,
+            "sample_index": sample_index,
+        }
+
+    async def complete(
+        self,
+        settings: ModelSettings,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        temperature: float | None = None,
+        sample_index: int = 0,
+    ) -> Completion:
+        """One chat completion, from the cache when allowed, else from the provider with retries.
+
+        A cache hit returns the stored answer with ``usage.cached=True`` and ``cost_usd=0.0`` (nothing was
+        spent); its token counts are those of the original call and are not added to ``stats`` tokens.
+        """
+        stats = self.stats.model(settings.display_name)
+        stats.calls += 1
+        fields = self.request_fields(settings, messages, tools, temperature, sample_index)
+        key = cache_key(fields)
+        if self.cache is not None and self.read_cache:
+            hit = self.cache.get(key)
+            try:
+                cached = None if hit is None else Completion.model_validate(hit)
+            except ValidationError:  # written by an older/newer format: ask again and overwrite
+                log.warning("ignoring an unreadable cache entry %s for %s", key[:12], settings.display_name)
+                cached = None
+            if cached is not None:
+                stats.cache_hits += 1
+                cached.usage = cached.usage.model_copy(update={"cached": True, "cost_usd": 0.0})
+                return cached
+        api_key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
+        if settings.api_key_env and not api_key:
+            stats.failures += 1
+            raise ModelCallError(
+                "config", 0, f"environment variable {settings.api_key_env} (api_key_env) is not set or empty"
+            )
+        secrets = _secrets(api_key)
+        kwargs = self._kwargs(settings, fields, api_key)
+        completion = await self._call_with_retries(settings, kwargs, secrets, stats)
+        if self.cache is not None:
+            self.cache.put(key, settings.model, json.loads(_scrub(completion.model_dump_json(), secrets)))
+        return completion
+
+    @staticmethod
+    def _kwargs(settings: ModelSettings, fields: dict[str, Any], api_key: str | None) -> dict[str, Any]:
+        kwargs: dict[str, Any] = dict(copy.deepcopy(settings.extra))
+        kwargs.update(
+            model=settings.model,
+            messages=copy.deepcopy(fields["messages"]),
+            timeout=settings.timeout_s,
+            num_retries=0,
+            max_retries=0,
+        )
+        if fields["tools"]:
+            kwargs["tools"] = copy.deepcopy(fields["tools"])
+        if fields["temperature"] is not None:
+            kwargs["temperature"] = fields["temperature"]
+        if settings.max_tokens is not None:
+            kwargs["max_tokens"] = settings.max_tokens
+        if settings.api_base:
+            kwargs["api_base"] = settings.api_base
+        if api_key:
+            kwargs["api_key"] = api_key
+        if settings.drop_params:
+            kwargs["drop_params"] = True
+        return kwargs
+
+    async def _call_with_retries(
+        self, settings: ModelSettings, kwargs: dict[str, Any], secrets: list[str], stats: ModelStats
+    ) -> Completion:
+        litellm = _litellm()
+        attempts = 0
+        while True:
+            attempts += 1
+            stats.requests += 1
+            try:
+                async with self._semaphore(settings):
+                    response = await asyncio.wait_for(
+                        litellm.acompletion(**kwargs), timeout=settings.timeout_s + 5.0
+                    )
+                completion = self._to_completion(litellm, response, secrets)
+            except ModelCallError as exc:  # empty answer: retrying a deterministic call will not help
+                stats.failures += 1
+                raise ModelCallError(exc.kind, attempts, exc.message) from None
+            except Exception as exc:  # noqa: BLE001 - every provider error is classified below
+                kind = classify(exc)
+                message = _scrub(f"{type(exc).__name__}: {exc}", secrets)[:2000]
+                if kind not in RETRYABLE_KINDS or attempts > settings.max_retries:
+                    stats.failures += 1
+                    raise ModelCallError(kind, attempts, message) from None
+                stats.retries += 1
+                delay = _retry_after(exc)
+                if delay is None:
+                    delay = self.backoff_base_s * 2 ** (attempts - 1)
+                    delay = delay / 2 + random.uniform(0, delay / 2)  # jitter: spread synchronized clients
+                delay = min(delay, MAX_BACKOFF_S)
+                log.info("%s: %s (attempt %d), retry in %.2fs", settings.display_name, kind, attempts, delay)
+                await asyncio.sleep(delay)
+                continue
+            stats.prompt_tokens += completion.usage.prompt_tokens
+            stats.completion_tokens += completion.usage.completion_tokens
+            stats.cost_usd += completion.usage.cost_usd
+            if not completion.cost_known:
+                stats.unknown_cost_calls += 1
+            return completion
+
+    @staticmethod
+    def _to_completion(litellm: Any, response: Any, secrets: list[str]) -> Completion:
+        raw: dict[str, Any] = json.loads(_scrub(json.dumps(response.model_dump(), default=str), secrets))
+        choices = raw.get("choices") or []
+        if not choices:
+            raise ModelCallError("malformed_response", 1, "response has no choices")
+        message = choices[0].get("message") or {}
+        text = message.get("content") or ""
+        tool_calls = [
+            RawToolCall(
+                id=str(call.get("id") or f"call_{i}"),
+                name=str((call.get("function") or {}).get("name") or ""),
+                arguments=str((call.get("function") or {}).get("arguments") or ""),
+            )
+            for i, call in enumerate(message.get("tool_calls") or [])
+        ]
+        if not text.strip() and not tool_calls:
+            reason = choices[0].get("finish_reason")
+            raise ModelCallError("empty_response", 1, f"no text and no tool calls (finish_reason={reason})")
+        usage_raw = raw.get("usage") or {}
+        cost, known = 0.0, True
+        try:
+            hidden = getattr(response, "_hidden_params", {}) or {}
+            value = hidden.get("response_cost")
+            if value is None:
+                value = litellm.completion_cost(completion_response=response)
+            cost = float(value or 0.0)
+            known = value is not None
+        except Exception:  # noqa: BLE001 - unknown model price: recorded as unknown, not guessed
+            cost, known = 0.0, False
+        return Completion(
+            text=text,
+            tool_calls=tool_calls,
+            finish_reason=choices[0].get("finish_reason"),
+            usage=Usage(
+                prompt_tokens=int(usage_raw.get("prompt_tokens") or 0),
+                completion_tokens=int(usage_raw.get("completion_tokens") or 0),
+                cost_usd=cost,
+                cached=False,
+            ),
+            cost_known=known,
+            raw=raw,
+        )

@@ -1,0 +1,38 @@
+"""Shared fixtures: the scripted OpenAI-compatible server and an isolated call cache for every test."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports litellm: no network
+
+from fakeserver import TEST_KEY, TEST_KEY_ENV, FakeLLM  # noqa: E402 - after the env var on purpose
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own cache file (AGENTJUDGE_CACHE) and the dummy key; nothing touches ~/.cache."""
+    path = tmp_path_factory.mktemp("cache") / "calls.sqlite"
+    monkeypatch.setenv("AGENTJUDGE_CACHE", str(path))
+    monkeypatch.setenv(TEST_KEY_ENV, TEST_KEY)
+    return path
+
+
+@pytest.fixture
+def cache_path(_isolated_cache: Path) -> Path:
+    """The per-test cache file that ``CallCache()`` uses by default."""
+    return _isolated_cache
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLM]:
+    """A running fake OpenAI server; see tests/fakeserver.py for the scripting API."""
+    server = FakeLLM().start()
+    try:
+        yield server
+    finally:
+        server.stop()

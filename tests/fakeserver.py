@@ -1,0 +1,307 @@
+"""A real OpenAI-compatible HTTP server for tests: scripted answers, injected faults, recorded requests.
+
+Tests talk to it through the real stack (``litellm.acompletion`` → httpx → TCP), so retries, timeouts,
+malformed bodies and concurrency limits are exercised for real, without an API key or the internet.
+
+Use the ``fake_llm`` fixture (tests/conftest.py); it serves on 127.0.0.1 at a free port::
+
+    settings = fake_llm.settings()   # ModelSettings(model="openai/test-model", api_base=fake_llm.base_url,
+                                     #   api_key_env="AGENTJUDGE_TEST_KEY", timeout_s=2, max_retries=2)
+    settings = fake_llm.settings(max_retries=0, timeout_s=0.3, concurrency=2)   # any field overridden
+
+    fake_llm.queue("plain text answer")                               # next answer: text
+    fake_llm.queue(tool_calls=[{"name": "get_user", "arguments": {"id": 1}}])   # native tool calls
+    fake_llm.queue(body='{"not json', status=200)                     # raw body (malformed JSON)
+    fake_llm.set_responder(lambda req: '{"tool": 1.0}' if "X" in prompt_text(req) else "no")
+    fake_llm.fail_next(status=429, times=2, retry_after=0)            # two 429s (Retry-After: 0)
+    fake_llm.fail_next(status=500)                                    # one 500 (also 503, 400, 401 …)
+    fake_llm.hang_next(seconds=5)                                     # stall longer than the client timeout
+    fake_llm.malformed_next()                                         # 200 with a broken JSON body
+    fake_llm.latency = 0.05                                           # delay every answer
+
+    fake_llm.requests        # list of request JSON bodies, in arrival order
+    fake_llm.headers         # matching request headers (lower-cased names)
+    fake_llm.max_in_flight   # highest number of requests handled at the same time
+
+Order of precedence for each request: queued faults (``fail_next`` / ``hang_next`` / ``malformed_next``),
+then queued answers (``queue``), then the responder. With none of them the server answers 400
+"fakeserver: nothing scripted" — a test that forgot to script an answer fails loudly instead of passing on
+a made-up default. A responder may return a ``str`` (text), a ``Reply`` or a ``dict`` of ``Reply`` fields.
+Every answer carries ``usage`` (prompt/completion token counts = whitespace-separated words).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+TEST_KEY_ENV = "AGENTJUDGE_TEST_KEY"  # conftest puts TEST_KEY in this variable for every test
+TEST_KEY = "sk-test-SECRET-4f1e2d-never-leak"
+
+
+@dataclass
+class Reply:
+    """One scripted answer. ``body`` (raw text) bypasses the OpenAI envelope entirely."""
+
+    text: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None  # [{"name":..., "arguments": dict|str, "id"?: str}]
+    status: int = 200
+    body: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    finish_reason: str | None = None
+    usage: dict[str, int] | None = None
+
+
+Responder = Callable[[dict[str, Any]], "str | Reply | dict[str, Any]"]
+
+
+def prompt_text(request: dict[str, Any]) -> str:
+    """All message contents of a request joined, for responders that match on the prompt."""
+    parts: list[str] = []
+    for message in request.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "\n".join(parts)
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+class FakeLLM:
+    """The scripted server. Thread-safe: handlers run on server threads, tests script from the main thread."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._lock = threading.Lock()
+        self._faults: deque[Reply] = deque()
+        self._answers: deque[Reply] = deque()
+        self._responder: Responder | None = None
+        self._stop = threading.Event()
+        self.latency: float = 0.0
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._server = ThreadingHTTPServer((host, port), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-llm", daemon=True
+        )
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> FakeLLM:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()  # wakes handlers that are hanging
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def settings(self, **overrides: Any) -> Any:
+        """ModelSettings for this server: ``openai/test-model``, the test key env, small timeouts."""
+        return self.settings_for(self.base_url, **overrides)
+
+    @staticmethod
+    def settings_for(base_url: str, **overrides: Any) -> Any:
+        """The same ModelSettings for any base URL (e.g. a port where nothing listens)."""
+        from agentjudge.types import ModelSettings
+
+        values: dict[str, Any] = {
+            "model": "openai/test-model",
+            "api_base": base_url,
+            "api_key_env": TEST_KEY_ENV,
+            "timeout_s": 2.0,
+            "max_retries": 2,
+        }
+        values.update(overrides)
+        return ModelSettings(**values)
+
+    def reset(self) -> None:
+        """Forget scripts and recorded requests (the server keeps running)."""
+        with self._lock:
+            self._faults.clear()
+            self._answers.clear()
+            self._responder = None
+            self.requests.clear()
+            self.headers.clear()
+            self.paths.clear()
+            self.max_in_flight = 0
+            self.latency = 0.0
+
+    # ---- scripting -------------------------------------------------------------------------------
+    def queue(
+        self,
+        text: str | None = None,
+        *,
+        tool_calls: list[dict[str, Any]] | None = None,
+        body: str | None = None,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        delay: float = 0.0,
+        finish_reason: str | None = None,
+        usage: dict[str, int] | None = None,
+        times: int = 1,
+    ) -> None:
+        """Queue an answer (text and/or tool calls, or a raw body) for the next request(s)."""
+        reply = Reply(text, tool_calls, status, body, dict(headers or {}), delay, finish_reason, usage)
+        with self._lock:
+            self._answers.extend(reply for _ in range(times))
+
+    def set_responder(self, fn: Responder | None) -> None:
+        """Answer from a function of the request JSON whenever nothing is queued."""
+        with self._lock:
+            self._responder = fn
+
+    def fail_next(
+        self, status: int = 500, times: int = 1, *, retry_after: float | None = None, message: str = ""
+    ) -> None:
+        """The next ``times`` requests get an OpenAI-style error with this HTTP status."""
+        headers = {} if retry_after is None else {"Retry-After": f"{retry_after:g}"}
+        text = message or f"fakeserver injected HTTP {status}"
+        body = json.dumps({"error": {"message": text, "type": "fake_error", "code": status}})
+        with self._lock:
+            self._faults.extend(Reply(status=status, body=body, headers=headers) for _ in range(times))
+
+    def hang_next(self, seconds: float = 10.0, times: int = 1) -> None:
+        """The next requests stall ``seconds`` before answering (use more than the client timeout)."""
+        with self._lock:
+            self._faults.extend(Reply(text="late answer", delay=seconds) for _ in range(times))
+
+    def malformed_next(self, times: int = 1) -> None:
+        """The next requests get HTTP 200 with a body that is not valid JSON."""
+        with self._lock:
+            broken = '{"id": "chatcmpl-broken", "choices": ['
+            self._faults.extend(Reply(body=broken, status=200) for _ in range(times))
+
+    # ---- answering -------------------------------------------------------------------------------
+    def _next_reply(self, request: dict[str, Any]) -> Reply:
+        with self._lock:
+            if self._faults:
+                return self._faults.popleft()
+            if self._answers:
+                return self._answers.popleft()
+            responder = self._responder
+        if responder is None:
+            body = json.dumps({"error": {"message": "fakeserver: nothing scripted", "type": "fake_error"}})
+            return Reply(status=400, body=body)
+        out = responder(request)
+        if isinstance(out, Reply):
+            return out
+        if isinstance(out, dict):
+            return Reply(**out)
+        return Reply(text=str(out))
+
+    def _envelope(self, request: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.get("id", f"call_{i}"),
+                    "type": "function",
+                    "function": {
+                        "name": call["name"],
+                        "arguments": call["arguments"]
+                        if isinstance(call.get("arguments"), str)
+                        else json.dumps(call.get("arguments", {})),
+                    },
+                }
+                for i, call in enumerate(reply.tool_calls)
+            ]
+        finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+        completion_words = _words(reply.text or "") + sum(
+            _words(json.dumps(c)) for c in (reply.tool_calls or [])
+        )
+        usage = reply.usage or {
+            "prompt_tokens": max(1, _words(prompt_text(request))),
+            "completion_tokens": max(1, completion_words),
+        }
+        usage = {**usage, "total_tokens": usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)}
+        return {
+            "id": f"chatcmpl-fake-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model", "fake"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": usage,
+        }
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr logging
+                return
+
+            def _send(self, status: int, body: str, headers: dict[str, str]) -> None:
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # client gave up: fine
+                    self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server naming
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, json.dumps({"object": "list", "data": [{"id": "test-model"}]}), {})
+                else:
+                    self._send(404, json.dumps({"error": {"message": "not found"}}), {})
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                if self.path.split("?")[0] not in CHAT_PATHS:
+                    self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}), {})
+                    return
+                try:
+                    request = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    self._send(400, json.dumps({"error": {"message": "request body is not JSON"}}), {})
+                    return
+                with fake._lock:
+                    fake.requests.append(request)
+                    fake.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    fake.paths.append(self.path)
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                try:
+                    reply = fake._next_reply(request)
+                    wait = reply.delay + fake.latency
+                    if wait and fake._stop.wait(wait):
+                        return  # server shutting down
+                    if reply.body is not None:
+                        self._send(reply.status, reply.body, reply.headers)
+                    else:
+                        self._send(reply.status, json.dumps(fake._envelope(request, reply)), reply.headers)
+                finally:
+                    with fake._lock:
+                        fake.in_flight -= 1
+
+        return Handler

@@ -1,0 +1,303 @@
+"""ModelClient end to end: litellm really called, against the scripted server in tests/fakeserver.py."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from fakeserver import TEST_KEY, FakeLLM
+
+from agentjudge.models.cache import CallCache, cache_key
+from agentjudge.models.client import ModelCallError, ModelClient, classify
+
+MSG = [{"role": "user", "content": "say hello"}]
+
+
+def fast_client(cache: CallCache | None = None, **kw: object) -> ModelClient:
+    return ModelClient(cache, backoff_base_s=0.005, **kw)  # type: ignore[arg-type]
+
+
+async def test_text_answer_usage_and_request(fake_llm: FakeLLM) -> None:
+    fake_llm.queue("hello there friend", usage={"prompt_tokens": 11, "completion_tokens": 3})
+    client = fast_client()
+    out = await client.complete(fake_llm.settings(temperature=0.3, max_tokens=50, extra={"top_p": 0.5}), MSG)
+    assert out.text == "hello there friend"
+    assert out.tool_calls == []
+    assert out.finish_reason == "stop"
+    assert (out.usage.prompt_tokens, out.usage.completion_tokens, out.usage.cached) == (11, 3, False)
+    (req,) = fake_llm.requests
+    assert req["model"] == "test-model"
+    assert req["messages"] == MSG
+    assert req["temperature"] == 0.3 and req["max_tokens"] == 50 and req["top_p"] == 0.5
+    assert fake_llm.headers[0]["authorization"] == f"Bearer {TEST_KEY}"
+    assert fake_llm.paths == ["/v1/chat/completions"]
+    stats = client.stats.model("openai/test-model")
+    assert (stats.calls, stats.requests, stats.prompt_tokens, stats.completion_tokens) == (1, 1, 11, 3)
+
+
+async def test_key_only_in_authorization_header(fake_llm: FakeLLM) -> None:
+    fake_llm.queue("ok")
+    await fast_client().complete(fake_llm.settings(), MSG)
+    headers = dict(fake_llm.headers[0])
+    assert headers.pop("authorization") == f"Bearer {TEST_KEY}"
+    assert TEST_KEY not in repr(headers)
+    assert TEST_KEY not in repr(fake_llm.requests)
+
+
+async def test_request_temperature_overrides_settings(fake_llm: FakeLLM) -> None:
+    fake_llm.queue("a", times=2)
+    client = fast_client()
+    await client.complete(fake_llm.settings(temperature=0.3), MSG, temperature=0.9)
+    await client.complete(fake_llm.settings(), MSG)
+    assert fake_llm.requests[0]["temperature"] == 0.9
+    assert "temperature" not in fake_llm.requests[1]  # provider default when nobody set one
+
+
+async def test_tool_calls_in_order(fake_llm: FakeLLM) -> None:
+    fake_llm.queue(
+        tool_calls=[
+            {"name": "get_user", "arguments": {"id": 7}},
+            {"name": "close_ticket", "arguments": '{"ticket": "<get_user.ticket>"}'},
+        ]
+    )
+    tools = [{"type": "function", "function": {"name": "get_user", "parameters": {"type": "object"}}}]
+    out = await fast_client().complete(fake_llm.settings(), MSG, tools=tools)
+    assert [(c.name, c.arguments) for c in out.tool_calls] == [
+        ("get_user", '{"id": 7}'),
+        ("close_ticket", '{"ticket": "<get_user.ticket>"}'),
+    ]
+    assert out.finish_reason == "tool_calls"
+    assert fake_llm.requests[0]["tools"] == tools
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+async def test_retries_transient_errors_then_succeeds(fake_llm: FakeLLM, status: int) -> None:
+    fake_llm.fail_next(status=status, times=2)
+    fake_llm.queue("finally")
+    client = fast_client()
+    out = await client.complete(fake_llm.settings(max_retries=3), MSG)
+    assert out.text == "finally"
+    assert len(fake_llm.requests) == 3
+    stats = client.stats.total
+    assert (stats.retries, stats.failures, stats.requests, stats.calls) == (2, 0, 3, 1)
+
+
+async def test_retry_after_is_honoured(fake_llm: FakeLLM) -> None:
+    fake_llm.fail_next(status=429, retry_after=0.4)
+    fake_llm.queue("ok")
+    start = time.perf_counter()
+    await fast_client().complete(fake_llm.settings(), MSG)
+    assert time.perf_counter() - start >= 0.38  # backoff alone would be ~5 ms
+
+
+async def test_gives_up_after_max_retries(fake_llm: FakeLLM) -> None:
+    fake_llm.fail_next(status=500, times=10)
+    client = fast_client()
+    with pytest.raises(ModelCallError) as err:
+        await client.complete(fake_llm.settings(max_retries=2), MSG)
+    assert (err.value.kind, err.value.attempts) == ("server_error", 3)
+    assert len(fake_llm.requests) == 3
+    assert client.stats.total.failures == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [(400, "bad_request"), (401, "auth"), (403, "auth"), (404, "not_found"), (422, "bad_request")],
+)
+async def test_no_retry_on_request_errors(fake_llm: FakeLLM, status: int, kind: str) -> None:
+    fake_llm.fail_next(status=status, times=5)
+    with pytest.raises(ModelCallError) as err:
+        await fast_client().complete(fake_llm.settings(max_retries=4), MSG)
+    assert (err.value.kind, err.value.attempts) == (kind, 1)
+    assert len(fake_llm.requests) == 1
+
+
+async def test_timeout_is_retried(fake_llm: FakeLLM) -> None:
+    fake_llm.hang_next(seconds=5)
+    fake_llm.queue("after the stall")
+    start = time.perf_counter()
+    out = await fast_client().complete(fake_llm.settings(timeout_s=0.3), MSG)
+    assert out.text == "after the stall"
+    assert len(fake_llm.requests) == 2
+    assert time.perf_counter() - start < 3
+
+
+async def test_timeout_exhausted_gives_timeout_kind(fake_llm: FakeLLM) -> None:
+    fake_llm.hang_next(seconds=5, times=3)
+    client = fast_client()
+    with pytest.raises(ModelCallError) as err:
+        await client.complete(fake_llm.settings(timeout_s=0.3, max_retries=1), MSG)
+    assert (err.value.kind, err.value.attempts) == ("timeout", 2)
+    assert client.stats.total.retries == 1
+
+
+async def test_malformed_body_retried_then_error(fake_llm: FakeLLM) -> None:
+    fake_llm.malformed_next(times=5)
+    with pytest.raises(ModelCallError) as err:
+        await fast_client().complete(fake_llm.settings(max_retries=1), MSG)
+    assert err.value.kind == "malformed_response"
+    assert len(fake_llm.requests) == 2
+
+
+async def test_malformed_body_once_then_ok(fake_llm: FakeLLM) -> None:
+    fake_llm.malformed_next()
+    fake_llm.queue("good")
+    assert (await fast_client().complete(fake_llm.settings(), MSG)).text == "good"
+
+
+async def test_empty_answer_is_an_error_and_not_cached(fake_llm: FakeLLM, cache_path: Path) -> None:
+    fake_llm.queue("")
+    cache = CallCache()
+    with pytest.raises(ModelCallError) as err:
+        await fast_client(cache).complete(fake_llm.settings(), MSG)
+    assert err.value.kind == "empty_response"
+    assert len(cache) == 0
+
+
+async def test_key_never_in_errors_or_cache(fake_llm: FakeLLM, cache_path: Path) -> None:
+    fake_llm.fail_next(status=401, message=f"Incorrect API key provided: {TEST_KEY}")
+    cache = CallCache()
+    client = fast_client(cache)
+    with pytest.raises(ModelCallError) as err:
+        await client.complete(fake_llm.settings(), MSG)
+    assert TEST_KEY not in str(err.value) and TEST_KEY not in err.value.message
+    assert "***" in err.value.message
+    fake_llm.queue(f"echo {TEST_KEY}")  # even a model that echoes the key does not put it on disk
+    out = await client.complete(fake_llm.settings(), [{"role": "user", "content": "another"}])
+    assert TEST_KEY not in out.model_dump_json()
+    cache.close()
+    for path in cache_path.parent.iterdir():
+        assert TEST_KEY.encode() not in path.read_bytes(), path
+
+
+async def test_key_from_provider_default_env_is_scrubbed_too(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-default-0123456789")
+    fake_llm.fail_next(status=401, message="Incorrect API key provided: sk-openai-default-0123456789")
+    with pytest.raises(ModelCallError) as err:
+        await fast_client().complete(fake_llm.settings(api_key_env=None), MSG)  # litellm reads the env itself
+    assert fake_llm.headers[0]["authorization"] == "Bearer sk-openai-default-0123456789"
+    assert "sk-openai-default" not in str(err.value) and "***" in err.value.message
+
+
+async def test_unreadable_cache_entry_is_a_miss(fake_llm: FakeLLM) -> None:
+    fake_llm.queue("fresh")
+    cache = CallCache()
+    settings = fake_llm.settings()
+    key = cache_key(ModelClient.request_fields(settings, MSG, None, None, 0))
+    cache.put(key, settings.model, {"text": 1, "unexpected": True})
+    out = await fast_client(cache).complete(settings, MSG)
+    assert out.text == "fresh" and len(fake_llm.requests) == 1
+    assert cache.get(key)["text"] == "fresh"  # type: ignore[index]
+
+
+async def test_cache_second_identical_run_is_all_hits(fake_llm: FakeLLM) -> None:
+    fake_llm.queue("first answer", usage={"prompt_tokens": 5, "completion_tokens": 2})
+    first = fast_client(CallCache())
+    a = await first.complete(fake_llm.settings(), MSG)
+    second = fast_client(CallCache())  # a new process / run over the same cache file
+    b = await second.complete(fake_llm.settings(), MSG)
+    assert len(fake_llm.requests) == 1
+    assert (b.text, b.usage.cached, a.usage.cached) == ("first answer", True, False)
+    assert b.usage.prompt_tokens == 5 and b.usage.cost_usd == 0.0
+    stats = second.stats.total
+    assert (stats.calls, stats.cache_hits, stats.requests, stats.hit_rate) == (1, 1, 0, 1.0)
+
+
+async def test_no_cache_reads_nothing_but_writes(fake_llm: FakeLLM) -> None:
+    fake_llm.queue("one")
+    fake_llm.queue("two")
+    cache = CallCache()
+    await fast_client(cache).complete(fake_llm.settings(), MSG)
+    out = await fast_client(cache, read_cache=False).complete(fake_llm.settings(), MSG)
+    assert out.text == "two" and len(fake_llm.requests) == 2
+    assert (await fast_client(cache).complete(fake_llm.settings(), MSG)).text == "two"  # overwritten
+    assert len(fake_llm.requests) == 2
+
+
+async def test_sample_index_gives_distinct_entries(fake_llm: FakeLLM) -> None:
+    fake_llm.set_responder(lambda req: f"answer {len(fake_llm.requests)}")
+    cache = CallCache()
+    client = fast_client(cache)
+    a = await client.complete(fake_llm.settings(), MSG, temperature=0.7, sample_index=0)
+    b = await client.complete(fake_llm.settings(), MSG, temperature=0.7, sample_index=1)
+    assert a.text != b.text and len(fake_llm.requests) == 2 and len(cache) == 2
+
+
+async def test_failures_are_not_cached(fake_llm: FakeLLM) -> None:
+    fake_llm.fail_next(status=400)
+    fake_llm.queue("fine now")
+    cache = CallCache()
+    client = fast_client(cache)
+    with pytest.raises(ModelCallError):
+        await client.complete(fake_llm.settings(), MSG)
+    assert len(cache) == 0
+    assert (await client.complete(fake_llm.settings(), MSG)).text == "fine now"
+
+
+async def test_concurrency_limit_per_model(fake_llm: FakeLLM) -> None:
+    fake_llm.latency = 0.15
+    fake_llm.set_responder(lambda req: "ok")
+    client = fast_client()
+    settings = fake_llm.settings(concurrency=3)
+    msgs = [[{"role": "user", "content": f"q{i}"}] for i in range(10)]
+    await asyncio.gather(*(client.complete(settings, m) for m in msgs))
+    assert len(fake_llm.requests) == 10
+    assert fake_llm.max_in_flight == 3  # never more than 3, and the limit was actually reached
+
+
+async def test_unknown_price_is_noted_known_price_is_counted(fake_llm: FakeLLM) -> None:
+    import litellm
+
+    fake_llm.set_responder(lambda req: "ok")
+    client = fast_client()
+    out = await client.complete(fake_llm.settings(), MSG)
+    assert (out.usage.cost_usd, out.cost_known) == (0.0, False)
+    assert "no known price" in client.stats.summary()["per_model"]["openai/test-model"]["cost_note"]
+    priced = fake_llm.settings(model="openai/gpt-4o-mini")
+    out = await client.complete(priced, [{"role": "user", "content": "one two three four"}])
+    p_cost, c_cost = litellm.cost_per_token(
+        model="gpt-4o-mini",
+        prompt_tokens=out.usage.prompt_tokens,
+        completion_tokens=out.usage.completion_tokens,
+    )
+    assert out.cost_known and out.usage.cost_usd == pytest.approx(p_cost + c_cost) and out.usage.cost_usd > 0
+    assert client.stats.model("openai/gpt-4o-mini").cost_usd == pytest.approx(out.usage.cost_usd)
+
+
+async def test_connection_refused_is_retried_then_connection_error() -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    settings = FakeLLM.settings_for(f"http://127.0.0.1:{port}/v1", max_retries=1)
+    client = fast_client()
+    with pytest.raises(ModelCallError) as err:
+        await client.complete(settings, MSG)
+    assert (err.value.kind, err.value.attempts) == ("connection", 2)
+    assert client.stats.total.retries == 1
+
+
+def test_classify_plain_exceptions() -> None:
+    assert classify(TimeoutError()) == "timeout"
+    assert classify(ConnectionRefusedError()) == "connection"
+    assert classify(RuntimeError("weird")) == "other"
+
+
+async def test_hosted_vllm_model_string(fake_llm: FakeLLM) -> None:
+    fake_llm.queue("served by vllm")
+    out = await fast_client().complete(fake_llm.settings(model="hosted_vllm/test-model"), MSG)
+    assert out.text == "served by vllm"
+    assert fake_llm.requests[0]["model"] == "test-model" and fake_llm.paths == ["/v1/chat/completions"]
+
+
+async def test_unset_key_env_is_a_config_error(fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENTJUDGE_TEST_KEY")
+    with pytest.raises(ModelCallError) as err:
+        await fast_client().complete(fake_llm.settings(), MSG)
+    assert err.value.kind == "config" and "AGENTJUDGE_TEST_KEY" in err.value.message
+    assert fake_llm.requests == []
