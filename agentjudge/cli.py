@@ -127,11 +127,12 @@ def human_sample(
     n: Annotated[int, typer.Option(help="Records to sample, stratified by topology.")] = 120,
     seed: Annotated[int, typer.Option()] = 0,
     out: Annotated[Path | None, typer.Option(help="CSV path (default RUNDIR/human/sample.csv).")] = None,
+    difficulty: Annotated[str, typer.Option(help="Difficulty to sample (the published protocol: hard).")] = "hard",
 ) -> None:
     """Write a stratified sample of scored predictions for human annotators."""
     from agentjudge.human import sample_cli
 
-    raise typer.Exit(sample_cli(rundir=rundir, n=n, seed=seed, out=out))
+    raise typer.Exit(sample_cli(rundir=rundir, n=n, seed=seed, out=out, difficulty=difficulty))
 
 
 @app.command("human-agree")

@@ -1,0 +1,256 @@
+"""Human validation of the programmatic reference (§8): a stratified sample for annotators, and the
+agreement of the reference with their labels, per metric and per topology, with cluster-bootstrap CIs.
+
+Published protocol: 120 hard records, 20 per topology (14 with some score below 1, 6 perfect); annotators
+see the query, the tools, the generated calls, the GT calls and the four scores and agree or disagree per
+metric. A judge's alignment is best read against this human ceiling, not against 100 %.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from agentjudge.stats import ClusterBootstrap
+from agentjudge.types import METRICS, TOPOLOGIES, Record
+
+AGREE_COLUMNS = tuple(f"agree_{m}" for m in METRICS)
+IMPERFECT_SHARE = 14 / 20
+YES = {"yes", "y", "1", "true", "agree"}
+NO = {"no", "n", "0", "false", "disagree"}
+
+
+class HumanInputError(ValueError):
+    """Bad input for the human-validation verbs; the message names file, row and column."""
+
+
+def _records_path(rundir: Path, meta: dict[str, Any]) -> Path:
+    raw = meta.get("pipeline")
+    pipe: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    for cand in (pipe.get("dataset"), pipe.get("data"), meta.get("dataset")):
+        if isinstance(cand, str) and cand:
+            p = Path(cand)
+            p = p if p.is_absolute() else rundir / p
+            if p.is_file():
+                return p
+    local = rundir / "records.jsonl"
+    if local.is_file():
+        return local
+    raise HumanInputError(
+        f"{rundir / 'meta.json'}: pipeline.dataset does not name a readable records file, and "
+        f"{local} does not exist; the sample needs the records for query, tools and GT calls"
+    )
+
+
+def _load_records(path: Path) -> dict[str, Record]:
+    from agentjudge.dataset.layout import read_records
+
+    return {r.id: r for r in read_records(path)}
+
+
+def _tools_compact(record: Record) -> str:
+    """'name(req*, opt); …' — enough for an annotator to judge parameter structure."""
+    out = []
+    for t in record.tools:
+        props = t.parameters.get("properties", {}) or {}
+        req = set(t.parameters.get("required", []) or [])
+        out.append(f"{t.name}(" + ", ".join(f"{k}*" if k in req else k for k in props) + ")")
+    return "; ".join(out)
+
+
+def _calls_compact(calls: list[dict[str, Any]]) -> str:
+    return json.dumps(calls, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def _pick(
+    pool: pd.DataFrame, k: int, rng: np.random.Generator, avoid: frozenset[str] = frozenset()
+) -> pd.DataFrame:
+    """k rows: distinct records not in ``avoid`` first (one random generator per record), then the rest."""
+    if k <= 0 or pool.empty:
+        return pool.iloc[:0]
+    shuffled = pool.iloc[rng.permutation(len(pool))]
+    fresh = ~shuffled["record_id"].astype(str).isin(avoid).to_numpy()
+    distinct = shuffled[fresh].drop_duplicates("record_id")
+    rest = shuffled.drop(distinct.index)
+    return pd.concat([distinct, rest]).iloc[:k]
+
+
+def select_sample(scores: pd.DataFrame, n: int, seed: int, difficulty: str | None = "hard") -> pd.DataFrame:
+    """Stratified sample of scored predictions: equal share per topology; within a topology ~70 % with some
+    score below 1 and ~30 % perfect (14 + 6 of 20), topping up from the other pool when one runs short."""
+    rng = np.random.default_rng(seed)
+    pool = scores if difficulty is None else scores[scores["difficulty"].astype(str) == difficulty]
+    topologies = [t for t in TOPOLOGIES if (pool["topology"].astype(str) == t).any()]
+    if not topologies:
+        raise HumanInputError(f"no scored predictions at difficulty {difficulty!r}")
+    quota = {
+        t: n // len(topologies) + (1 if i < n % len(topologies) else 0) for i, t in enumerate(topologies)
+    }
+    perfect = (pool[[f"p_{m}" for m in METRICS]].to_numpy(float) >= 1.0).all(axis=1)
+    parts = []
+    for t in topologies:
+        in_t = (pool["topology"].astype(str) == t).to_numpy()
+        imp_pool, perf_pool = pool[in_t & ~perfect], pool[in_t & perfect]
+        want_imp = round(quota[t] * IMPERFECT_SHARE)
+        imp = _pick(imp_pool, want_imp, rng)
+        perf = _pick(perf_pool, quota[t] - len(imp), rng, frozenset(imp["record_id"].astype(str)))
+        if len(imp) + len(perf) < quota[t]:  # too few perfect ones: top up with imperfect ones
+            imp = _pick(imp_pool, quota[t] - len(perf), rng, frozenset(perf["record_id"].astype(str)))
+        parts.append(pd.concat([imp, perf]))
+    return pd.concat(parts, ignore_index=True)
+
+
+def sample_cli(rundir: Path, n: int, seed: int, out: Path | None, difficulty: str = "hard") -> int:
+    """Write the annotators' CSV; exit 2 on an unusable run folder."""
+    rundir = Path(rundir)
+    try:
+        meta = json.loads((rundir / "meta.json").read_text()) if (rundir / "meta.json").exists() else {}
+        for name in ("scores.parquet", "predictions.parquet"):
+            if not (rundir / name).exists():
+                raise HumanInputError(f"{rundir / name}: file not found")
+        scores = pd.read_parquet(rundir / "scores.parquet")
+        preds = pd.read_parquet(rundir / "predictions.parquet")
+        modes = sorted(scores["scoring_mode"].astype(str).unique())
+        mode = "strict" if "strict" in modes else modes[0]
+        scores = scores[scores["scoring_mode"].astype(str) == mode]
+        preds = preds[preds["error"].isna()][["record_id", "generator", "trial", "calls_json"]]
+        scored = scores.merge(preds, on=["record_id", "generator", "trial"], how="inner")
+        sample = select_sample(scored, n, seed, difficulty)
+        records = _load_records(_records_path(rundir, meta))
+    except (HumanInputError, ValueError, OSError, json.JSONDecodeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    rows = []
+    for i, r in enumerate(sample.itertuples(index=False)):
+        rec = records.get(str(r.base_id))
+        if rec is None:
+            print(
+                f"error: record {r.base_id!r} (from scores.parquet) is not in the records file",
+                file=sys.stderr,
+            )
+            return 2
+        rows.append(
+            {
+                "sample_id": i + 1,
+                "record_id": r.record_id,
+                "base_id": r.base_id,
+                "domain": rec.domain,
+                "topology": r.topology,
+                "difficulty": r.difficulty,
+                "generator": r.generator,
+                "trial": r.trial,
+                "scoring_mode": mode,
+                "query": rec.queries[r.difficulty],
+                "tools": _tools_compact(rec),
+                "generated_calls": _calls_compact(json.loads(r.calls_json)),
+                "gt_calls": _calls_compact([s.call.model_dump() for s in rec.gt]),
+                **{f"p_{m}": round(float(getattr(r, f"p_{m}")), 4) for m in METRICS},
+                **{c: "" for c in AGREE_COLUMNS},
+            }
+        )
+    out = Path(out) if out is not None else rundir / "human" / "sample.csv"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(out, index=False, quoting=csv.QUOTE_MINIMAL)
+    per_topo = pd.Series([r["topology"] for r in rows]).value_counts().to_dict()
+    print(
+        f"wrote {len(rows)} rows to {out} ({difficulty} difficulty, {mode} scores; per topology {per_topo})"
+    )
+    if len(rows) < n:
+        print(f"note: only {len(rows)} of the {n} requested rows were available")
+    return 0
+
+
+def parse_label(value: str, where: str) -> float:
+    """yes/no, y/n, 1/0, true/false → 1.0/0.0; blank → NaN (missing); anything else is an error."""
+    v = value.strip().lower()
+    if v == "":
+        return float("nan")
+    if v in YES:
+        return 1.0
+    if v in NO:
+        return 0.0
+    raise HumanInputError(
+        f"{where}: {value!r} is not a label (use yes/no, y/n or 1/0; leave blank if unsure)"
+    )
+
+
+def read_labels(path: Path) -> pd.DataFrame:
+    """Long table (sample row, metric, topology, base_id, agree) from an annotated sample CSV."""
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            header = reader.fieldnames or []
+            needed = ["base_id", "topology", *AGREE_COLUMNS]
+            missing = [c for c in needed if c not in header]
+            if missing:
+                raise HumanInputError(f"{path}: missing column(s) {missing}")
+            rows = []
+            for lineno, row in enumerate(reader, start=2):
+                if None in row:
+                    raise HumanInputError(f"{path}, row {lineno}: more fields than the header has")
+                for m in METRICS:
+                    col = f"agree_{m}"
+                    if row[col] is None:
+                        raise HumanInputError(f"{path}, row {lineno}, column {col}: missing field")
+                    rows.append(
+                        {
+                            "row": lineno,
+                            "base_id": row["base_id"],
+                            "topology": row["topology"],
+                            "metric": m,
+                            "agree": parse_label(row[col], f"{path}, row {lineno}, column {col}"),
+                        }
+                    )
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HumanInputError(f"{path}: cannot read ({exc})") from None
+    except csv.Error as exc:
+        raise HumanInputError(f"{path}: not a CSV file ({exc})") from None
+    if not rows:
+        raise HumanInputError(f"{path}: no data rows")
+    out = pd.DataFrame(rows)
+    out["metric"] = pd.Categorical(out["metric"], categories=list(METRICS))
+    return out
+
+
+def agreement_tables(labels: pd.DataFrame, resamples: int, seed: int) -> pd.DataFrame:
+    """Agreement overall, per metric and per topology with 95 % CIs resampling base scenarios."""
+    boot = ClusterBootstrap(labels["base_id"].astype(str).unique(), resamples=resamples, seed=seed)
+    df = labels.assign(base_id=labels["base_id"].astype(str))
+    parts = []
+    for scope, by in (("overall", []), ("metric", ["metric"]), ("topology", ["topology"])):
+        t = boot.ratio(df, by, "agree").table("agreement")
+        t.insert(0, "scope", scope)
+        t["group"] = t[by[0]].astype(str) if by else "all"
+        t["missing"] = t["n_failed"]  # blank cells: rows of the group whose label is NaN
+        parts.append(t[["scope", "group", "agreement", "ci_lo", "ci_hi", "n_verdicts", "missing"]])
+    return pd.concat(parts, ignore_index=True).rename(columns={"n_verdicts": "n_labels"})
+
+
+def agree_cli(rundir: Path, labels: Path, resamples: int, seed: int) -> int:
+    """Print and write RUNDIR/human/agreement.csv; exit 2 on a bad labels file."""
+    try:
+        long = read_labels(Path(labels))
+    except HumanInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if long["agree"].notna().sum() == 0:
+        print(f"error: {labels}: every agree_* cell is blank; nothing to compare", file=sys.stderr)
+        return 2
+    table = agreement_tables(long, resamples, seed)
+    out = Path(rundir) / "human" / "agreement.csv"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out, index=False)
+    for r in table.itertuples(index=False):
+        print(
+            f"{r.scope:9s} {r.group:20s} {100 * r.agreement:5.1f} % [{100 * r.ci_lo:5.1f}, "
+            f"{100 * r.ci_hi:5.1f}]"
+            f"  n={r.n_labels} missing={r.missing}"
+        )
+    print(f"wrote {out} (published overall 92.7 %, parameter structure lowest at 82.5 %)")
+    return 0

@@ -1,0 +1,292 @@
+"""What every analysis receives (``Context``) and returns (``Section``).
+
+The context loads a run folder once, validates it, adds the per-row alignment columns, fixes the
+"main" slice (the baseline prompt variant, first trial) and builds ONE cluster-bootstrap plan shared by
+every analysis, so that all differences in the report are paired over the same resampled scenarios.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from agentjudge.stats import ClusterBootstrap, add_alignment_columns
+from agentjudge.stats.codes import values_of
+from agentjudge.types import CONDITIONS, DIFFICULTIES, METRICS, TOPOLOGIES
+
+CANONICAL_ORDER: dict[str, tuple[str, ...]] = {
+    "metric": METRICS,
+    "difficulty": DIFFICULTIES,
+    "topology": TOPOLOGIES,
+    "condition": CONDITIONS,
+}
+
+JUDGMENT_COLUMNS: tuple[str, ...] = (
+    "record_id",
+    "base_id",
+    "domain",
+    "topology",
+    "difficulty",
+    "generator",
+    "generator_trial",
+    "judge",
+    "condition",
+    "prompt_format",
+    "cot",
+    "default_mode",
+    "temperature",
+    "trial",
+    "metric",
+    "reference",
+    "verdict",
+    "parse_ok",
+    "scoring_mode",
+    "rationale",
+    "judge_error",
+)
+SCORE_COLUMNS = (
+    "record_id",
+    "base_id",
+    "topology",
+    "difficulty",
+    "generator",
+    "trial",
+    "scoring_mode",
+    "p_tool",
+    "p_param",
+    "p_seq",
+    "p_cov",
+)
+MAIN_CONDITIONS = ("with_gt", "without_gt")
+VARIANT_FACTORS = ("prompt_format", "cot", "default_mode", "temperature")
+PREFERRED = {"prompt_format": "json", "cot": False, "default_mode": "1.0"}
+
+
+class RunFolderError(ValueError):
+    """A run folder that cannot be reported on; the message names the file and the problem."""
+
+
+@dataclass
+class Section:
+    """One part of the report: markdown paragraphs, named tables and named figures."""
+
+    key: str
+    title: str
+    text: list[str] = field(default_factory=list)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    figures: dict[str, Figure] = field(default_factory=dict)
+    lacking: str | None = None  # the one line shown instead of tables when the run lacks the data
+
+
+def same(series: pd.Series, value: Any) -> np.ndarray:
+    """Equality that treats NaN == NaN (temperature NaN means 'model default')."""
+    if isinstance(value, float) and math.isnan(value):
+        return series.isna().to_numpy()
+    return (series == value).to_numpy()
+
+
+def read_parquet(path: Path, required: tuple[str, ...]) -> pd.DataFrame:
+    if not path.exists():
+        raise RunFolderError(f"{path}: file not found (is this a run folder written by `agentjudge run`?)")
+    try:
+        df = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several unrelated types
+        raise RunFolderError(f"{path}: unreadable parquet ({exc})") from exc
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise RunFolderError(f"{path}: missing column(s) {missing}")
+    return df
+
+
+@dataclass
+class Context:
+    rundir: Path
+    data: pd.DataFrame  # all judgments, all scoring modes, with mu / ok / mu_ceiling
+    meta: dict[str, Any]
+    scores: pd.DataFrame | None
+    predictions: pd.DataFrame | None
+    boot: ClusterBootstrap
+    scoring_mode: str  # the mode every RQ uses (strict when present)
+    baseline_variant: dict[str, Any]
+    judges: list[str]
+    generators: list[str]
+    colors: dict[str, tuple[float, float, float, float]]
+
+    @property
+    def df(self) -> pd.DataFrame:
+        """All judgments of the primary scoring mode."""
+        return self._cache("df", lambda: self.data[self.data["scoring_mode"] == self.scoring_mode])
+
+    @property
+    def main(self) -> pd.DataFrame:
+        """Primary mode, baseline variant, first trials, with/without GT: the slice of the headline."""
+        return self._cache("main", lambda: self.vary(None))
+
+    def vary(
+        self, factor: str | None, conditions: tuple[str, ...] = MAIN_CONDITIONS, mode: str | None = None
+    ) -> pd.DataFrame:
+        """Main slice with ``factor`` free (all other variant factors at their baseline values)."""
+        df = (
+            self.df
+            if mode is None or mode == self.scoring_mode
+            else self.data[self.data["scoring_mode"] == mode]
+        )
+        mask = np.array(df["condition"].isin(list(conditions)).to_numpy(), dtype=bool)
+        mask &= (df["trial"] == df["trial"].min()).to_numpy()
+        mask &= (df["generator_trial"] == df["generator_trial"].min()).to_numpy()
+        for f in VARIANT_FACTORS:
+            if f != factor:
+                mask &= same(df[f], self.baseline_variant[f])
+        return df[mask]
+
+    def _cache(self, name: str, make: Any) -> pd.DataFrame:
+        store = self.__dict__.setdefault("_store", {})
+        if name not in store:
+            store[name] = make()
+        return store[name]
+
+    def is_baseline(self, judge: str) -> bool:
+        info = self.meta.get("judges", {}).get(judge, {})
+        return judge.startswith("baseline/") or info.get("kind") == "baseline"
+
+    def is_simulated(self, generator: str) -> bool:
+        info = self.meta.get("generators", {}).get(generator, {})
+        return generator.startswith("sim/") or bool(info.get("simulated"))
+
+    def judge_label(self, judge: str) -> str:
+        return f"{judge} (baseline)" if self.is_baseline(judge) else judge
+
+    def generator_label(self, generator: str) -> str:
+        return f"{generator} (simulated)" if self.is_simulated(generator) else generator
+
+    def tiers(self) -> dict[str, float]:
+        out = {}
+        for name, info in self.meta.get("judges", {}).items():
+            tier = info.get("tier") if isinstance(info, dict) else None
+            if isinstance(tier, int | float) and not isinstance(tier, bool):
+                out[name] = float(tier)
+        return out
+
+
+def _baseline_variant(df: pd.DataFrame) -> dict[str, Any]:
+    """The reference prompt variant: the published defaults when present, else the most frequent value."""
+    out: dict[str, Any] = {}
+    for f in VARIANT_FACTORS:
+        values = df[f]
+        if f in PREFERRED and (values == PREFERRED[f]).any():
+            out[f] = PREFERRED[f]
+        else:
+            counts = values.value_counts(dropna=False)
+            v = counts.index[0]
+            out[f] = float("nan") if (isinstance(v, float) and math.isnan(v)) else v
+    return out
+
+
+def _as_str_category(series: pd.Series, order: tuple[str, ...] | None = None) -> pd.Series:
+    """Categorical with string categories, converting only the (few) categories, never the 1 M values;
+    known vocabularies (metrics, difficulties, …) keep their natural order so tables read easy→hard."""
+    if not isinstance(series.dtype, pd.CategoricalDtype):
+        series = series.astype("category")
+    cats = series.cat.categories
+    if cats.dtype != object and not pd.api.types.is_string_dtype(cats.dtype):
+        series = series.cat.rename_categories([str(c) for c in cats])
+        cats = series.cat.categories
+    if order is not None and set(cats) <= set(order):
+        series = series.cat.reorder_categories([c for c in order if c in set(cats)])
+    return series
+
+
+def load_context(rundir: Path, resamples: int, seed: int) -> Context:
+    """Read and validate a run folder (judgments required; scores, predictions, meta optional)."""
+    jd = read_parquet(rundir / "judgments.parquet", JUDGMENT_COLUMNS)
+    if jd.empty:
+        raise RunFolderError(f"{rundir / 'judgments.parquet'}: no rows")
+    for col in (
+        "judge",
+        "generator",
+        "condition",
+        "prompt_format",
+        "default_mode",
+        "scoring_mode",
+        "metric",
+        "difficulty",
+        "topology",
+        "domain",
+        "base_id",
+        "record_id",
+    ):
+        jd[col] = _as_str_category(jd[col], CANONICAL_ORDER.get(col))
+    # free text is not analysed; keep only whether a transport error happened (saves memory and copies)
+    jd["has_error"] = jd["judge_error"].notna().to_numpy()
+    jd = jd.drop(columns=["rationale", "judge_error"])
+    for col in ("verdict", "reference", "temperature"):
+        try:
+            jd[col] = pd.to_numeric(jd[col], errors="raise").astype(float)
+        except (ValueError, TypeError) as exc:
+            raise RunFolderError(
+                f"{rundir / 'judgments.parquet'}: column {col}: not numeric ({exc})"
+            ) from exc
+    if jd["reference"].isna().any():
+        row = int(np.flatnonzero(jd["reference"].isna().to_numpy())[0])
+        raise RunFolderError(f"{rundir / 'judgments.parquet'}: row {row}: column reference is null")
+    if not jd["condition"].isin(list(MAIN_CONDITIONS)).any():
+        raise RunFolderError(f"{rundir / 'judgments.parquet'}: no with_gt or without_gt rows to report on")
+    data = add_alignment_columns(jd)
+    meta_path = rundir / "meta.json"
+    try:
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    except json.JSONDecodeError as exc:
+        raise RunFolderError(f"{meta_path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
+    scores = (
+        read_parquet(rundir / "scores.parquet", SCORE_COLUMNS)
+        if (rundir / "scores.parquet").exists()
+        else None
+    )
+    preds_path = rundir / "predictions.parquet"
+    predictions = pd.read_parquet(preds_path) if preds_path.exists() else None
+    modes = values_of(data["scoring_mode"])
+    mode = "strict" if "strict" in modes else modes[0]
+    judges = values_of(data["judge"])
+    generators = values_of(data["generator"])
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10"]
+    colors = {j: cmap(i % 10) for i, j in enumerate([*judges, "jury"])}
+    boot = ClusterBootstrap(data["base_id"].cat.categories, resamples=resamples, seed=seed)
+    return Context(
+        rundir=rundir,
+        data=data,
+        meta=meta,
+        scores=scores,
+        predictions=predictions,
+        boot=boot,
+        scoring_mode=mode,
+        baseline_variant=_baseline_variant(data[data["scoring_mode"] == mode]),
+        judges=judges,
+        generators=generators,
+        colors=colors,
+    )
+
+
+def fmt_pct(x: float) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f} %"
+
+
+def fmt_ci(est: float, lo: float, hi: float) -> str:
+    """'81.2 % [80.1, 82.3]' — the form every alignment takes in the prose."""
+    if any(isinstance(v, float) and math.isnan(v) for v in (est, lo, hi)):
+        return fmt_pct(est)
+    return f"{100 * est:.1f} % [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def fmt_pp(est: float, lo: float, hi: float) -> str:
+    if any(isinstance(v, float) and math.isnan(v) for v in (est, lo, hi)):
+        return "n/a"
+    return f"{100 * est:+.1f} pp [{100 * lo:+.1f}, {100 * hi:+.1f}]"

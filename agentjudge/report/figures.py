@@ -1,0 +1,233 @@
+"""Matplotlib figures of the report (Agg backend): labelled axes, CIs as error bars or bands, and one
+colour per judge across every figure (the colour map lives in the Context)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+Color = tuple[float, float, float, float]
+
+
+def _subplots(
+    nrows: int = 1, ncols: int = 1, figsize: tuple[float, float] = (6, 4), **kw: Any
+) -> tuple[Figure, Any]:
+    """Figure without pyplot's global registry, so figures never leak (no plt.close bookkeeping)."""
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(nrows, ncols, **kw)
+
+
+def grouped_bars(
+    table: pd.DataFrame,
+    group: str,
+    hue: str,
+    value: str,
+    colors: dict[str, Color],
+    title: str,
+    ylabel: str,
+    lo: str = "ci_lo",
+    hi: str = "ci_hi",
+    percent: bool = True,
+    zoom: bool = False,
+    xlabel: str | None = None,
+) -> Figure:
+    """Bars of ``value`` per ``group`` (x) and ``hue`` (colour), with CI error bars."""
+    groups = list(dict.fromkeys(table[group].astype(str)))
+    hues = list(dict.fromkeys(table[hue].astype(str)))
+    scale = 100.0 if percent else 1.0
+    fig, ax = _subplots(1, 1, figsize=(max(6.0, 1.2 * len(groups) * max(1, len(hues)) / 2), 4.2))
+    width = 0.8 / max(1, len(hues))
+    for i, h in enumerate(hues):
+        part = table[table[hue].astype(str) == h].set_index(
+            table[table[hue].astype(str) == h][group].astype(str)
+        )
+        part = part.reindex(groups)
+        y = part[value].to_numpy(dtype=float) * scale
+        err = None
+        if lo in part and hi in part:
+            err = np.vstack([y - part[lo].to_numpy(float) * scale, part[hi].to_numpy(float) * scale - y])
+            err = np.where(np.isnan(err), 0, err)
+        x = np.arange(len(groups)) + (i - (len(hues) - 1) / 2) * width
+        ax.bar(x, y, width, yerr=err, capsize=3, label=h, color=colors.get(h))
+    ax.set_xticks(np.arange(len(groups)), groups, rotation=20, ha="right")
+    ax.set_xlabel(xlabel if xlabel is not None else group.replace("_", " "))
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.axhline(0, color="black", linewidth=0.6)
+    vals = table[value].to_numpy(dtype=float) * scale
+    if zoom and np.isfinite(vals).any() and np.nanmin(vals) > 0:
+        ax.set_ylim(
+            max(0.0, np.nanmin(vals) - 15), min(100.0, np.nanmax(vals) + 8) if np.nanmax(vals) < 95 else 101
+        )
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def heatmap(
+    matrix: pd.DataFrame,
+    title: str,
+    cbar: str,
+    fmt: str = "{:.1f}",
+    scale: float = 100.0,
+    xlabel: str = "",
+    ylabel: str = "",
+    vmin: float | None = None,
+    vmax: float | None = None,
+) -> Figure:
+    """Annotated heatmap of a (rows × columns) table."""
+    vals = matrix.to_numpy(dtype=float) * scale
+    fig, ax = _subplots(1, 1, figsize=(1.1 * matrix.shape[1] + 3, 0.5 * matrix.shape[0] + 2))
+    im = ax.imshow(vals, cmap="viridis", aspect="auto", vmin=vmin, vmax=vmax)
+    ax.set_xticks(range(matrix.shape[1]), [str(c) for c in matrix.columns], rotation=30, ha="right")
+    ax.set_yticks(range(matrix.shape[0]), [str(r) for r in matrix.index])
+    finite = vals[np.isfinite(vals)]
+    mid = (finite.min() + finite.max()) / 2 if finite.size else 0
+    for (i, j), v in np.ndenumerate(vals):
+        if np.isfinite(v):
+            ax.text(
+                j,
+                i,
+                fmt.format(v),
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white" if v < mid else "black",
+            )
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    fig.colorbar(im, ax=ax, label=cbar)
+    fig.tight_layout()
+    return fig
+
+
+def line_panels(
+    table: pd.DataFrame,
+    panel: str,
+    x: str,
+    hue: str,
+    value: str,
+    x_order: Sequence[str],
+    colors: dict[str, Color],
+    title: str,
+    ylabel: str,
+    lo: str = "ci_lo",
+    hi: str = "ci_hi",
+    row: str | None = None,
+) -> Figure:
+    """Small multiples: one panel per ``panel`` (and ``row``) value, lines per ``hue`` with CI bands."""
+    panels = list(dict.fromkeys(table[panel].astype(str)))
+    rows = list(dict.fromkeys(table[row].astype(str))) if row else [None]
+    fig, axes = _subplots(
+        len(rows),
+        len(panels),
+        figsize=(3.4 * len(panels) + 1, 3.0 * len(rows) + 0.6),
+        sharey=True,
+        squeeze=False,
+    )
+    xs = np.arange(len(x_order))
+    for r, rv in enumerate(rows):
+        for c, pv in enumerate(panels):
+            ax = axes[r][c]
+            part = table[table[panel].astype(str) == pv]
+            if row:
+                part = part[part[row].astype(str) == rv]
+            for h, hp in part.groupby(hue, observed=True):
+                hp = hp.set_index(hp[x].astype(str)).reindex(list(x_order))
+                y = hp[value].to_numpy(float) * 100
+                ax.plot(xs, y, marker="o", color=colors.get(str(h)), label=str(h))
+                ax.fill_between(
+                    xs,
+                    hp[lo].to_numpy(float) * 100,
+                    hp[hi].to_numpy(float) * 100,
+                    color=colors.get(str(h)),
+                    alpha=0.15,
+                )
+            ax.set_xticks(xs, list(x_order))
+            ax.set_title(f"{pv}" + (f" · {rv}" if rv else ""), fontsize=9)
+            ax.set_xlabel(x)
+            if c == 0:
+                ax.set_ylabel(ylabel)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(6, max(1, len(labels))), fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.08, 1, 0.95))
+    return fig
+
+
+def scatter_labelled(
+    x: np.ndarray, y: np.ndarray, labels: Sequence[str], title: str, xlabel: str, ylabel: str
+) -> Figure:
+    fig, ax = _subplots(1, 1, figsize=(5.5, 4.2))
+    ax.scatter(x, y, color="tab:blue")
+    for xi, yi, lab in zip(x, y, labels, strict=True):
+        ax.annotate(lab, (xi, yi), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def stacked_shares(
+    table: pd.DataFrame,
+    index_cols: Sequence[str],
+    levels: Sequence[str],
+    title: str,
+    colors: Sequence[str] = ("tab:red", "tab:orange", "tab:green"),
+) -> Figure:
+    """Horizontal stacked bars of verdict shares (one bar per row of ``table``)."""
+    labels = [" · ".join(str(v) for v in r) for r in table[list(index_cols)].itertuples(index=False)]
+    fig, ax = _subplots(1, 1, figsize=(7.5, 0.28 * len(table) + 1.6))
+    left = np.zeros(len(table))
+    for lev, col in zip(levels, colors, strict=True):
+        w = table[lev].to_numpy(float) * 100
+        ax.barh(np.arange(len(table)), w, left=left, color=col, label=f"verdict {lev}")
+        left += np.nan_to_num(w)
+    ax.set_yticks(np.arange(len(table)), labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("share of verdicts (%)")
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3)
+    fig.tight_layout()
+    return fig
+
+
+def passk_lines(
+    table: pd.DataFrame, hue: str, colors: dict[str, Color], title: str, panel: str | None = None
+) -> Figure:
+    """pass^k (solid) and pass@k (dashed) against k, one panel per ``panel`` value, one colour per ``hue``."""
+    panels = list(dict.fromkeys(table[panel].astype(str))) if panel else [""]
+    fig, axes = _subplots(1, len(panels), figsize=(4.6 * len(panels) + 1, 4), squeeze=False, sharey=True)
+    for c, pv in enumerate(panels):
+        ax = axes[0][c]
+        part_p = table[table[panel].astype(str) == pv] if panel else table
+        for h, part in part_p.groupby(hue, observed=True):
+            col = colors.get(str(h))
+            line = ax.plot(part["k"], part["pass_hat_k"] * 100, marker="o", color=col, label=f"{h}")[0]
+            ax.plot(part["k"], part["pass_at_k"] * 100, marker="x", linestyle="--", color=line.get_color())
+        ax.set_xlabel("k (trials)")
+        ax.set_xticks(sorted(part_p["k"].unique()))
+        ax.set_title(pv, fontsize=9)
+        if c == 0:
+            ax.set_ylabel("pass^k (solid) / pass@k (dashed), %")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(6, max(1, len(labels))), fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.1, 1, 0.95))
+    return fig
+
+
+def to_png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return buf.getvalue()

@@ -1,0 +1,83 @@
+"""Render sections to Markdown and to one self-contained HTML file (figures inlined as base64 PNG)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import re
+
+import pandas as pd
+
+CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:12px;margin:0.6em 0}td,th{border:1px solid #ccc;padding:2px 6px;
+text-align:right}th{background:#f2f2f2}img{max-width:100%}details{margin:0.4em 0}.lack{color:#a60}"""
+
+MAX_ROWS_INLINE = 60
+
+
+def _cell(v: object) -> str:
+    if isinstance(v, float):
+        return "" if math.isnan(v) else f"{v:.4g}"
+    return str(v)
+
+
+def md_table(df: pd.DataFrame, max_rows: int = MAX_ROWS_INLINE) -> str:
+    """A GitHub-flavoured Markdown table (no extra dependency); long tables are cut with a note."""
+    shown = df.head(max_rows)
+    head = "| " + " | ".join(str(c) for c in shown.columns) + " |"
+    sep = "|" + "|".join("---" for _ in shown.columns) + "|"
+    body = [
+        "| " + " | ".join(_cell(v).replace("|", "\\|") for v in row) + " |"
+        for row in shown.itertuples(index=False)
+    ]
+    more = [f"\n*… {len(df) - max_rows} more rows in the CSV.*"] if len(df) > max_rows else []
+    return "\n".join([head, sep, *body, *more])
+
+
+def _md_inline(text: str) -> str:
+    """Escape, then render the two Markdown inline forms the report uses (**bold**, `code`)."""
+    out = html.escape(text)
+    out = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", out)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", out)
+
+
+def paragraphs_html(lines: list[str]) -> str:
+    parts: list[str] = []
+    in_list = False
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith("- "):
+            if not in_list:
+                parts.append("<ul>")
+                in_list = True
+            parts.append(f"<li>{_md_inline(stripped[2:])}</li>")
+        else:
+            if in_list:
+                parts.append("</ul>")
+                in_list = False
+            parts.append(f"<p>{_md_inline(stripped)}</p>")
+    if in_list:
+        parts.append("</ul>")
+    return "\n".join(parts)
+
+
+def table_html(name: str, df: pd.DataFrame, max_rows: int = MAX_ROWS_INLINE) -> str:
+    shown = df.head(max_rows).map(_cell) if len(df) else df
+    note = f"<p><i>{len(df) - max_rows} more rows in tables/{name}.csv</i></p>" if len(df) > max_rows else ""
+    return (
+        f"<details><summary>table <code>{html.escape(name)}</code> ({len(df)} rows)</summary>"
+        f"{shown.to_html(index=False, escape=True, border=0)}{note}</details>"
+    )
+
+
+def figure_html(name: str, png: bytes) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{data}"></figure>'
+
+
+def page(title: str, body: str) -> str:
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{CSS}</style></head><body>{body}</body></html>"
+    )

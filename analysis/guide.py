@@ -1,0 +1,68 @@
+"""Practitioner decision guide (§9): the best judge and the runner-up per (condition, difficulty), and
+whether the leader's margin exceeds its paired-bootstrap CI (i.e. the CI of leader − runner-up excludes 0)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from agentjudge.report.context import Context, Section, fmt_pp
+from agentjudge.stats.codes import codes_for
+from agentjudge.types import DIFFICULTIES
+
+from ._common import draws
+
+
+def analyze(ctx: Context) -> Section:
+    sec = Section(key="guide", title="Practitioner decision guide")
+    main = ctx.main
+    real = [j for j in ctx.judges if not ctx.is_baseline(j)]
+    pool = real if len(real) >= 2 else ctx.judges
+    if len(pool) < 2:
+        sec.lacking = "Guide: needs at least two judges to name a leader and a runner-up."
+        return sec
+    df = main[codes_for(main["judge"], pool) >= 0]
+    gd = draws(ctx, df, ["condition", "difficulty", "judge"])
+    keys = gd.keys.assign(align=gd.estimate)
+    rows = []
+    for (cond, diff), part in keys.groupby(["condition", "difficulty"], observed=True):
+        part = part.dropna(subset=["align"]).sort_values("align", ascending=False)
+        if len(part) < 2:
+            continue
+        i, j = part.index[0], part.index[1]
+        d = gd.draws[:, i] - gd.draws[:, j]
+        lo, hi = np.nanpercentile(d, [2.5, 97.5])
+        rows.append(
+            {
+                "condition": cond,
+                "difficulty": diff,
+                "leader": part.loc[i, "judge"],
+                "leader_align": part.loc[i, "align"],
+                "runner_up": part.loc[j, "judge"],
+                "runner_up_align": part.loc[j, "align"],
+                "margin": part.loc[i, "align"] - part.loc[j, "align"],
+                "margin_ci_lo": lo,
+                "margin_ci_hi": hi,
+                "decisive": bool(lo > 0),
+            }
+        )
+    t = pd.DataFrame(rows)
+    order = {d: k for k, d in enumerate(DIFFICULTIES)}
+    t = t.sort_values(
+        ["condition", "difficulty"], key=lambda s: s.map(order) if s.name == "difficulty" else s
+    )
+    sec.tables["guide"] = t
+    if pool is not real:
+        sec.text.append("Only baseline judges in this run: the guide ranks baseline judges (not LLMs).")
+    else:
+        sec.text.append("Baseline judges are excluded from the guide.")
+    for r in t.itertuples(index=False):
+        verdict = "the lead is larger than its CI" if r.decisive else "the lead is within noise"
+        sec.text.append(
+            f"- {str(r.condition).replace('_', ' ')}, {r.difficulty}: {r.leader} "
+            f"{100 * r.leader_align:.1f} %, "
+            f"{r.runner_up} {100 * r.runner_up_align:.1f} %; margin "
+            f"{fmt_pp(r.margin, r.margin_ci_lo, r.margin_ci_hi)}"
+            f" — {verdict}."
+        )
+    return sec

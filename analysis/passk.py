@@ -1,0 +1,95 @@
+"""pass^k / pass@k (τ-bench, §8) for judges run several times per record and generators run several times
+per task. A judge trial succeeds when every metric verdict equals the reference snapped to {0,0.5,1} (a
+failed verdict is not a success); a generator trial succeeds when all four scores are 1."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from agentjudge.report.context import Context, Section
+from agentjudge.report.figures import passk_lines
+from agentjudge.stats import passk_curve, snap, success_counts
+from agentjudge.types import METRICS
+
+TASK = [
+    "record_id",
+    "generator",
+    "generator_trial",
+    "judge",
+    "condition",
+    "prompt_format",
+    "cot",
+    "default_mode",
+    "temperature",
+]
+
+
+def _judges(ctx: Context, sec: Section) -> None:
+    df = ctx.df
+    if df["trial"].nunique() < 2:
+        sec.text.append(
+            "Judges: this run has one trial per judgment; add trials: 4 (or more) to the pipeline "
+            "for judge pass^k."
+        )
+        return
+    hit = df["verdict"].to_numpy(float) == snap(df["reference"].to_numpy(float))
+    tmp = df[TASK + ["trial"]].copy()
+    tmp["hit"] = hit
+    per_trial = tmp.groupby(TASK + ["trial"], observed=True, dropna=False)["hit"].all().reset_index()
+    counts = success_counts(per_trial, TASK, "hit")
+    curve = passk_curve(counts, ["judge", "condition"])
+    sec.tables["passk_judges"] = curve
+    for (j, c), part in curve.groupby(["judge", "condition"], observed=True):
+        last = part.iloc[-1]
+        sec.text.append(
+            f"- judge {j}, {c}: pass^1 {100 * part.iloc[0]['pass_hat_k']:.1f} %, "
+            f"pass^{int(last['k'])} {100 * last['pass_hat_k']:.1f} % ({int(last['tasks'])} tasks)"
+        )
+    multi = curve[curve.groupby(["judge", "condition"], observed=True)["k"].transform("max") > 1]
+    sec.figures["passk_judges"] = passk_lines(
+        multi, "judge", ctx.colors, "Judges: pass^k (every trial exact) and pass@k", panel="condition"
+    )
+
+
+def _generators(ctx: Context, sec: Section) -> None:
+    sc = ctx.scores
+    if sc is None:
+        sec.text.append("Generators: this run folder has no scores.parquet.")
+        return
+    sc = sc[sc["scoring_mode"].astype(str) == ctx.scoring_mode]
+    if sc["trial"].nunique() < 2:
+        sec.text.append(
+            "Generators: this run has one trial per task; add generator trials: 4 to the pipeline "
+            "for generator pass^k."
+        )
+        return
+    tmp = pd.DataFrame(
+        {
+            "generator": sc["generator"].astype(str),
+            "record_id": sc["record_id"].astype(str),
+            "ok": np.all(sc[[f"p_{m}" for m in METRICS]].to_numpy(float) == 1.0, axis=1),
+        }
+    )
+    counts = success_counts(tmp, ["generator", "record_id"], "ok")
+    curve = passk_curve(counts, ["generator"])
+    sec.tables["passk_generators"] = curve
+    sec.figures["passk_generators"] = passk_lines(curve, "generator", {}, "Generators: pass^k and pass@k")
+    for g, part in curve.groupby("generator"):
+        sec.text.append(
+            f"- generator {ctx.generator_label(str(g))}: "
+            + ", ".join(f"pass^{int(r.k)} {100 * r.pass_hat_k:.1f} %" for r in part.itertuples(index=False))
+        )
+
+
+def analyze(ctx: Context) -> Section:
+    sec = Section(key="passk", title="Consistency: pass^k and pass@k")
+    _judges(ctx, sec)
+    _generators(ctx, sec)
+    if not sec.tables:
+        sec.lacking = (
+            "pass^k: this run has one trial per judgment and per generator task; add trials to the "
+            "pipeline (judges and/or generators)."
+        )
+        sec.text = []
+    return sec

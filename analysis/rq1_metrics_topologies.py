@@ -1,0 +1,92 @@
+"""RQ1: which metrics and topologies are hardest, and does alignment fall easy → medium → hard?"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from agentjudge.report.context import Context, Section
+from agentjudge.report.figures import heatmap, line_panels
+from agentjudge.stats.codes import values_of
+from agentjudge.types import DIFFICULTIES, METRICS, TOPOLOGIES
+
+from ._common import align_ci, with_labels
+
+
+def _matrix(t: pd.DataFrame, cond: str, col: str, order: tuple[str, ...]) -> pd.DataFrame:
+    part = t[t["condition"].astype(str) == cond]
+    m = part.pivot_table(index="judge", columns=col, values="align", observed=True)
+    return m.reindex(columns=[c for c in order if c in m.columns])
+
+
+def analyze(ctx: Context) -> Section:
+    sec = Section(key="rq1", title="RQ1: hardest metrics and topologies; difficulty curves")
+    main = ctx.main
+    per_metric = align_ci(ctx, main, ["condition", "judge", "metric"])
+    per_topo = align_ci(ctx, main, ["condition", "judge", "topology"])
+    sec.tables["rq1_metric"] = with_labels(ctx, per_metric)
+    sec.tables["rq1_topology"] = with_labels(ctx, per_topo)
+    pooled_m = align_ci(ctx, main, ["condition", "metric"])
+    pooled_t = align_ci(ctx, main, ["condition", "topology"])
+    sec.tables["rq1_metric_pooled"] = pooled_m
+    sec.tables["rq1_topology_pooled"] = pooled_t
+    for cond in values_of(main["condition"]):
+        pm = pooled_m[pooled_m["condition"].astype(str) == cond].sort_values("align")
+        pt = pooled_t[pooled_t["condition"].astype(str) == cond].sort_values("align")
+        sec.text.append(
+            f"- {cond}: weakest metric **{pm.iloc[0]['metric']}** ({100 * pm.iloc[0]['align']:.1f} %), "
+            "strongest "
+            f"{pm.iloc[-1]['metric']} ({100 * pm.iloc[-1]['align']:.1f} %); hardest topology "
+            f"**{pt.iloc[0]['topology']}**"
+            f" ({100 * pt.iloc[0]['align']:.1f} %), easiest {pt.iloc[-1]['topology']} "
+            f"({100 * pt.iloc[-1]['align']:.1f} %)."
+        )
+        sec.figures[f"rq1_metric_{cond}"] = heatmap(
+            _matrix(per_metric, cond, "metric", METRICS),
+            f"Alignment by judge and metric ({cond})",
+            "alignment (%)",
+            xlabel="metric",
+            ylabel="judge",
+        )
+        sec.figures[f"rq1_topology_{cond}"] = heatmap(
+            _matrix(per_topo, cond, "topology", TOPOLOGIES),
+            f"Alignment by judge and topology ({cond})",
+            "alignment (%)",
+            xlabel="topology",
+            ylabel="judge",
+        )
+
+    curve_by = ["condition", "generator", "judge", "difficulty"]
+    curves = align_ci(ctx, main, curve_by)
+    sec.tables["rq1_difficulty_curves"] = with_labels(ctx, curves)
+    wide = curves.pivot_table(
+        index=["condition", "generator", "judge"], columns="difficulty", values="align", observed=True
+    )
+    present = [d for d in DIFFICULTIES if d in wide.columns]
+    if len(present) < 2:
+        sec.text.append(
+            "Difficulty curves: this run has one difficulty; add difficulties: [easy, medium, hard]."
+        )
+    else:
+        wide = wide[present]
+        mono = (wide.diff(axis=1).iloc[:, 1:] <= 0).all(axis=1) & wide.notna().all(axis=1)
+        mon = wide.reset_index()
+        mon["monotone_non_increasing"] = mono.to_numpy()
+        mon.columns.name = None
+        sec.tables["rq1_monotonicity"] = with_labels(ctx, mon)
+        sec.text.append(
+            f"Alignment is non-increasing {' ≥ '.join(present)} for {int(mono.sum())} of {len(mono)} "
+            "(condition, generator, judge) curves (point estimates)."
+        )
+        sec.figures["rq1_difficulty"] = line_panels(
+            curves,
+            panel="generator",
+            row="condition",
+            x="difficulty",
+            hue="judge",
+            value="align",
+            x_order=present,
+            colors=ctx.colors,
+            title="Alignment by difficulty (95 % CI bands)",
+            ylabel="alignment (%)",
+        )
+    return sec

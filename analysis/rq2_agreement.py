@@ -1,0 +1,124 @@
+"""RQ2: do judges agree with each other, does κ fall with the capability-tier gap, does a jury help?"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from agentjudge.report.context import Context, Section, fmt_ci, fmt_pp
+from agentjudge.report.figures import heatmap, scatter_labelled
+from agentjudge.stats import add_alignment_columns, kappa_tier_correlation, pairwise_agreement, soft_jury
+
+from ._common import align_ci, draws
+
+
+def _kappa_matrix(pairs: pd.DataFrame, judges: list[str]) -> pd.DataFrame:
+    m = pd.DataFrame(np.nan, index=judges, columns=judges)
+    for r in pairs.itertuples(index=False):
+        m.loc[r.judge_a, r.judge_b] = m.loc[r.judge_b, r.judge_a] = r.kappa
+    for j in judges:
+        m.loc[j, j] = 1.0
+    return m
+
+
+def _jury(ctx: Context, sec: Section) -> None:
+    main = ctx.main
+    llm = [j for j in ctx.judges if not ctx.is_baseline(j)]
+    jurors = llm if len(llm) >= 2 else ctx.judges
+    if len(jurors) < 2:
+        sec.text.append("Jury: needs at least two judges.")
+        return
+    jury = add_alignment_columns(soft_jury(main, jurors, name="jury"))
+    cols = ["base_id", "condition", "judge", "mu", "ok", "metric", "verdict", "reference"]
+    judge_type = pd.CategoricalDtype([*ctx.judges, "jury"])
+    both = pd.concat(
+        [main[cols].astype({"judge": judge_type}), jury[cols].astype({"judge": judge_type})],
+        ignore_index=True,
+    )
+    table = align_ci(ctx, both, ["condition", "judge"])
+    sec.tables["rq2_jury"] = table
+    gd = draws(ctx, both, ["condition", "judge"])
+    sec.text.append(
+        f"Soft jury = mean verdict of {', '.join(jurors)} (a coordinate where a juror failed is a "
+        "jury failure, counted, never filled)."
+    )
+    rows = []
+    for cond, part in table[table["judge"] != "jury"].groupby("condition", observed=True):
+        cand = part[part["judge"].isin(jurors)].sort_values("align", ascending=False)
+        if cand.empty:
+            continue
+        best = cand.iloc[0]
+        i = gd.lookup(condition=cond, judge="jury")
+        j = gd.lookup(condition=cond, judge=best["judge"])
+        d = gd.draws[:, i] - gd.draws[:, j]
+        lo, hi = np.nanpercentile(d, [2.5, 97.5])
+        jr = table[(table["condition"] == cond) & (table["judge"] == "jury")].iloc[0]
+        rows.append(
+            {
+                "condition": cond,
+                "jury": jr["align"],
+                "best_judge": best["judge"],
+                "best_align": best["align"],
+                "delta": gd.estimate[i] - gd.estimate[j],
+                "ci_lo": lo,
+                "ci_hi": hi,
+            }
+        )
+        sec.text.append(
+            f"- {cond}: jury {fmt_ci(jr['align'], jr['ci_lo'], jr['ci_hi'])} vs best single judge "
+            f"{best['judge']} "
+            f"{fmt_ci(best['align'], best['ci_lo'], best['ci_hi'])}: Δ {fmt_pp(rows[-1]['delta'], lo, hi)}"
+        )
+    sec.tables["rq2_jury_vs_best"] = pd.DataFrame(rows)
+
+
+def analyze(ctx: Context) -> Section:
+    sec = Section(key="rq2", title="RQ2: inter-judge agreement, κ vs capability-tier gap, soft jury")
+    main = ctx.main
+    if len(ctx.judges) < 2:
+        sec.lacking = "RQ2: this run has one judge; add at least two judges to the pipeline."
+        return sec
+    pairs = pairwise_agreement(main, by=("condition",))
+    lin = pairwise_agreement(main, by=("condition",), weights="linear")
+    pairs["kappa_linear"] = lin["kappa"].to_numpy()
+    tiers = ctx.tiers()
+    rho_rows = []
+    tier_parts = []
+    for cond, part in pairs.groupby("condition", observed=True):
+        sec.tables[f"rq2_kappa_{cond}"] = _kappa_matrix(part, ctx.judges).reset_index(names="judge")
+        sec.figures[f"rq2_kappa_{cond}"] = heatmap(
+            _kappa_matrix(part, ctx.judges),
+            f"Cohen's κ between judges ({cond})",
+            "κ",
+            fmt="{:.2f}",
+            scale=1.0,
+            vmin=-0.2,
+            vmax=1.0,
+        )
+        sec.text.append(
+            f"- {cond}: mean raw agreement {100 * part['agreement'].mean():.1f} %, mean κ "
+            f"{part['kappa'].mean():.3f}"
+            f" over {len(part)} judge pairs."
+        )
+        with_gap, rho, p, n = kappa_tier_correlation(part, tiers)
+        tier_parts.append(with_gap)
+        rho_rows.append({"condition": cond, "spearman_rho": rho, "p_value": p, "pairs_with_tiers": n})
+        if np.isnan(rho):
+            sec.text.append(
+                f"  κ vs tier gap ({cond}): needs ≥3 judge pairs with tiers and varying gaps "
+                f"(this run has {n}); set tier: on each judge in the pipeline."
+            )
+        else:
+            sec.text.append(f"  κ vs tier gap ({cond}): Spearman ρ = {rho:.2f} (p = {p:.3f}, {n} pairs).")
+            sec.figures[f"rq2_tier_{cond}"] = scatter_labelled(
+                with_gap["tier_gap"].to_numpy(float),
+                with_gap["kappa"].to_numpy(float),
+                [f"{a}|{b}" for a, b in zip(with_gap["judge_a"], with_gap["judge_b"], strict=True)],
+                f"κ vs capability-tier gap ({cond}), ρ = {rho:.2f}",
+                "tier gap |tier_a − tier_b|",
+                "Cohen's κ",
+            )
+    sec.tables["rq2_pairs"] = pd.concat(tier_parts, ignore_index=True)
+    sec.tables["rq2_kappa_vs_tier"] = pd.DataFrame(rho_rows)
+    _jury(ctx, sec)
+    return sec

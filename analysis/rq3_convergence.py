@@ -1,0 +1,124 @@
+"""RQ3: why does without-GT alignment converge? Verdict distributions (1.0-default compression), the
+0.5-default prompt by generator strength, and the swapped-GT anchoring control."""
+
+from __future__ import annotations
+
+from agentjudge.report.context import Context, Section, fmt_pp
+from agentjudge.report.figures import grouped_bars, stacked_shares
+from agentjudge.stats import diff_table, snap
+from agentjudge.stats.codes import values_of
+
+from ._common import align_ci, draws, with_labels
+
+LEVELS = ("0.0", "0.5", "1.0")
+
+
+def _distributions(ctx: Context, sec: Section) -> None:
+    main = ctx.main
+    ok = main[main["ok"]]
+    lev = snap(ok["verdict"].to_numpy(float))
+    tmp = ok[["judge", "condition", "difficulty"]].reset_index(drop=True)
+    tmp["lev"] = lev
+    tmp["ref1"] = snap(ok["reference"].to_numpy(float)) == 1.0
+    for name in LEVELS:
+        tmp[name] = (tmp["lev"] == float(name)).astype(float)
+    g = tmp.groupby(["judge", "condition", "difficulty"], observed=True)
+    dist = g[list(LEVELS)].mean()
+    dist["reference_share_1.0"] = g["ref1"].mean()
+    dist["verdicts"] = g.size()
+    dist = dist.reset_index()
+    sec.tables["rq3_verdict_distribution"] = with_labels(ctx, dist)
+    pooled = tmp.groupby(["judge", "condition"], observed=True)[list(LEVELS)].mean().reset_index()
+    sec.figures["rq3_verdict_distribution"] = stacked_shares(
+        pooled, ["judge", "condition"], LEVELS, "Verdict distribution by judge and condition"
+    )
+    for cond, part in dist.groupby("condition", observed=True):
+        sec.text.append(
+            f"- {cond}: share of 1.0 verdicts {100 * part['1.0'].mean():.1f} % (judge × difficulty mean) vs "
+            f"{100 * part['reference_share_1.0'].mean():.1f} % of references that snap to 1.0."
+        )
+
+
+def _default_mode(ctx: Context, sec: Section) -> None:
+    df = ctx.vary("default_mode")
+    if "0.5" not in values_of(df["default_mode"]) or len(values_of(df["default_mode"])) < 2:
+        sec.text.append(
+            '0.5-default prompt: this run has one default mode; add default_mode: ["1.0", "0.5"] '
+            "to the pipeline's prompt variants."
+        )
+        return
+    strength = ctx.main.groupby("generator", observed=True)["reference"].mean().rename("strength")
+    gd = draws(ctx, df, ["condition", "generator", "default_mode"])
+    t = diff_table(gd, ["condition", "generator"], "default_mode", "0.5", "1.0")
+    t = t.merge(strength.reset_index(), on="generator", how="left").sort_values(["condition", "strength"])
+    sec.tables["rq3_default_mode"] = with_labels(ctx, t)
+    gdj = draws(ctx, df, ["condition", "generator", "judge", "default_mode"])
+    tj = diff_table(gdj, ["condition", "generator", "judge"], "default_mode", "0.5", "1.0")
+    sec.tables["rq3_default_mode_by_judge"] = with_labels(ctx, tj)
+    sec.text.append(
+        f"0.5-default − 1.0-default alignment by generator (strength = mean {ctx.scoring_mode} "
+        "reference of the generator, weakest first):"
+    )
+    for r in t.itertuples(index=False):
+        sec.text.append(
+            f"- {r.condition}, {ctx.generator_label(str(r.generator))} (strength {r.strength:.2f}): "
+            f"{fmt_pp(r.delta, r.ci_lo, r.ci_hi)}"
+        )
+    plot = t.assign(judge=t["condition"].astype(str))
+    sec.figures["rq3_default_mode"] = grouped_bars(
+        plot,
+        group="generator",
+        hue="judge",
+        value="delta",
+        colors={},
+        title="0.5-default − 1.0-default, by generator (weak → strong)",
+        ylabel="Δ alignment (pp)",
+    )
+
+
+def _anchoring(ctx: Context, sec: Section) -> None:
+    df = ctx.vary(None, conditions=("with_gt", "swapped_gt"))
+    conds = set(values_of(df["condition"]))
+    if conds != {"with_gt", "swapped_gt"}:
+        sec.text.append("Anchoring test: this run has no swapped_gt condition; add swapped_gt to conditions.")
+        return
+    gd = draws(ctx, df, ["judge", "condition"])
+    t = diff_table(gd, ["judge"], "condition", "swapped_gt", "with_gt", name="swapped_minus_true")
+    t = t.merge(
+        align_ci(ctx, df, ["judge", "condition"])
+        .pivot_table(index="judge", columns="condition", values="align", observed=True)
+        .reset_index(),
+        on="judge",
+    )
+    t.columns.name = None
+    t["content_insensitive"] = (t["ci_lo"] <= 0) & (t["ci_hi"] >= 0)
+    sec.tables["rq3_anchoring"] = with_labels(ctx, t)
+    sec.text.append(
+        "Anchoring (alignment with another record's GT − with the true GT; a CI containing 0 means "
+        "the judge did not notice the GT was wrong):"
+    )
+    for r in t.itertuples(index=False):
+        sec.text.append(
+            f"- {r.judge}: {fmt_pp(r.swapped_minus_true, r.ci_lo, r.ci_hi)}"
+            + (" — content-insensitive" if r.content_insensitive else "")
+        )
+    sec.figures["rq3_anchoring"] = grouped_bars(
+        align_ci(ctx, df, ["judge", "condition"]).assign(judge=lambda x: x["judge"].astype(str)),
+        group="condition",
+        hue="judge",
+        value="align",
+        colors=ctx.colors,
+        title="Alignment with the true vs a swapped GT (95 % CI)",
+        ylabel="alignment (%)",
+        zoom=True,
+    )
+
+
+def analyze(ctx: Context) -> Section:
+    sec = Section(
+        key="rq3", title="RQ3: convergence without GT — verdict distributions, default prompts, anchoring"
+    )
+    _distributions(ctx, sec)
+    _default_mode(ctx, sec)
+    _anchoring(ctx, sec)
+    return sec

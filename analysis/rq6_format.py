@@ -1,0 +1,25 @@
+"""RQ6: structured JSON prompt with rubric vs free-form prompt. Paired deltas free-form − JSON.
+
+Note: the free-form variant returns continuous verdicts, so it is not bound by the three-level ceiling.
+"""
+
+from __future__ import annotations
+
+from agentjudge.report.context import Context, Section
+
+from ._common import variant_section
+
+
+def analyze(ctx: Context) -> Section:
+    sec = variant_section(
+        ctx,
+        "rq6",
+        "RQ6: prompt format (JSON vs free-form)",
+        "prompt_format",
+        lacking="RQ6: this run has one prompt format; add prompt_format: [json, freeform] to the prompt "
+        "variants.",
+        explain="Alignment with the free-form prompt minus the structured JSON prompt, paired bootstrap CI. "
+        "Free-form verdicts are continuous (clamped to [0,1]), so they are not capped by the three-level "
+        "ceiling. Published: JSON is the largest lever (+4.8 to +6.5 pp) but can reverse.",
+    )
+    return sec

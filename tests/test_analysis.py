@@ -1,0 +1,186 @@
+"""Each analysis section on small synthetic run folders, including the one-line 'data lacking' messages."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agentjudge.report.context import Context, Section, load_context
+from agentjudge.report.synthetic import SyntheticSpec, Variant, write_run
+
+FULL_VARIANTS = [
+    Variant("with_gt", trials=3),
+    Variant("without_gt", trials=3),
+    Variant("swapped_gt"),
+    Variant("with_gt", temperature=0.7),
+    Variant("without_gt", temperature=0.7),
+    Variant("with_gt", cot=True),
+    Variant("without_gt", cot=True),
+    Variant("with_gt", prompt_format="freeform"),
+    Variant("without_gt", prompt_format="freeform"),
+    Variant("with_gt", default_mode="0.5"),
+    Variant("without_gt", default_mode="0.5"),
+]
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory: pytest.TempPathFactory) -> Context:
+    d = tmp_path_factory.mktemp("full")
+    spec = SyntheticSpec(
+        n_base=24,
+        variants=FULL_VARIANTS,
+        generator_trials=2,
+        judges={"judge-a": 1, "judge-b": 2, "judge-c": 3, "baseline/majority": 3},
+    )
+    write_run(d, spec)
+    return load_context(d, resamples=200, seed=0)
+
+
+@pytest.fixture(scope="module")
+def minimal(tmp_path_factory: pytest.TempPathFactory) -> Context:
+    d = tmp_path_factory.mktemp("minimal")
+    write_run(d, SyntheticSpec(n_base=12, judges={"judge-a": 1}, variants=[Variant("with_gt")]))
+    return load_context(d, resamples=100, seed=0)
+
+
+def run(name: str, ctx: Context) -> Section:
+    return importlib.import_module(f"analysis.{name}").analyze(ctx)
+
+
+def test_headline_matches_plain_groupby(full: Context) -> None:
+    sec = run("headline", full)
+    head = sec.tables["headline"]
+    raw = pd.read_parquet(full.rundir / "judgments.parquet")
+    main = raw[
+        (raw["trial"] == 0)
+        & (raw["generator_trial"] == 0)
+        & (raw["prompt_format"] == "json")
+        & ~raw["cot"]
+        & (raw["default_mode"] == "1.0")
+        & raw["temperature"].isna()
+        & raw["condition"].isin(["with_gt", "without_gt"])
+    ]
+    main = main.assign(mu=1 - (main["reference"] - main["verdict"]).abs())
+    expect = main.groupby(["scoring_mode", "judge", "condition"])["mu"].mean()
+    got = head.set_index(["scoring_mode", "judge", "condition"])["align"]
+    for key, val in expect.items():
+        assert got[key] == pytest.approx(val)
+        row = head.set_index(["scoring_mode", "judge", "condition"]).loc[key]
+        assert row["ci_lo"] <= val <= row["ci_hi"]
+    failed = main.groupby(["judge", "condition"])["verdict"].apply(lambda s: int(s.isna().sum()))
+    assert (head.set_index(["judge", "condition"])["n_failed"].reindex(failed.index) == failed).all()
+    gain = sec.tables["gt_gain"].set_index("judge")["gt_gain"]
+    assert gain["judge-a"] == pytest.approx(
+        expect[("strict", "judge-a", "with_gt")] - expect[("strict", "judge-a", "without_gt")]
+    )
+    assert (head.loc[head["judge"] == "baseline/majority", "judge_kind"] == "baseline").all()
+    assert (sec.tables["headline_cells"]["generator_kind"] == "simulated").all()
+    assert (head["align"] <= head["ceiling"] + 1e-9).sum() >= 1 and "headline" in sec.figures
+
+
+def test_rq1_tables_and_monotonicity(full: Context) -> None:
+    sec = run("rq1_metrics_topologies", full)
+    assert set(sec.tables["rq1_metric"]["metric"].astype(str)) == {"tool", "param", "seq", "cov"}
+    assert sec.tables["rq1_topology"]["topology"].nunique() == 6
+    mono = sec.tables["rq1_monotonicity"]
+    expect = (mono["easy"] >= mono["medium"]) & (mono["medium"] >= mono["hard"])
+    assert (mono["monotone_non_increasing"] == expect).all()
+    assert "rq1_difficulty" in sec.figures
+
+
+def test_rq2_kappa_tiers_and_jury(full: Context) -> None:
+    sec = run("rq2_agreement", full)
+    pairs = sec.tables["rq2_pairs"]
+    assert len(pairs) == 2 * 6  # 4 judges -> 6 pairs per condition
+    rho = sec.tables["rq2_kappa_vs_tier"]
+    assert rho["pairs_with_tiers"].tolist() == [6, 6] and rho["spearman_rho"].notna().all()
+    jb = sec.tables["rq2_jury_vs_best"]
+    assert set(jb["best_judge"]) <= {"judge-a", "judge-b", "judge-c"}
+    assert (jb["ci_lo"] <= jb["delta"]).all() and (jb["delta"] <= jb["ci_hi"]).all()
+
+
+def test_rq3_distributions_default_mode_anchoring(full: Context) -> None:
+    sec = run("rq3_convergence", full)
+    dist = sec.tables["rq3_verdict_distribution"]
+    np.testing.assert_allclose(dist[["0.0", "0.5", "1.0"]].sum(axis=1), 1.0)
+    dm = sec.tables["rq3_default_mode"]
+    assert len(dm) == 2 * 2 and dm["strength"].notna().all()
+    anch = sec.tables["rq3_anchoring"]
+    assert set(anch["judge"]) == set(full.judges)
+    row = anch.set_index("judge").loc["judge-a"]
+    assert row["swapped_minus_true"] == pytest.approx(row["swapped_gt"] - row["with_gt"])
+
+
+@pytest.mark.parametrize(
+    "name,factor,level",
+    [
+        ("rq4_temperature", "temperature", "0.7"),
+        ("rq5_cot", "cot", "True"),
+        ("rq6_format", "prompt_format", "freeform"),
+    ],
+)
+def test_variant_deltas_are_paired_differences(full: Context, name: str, factor: str, level: str) -> None:
+    sec = run(name, full)
+    key = name.split("_")[0]
+    deltas = sec.tables[f"{key}_deltas"]
+    align = sec.tables[f"{key}_alignment"]
+    assert len(deltas) == 2 * len(full.judges)
+    r = deltas[(deltas["judge"] == "judge-b") & (deltas["condition"] == "without_gt")].iloc[0]
+    a = align[(align["judge"] == "judge-b") & (align["condition"] == "without_gt")]
+    lev = a[a[factor].astype(str) == level]["align"].iloc[0]
+    base = a[a[factor].astype(str) != level]["align"].iloc[0]
+    assert r["delta"] == pytest.approx(lev - base)
+    assert r["ci_lo"] <= r["delta"] <= r["ci_hi"]
+
+
+def test_robustness_guide_passk_failures(full: Context) -> None:
+    rob = run("robustness", full)
+    assert set(rob.tables["robust_weighting_rho"]["weighting"]) == {
+        "seq×2",
+        "param×2",
+        "cov×0.5",
+        "seq×2+param×2",
+        "tool×2",
+    }
+    assert rob.tables["robust_topology_weighting"]["n_topologies"].eq(6).all()
+    guide = run("guide", full).tables["guide"]
+    assert len(guide) == 6 and "baseline/majority" not in set(guide["leader"]) | set(guide["runner_up"])
+    assert (guide["leader_align"] >= guide["runner_up_align"]).all()
+    assert (guide["decisive"] == (guide["margin_ci_lo"] > 0)).all()
+    pk = run("passk", full)
+    judges = pk.tables["passk_judges"]
+    assert judges["k"].max() == 3
+    assert (
+        judges.groupby(["judge", "condition"])["pass_hat_k"].apply(lambda s: s.is_monotonic_decreasing)
+    ).all()
+    assert pk.tables["passk_generators"]["k"].max() == 2
+    fails = run("failures", full).tables["parse_failures"]
+    assert fails["failed"].sum() == int(full.df["verdict"].isna().sum())
+
+
+@pytest.mark.parametrize(
+    "name,needle",
+    [
+        ("rq4_temperature", "one temperature"),
+        ("rq5_cot", "one chain-of-thought"),
+        ("rq6_format", "one prompt format"),
+        ("rq2_agreement", "one judge"),
+        ("guide", "at least two judges"),
+        ("passk", "one trial"),
+    ],
+)
+def test_lacking_data_is_one_line(minimal: Context, name: str, needle: str) -> None:
+    sec = run(name, minimal)
+    assert sec.lacking is not None and needle in sec.lacking and "\n" not in sec.lacking
+    assert not sec.tables
+
+
+def test_minimal_run_sections_still_work(minimal: Context) -> None:
+    head = run("headline", minimal)
+    assert len(head.tables["headline"]) == 1
+    assert any("lacks one of the two conditions" in t for t in head.text)
+    rq3 = run("rq3_convergence", minimal)
+    assert any("one default mode" in t for t in rq3.text) and any("no swapped_gt" in t for t in rq3.text)
