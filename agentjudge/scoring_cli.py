@@ -1,0 +1,197 @@
+"""`agentjudge score`: the programmatic scorer (§6) over a records file and a predictions file.
+
+Failed predictions (``error`` set, no calls) are not scored — a failure is not a zero — but they are counted
+and printed, so a generator that fails often cannot look better than it is by having fewer rows.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from agentjudge.types import DIFFICULTIES, Prediction, Record, ScoringMode, ToolCall
+
+PREDICTION_COLUMNS = ("record_id", "base_id", "difficulty", "generator", "trial", "calls_json", "error")
+SCORE_COLUMNS = (
+    "record_id", "base_id", "domain", "topology", "difficulty", "generator", "trial", "scoring_mode",
+    "p_tool", "p_param", "p_seq", "p_cov", "p_value", "p_seq_dag", "state_match",
+)  # fmt: skip
+
+
+class ScoreInputError(ValueError):
+    """Bad predictions input; the message names the file, the row and the field."""
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def read_predictions(path: Path) -> list[Prediction]:
+    """Predictions from .jsonl or .parquet with the run folder's columns (ARCHITECTURE.md)."""
+    if not path.is_file():
+        raise ScoreInputError(f"{path}: no such file")
+    if path.suffix == ".parquet":
+        rows = pd.read_parquet(path).to_dict("records")
+        where = "row"
+    elif path.suffix in (".jsonl", ".json"):
+        rows = []
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except ValueError as exc:
+                    raise ScoreInputError(f"{path}, line {lineno}: not valid JSON ({exc})") from None
+        where = "line"
+    else:
+        raise ScoreInputError(f"{path}: predictions must be .jsonl or .parquet")
+    out: list[Prediction] = []
+    for n, row in enumerate(rows, start=1):
+        at = f"{path}, {where} {n}"
+        missing = [c for c in PREDICTION_COLUMNS if c not in row]
+        if missing:
+            raise ScoreInputError(f"{at}: missing field(s) {', '.join(missing)}")
+        error = None if _missing(row["error"]) else str(row["error"])
+        calls: list[ToolCall] | None = None
+        if _missing(row["calls_json"]):
+            if error is None:
+                raise ScoreInputError(f"{at}: field calls_json is empty but error is not set")
+        else:
+            if error is not None:
+                raise ScoreInputError(f"{at}: both calls_json and error are set")
+            try:
+                calls = [ToolCall.model_validate(c) for c in json.loads(row["calls_json"])]
+            except Exception as exc:
+                raise ScoreInputError(f"{at}: field calls_json: {exc}") from None
+        if row["difficulty"] not in DIFFICULTIES:
+            raise ScoreInputError(
+                f"{at}: field difficulty: {row['difficulty']!r} is not one of {DIFFICULTIES}"
+            )
+        try:
+            trial = int(row["trial"])
+        except (TypeError, ValueError):
+            raise ScoreInputError(f"{at}: field trial: {row['trial']!r} is not an integer") from None
+        raw = row.get("raw_output")
+        out.append(
+            Prediction(
+                record_id=str(row["record_id"]),
+                base_id=str(row["base_id"]),
+                difficulty=row["difficulty"],
+                generator=str(row["generator"]),
+                trial=trial,
+                calls=calls,
+                error=error,
+                raw_output="" if _missing(raw) else str(raw),
+                simulated=bool(row.get("simulated") or False),
+            )  # fmt: skip
+        )
+    return out
+
+
+def score_rows(
+    records: list[Record], predictions: list[Prediction], modes: list[ScoringMode], lenient: bool
+) -> tuple[list[dict[str, Any]], Counter[str]]:
+    """One row per (successful prediction, mode) and the count of failed predictions per generator."""
+    from agentjudge.scoring import prepare, score_prediction
+
+    by_id = {r.id: r for r in records}
+    prepared: dict[str, Any] = {}
+    failed: Counter[str] = Counter()
+    rows: list[dict[str, Any]] = []
+    for p in predictions:
+        record = by_id.get(p.base_id)
+        if record is None:
+            raise ScoreInputError(
+                f"prediction {p.record_id} ({p.generator}): base_id {p.base_id!r} not in records"
+            )
+        if p.record_id != record.record_id(p.difficulty):
+            raise ScoreInputError(f"prediction {p.record_id}: record_id disagrees with base_id/difficulty")
+        if p.calls is None:
+            failed[p.generator] += 1
+            continue
+        if record.id not in prepared:
+            prepared[record.id] = prepare(record)
+        state: bool | None = None
+        for i, mode in enumerate(modes):
+            s = score_prediction(record, p, mode, lenient=lenient, prepared=prepared[record.id],
+                                 state=state, with_state=i == 0)  # fmt: skip
+            state = s.state_match
+            rows.append(
+                {
+                    "record_id": p.record_id,
+                    "base_id": p.base_id,
+                    "domain": record.domain,
+                    "topology": record.topology,
+                    "difficulty": p.difficulty,
+                    "generator": p.generator,
+                    "trial": p.trial,
+                    "scoring_mode": mode,
+                    "p_tool": s.p_tool,
+                    "p_param": s.p_param,
+                    "p_seq": s.p_seq,
+                    "p_cov": s.p_cov,
+                    "p_value": s.p_value,
+                    "p_seq_dag": s.p_seq_dag,
+                    "state_match": s.state_match,
+                }  # fmt: skip
+            )
+    return rows, failed
+
+
+def write_scores(rows: list[dict[str, Any]], out: Path) -> None:
+    frame = pd.DataFrame(rows, columns=list(SCORE_COLUMNS))
+    frame["state_match"] = frame["state_match"].astype("boolean")  # nullable: None = no environment
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix == ".parquet":
+        frame.to_parquet(out, index=False)
+    elif out.suffix == ".csv":
+        frame.to_csv(out, index=False)
+    else:
+        raise ScoreInputError(f"{out}: output must end in .parquet or .csv")
+
+
+def score_cli(data: Path, predictions: Path, out: Path, mode: str, lenient: bool) -> int:
+    """Read, score, write, print a summary; 0 on success, 2 on bad input (message on stderr)."""
+    from agentjudge.dataset.layout import read_records
+
+    modes: list[ScoringMode]
+    if mode == "both":
+        modes = ["paper", "strict"]
+    elif mode in ("paper", "strict"):
+        modes = [mode]  # type: ignore[list-item]
+    else:
+        print(f"error: --mode must be paper, strict or both, not {mode!r}", file=sys.stderr)
+        return 2
+    if out.suffix not in (".parquet", ".csv"):
+        print(f"error: {out}: output must end in .parquet or .csv", file=sys.stderr)
+        return 2
+    try:
+        records = read_records(data)
+        preds = read_predictions(predictions)
+        rows, failed = score_rows(records, preds, modes, lenient)
+        write_scores(rows, out)
+    except ValueError as exc:  # LayoutError, ScoreInputError, a broken GT trace
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    n_scored = len(preds) - sum(failed.values())
+    print(f"scored {n_scored} of {len(preds)} predictions ({', '.join(modes)}"
+          f"{', lenient' if lenient else ''}) -> {out}")  # fmt: skip
+    for gen in sorted({p.generator for p in preds}):
+        if failed[gen]:
+            total = sum(1 for p in preds if p.generator == gen)
+            print(f"  {gen}: {failed[gen]} of {total} predictions failed (not scored)")
+    if rows:
+        frame = pd.DataFrame(rows)
+        metrics = ["p_tool", "p_param", "p_seq", "p_cov", "p_value", "p_seq_dag"]
+        summary = frame.groupby(["scoring_mode", "generator"])[metrics].mean()
+        print(summary.round(3).to_string())
+        known = frame.loc[frame["scoring_mode"] == modes[0], "state_match"].dropna()  # one row per prediction
+        if len(known):
+            share = known.astype(bool).mean()
+            print(f"state_match: {share:.3f} of {len(known)} predictions with an environment")
+    return 0
