@@ -28,7 +28,9 @@ app.add_typer(cache_app, name="cache")
 @app.command()
 def generate(
     out: Annotated[Path, typer.Option(help="Output folder for records.jsonl and manifest.json.")],
-    size: Annotated[str, typer.Option(help="mini (small balanced set) or full (3,808 base scenarios).")] = "mini",
+    size: Annotated[
+        str, typer.Option(help="mini (small balanced set) or full (3,808 base scenarios).")
+    ] = "mini",
     seed: Annotated[int, typer.Option(help="Master seed; same seed gives byte-identical files.")] = 0,
     llm: Annotated[
         str | None, typer.Option(help="Model (litellm string) that writes scenario texts and rewrites.")
@@ -52,7 +54,9 @@ def validate(path: Annotated[Path, typer.Argument(help="records.jsonl in the pub
 @app.command()
 def infer(
     data: Annotated[Path, typer.Argument(help="records.jsonl")],
-    generator: Annotated[str, typer.Option(help="Generator: sim/<profile>, a litellm model, module:factory.")],
+    generator: Annotated[
+        str, typer.Option(help="Generator: sim/<profile>, a litellm model, module:factory.")
+    ],
     out: Annotated[Path, typer.Option(help="predictions .jsonl or .parquet")],
     difficulty: Annotated[list[str] | None, typer.Option(help="Repeatable; default all three.")] = None,
     trials: Annotated[int, typer.Option(min=1)] = 1,
@@ -64,8 +68,13 @@ def infer(
 
     raise typer.Exit(
         infer_cli(
-            data=data, generator=generator, out=out, difficulties=difficulty, trials=trials,
-            api_base=api_base, no_cache=no_cache,
+            data=data,
+            generator=generator,
+            out=out,
+            difficulties=difficulty,
+            trials=trials,
+            api_base=api_base,
+            no_cache=no_cache,
         )
     )
 
@@ -88,14 +97,22 @@ def score(
 def run(
     pipeline: Annotated[Path, typer.Argument(help="Pipeline YAML, e.g. pipelines/quickstart.yaml")],
     out: Annotated[Path, typer.Option(help="Run folder (resumable).")],
-    judge: Annotated[list[str] | None, typer.Option(help="Replace the pipeline's judges (repeatable).")] = None,
+    judge: Annotated[
+        list[str] | None, typer.Option(help="Replace the pipeline's judges (repeatable).")
+    ] = None,
     generator: Annotated[
         list[str] | None, typer.Option(help="Replace the pipeline's generators (repeatable).")
     ] = None,
-    api_base: Annotated[str | None, typer.Option(help="API base for models given with --judge/--generator.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count calls and estimate cost; spend nothing.")] = False,
+    api_base: Annotated[
+        str | None, typer.Option(help="API base for models given with --judge/--generator.")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count calls and estimate cost; spend nothing.")
+    ] = False,
     max_cost: Annotated[float | None, typer.Option(help="Stop before spending more than this (USD).")] = None,
-    force_new: Annotated[bool, typer.Option("--force-new", help="Start over although the config changed.")] = False,
+    force_new: Annotated[
+        bool, typer.Option("--force-new", help="Start over although the config changed.")
+    ] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read the call cache.")] = False,
 ) -> None:
     """Infer, score and judge every cell of a pipeline grid; resumes where it stopped."""
@@ -103,8 +120,15 @@ def run(
 
     raise typer.Exit(
         run_cli(
-            pipeline=pipeline, out=out, judges=judge, generators=generator, api_base=api_base,
-            dry_run=dry_run, max_cost=max_cost, force_new=force_new, no_cache=no_cache,
+            pipeline=pipeline,
+            out=out,
+            judges=judge,
+            generators=generator,
+            api_base=api_base,
+            dry_run=dry_run,
+            max_cost=max_cost,
+            force_new=force_new,
+            no_cache=no_cache,
         )
     )
 
@@ -127,7 +151,9 @@ def human_sample(
     n: Annotated[int, typer.Option(help="Records to sample, stratified by topology.")] = 120,
     seed: Annotated[int, typer.Option()] = 0,
     out: Annotated[Path | None, typer.Option(help="CSV path (default RUNDIR/human/sample.csv).")] = None,
-    difficulty: Annotated[str, typer.Option(help="Difficulty to sample (the published protocol: hard).")] = "hard",
+    difficulty: Annotated[
+        str, typer.Option(help="Difficulty to sample (the published protocol: hard).")
+    ] = "hard",
 ) -> None:
     """Write a stratified sample of scored predictions for human annotators."""
     from agentjudge.human import sample_cli
@@ -150,12 +176,18 @@ def human_agree(
 
 @app.command()
 def taubench(
-    data: Annotated[Path, typer.Argument(help="τ-bench historical trajectories JSON (e.g. gpt-4o-airline.json).")],
-    out: Annotated[Path, typer.Option(help="Output folder: episodes.parquet, judgments.parquet, summary.md.")],
+    data: Annotated[
+        Path, typer.Argument(help="τ-bench historical trajectories JSON (e.g. gpt-4o-airline.json).")
+    ],
+    out: Annotated[
+        Path, typer.Option(help="Output folder: episodes.parquet, judgments.parquet, summary.md.")
+    ],
     judge: Annotated[
         list[str] | None, typer.Option(help="Judges (repeatable); default: baseline/always-1, rule, ceiling.")
     ] = None,
-    condition: Annotated[list[str] | None, typer.Option(help="with_gt and/or without_gt (default both).")] = None,
+    condition: Annotated[
+        list[str] | None, typer.Option(help="with_gt and/or without_gt (default both).")
+    ] = None,
     api_base: Annotated[str | None, typer.Option(help="API base for --judge models.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
 ) -> None:
@@ -163,12 +195,16 @@ def taubench(
     from agentjudge.taubench import taubench_cli
 
     raise typer.Exit(
-        taubench_cli(data=data, out=out, judges=judge, api_base=api_base, conditions=condition, no_cache=no_cache)
+        taubench_cli(
+            data=data, out=out, judges=judge, api_base=api_base, conditions=condition, no_cache=no_cache
+        )
     )
 
 
 @cache_app.command("stats")
-def cache_stats(path: Annotated[Path | None, typer.Option(help="Cache file (default: see README).")] = None) -> None:
+def cache_stats(
+    path: Annotated[Path | None, typer.Option(help="Cache file (default: see README).")] = None,
+) -> None:
     """Entries, size and hit counts of the call cache."""
     from agentjudge.models.cache import stats_cli
 

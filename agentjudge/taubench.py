@@ -160,7 +160,8 @@ def infer_tool_schemas(episodes: Sequence[TauEpisode]) -> list[ToolSchema]:
             for key, value in args.items():
                 types.setdefault(key, set()).add(_json_type(value))
         props = {
-            key: {"type": sorted(t)[0]} if len(t) == 1 else {"type": sorted(t)} for key, t in sorted(types.items())
+            key: {"type": sorted(t)[0]} if len(t) == 1 else {"type": sorted(t)}
+            for key, t in sorted(types.items())
         }
         required = sorted(k for k in types if all(k in args for args in calls))
         schemas.append(
@@ -210,12 +211,25 @@ def to_item(episode: TauEpisode, tools: list[ToolSchema], domain: str = "airline
     record_id = f"{base_id}:trial{episode.trial}"
     query = "\n".join(f"User turn {i + 1}: {text}" for i, text in enumerate(user_turns))
     task = Task(
-        record_id=record_id, base_id=base_id, difficulty="hard", query=query, system_prompt=system, tools=tools
+        record_id=record_id,
+        base_id=base_id,
+        difficulty="hard",
+        query=query,
+        system_prompt=system,
+        tools=tools,
     )
     return TauItem(
-        base_id=base_id, record_id=record_id, task_id=episode.task_id, trial=episode.trial,
-        reward=episode.reward, task=task, calls=calls, gt=gt, n_turns=len(user_turns),
-        n_tool_errors=tool_errors, n_bad_arguments=bad_arguments,
+        base_id=base_id,
+        record_id=record_id,
+        task_id=episode.task_id,
+        trial=episode.trial,
+        reward=episode.reward,
+        task=task,
+        calls=calls,
+        gt=gt,
+        n_turns=len(user_turns),
+        n_tool_errors=tool_errors,
+        n_bad_arguments=bad_arguments,
     )
 
 
@@ -236,10 +250,17 @@ def episodes_table(items: Sequence[TauItem]) -> pd.DataFrame:
         strict = reference_scores(item)["strict"]
         rows.append(
             {
-                "base_id": item.base_id, "record_id": item.record_id, "task_id": item.task_id,
-                "trial": item.trial, "reward": item.reward, "n_turns": item.n_turns,
-                "n_calls": len(item.calls), "n_gt_actions": len(item.gt), "n_tool_errors": item.n_tool_errors,
-                "n_bad_arguments": item.n_bad_arguments, **strict,
+                "base_id": item.base_id,
+                "record_id": item.record_id,
+                "task_id": item.task_id,
+                "trial": item.trial,
+                "reward": item.reward,
+                "n_turns": item.n_turns,
+                "n_calls": len(item.calls),
+                "n_gt_actions": len(item.gt),
+                "n_tool_errors": item.n_tool_errors,
+                "n_bad_arguments": item.n_bad_arguments,
+                **strict,
             }
         )
     return pd.DataFrame(rows)
@@ -264,11 +285,14 @@ async def judge_items(
     async def one(settings: ModelSettings, judge: Any, item: TauItem, condition: Condition) -> None:
         strict = refs[item.record_id]["strict"]
         request = JudgeRequest(
-            task=item.task, calls=item.calls, gt=None if condition == "without_gt" else item.gt,
+            task=item.task,
+            calls=item.calls,
+            gt=None if condition == "without_gt" else item.gt,
             condition=condition,
             reference=(
                 {m: {k: refs[item.record_id][m][f"p_{k}"] for k in METRICS} for m in ("paper", "strict")}  # type: ignore[misc]
-                if getattr(judge, "needs_reference", False) else None
+                if getattr(judge, "needs_reference", False)
+                else None
             ),
         )
         try:
@@ -276,14 +300,26 @@ async def judge_items(
             verdicts, parse_ok, error = result.verdicts, result.parse_ok, result.error
             rationales = result.rationales
         except Exception as exc:  # recorded and counted, never defaulted
-            verdicts, parse_ok, error, rationales = dict.fromkeys(METRICS), False, f"{type(exc).__name__}: {exc}", {}
+            verdicts, parse_ok, error, rationales = (
+                dict.fromkeys(METRICS),
+                False,
+                f"{type(exc).__name__}: {exc}",
+                {},
+            )
         for metric in METRICS:
             rows.append(
                 {
-                    "record_id": item.record_id, "base_id": item.base_id, "reward": item.reward,
-                    "judge": settings.display_name, "condition": condition, "metric": metric,
-                    "reference": strict[f"p_{metric}"], "verdict": verdicts.get(metric),  # type: ignore[call-overload]
-                    "parse_ok": parse_ok, "judge_error": error, "rationale": rationales.get(metric, ""),
+                    "record_id": item.record_id,
+                    "base_id": item.base_id,
+                    "reward": item.reward,
+                    "judge": settings.display_name,
+                    "condition": condition,
+                    "metric": metric,
+                    "reference": strict[f"p_{metric}"],
+                    "verdict": verdicts.get(metric),  # type: ignore[call-overload]
+                    "parse_ok": parse_ok,
+                    "judge_error": error,
+                    "rationale": rationales.get(metric, ""),
                 }
             )
 
@@ -293,7 +329,9 @@ async def judge_items(
         tasks += [one(settings, judge, item, cond) for item in items for cond in conditions]
     await asyncio.gather(*tasks)
     table = pd.DataFrame(rows)
-    return table.sort_values(["judge", "condition", "record_id", "metric"], kind="stable").reset_index(drop=True)
+    return table.sort_values(["judge", "condition", "record_id", "metric"], kind="stable").reset_index(
+        drop=True
+    )
 
 
 def auc(scores: np.ndarray, labels: np.ndarray) -> float:
@@ -320,8 +358,11 @@ def summarize(episodes: pd.DataFrame, judgments: pd.DataFrame | None) -> dict[st
         "agent_pass_at_k": {k: pass_at_k(n, c, k) for k in range(1, max_k + 1)},
         "tool_error_rate": float((episodes["n_tool_errors"] > 0).mean()),
         "reference_vs_reward": {
-            m: {"solved": float(episodes.loc[solved, m].mean()), "failed": float(episodes.loc[~solved, m].mean()),
-                "auc": auc(episodes[m].to_numpy(), solved.to_numpy())}
+            m: {
+                "solved": float(episodes.loc[solved, m].mean()),
+                "failed": float(episodes.loc[~solved, m].mean()),
+                "auc": auc(episodes[m].to_numpy(), solved.to_numpy()),
+            }
             for m in ("p_tool", "p_param", "p_seq", "p_cov", "p_value", "p_seq_dag")
         },
         "judges": [],
@@ -329,12 +370,16 @@ def summarize(episodes: pd.DataFrame, judgments: pd.DataFrame | None) -> dict[st
     if judgments is not None and len(judgments):
         for (judge, condition), g in judgments.groupby(["judge", "condition"], sort=True):
             ok = g["verdict"].notna()
-            per_ep = g[ok].groupby("record_id").agg(mean_verdict=("verdict", "mean"), reward=("reward", "first"))
+            per_ep = (
+                g[ok].groupby("record_id").agg(mean_verdict=("verdict", "mean"), reward=("reward", "first"))
+            )
             labels = per_ep["reward"].to_numpy() >= 1.0
             mu = 1.0 - (g.loc[ok, "reference"] - g.loc[ok, "verdict"]).abs()
             summary["judges"].append(
                 {
-                    "judge": judge, "condition": condition, "judgments": int(len(g)),
+                    "judge": judge,
+                    "condition": condition,
+                    "judgments": int(len(g)),
                     "failed": int((~ok).sum()),
                     "alignment_with_reference": float(mu.mean()) if ok.any() else float("nan"),
                     "mean_verdict_solved": float(per_ep.loc[labels, "mean_verdict"].mean()),
@@ -347,23 +392,37 @@ def summarize(episodes: pd.DataFrame, judgments: pd.DataFrame | None) -> dict[st
 
 def _markdown(summary: dict[str, Any], source: Path) -> str:
     lines = [
-        "# τ-bench track", "",
+        "# τ-bench track",
+        "",
         f"Source: `{source}` — {summary['episodes']} real episodes of {summary['tasks']} tasks "
-        "(gpt-4o agent, airline domain; reward = τ-bench's end-state check). Tool schemas are inferred.", "",
+        "(gpt-4o agent, airline domain; reward = τ-bench's end-state check). Tool schemas are inferred.",
+        "",
         f"Agent mean reward {summary['mean_reward']:.3f}; episodes with at least one tool error "
-        f"{summary['tool_error_rate']:.1%}.", "",
-        "| k | pass^k | pass@k |", "|---|---|---|",
+        f"{summary['tool_error_rate']:.1%}.",
+        "",
+        "| k | pass^k | pass@k |",
+        "|---|---|---|",
     ]
     for k, v in summary["agent_pass_hat_k"].items():
         lines.append(f"| {k} | {v:.3f} | {summary['agent_pass_at_k'][k]:.3f} |")
-    lines += ["", "Programmatic reference (strict) vs reward:", "",
-              "| metric | mean (solved) | mean (failed) | AUC for reward |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "Programmatic reference (strict) vs reward:",
+        "",
+        "| metric | mean (solved) | mean (failed) | AUC for reward |",
+        "|---|---|---|---|",
+    ]
     for m, r in summary["reference_vs_reward"].items():
         lines.append(f"| {m} | {r['solved']:.3f} | {r['failed']:.3f} | {r['auc']:.3f} |")
     if summary["judges"]:
-        lines += ["", "Judges (mean verdict over the four metrics per episode):", "",
-                  "| judge | condition | judgments | failed | alignment w/ reference | verdict (solved) "
-                  "| verdict (failed) | AUC for reward |", "|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "Judges (mean verdict over the four metrics per episode):",
+            "",
+            "| judge | condition | judgments | failed | alignment w/ reference | verdict (solved) "
+            "| verdict (failed) | AUC for reward |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for j in summary["judges"]:
             lines.append(
                 f"| {j['judge']} | {j['condition']} | {j['judgments']} | {j['failed']} | "
@@ -374,7 +433,11 @@ def _markdown(summary: dict[str, Any], source: Path) -> str:
 
 
 def taubench_cli(
-    data: Path, out: Path, judges: list[str] | None, api_base: str | None, conditions: list[str] | None,
+    data: Path,
+    out: Path,
+    judges: list[str] | None,
+    api_base: str | None,
+    conditions: list[str] | None,
     no_cache: bool = False,
 ) -> int:
     from rich.console import Console
@@ -387,7 +450,9 @@ def taubench_cli(
         return 2
     bad = [c for c in conditions or [] if c not in ("with_gt", "without_gt")]
     if bad:
-        console.print(f"[red]error:[/red] --condition {bad[0]!r}: the τ-bench track has with_gt and without_gt")
+        console.print(
+            f"[red]error:[/red] --condition {bad[0]!r}: the τ-bench track has with_gt and without_gt"
+        )
         return 2
     tools = infer_tool_schemas(episodes)
     items = [to_item(ep, tools) for ep in episodes]
@@ -404,5 +469,7 @@ def taubench_cli(
     console.print(_markdown(summary, data))
     failed = int(judgments["verdict"].isna().sum())
     if failed:
-        console.print(f"[yellow]{failed} judgments failed (parse or transport); see judgments.parquet[/yellow]")
+        console.print(
+            f"[yellow]{failed} judgments failed (parse or transport); see judgments.parquet[/yellow]"
+        )
     return 1 if failed else 0

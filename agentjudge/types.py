@@ -15,7 +15,14 @@ from pydantic import BaseModel, ConfigDict, Field
 Difficulty = Literal["easy", "medium", "hard"]
 DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
 Topology = Literal["linear", "fan_out", "fan_in", "diamond", "optional_enrichment", "loop_like"]
-TOPOLOGIES: tuple[Topology, ...] = ("linear", "fan_out", "fan_in", "diamond", "optional_enrichment", "loop_like")
+TOPOLOGIES: tuple[Topology, ...] = (
+    "linear",
+    "fan_out",
+    "fan_in",
+    "diamond",
+    "optional_enrichment",
+    "loop_like",
+)
 Metric = Literal["tool", "param", "seq", "cov"]
 METRICS: tuple[Metric, ...] = ("tool", "param", "seq", "cov")
 Condition = Literal["with_gt", "without_gt", "swapped_gt"]
@@ -143,10 +150,13 @@ class Score(Strict):
 
 
 class ModelSettings(Strict):
-    """How to call one model. Keys come from the environment (``api_key_env`` names the variable), never files."""
+    """How to call one model. Keys come from the environment (``api_key_env`` names the variable).
 
-    model: str  # litellm string ("openai/gpt-4o-mini", "hosted_vllm/x", "ollama/llama3"), "sim/..", "baseline/..",
-    #            a registered entry-point name, or "module:factory"
+    ``model`` is a litellm string ("openai/gpt-4o-mini", "hosted_vllm/x", "ollama/llama3"), "sim/<profile>",
+    "baseline/<name>", a registered entry-point name, or "package.module:factory".
+    """
+
+    model: str
     name: str | None = None  # display name in results; defaults to ``model``
     api_base: str | None = None
     api_key_env: str | None = None

@@ -25,11 +25,20 @@ def requests() -> list[JudgeRequest]:
             record, plan = build_scenario(domain, topology, 7, 0)
             queries = render_queries(plan, 7)
             for d in DIFFICULTIES:
-                task = Task(record_id=record.record_id(d), base_id=record.id, difficulty=d, query=queries[d],
-                            system_prompt=record.system_prompt, tools=record.tools)
+                task = Task(
+                    record_id=record.record_id(d),
+                    base_id=record.id,
+                    difficulty=d,
+                    query=queries[d],
+                    system_prompt=record.system_prompt,
+                    tools=record.tools,
+                )
                 ref = {"strict": {"tool": 0.8, "param": 1.0, "seq": 0.4, "cov": 1.0}}
-                out.append(JudgeRequest(task=task, calls=record.expected_calls, gt=None, condition="without_gt",
-                                        reference=ref))
+                out.append(
+                    JudgeRequest(
+                        task=task, calls=record.expected_calls, gt=None, condition="without_gt", reference=ref
+                    )
+                )
     return out
 
 
@@ -45,15 +54,18 @@ async def main() -> None:
             runs.append((time.perf_counter() - t0) / len(reqs) * 1e3)
         print(f"baseline/{name}: median {statistics.median(runs):.3f} ms/call ({len(reqs)} requests, 5 runs)")
     full = json.dumps({m: {"verdict": 1.0, "justification": "fine"} for m in ("tool", "param", "seq", "cov")})
-    texts = {"json": full, "cot+fence": "Reasoning. " * 80 + f"\n```json\n{full}\n```",
-             "freeform": "Tool selection: 0.8\nParameter structure: 1\nSequence accuracy: 0.5\nQuery coverage: 1"}
+    texts = {
+        "json": full,
+        "cot+fence": "Reasoning. " * 80 + f"\n```json\n{full}\n```",
+        "freeform": "Tool selection: 0.8\nParameter structure: 1\nSequence accuracy: 0.5\nQuery coverage: 1",
+    }
     for label, text in texts.items():
         runs = []
         for _ in range(5):
             t0 = time.perf_counter()
             for _ in range(1000):
                 parse_verdicts(text, PromptVariant())
-            runs.append((time.perf_counter() - t0))
+            runs.append(time.perf_counter() - t0)
         print(f"parse {label}: median {statistics.median(runs):.3f} ms/call")
 
 

@@ -1,4 +1,4 @@
-"""τ-bench track on the real published trajectories (../shared/data/tau-bench, not copied into the project)."""
+"""τ-bench track on the real published trajectories in ../shared/data/tau-bench (not copied here)."""
 
 from __future__ import annotations
 
