@@ -16,8 +16,8 @@ from ._common import draws
 def analyze(ctx: Context) -> Section:
     sec = Section(key="guide", title="Practitioner decision guide")
     main = ctx.main
-    real = [j for j in ctx.judges if not ctx.is_baseline(j)]
-    pool = real if len(real) >= 2 else ctx.judges
+    pool = ctx.rankable_judges()
+    only_baselines = all(ctx.is_baseline(j) for j in pool)
     if len(pool) < 2:
         sec.lacking = "Guide: needs at least two judges to name a leader and a runner-up."
         return sec
@@ -52,8 +52,11 @@ def analyze(ctx: Context) -> Section:
         ["condition", "difficulty"], key=lambda s: s.map(order) if s.name == "difficulty" else s
     )
     sec.tables["guide"] = t
-    if pool is not real:
-        sec.text.append("Only baseline judges in this run: the guide ranks baseline judges (not LLMs).")
+    if only_baselines:
+        sec.text.append(
+            "Only baseline judges in this run: the guide ranks baseline judges (not LLMs); the oracle "
+            "baseline/ceiling is never ranked."
+        )
     else:
         sec.text.append("Baseline judges are excluded from the guide.")
     for r in t.itertuples(index=False):

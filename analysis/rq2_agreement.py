@@ -23,8 +23,7 @@ def _kappa_matrix(pairs: pd.DataFrame, judges: list[str]) -> pd.DataFrame:
 
 def _jury(ctx: Context, sec: Section) -> None:
     main = ctx.main
-    llm = [j for j in ctx.judges if not ctx.is_baseline(j)]
-    jurors = llm if len(llm) >= 2 else ctx.judges
+    jurors = ctx.rankable_judges()
     if len(jurors) < 2:
         sec.text.append("Jury: needs at least two judges.")
         return

@@ -156,6 +156,15 @@ class Context:
         info = self.meta.get("judges", {}).get(judge, {})
         return judge.startswith("baseline/") or info.get("kind") == "baseline"
 
+    def is_oracle(self, judge: str) -> bool:
+        """``baseline/ceiling`` reads the reference: a bound to compare with, never a judge to rank or pool."""
+        return judge.startswith("baseline/ceiling")
+
+    def rankable_judges(self) -> list[str]:
+        """Judges a guide or jury may use: real judges when there are two, else non-oracle baselines."""
+        real = [j for j in self.judges if not self.is_baseline(j)]
+        return real if len(real) >= 2 else [j for j in self.judges if not self.is_oracle(j)]
+
     def is_simulated(self, generator: str) -> bool:
         info = self.meta.get("generators", {}).get(generator, {})
         return generator.startswith("sim/") or bool(info.get("simulated"))

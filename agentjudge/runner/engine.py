@@ -1,0 +1,155 @@
+"""Asynchronous execution of one stage's units: bounded, fair across models, committed unit by unit.
+
+Why per-model worker pools instead of one task per unit: a global semaphore alone lets a slow or failing
+model fill every slot with its own queued units and stall the rest. Here every model gets its own queue
+and at most ``settings.concurrency`` workers, and a worker takes a global slot only for the duration of
+one call, so the global cap bounds total load while each model progresses at its own pace. The number of
+asyncio tasks is the sum of the per-model caps, not the number of units (a paper grid has ~10^5).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from agentjudge.runner.store import RunStore, Status, UnitKey, now
+from agentjudge.types import Usage
+
+
+@dataclass
+class Outcome:
+    """What one unit produced: the JSON to store, and the accounting the summary needs."""
+
+    status: Status
+    result: Any  # JSON-serialisable (a model_dump) or None when the call raised
+    error: str | None
+    usage: Usage = field(default_factory=Usage)
+    parse_failed: bool = False
+
+
+@dataclass
+class ModelTally:
+    """Per model, this invocation only (a resumed run reports what it did, not the history)."""
+
+    done: int = 0
+    failed: int = 0
+    parse_failures: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclass
+class Budget:
+    """``--max-cost``: once the money spent in this invocation reaches the cap, no new unit starts.
+
+    Units already in flight finish (their answers are paid for anyway), so the final spend can exceed the
+    cap by at most the cost of the calls running at that moment. Cached answers cost nothing.
+    """
+
+    cap: float | None
+    spent: float = 0.0
+    skipped: int = 0
+
+    @property
+    def exhausted(self) -> bool:
+        return self.cap is not None and self.spent >= self.cap
+
+
+class RateColumn(ProgressColumn):
+    """Units per second (rich's built-in speed column is for bytes)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("-/s" if speed is None else f"{speed:.1f}/s", style="progress.data.speed")
+
+
+def make_progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description:<8}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not console.is_terminal,
+        transient=False,
+    )
+
+
+def error_text(exc: BaseException) -> str:
+    """A failure as data for the store; never empty (the exception type is always named)."""
+    message = str(exc).strip()
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+async def run_units(
+    stage: str,
+    units: list[UnitKey],
+    model_of: Callable[[UnitKey], str],
+    caps: dict[str, int],
+    work: Callable[[UnitKey], Awaitable[Outcome]],
+    store: RunStore,
+    global_cap: asyncio.Semaphore,
+    budget: Budget,
+    tallies: dict[str, ModelTally],
+    progress: Progress,
+) -> None:
+    """Run ``units`` (already filtered to what is pending); commit each as it finishes."""
+    queues: dict[str, list[UnitKey]] = defaultdict(list)
+    for unit in sorted(units, reverse=True):  # workers pop from the end: sorted order of coordinates
+        queues[model_of(unit)].append(unit)
+    bar = progress.add_task(stage, total=len(units))
+
+    async def worker(model: str, queue: list[UnitKey]) -> None:
+        tally = tallies.setdefault(model, ModelTally())
+        while queue:
+            unit = queue.pop()
+            if budget.exhausted:
+                budget.skipped += 1
+                progress.advance(bar)
+                continue
+            async with global_cap:
+                started = now()
+                try:
+                    outcome = await work(unit)
+                except Exception as exc:  # noqa: BLE001 - a unit's failure is recorded, never fatal to the grid
+                    outcome = Outcome("failed", None, error_text(exc))
+            store.finish(unit, outcome.status, outcome.result, outcome.error, started)
+            usage = outcome.usage
+            tally.done += outcome.status == "done"
+            tally.failed += outcome.status == "failed"
+            tally.parse_failures += outcome.parse_failed
+            tally.cache_hits += usage.cached
+            tally.prompt_tokens += usage.prompt_tokens
+            tally.completion_tokens += usage.completion_tokens
+            if not usage.cached:
+                tally.cost_usd += usage.cost_usd
+                budget.spent += usage.cost_usd
+            progress.advance(bar)
+
+    workers = [
+        worker(model, queue)
+        for model, queue in sorted(queues.items())
+        for _ in range(max(1, min(caps.get(model, 1), len(queue))))
+    ]
+    await asyncio.gather(*workers)

@@ -1,0 +1,286 @@
+"""RUNDIR/*.parquet and meta.json: the run's results in the columns ARCHITECTURE.md fixes.
+
+Everything is rebuilt from run.sqlite (never from what happens to be in memory), rows are sorted by their
+coordinates and every file is written to a temporary name and renamed, so a resumed run and an
+uninterrupted one produce identical files and a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from agentjudge.runner.store import UnitKey, UnitRow, temperature_value
+from agentjudge.runner.work import _FIELD, Dataset, ScoreKey
+from agentjudge.types import (
+    METRICS,
+    ModelSettings,
+    Prediction,
+    PromptVariant,
+    Score,
+    ScoringMode,
+)
+
+PREDICTION_SCHEMA = pa.schema(
+    [
+        ("record_id", pa.string()),
+        ("base_id", pa.string()),
+        ("difficulty", pa.string()),
+        ("generator", pa.string()),
+        ("trial", pa.int64()),
+        ("calls_json", pa.string()),
+        ("raw_output", pa.string()),
+        ("error", pa.string()),
+        ("simulated", pa.bool_()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("cost_usd", pa.float64()),
+        ("cached", pa.bool_()),
+    ]
+)
+SCORE_SCHEMA = pa.schema(
+    [
+        ("record_id", pa.string()),
+        ("base_id", pa.string()),
+        ("domain", pa.string()),
+        ("topology", pa.string()),
+        ("difficulty", pa.string()),
+        ("generator", pa.string()),
+        ("trial", pa.int64()),
+        ("scoring_mode", pa.string()),
+        ("p_tool", pa.float64()),
+        ("p_param", pa.float64()),
+        ("p_seq", pa.float64()),
+        ("p_cov", pa.float64()),
+        ("p_value", pa.float64()),
+        ("p_seq_dag", pa.float64()),
+        ("state_match", pa.bool_()),
+    ]
+)
+JUDGMENT_SCHEMA = pa.schema(
+    [
+        ("record_id", pa.string()),
+        ("base_id", pa.string()),
+        ("domain", pa.string()),
+        ("topology", pa.string()),
+        ("difficulty", pa.string()),
+        ("generator", pa.string()),
+        ("generator_trial", pa.int64()),
+        ("judge", pa.string()),
+        ("condition", pa.string()),
+        ("prompt_format", pa.string()),
+        ("cot", pa.bool_()),
+        ("default_mode", pa.string()),
+        ("temperature", pa.float64()),
+        ("trial", pa.int64()),
+        ("metric", pa.string()),
+        ("reference", pa.float64()),
+        ("verdict", pa.float64()),
+        ("parse_ok", pa.bool_()),
+        ("scoring_mode", pa.string()),
+        ("rationale", pa.string()),
+        ("judge_error", pa.string()),
+    ]
+)
+
+# Columns that are the same for every metric/mode row of one judge unit, in schema order.
+_CONSTANT_COLUMNS = JUDGMENT_SCHEMA.names[:14]
+
+
+def _atomic(path: Path, write: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_table(path: Path, rows: list[dict[str, Any]], schema: pa.Schema) -> None:
+    table = pa.Table.from_pylist(rows, schema=schema)
+    _atomic(path, lambda tmp: pq.write_table(table, tmp))
+
+
+def write_json(path: Path, data: Any) -> None:
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    _atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def prediction_rows(units: dict[UnitKey, UnitRow], simulated: dict[str, bool]) -> list[dict[str, Any]]:
+    """One row per predict unit in the store, failed ones included (``error`` set, ``calls_json`` null)."""
+    rows = []
+    for key in sorted(units):
+        unit = units[key]
+        pred = Prediction.model_validate(unit.result) if unit.result is not None else None
+        calls = None
+        if unit.status == "done" and pred is not None and pred.calls is not None:
+            calls = json.dumps([c.model_dump(mode="json") for c in pred.calls], sort_keys=True)
+        usage = pred.usage if pred is not None else None
+        rows.append(
+            {
+                "record_id": key.record_id,
+                "base_id": key.record_id.rpartition(":")[0],
+                "difficulty": key.difficulty,
+                "generator": key.generator,
+                "trial": key.generator_trial,
+                "calls_json": calls,
+                "raw_output": pred.raw_output if pred else "",
+                "error": None if unit.status == "done" else (unit.error or (pred.error if pred else None)),
+                "simulated": bool(pred.simulated) if pred else simulated.get(key.generator, False),
+                "prompt_tokens": usage.prompt_tokens if usage else 0,
+                "completion_tokens": usage.completion_tokens if usage else 0,
+                "cost_usd": usage.cost_usd if usage else 0.0,
+                "cached": usage.cached if usage else False,
+            }
+        )
+    return rows
+
+
+def score_rows(data: Dataset, scores: dict[ScoreKey, dict[ScoringMode, Score]]) -> list[dict[str, Any]]:
+    rows = []
+    for record_id, generator, trial in sorted(scores):
+        record, difficulty = data.locate(record_id)
+        for mode, s in sorted(scores[(record_id, generator, trial)].items()):
+            rows.append(
+                {
+                    "record_id": record_id,
+                    "base_id": record.id,
+                    "domain": record.domain,
+                    "topology": record.topology,
+                    "difficulty": difficulty,
+                    "generator": generator,
+                    "trial": trial,
+                    "scoring_mode": mode,
+                    "p_tool": s.p_tool,
+                    "p_param": s.p_param,
+                    "p_seq": s.p_seq,
+                    "p_cov": s.p_cov,
+                    "p_value": s.p_value,
+                    "p_seq_dag": s.p_seq_dag,
+                    "state_match": s.state_match,
+                }
+            )
+    return rows
+
+
+def judgment_columns(
+    data: Dataset,
+    units: list[UnitRow],
+    scores: dict[ScoreKey, dict[ScoringMode, Score]],
+    variants: dict[str, PromptVariant],
+    judges: dict[str, ModelSettings],
+) -> dict[str, list[Any]]:
+    """Long form: judge unit x metric x scoring mode. A failed call or unparsed metric has a null verdict.
+
+    ``temperature`` is the temperature the judge was run at: the grid's value, or the judge's own
+    ``ModelSettings.temperature`` when the grid says null; NaN only when neither sets one (provider default).
+    Built column-wise from the stored JSON (written by ``JudgeResult.model_dump``): a paper grid has
+    millions of rows, and validating a pydantic model per unit would dominate the export.
+    """
+    cols: dict[str, list[Any]] = {name: [] for name in JUDGMENT_SCHEMA.names}
+    fields = {m: _FIELD[m] for m in METRICS}
+    for unit in units:
+        key = unit.key
+        mode_scores = scores.get((key.record_id, key.generator, key.generator_trial))
+        if mode_scores is None:  # the prediction behind it is no longer in the store; nothing to compare to
+            continue
+        record, difficulty = data.locate(key.record_id)
+        result: dict[str, Any] = unit.result or {}
+        ok = unit.status == "done" and bool(result)
+        verdicts = result.get("verdicts") or {}
+        mode_verdicts = result.get("mode_verdicts") or {}
+        rationales = result.get("rationales") or {}
+        error = None if ok else (unit.error or result.get("error") or "failed")
+        parse_ok = bool(ok and result.get("parse_ok"))
+        variant = variants[key.variant]
+        temp = temperature_value(key.temperature)
+        if temp is None and key.judge in judges:
+            temp = judges[key.judge].temperature
+        temperature = math.nan if temp is None else float(temp)
+        constant = (
+            key.record_id,
+            record.id,
+            record.domain,
+            record.topology,
+            difficulty,
+            key.generator,
+            key.generator_trial,
+            key.judge,
+            key.condition,
+            variant.prompt_format,
+            variant.cot,
+            variant.default_mode,
+            temperature,
+            key.trial,
+        )
+        modes = sorted(mode_scores)
+        n = len(METRICS) * len(modes)
+        for name, value in zip(_CONSTANT_COLUMNS, constant, strict=True):
+            cols[name].extend([value] * n)
+        cols["parse_ok"].extend([parse_ok] * n)
+        cols["judge_error"].extend([error] * n)
+        for metric in METRICS:
+            rationale = rationales.get(metric, "")
+            for mode in modes:
+                verdict = mode_verdicts.get(mode, verdicts).get(metric) if ok else None
+                cols["metric"].append(metric)
+                cols["reference"].append(float(getattr(mode_scores[mode], fields[metric])))
+                cols["verdict"].append(None if verdict is None else float(verdict))
+                cols["scoring_mode"].append(mode)
+                cols["rationale"].append(rationale)
+    return cols
+
+
+def write_judgments(
+    path: Path,
+    units: Iterable[UnitRow],
+    wanted: set[UnitKey],
+    data: Dataset,
+    scores: dict[ScoreKey, dict[ScoringMode, Score]],
+    variants: dict[str, PromptVariant],
+    judges: dict[str, ModelSettings],
+    chunk: int = 20_000,
+) -> None:
+    """Stream ``units`` (in coordinate order) into judgments.parquet, ``chunk`` units per row group."""
+
+    def write(tmp: Path) -> None:
+        with pq.ParquetWriter(tmp, JUDGMENT_SCHEMA) as writer:
+            batch: list[UnitRow] = []
+            for unit in units:
+                if unit.key in wanted:
+                    batch.append(unit)
+                if len(batch) >= chunk:
+                    cols = judgment_columns(data, batch, scores, variants, judges)
+                    writer.write_table(pa.Table.from_pydict(cols, schema=JUDGMENT_SCHEMA))
+                    batch = []
+            cols = judgment_columns(data, batch, scores, variants, judges)
+            writer.write_table(pa.Table.from_pydict(cols, schema=JUDGMENT_SCHEMA))
+
+    _atomic(path, write)
+
+
+def export_run(
+    rundir: Path,
+    data: Dataset,
+    predict_units: dict[UnitKey, UnitRow],
+    judge_units: Iterable[UnitRow],
+    judge_wanted: set[UnitKey],
+    scores: dict[ScoreKey, dict[ScoringMode, Score]],
+    variants: dict[str, PromptVariant],
+    judges: dict[str, ModelSettings],
+    simulated: dict[str, bool],
+    meta: dict[str, Any],
+) -> None:
+    """Write the three parquet files and meta.json (each atomically)."""
+    write_table(rundir / "predictions.parquet", prediction_rows(predict_units, simulated), PREDICTION_SCHEMA)
+    write_table(rundir / "scores.parquet", score_rows(data, scores), SCORE_SCHEMA)
+    write_judgments(rundir / "judgments.parquet", judge_units, judge_wanted, data, scores, variants, judges)
+    write_json(rundir / "meta.json", meta)

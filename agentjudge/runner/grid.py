@@ -1,0 +1,380 @@
+"""``agentjudge run``: predict -> score -> judge over a pipeline grid, resumable, then export.
+
+Flow: the pipeline and dataset are validated completely (exit 2 on any problem, nothing written); the run
+folder's store is opened and its config hash compared (a changed pipeline is refused with a diff unless
+``--force-new``); pending predict units run; every successful prediction is scored in process (both modes
+as configured); pending judge units run over the successful predictions; the parquet files and meta.json
+are rebuilt from the store. Failed units stay ``failed`` in the store and are retried by re-running the
+same command. Exit code 0 when every unit is done, 1 when some failed or the cost cap stopped the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from agentjudge import __version__
+from agentjudge.runner import engine
+from agentjudge.runner.export import export_run
+from agentjudge.runner.models import model_kind
+from agentjudge.runner.pipeline import (
+    Pipeline,
+    PipelineError,
+    config_hash,
+    hashed_config,
+    load_pipeline,
+    override_models,
+)
+from agentjudge.runner.store import RunStore, UnitKey, archive_run, config_diff
+from agentjudge.runner.summary import summary_rows, summary_table
+from agentjudge.runner.work import (
+    Dataset,
+    GridError,
+    ScoreKey,
+    compute_scores,
+    judge_request,
+    judge_units,
+    predict_units,
+    reference,
+    swap_partners,
+)
+from agentjudge.types import JudgeResult, ModelSettings, Prediction, Score, ScoringMode
+
+
+def load_dataset(pipeline: Pipeline) -> Dataset:
+    """Read the pipeline's records (first ``limit`` base scenarios); layout errors become GridError."""
+    from agentjudge.dataset.layout import LayoutError, read_records
+
+    try:
+        records = read_records(pipeline.dataset)
+    except LayoutError as exc:
+        raise GridError(str(exc)) from None
+    if pipeline.limit is not None:
+        records = records[: pipeline.limit]
+    if not records:
+        raise GridError(f"{pipeline.dataset}: no records")
+    data = Dataset(records)
+    for record in data.records:
+        missing = [d for d in pipeline.difficulties if d not in record.queries]
+        if missing:
+            raise GridError(f"{pipeline.dataset}: record {record.id}: field `queries` has no {missing}")
+    return data
+
+
+def git_commit() -> str:
+    """HEAD of the checkout the package runs from, or "unknown" (installed wheel, no git)."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+
+
+def model_info(models: list[ModelSettings]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for m in models:
+        kind = model_kind(m.model)
+        out[m.display_name] = {
+            "model": m.model,
+            "tier": m.tier,
+            "kind": kind,
+            "simulated": kind in ("sim", "baseline"),
+        }
+    return out
+
+
+def _prepare(
+    pipeline_path: Path, judges: list[str] | None, generators: list[str] | None, api_base: str | None
+) -> tuple[Pipeline, Dataset, dict[str, str]]:
+    pipeline = override_models(load_pipeline(pipeline_path), judges, generators, api_base)
+    data = load_dataset(pipeline)
+    partners = swap_partners(data.records) if "swapped_gt" in pipeline.conditions else {}
+    return pipeline, data, partners
+
+
+def run_cli(
+    pipeline: Path,
+    out: Path,
+    judges: list[str] | None = None,
+    generators: list[str] | None = None,
+    api_base: str | None = None,
+    dry_run: bool = False,
+    max_cost: float | None = None,
+    force_new: bool = False,
+    no_cache: bool = False,
+) -> int:
+    """Exit code: 0 everything done, 1 some units failed or were not run (re-run to resume), 2 bad input."""
+    console = Console()
+    if not console.is_terminal:  # logs and pipes: wide enough that model names are not truncated
+        console = Console(width=160)
+    try:
+        pipe, data, partners = _prepare(Path(pipeline), judges, generators, api_base)
+    except (PipelineError, GridError) as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return 2
+    if max_cost is not None:
+        pipe = pipe.model_copy(update={"max_cost_usd": max_cost})
+    if dry_run:
+        from agentjudge.runner.dryrun import dry_run_report
+
+        return dry_run_report(pipe, data, Path(out), console, partners)
+    try:
+        return asyncio.run(_run(pipe, data, partners, Path(out), force_new, no_cache, console))
+    except KeyboardInterrupt:
+        console.print(
+            f"interrupted: finished units are saved in {escape(str(Path(out) / 'run.sqlite'))}; "
+            "re-run the same command to resume.",
+            soft_wrap=True,
+        )
+        return 130
+
+
+def _open_store(rundir: Path, pipe: Pipeline, force_new: bool, console: Console) -> RunStore | None:
+    rundir.mkdir(parents=True, exist_ok=True)
+    if force_new:
+        archived = archive_run(rundir)
+        if archived is not None:
+            console.print(f"--force-new: previous run moved to {escape(str(archived))}")
+    store = RunStore(rundir / "run.sqlite")
+    meta = store.meta()
+    new_hash, new_config = config_hash(pipe), hashed_config(pipe)
+    commit = git_commit()
+    if meta and meta.get("config_hash") != new_hash:
+        old_config = json.loads(meta.get("hashed_config", "{}"))
+        store.close()
+        console.print(
+            f"[red]error:[/red] {escape(str(rundir))} holds a run of a different configuration; "
+            "refusing to mix results.\n"
+            f"Changes (old -> new):\n{escape(config_diff(old_config, new_config))}\n"
+            "Use another --out folder, restore the pipeline, or pass --force-new to archive the old run.",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return None
+    if not meta:
+        store.set_meta(
+            {
+                "config_hash": new_hash,
+                "hashed_config": json.dumps(new_config, sort_keys=True),
+                "pipeline": pipe.model_dump_json(),
+                "git_commit": commit,
+                "package_version": __version__,
+                "seed": str(pipe.seed),
+            }
+        )
+    store.set_meta({"git_commit_last": commit, "package_version_last": __version__})
+    return store
+
+
+def _build_models(pipe: Pipeline, data: Dataset, client: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    from agentjudge.models.registry import make_generator, make_judge
+
+    gens: dict[str, Any] = {}
+    for settings in pipe.generators:
+        generator = make_generator(settings, client)
+        if hasattr(generator, "bind"):
+            generator.bind(data.by_base)
+        gens[settings.display_name] = generator
+    judges: dict[str, Any] = {}
+    for settings in pipe.judges:
+        judge = make_judge(settings, client)
+        if pipe.reask and hasattr(judge, "reask"):
+            judge.reask = pipe.reask
+        judges[settings.display_name] = judge
+    return gens, judges
+
+
+class _Grid:
+    """State shared by the stages of one invocation (models, caps, budget, tallies, store)."""
+
+    def __init__(
+        self,
+        pipe: Pipeline,
+        data: Dataset,
+        partners: dict[str, str],
+        store: RunStore,
+        client: Any,
+        gens: dict[str, Any],
+        judges: dict[str, Any],
+    ) -> None:
+        self.pipe, self.data, self.partners, self.store, self.client = pipe, data, partners, store, client
+        self.gens, self.judges = gens, judges
+        self.settings = {m.display_name: m for m in [*pipe.generators, *pipe.judges]}
+        self.caps = {name: s.concurrency for name, s in self.settings.items()}
+        self.variants = {v.key: v for v in pipe.prompt_variants}
+        self.budget = engine.Budget(pipe.max_cost_usd)
+        self.tallies: dict[str, engine.ModelTally] = {}
+        self.global_cap = asyncio.Semaphore(pipe.concurrency)
+        self.predictions: dict[UnitKey, Prediction] = {}
+        self.scores: dict[ScoreKey, dict[ScoringMode, Score]] = {}
+
+    async def _stage(self, name: str, units: list[UnitKey], model_of: Any, work: Any, progress: Any) -> None:
+        status = self.store.statuses(units[0].stage) if units else {}
+        pending = [u for u in units if status.get(u) != "done"]
+        await engine.run_units(
+            name,
+            pending,
+            model_of,
+            self.caps,
+            work,
+            self.store,
+            self.global_cap,
+            self.budget,
+            self.tallies,
+            progress,
+        )
+
+    async def predict(self, key: UnitKey) -> engine.Outcome:
+        record, difficulty = self.data.locate(key.record_id)
+        pred: Prediction = await self.gens[key.generator](
+            self.data.task(record, difficulty), key.generator_trial
+        )
+        result = pred.model_dump(mode="json")
+        if pred.error is not None or pred.calls is None:
+            return engine.Outcome("failed", result, pred.error or "prediction has no calls", pred.usage)
+        return engine.Outcome("done", result, None, pred.usage)
+
+    async def judge(self, key: UnitKey) -> engine.Outcome:
+        model = self.judges[key.judge]
+        score_key = (key.record_id, key.generator, key.generator_trial)
+        ref = reference(self.scores[score_key]) if getattr(model, "needs_reference", False) else None
+        pkey = UnitKey("predict", key.record_id, key.difficulty, key.generator, key.generator_trial)
+        request = judge_request(key, self.data, self.predictions[pkey], self.variants, self.partners, ref)
+        res: JudgeResult = await model(request)
+        result = res.model_dump(mode="json")
+        if res.error is not None:
+            return engine.Outcome("failed", result, res.error, res.usage)
+        return engine.Outcome("done", result, None, res.usage, parse_failed=not res.parse_ok)
+
+    async def run(self, console: Console) -> tuple[list[UnitKey], list[UnitKey]]:
+        """predict -> score -> judge; returns the planned units of both stages."""
+        wanted = predict_units(self.pipe, self.data)
+        with engine.make_progress(console) as progress:
+            await self._stage("predict", wanted, lambda u: u.generator, self.predict, progress)
+            wanted_set = set(wanted)
+            self.predictions = {
+                row.key: Prediction.model_validate(row.result)
+                for row in self.store.iter_units("predict")
+                if row.status == "done" and row.key in wanted_set
+            }
+            bar = progress.add_task("score", total=len(self.predictions))
+            self.scores = compute_scores(
+                self.data,
+                self.predictions,
+                self.pipe.scoring_modes,
+                self.pipe.lenient,
+                on_scored=lambda: progress.advance(bar),
+            )
+            jwanted = judge_units(self.pipe, sorted(self.predictions))
+            await self._stage("judge", jwanted, lambda u: u.judge, self.judge, progress)
+        return wanted, jwanted
+
+    def export(self, rundir: Path, wanted: list[UnitKey], jwanted: list[UnitKey]) -> tuple[int, int]:
+        """Write the run folder's files from the store; returns (failed units, units not run)."""
+        wanted_set, jwanted_set = set(wanted), set(jwanted)
+        predict_rows = {r.key: r for r in self.store.iter_units("predict") if r.key in wanted_set}
+        jstatus = {k: v for k, v in self.store.statuses("judge").items() if k in jwanted_set}
+        counts = {
+            "predict": Counter(r.status for r in predict_rows.values()),
+            "judge": Counter(jstatus.values()),
+        }
+        meta_store = self.store.meta()
+        meta: dict[str, Any] = {
+            "pipeline": self.pipe.model_dump(mode="json"),
+            "config_hash": meta_store["config_hash"],
+            "git_commit": meta_store.get("git_commit", "unknown"),
+            "git_commit_last": meta_store.get("git_commit_last", "unknown"),
+            "package_version": meta_store.get("package_version", __version__),
+            "seed": self.pipe.seed,
+            "judges": model_info(self.pipe.judges),
+            "generators": model_info(self.pipe.generators),
+            "units": {
+                stage: {
+                    "planned": len(planned),
+                    "done": counts[stage]["done"],
+                    "failed": counts[stage]["failed"],
+                }
+                for stage, planned in (("predict", wanted), ("judge", jwanted))
+            },
+            "last_invocation": {
+                "per_model": summary_rows(self.pipe, self.tallies, self.client.stats),
+                "spent_usd": self.budget.spent,
+                "cost_cap_usd": self.budget.cap,
+                "units_not_run_at_cost_cap": self.budget.skipped,
+            },
+        }
+        simulated = {name: bool(info["simulated"]) for name, info in model_info(self.pipe.generators).items()}
+        export_run(
+            rundir,
+            self.data,
+            predict_rows,
+            self.store.iter_units("judge"),
+            jwanted_set,
+            self.scores,
+            self.variants,
+            self.settings,
+            simulated,
+            meta,
+        )
+        failed = counts["predict"]["failed"] + counts["judge"]["failed"]
+        missing = len(wanted) - len(predict_rows) + len(jwanted) - len(jstatus)
+        return failed, missing
+
+
+async def _run(
+    pipe: Pipeline,
+    data: Dataset,
+    partners: dict[str, str],
+    rundir: Path,
+    force_new: bool,
+    no_cache: bool,
+    console: Console,
+) -> int:
+    from agentjudge.models.cache import CallCache
+    from agentjudge.models.client import ModelClient
+    from agentjudge.models.registry import ModelResolutionError
+
+    client = ModelClient(cache=CallCache(pipe.cache), read_cache=not no_cache)
+    try:  # before the store is opened: a model that cannot be built leaves no trace in RUNDIR
+        gens, judges = _build_models(pipe, data, client)
+    except ModelResolutionError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return 2
+    store = _open_store(rundir, pipe, force_new, console)
+    if store is None:
+        return 2
+    try:
+        grid = _Grid(pipe, data, partners, store, client, gens, judges)
+        wanted, jwanted = await grid.run(console)
+        failed, missing = grid.export(rundir, wanted, jwanted)
+        console.print(summary_table(pipe, grid.tallies, client.stats))
+        budget = grid.budget
+        if budget.skipped:
+            console.print(
+                f"[yellow]stopped at the cost cap[/yellow] (${budget.spent:.4f} spent of ${budget.cap:.4f}); "
+                f"{budget.skipped} unit(s) not run - re-run with a higher --max-cost to continue."
+            )
+        if failed or missing:
+            console.print(
+                f"{failed} unit(s) failed, {missing} not run; re-run the same command to retry them. "
+                f"Results so far: {escape(str(rundir))}"
+            )
+            return 1
+        console.print(f"done: {escape(str(rundir))}")
+        return 0
+    finally:
+        store.close()

@@ -1,0 +1,81 @@
+"""Model strings, checked and classified without calling a model.
+
+The registry (``agentjudge.models.registry``) builds generators and judges; this module only answers two
+questions the runner needs *before* anything is spent: is this model string resolvable (so a typo'd
+``sim/`` profile is a bad-input error at load time, not a failure an hour in), and what kind of model is
+it (``sim``, ``baseline``, ``plugin``, ``litellm`` -- written to meta.json so reports can label simulated
+and oracle models as such). The rules mirror the registry's resolution order in ARCHITECTURE.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from functools import lru_cache
+from importlib import metadata
+from typing import Literal
+
+Kind = Literal["sim", "baseline", "plugin", "litellm"]
+_FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+@lru_cache(maxsize=1)
+def _entry_points() -> frozenset[str]:
+    return frozenset(ep.name for ep in metadata.entry_points(group="agentjudge.models"))
+
+
+def model_kind(model: str) -> Kind:
+    if model.startswith("sim/"):
+        return "sim"
+    if model.startswith("baseline/"):
+        return "baseline"
+    if model in _entry_points() or _FACTORY.match(model):
+        return "plugin"
+    return "litellm"
+
+
+def sim_profiles() -> list[str]:
+    """Profile names of the simulated generators (agentjudge/generators/profiles.yaml)."""
+    from agentjudge.generators.simulated import load_profiles
+
+    return sorted(load_profiles())
+
+
+def baseline_names() -> list[str]:
+    """Names ``baseline/<name>`` accepts."""
+    from agentjudge.judges.baselines import KNOWN_BASELINES, PREFIX
+
+    return sorted(name.removeprefix(PREFIX) for name in KNOWN_BASELINES)
+
+
+def _factory_problem(model: str) -> str | None:
+    module_name, _, attr = model.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        return f"cannot import module {module_name!r}: {exc}"
+    if not callable(getattr(module, attr, None)):
+        return f"module {module_name!r} has no callable {attr!r}"
+    return None
+
+
+def model_problem(model: str, role: Literal["generator", "judge"]) -> str | None:
+    """Why ``model`` cannot be used in ``role`` (None when it can). Never calls or constructs a model."""
+    kind = model_kind(model)
+    if kind == "sim":
+        if role != "generator":
+            return "sim/ models are simulated generators, not judges"
+        profile = model.removeprefix("sim/")
+        profiles = sim_profiles()
+        if profile not in profiles:
+            return f"unknown simulated profile {profile!r}; known: {', '.join(profiles) or '(none found)'}"
+    elif kind == "baseline":
+        if role != "judge":
+            return "baseline/ models are baseline judges, not generators"
+        names = baseline_names()
+        name = model.removeprefix("baseline/")
+        if name not in names:
+            return f"unknown baseline judge {name!r}; known: {', '.join(names)}"
+    elif kind == "plugin" and model not in _entry_points():
+        return _factory_problem(model)
+    return None

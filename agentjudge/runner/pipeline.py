@@ -1,0 +1,215 @@
+"""The pipeline YAML: what a grid run does, validated completely before a single model is called.
+
+A pipeline names a dataset, the generators and judges, and the axes of the grid (difficulties, GT
+conditions, prompt variants, temperatures, trials). ``load_pipeline`` turns every problem a person can
+make in that file -- a typo'd key, an unknown ``sim/`` profile, a missing dataset, a zero concurrency, a
+YAML syntax error -- into one ``PipelineError`` whose message names the file and the key, so a run never
+fails an hour in because of line 3.
+
+``config_hash`` fingerprints what the results depend on, so a resumed run can refuse to mix results of
+two different configurations in one run folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from agentjudge.types import DIFFICULTIES, Condition, Difficulty, ModelSettings, PromptVariant, Strict
+
+ScoringChoice = Literal["paper", "strict", "both"]
+
+# Fields that change how a run is carried out but not what its results mean. They are left out of the
+# config hash so that e.g. raising concurrency, moving a local server to another port, or renaming the
+# pipeline does not force a fresh run folder.
+_COSMETIC_PIPELINE_FIELDS = ("name", "description", "concurrency", "max_cost_usd", "cache")
+_COSMETIC_MODEL_FIELDS = ("api_base", "api_key_env", "timeout_s", "max_retries", "concurrency")
+
+
+_DEFAULT_CONDITIONS: tuple[Condition, ...] = ("with_gt", "without_gt")
+_DEFAULT_TEMPERATURES: tuple[float | None, ...] = (None,)
+
+
+class PipelineError(Exception):
+    """A pipeline file (or a command-line override) that cannot be run; the message names file and key."""
+
+
+def _model_entry(value: Any) -> Any:
+    """Allow ``- sim/weak`` as shorthand for ``- {model: sim/weak}`` in the YAML lists."""
+    return {"model": value} if isinstance(value, str) else value
+
+
+class Pipeline(Strict):
+    """One grid run. ``dataset`` and ``cache`` are resolved relative to the pipeline file's folder."""
+
+    name: str
+    description: str | None = None
+    dataset: Path
+    limit: int | None = Field(default=None, gt=0, description="only the first N base scenarios of the file")
+    difficulties: list[Difficulty] = Field(default_factory=lambda: list(DIFFICULTIES), min_length=1)
+    generators: list[ModelSettings] = Field(min_length=1)
+    generator_trials: int = Field(default=1, ge=1)
+    judges: list[ModelSettings] = Field(default_factory=list)
+    conditions: list[Condition] = Field(default_factory=lambda: list(_DEFAULT_CONDITIONS), min_length=1)
+    prompt_variants: list[PromptVariant] = Field(default_factory=lambda: [PromptVariant()], min_length=1)
+    temperatures: list[float | None] = Field(
+        default_factory=lambda: list(_DEFAULT_TEMPERATURES), min_length=1
+    )
+    trials: int = Field(default=1, ge=1)
+    scoring: ScoringChoice = "both"
+    lenient: bool = False
+    concurrency: int = Field(default=16, gt=0)
+    max_cost_usd: float | None = Field(default=None, ge=0)
+    seed: int = 0
+    cache: Path | None = None
+    reask: int = Field(default=0, ge=0)  # parse-failure re-asks, applied to judges with a `reask` attribute
+
+    @field_validator("generators", "judges", mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return [_model_entry(v) for v in value] if isinstance(value, list) else value
+
+    @model_validator(mode="after")
+    def _unique(self) -> Pipeline:
+        """Coordinates use display names and variant keys, so duplicates would collide in the store."""
+        for field, models in (("generators", self.generators), ("judges", self.judges)):
+            names = [m.display_name for m in models]
+            dups = sorted({n for n in names if names.count(n) > 1})
+            if dups:
+                raise ValueError(f"{field}: duplicate display name(s) {dups}; give each a distinct `name`")
+        for field, seq in (
+            ("difficulties", self.difficulties),
+            ("conditions", self.conditions),
+            ("temperatures", self.temperatures),
+            ("prompt_variants", [v.key for v in self.prompt_variants]),
+        ):
+            if len(set(seq)) != len(seq):
+                raise ValueError(f"{field}: duplicate entries {seq}")
+        return self
+
+    @property
+    def scoring_modes(self) -> list[Literal["paper", "strict"]]:
+        return ["paper", "strict"] if self.scoring == "both" else [self.scoring]
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _yaml_error(path: Path, exc: yaml.YAMLError) -> PipelineError:
+    mark = getattr(exc, "problem_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    problem = getattr(exc, "problem", None) or str(exc)
+    return PipelineError(f"{where}: invalid YAML: {problem}")
+
+
+def parse_pipeline(data: Any, path: Path) -> Pipeline:
+    """Validate already-parsed YAML; errors name ``path`` and each offending key."""
+    if not isinstance(data, dict):
+        raise PipelineError(f"{path}: the top level must be a mapping of keys, got {type(data).__name__}")
+    try:
+        pipeline = Pipeline.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+            lines.append(f"{path}: key `{_loc(err['loc'])}`: {msg}")
+        raise PipelineError("\n".join(lines)) from None
+    base = path.parent
+    dataset = (base / pipeline.dataset).resolve()
+    if not dataset.is_file():
+        raise PipelineError(
+            f"{path}: key `dataset`: file not found: {dataset} "
+            f"(build it with `agentjudge generate --out {dataset.parent}`, adding `--size full` for the "
+            "full dataset, or fix the path: it is relative to the pipeline file's folder)"
+        )
+    updates: dict[str, Any] = {"dataset": dataset}
+    if pipeline.cache is not None:
+        updates["cache"] = (base / pipeline.cache).resolve()
+    pipeline = pipeline.model_copy(update=updates)
+    check_models(pipeline, str(path))
+    return pipeline
+
+
+def check_models(pipeline: Pipeline, where: str) -> None:
+    """Resolve every model string by the registry's rules without calling anything."""
+    from agentjudge.runner.models import model_problem
+
+    problems = []
+    for role in ("generators", "judges"):
+        for i, settings in enumerate(getattr(pipeline, role)):
+            problem = model_problem(settings.model, "generator" if role == "generators" else "judge")
+            if problem:
+                problems.append(f"{where}: key `{role}[{i}].model` ({settings.model!r}): {problem}")
+    if problems:
+        raise PipelineError("\n".join(problems))
+
+
+def load_pipeline(path: Path) -> Pipeline:
+    """Read and validate a pipeline YAML; raise ``PipelineError`` for anything that would stop a run."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PipelineError(f"{path}: cannot read pipeline file: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise _yaml_error(path, exc) from None
+    return parse_pipeline(data, path)
+
+
+def override_models(
+    pipeline: Pipeline, judges: list[str] | None, generators: list[str] | None, api_base: str | None
+) -> Pipeline:
+    """Apply ``--judge``/``--generator`` (which replace the pipeline's lists) and ``--api-base``."""
+    updates: dict[str, Any] = {}
+    if judges:
+        updates["judges"] = [ModelSettings(model=m, api_base=api_base) for m in judges]
+    if generators:
+        updates["generators"] = [ModelSettings(model=m, api_base=api_base) for m in generators]
+    if not updates:
+        return pipeline
+    try:
+        new = Pipeline.model_validate({**pipeline.model_dump(), **updates})
+    except ValidationError as exc:
+        raise PipelineError("command line: " + "; ".join(e["msg"] for e in exc.errors())) from None
+    check_models(new, "command line")
+    return new
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def hashed_config(pipeline: Pipeline) -> dict[str, Any]:
+    """The part of the resolved pipeline that results depend on (see ``_COSMETIC_*``).
+
+    The dataset enters by content (sha256), not by path, so moving the project folder keeps the hash
+    while editing a record changes it.
+    """
+    data = pipeline.model_dump(mode="json", exclude=set(_COSMETIC_PIPELINE_FIELDS))
+    data["dataset"] = {"sha256": _file_digest(pipeline.dataset)}
+    for role in ("generators", "judges"):
+        for entry in data[role]:
+            for key in _COSMETIC_MODEL_FIELDS:
+                entry.pop(key, None)
+    return data
+
+
+def config_hash(pipeline: Pipeline) -> str:
+    """sha256 over ``hashed_config`` serialised canonically (sorted keys, no whitespace)."""
+    blob = json.dumps(hashed_config(pipeline), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()

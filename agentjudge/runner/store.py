@@ -1,0 +1,237 @@
+"""RUNDIR/run.sqlite: every unit of work of a grid, keyed by its full coordinates.
+
+Why SQLite: a grid is tens of thousands of independent model calls that may be interrupted (Ctrl-C, a
+crashed laptop, a provider outage). Each finished unit is committed in its own short transaction in WAL
+mode, so an interrupted run loses at most the units that were in flight, and re-running the same
+command skips everything already ``done`` and retries what ``failed``. ``synchronous=NORMAL`` keeps a
+commit cheap; it survives a killed process (the WAL is in the OS's page cache), not a power cut.
+
+The ``meta`` table pins the configuration a store belongs to (config hash plus the hashed config itself,
+for a readable diff when someone changes the pipeline and re-runs into the same folder).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+Stage = Literal["predict", "judge"]
+Status = Literal["done", "failed"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS units (
+    stage TEXT NOT NULL CHECK (stage IN ('predict', 'judge')),
+    record_id TEXT NOT NULL,
+    difficulty TEXT NOT NULL,
+    generator TEXT NOT NULL,
+    generator_trial INTEGER NOT NULL,
+    judge TEXT NOT NULL DEFAULT '',
+    condition TEXT NOT NULL DEFAULT '',
+    variant TEXT NOT NULL DEFAULT '',
+    temperature TEXT NOT NULL DEFAULT '',
+    trial INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL CHECK (status IN ('done', 'failed')),
+    result TEXT,
+    error TEXT,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    first_started_at TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    PRIMARY KEY (stage, record_id, difficulty, generator, generator_trial, judge, condition, variant,
+                 temperature, trial)
+);
+"""
+_KEY_COLUMNS = (
+    "stage",
+    "record_id",
+    "difficulty",
+    "generator",
+    "generator_trial",
+    "judge",
+    "condition",
+    "variant",
+    "temperature",
+    "trial",
+)
+
+
+def temperature_key(value: float | None) -> str:
+    """Text form of a temperature coordinate: ``default`` for the judge's own setting, else repr."""
+    return "default" if value is None else repr(float(value))
+
+
+def temperature_value(key: str) -> float | None:
+    return None if key in ("default", "") else float(key)
+
+
+@dataclass(frozen=True, order=True)
+class UnitKey:
+    """Full coordinates of one unit. Predict units leave the judge coordinates empty."""
+
+    stage: Stage
+    record_id: str
+    difficulty: str
+    generator: str
+    generator_trial: int
+    judge: str = ""
+    condition: str = ""
+    variant: str = ""
+    temperature: str = ""  # see temperature_key
+    trial: int = 0
+
+    def row(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, c) for c in _KEY_COLUMNS)
+
+
+@dataclass(frozen=True)
+class UnitRow:
+    key: UnitKey
+    status: Status
+    result: Any  # decoded JSON, or None
+    error: str | None
+    attempts: int
+
+
+def now() -> str:
+    """UTC timestamp (ms) for the units table."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class RunStore:
+    """A thin, synchronous wrapper: the runner calls it from its event-loop thread (writes take < 1 ms)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+
+    # --- meta -------------------------------------------------------------------------------------
+    def meta(self) -> dict[str, str]:
+        return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+
+    def set_meta(self, values: dict[str, str]) -> None:
+        with self._transaction():
+            self._db.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                sorted(values.items()),
+            )
+
+    # --- units ------------------------------------------------------------------------------------
+    def statuses(self, stage: Stage) -> dict[UnitKey, Status]:
+        """Coordinates and status only: enough to decide what is pending without loading results."""
+        cols = ", ".join(_KEY_COLUMNS)
+        rows = self._db.execute(f"SELECT {cols}, status FROM units WHERE stage = ?", (stage,))
+        return {UnitKey(*row[:-1]): row[-1] for row in rows}
+
+    def iter_units(self, stage: Stage) -> Iterator[UnitRow]:
+        """All units of a stage in coordinate order (SQLite's binary text order equals Python's str order),
+        streamed so that exporting a large grid does not hold every result in memory."""
+        cols = ", ".join(_KEY_COLUMNS)
+        cursor = self._db.execute(
+            f"SELECT {cols}, status, result, error, attempts FROM units WHERE stage = ? ORDER BY {cols}",
+            (stage,),
+        )
+        for row in cursor:
+            key = UnitKey(*row[: len(_KEY_COLUMNS)])
+            status, result, error, attempts = row[len(_KEY_COLUMNS) :]
+            yield UnitRow(key, status, json.loads(result) if result else None, error, attempts)
+
+    def finish(self, key: UnitKey, status: Status, result: Any, error: str | None, started_at: str) -> None:
+        """Commit one finished unit (its own transaction); a retried unit keeps its first start time."""
+        cols = ", ".join(_KEY_COLUMNS)
+        marks = ", ".join("?" for _ in _KEY_COLUMNS)
+        payload = json.dumps(result, sort_keys=True) if result is not None else None
+        self._db.execute(
+            f"INSERT INTO units ({cols}, status, result, error, attempts, first_started_at, finished_at) "
+            f"VALUES ({marks}, ?, ?, ?, 1, ?, ?) "
+            f"ON CONFLICT ({cols}) DO UPDATE SET status = excluded.status, result = excluded.result, "
+            "error = excluded.error, attempts = units.attempts + 1, finished_at = excluded.finished_at",
+            (*key.row(), status, payload, error, started_at, now()),
+        )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _transaction(self) -> Any:
+        db = self._db
+
+        class _Tx:
+            def __enter__(self) -> None:
+                db.execute("BEGIN IMMEDIATE")
+
+            def __exit__(self, exc_type: Any, *_: Any) -> None:
+                db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+        return _Tx()
+
+
+def config_diff(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """Readable, key-path diff of two hashed configs (``judges[1].model: 'a' -> 'b'``)."""
+
+    def flatten(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+        if isinstance(value, dict):
+            for k in sorted(value):
+                yield from flatten(value[k], f"{prefix}.{k}" if prefix else str(k))
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            for i, v in enumerate(value):
+                yield from flatten(v, f"{prefix}[{i}]")
+        else:
+            yield prefix, value
+
+    a, b = dict(flatten(old, "")), dict(flatten(new, ""))
+    lines = []
+    for key in sorted(set(a) | set(b)):
+        if key not in b:
+            lines.append(f"  - {key}: {a[key]!r} (removed)")
+        elif key not in a:
+            lines.append(f"  + {key}: {b[key]!r} (added)")
+        elif a[key] != b[key]:
+            lines.append(f"  ~ {key}: {a[key]!r} -> {b[key]!r}")
+    return "\n".join(lines) or "  (no field differs; the hash function or dataset encoding changed)"
+
+
+def archive_run(rundir: Path) -> Path | None:
+    """Move an old run's store and outputs to RUNDIR/archive/<UTC time>/ (``--force-new``); never delete."""
+    names = [
+        "run.sqlite",
+        "run.sqlite-wal",
+        "run.sqlite-shm",
+        "meta.json",
+        "predictions.parquet",
+        "scores.parquet",
+        "judgments.parquet",
+    ]
+    present = [n for n in names if (rundir / n).exists()]
+    if not present:
+        return None
+    target = rundir / "archive" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    suffix = 0
+    while target.exists():
+        suffix += 1
+        target = target.with_name(f"{target.name.split('.')[0]}.{suffix}")
+    target.mkdir(parents=True)
+    for name in present:
+        shutil.move(str(rundir / name), str(target / name))
+    return target
+
+
+def open_readonly(path: Path) -> sqlite3.Connection | None:
+    """For --dry-run: read an existing store without creating or changing anything."""
+    if not path.is_file():
+        return None
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        db.execute("SELECT 1 FROM units LIMIT 1")
+        return db
+    except sqlite3.Error:
+        return None

@@ -1,0 +1,93 @@
+"""The end-of-run table: per model, what this invocation did and what it cost.
+
+Two sources, on purpose: the runner's own tallies (units done/failed, parse failures, tokens of the results)
+cover every model, including simulated and baseline ones that never reach the model client; the client's
+counters (calls including re-asks and cache hits, money actually spent) cover the models that call an API.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from agentjudge.runner.engine import ModelTally
+from agentjudge.runner.models import model_kind
+from agentjudge.runner.pipeline import Pipeline
+
+
+def summary_rows(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: Any) -> list[dict[str, Any]]:
+    per_model = getattr(client_stats, "per_model", {}) or {}
+    rows = []
+    for role, models in (("generator", pipe.generators), ("judge", pipe.judges)):
+        for settings in models:
+            name = settings.display_name
+            tally = tallies.get(name, ModelTally())
+            stats = per_model.get(name)
+            rows.append(
+                {
+                    "model": name,
+                    "role": role,
+                    "kind": model_kind(settings.model),
+                    "done": tally.done,
+                    "failed": tally.failed,
+                    # In-process models (sim/, baseline/) make one "call" per unit and have no cache.
+                    "calls": stats.calls if stats is not None else tally.done + tally.failed,
+                    "cache_hits": stats.cache_hits if stats is not None else None,
+                    "parse_failures": tally.parse_failures,
+                    "tokens": tally.prompt_tokens + tally.completion_tokens,
+                    "cost_usd": stats.cost_usd if stats is not None else tally.cost_usd,
+                }
+            )
+    return rows
+
+
+def summary_table(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: Any) -> Table:
+    table = Table(title="This run, per model")
+    for col in (
+        "model",
+        "role",
+        "kind",
+        "done",
+        "failed",
+        "calls",
+        "cache hits",
+        "parse fail",
+        "tokens",
+        "cost $",
+    ):
+        table.add_column(col, justify="left" if col in ("model", "role", "kind") else "right")
+    total = {
+        "done": 0,
+        "failed": 0,
+        "calls": 0,
+        "cache_hits": 0,
+        "parse_failures": 0,
+        "tokens": 0,
+        "cost_usd": 0.0,
+    }
+    for row in summary_rows(pipe, tallies, client_stats):
+        for key in total:
+            total[key] += row[key] or 0
+        table.add_row(
+            escape(row["model"]),
+            row["role"],
+            row["kind"],
+            str(row["done"]),
+            str(row["failed"]),
+            str(row["calls"]),
+            "-" if row["cache_hits"] is None else str(row["cache_hits"]),
+            str(row["parse_failures"]),
+            str(row["tokens"]),
+            f"{row['cost_usd']:.4f}",
+        )
+    table.add_row(
+        "total",
+        "",
+        "",
+        *(str(total[k]) for k in ("done", "failed", "calls", "cache_hits", "parse_failures", "tokens")),
+        f"{total['cost_usd']:.4f}",
+        style="bold",
+    )
+    return table

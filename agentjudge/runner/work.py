@@ -1,0 +1,189 @@
+"""The units of a grid and the pure steps between stages (no I/O, no scheduling).
+
+Kept apart from ``grid.py`` so the enumeration of a grid -- which is what a dry run counts, what a resumed
+run compares against the store, and what the export joins on -- is one small, testable piece of code.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from agentjudge.runner.pipeline import Pipeline
+from agentjudge.runner.store import UnitKey, temperature_key, temperature_value
+from agentjudge.types import (
+    METRICS,
+    Condition,
+    Difficulty,
+    JudgeRequest,
+    Metric,
+    Prediction,
+    PromptVariant,
+    Record,
+    Score,
+    ScoringMode,
+    Task,
+)
+
+ScoreKey = tuple[str, str, int]  # record_id, generator display name, generator trial
+
+
+class GridError(Exception):
+    """The dataset and the pipeline do not make a runnable grid (bad input, exit code 2)."""
+
+
+@dataclass
+class Dataset:
+    """The records of one run, indexed the ways the stages need them."""
+
+    records: list[Record]
+
+    def __post_init__(self) -> None:
+        self.by_base = {r.id: r for r in self.records}
+        if len(self.by_base) != len(self.records):
+            counts = Counter(r.id for r in self.records)
+            dups = sorted(base for base, n in counts.items() if n > 1)
+            raise GridError(f"dataset: duplicate base scenario id(s) {dups[:5]}")
+
+    def locate(self, record_id: str) -> tuple[Record, Difficulty]:
+        base, _, difficulty = record_id.rpartition(":")
+        return self.by_base[base], difficulty  # type: ignore[return-value]
+
+    def task(self, record: Record, difficulty: Difficulty) -> Task:
+        if difficulty not in record.queries:
+            raise GridError(f"record {record.id}: no query for difficulty {difficulty!r}")
+        return Task(
+            record_id=record.record_id(difficulty),
+            base_id=record.id,
+            difficulty=difficulty,
+            query=record.queries[difficulty],
+            system_prompt=record.system_prompt,
+            tools=record.tools,
+        )
+
+
+def swap_partners(records: Iterable[Record]) -> dict[str, str]:
+    """For the swapped-GT control: each base id -> the next base id of the same topology (sorted, wrapping).
+
+    Deterministic so that a resumed run and a fresh run give a judge exactly the same wrong GT.
+    """
+    by_topology: dict[str, list[str]] = defaultdict(list)
+    for record in records:
+        by_topology[record.topology].append(record.id)
+    partners: dict[str, str] = {}
+    lonely = []
+    for topology, ids in sorted(by_topology.items()):
+        ids.sort()
+        if len(ids) < 2:
+            lonely.append(topology)
+            continue
+        for i, base in enumerate(ids):
+            partners[base] = ids[(i + 1) % len(ids)]
+    if lonely:
+        raise GridError(
+            f"condition swapped_gt needs at least two records per topology; only one record of "
+            f"{', '.join(lonely)} (raise `limit`, or drop swapped_gt from `conditions`)"
+        )
+    return partners
+
+
+def predict_units(pipeline: Pipeline, data: Dataset) -> list[UnitKey]:
+    return [
+        UnitKey("predict", record.record_id(d), d, gen.display_name, t)
+        for gen in pipeline.generators
+        for record in data.records
+        for d in pipeline.difficulties
+        for t in range(pipeline.generator_trials)
+    ]
+
+
+def judge_units(pipeline: Pipeline, predictions: Iterable[UnitKey]) -> list[UnitKey]:
+    """Every judge x successful prediction x condition x variant x temperature x trial."""
+    return [
+        UnitKey(
+            "judge",
+            p.record_id,
+            p.difficulty,
+            p.generator,
+            p.generator_trial,
+            judge.display_name,
+            condition,
+            variant.key,
+            temperature_key(temp),
+            trial,
+        )
+        for p in predictions
+        for judge in pipeline.judges
+        for condition in pipeline.conditions
+        for variant in pipeline.prompt_variants
+        for temp in pipeline.temperatures
+        for trial in range(pipeline.trials)
+    ]
+
+
+def compute_scores(
+    data: Dataset,
+    predictions: dict[UnitKey, Prediction],
+    modes: list[ScoringMode],
+    lenient: bool,
+    on_scored: Callable[[], None] | None = None,
+) -> dict[ScoreKey, dict[ScoringMode, Score]]:
+    """Programmatic scores of every successful prediction, per scoring mode (§6)."""
+    from agentjudge.scoring import prepare, score_prediction
+
+    out: dict[ScoreKey, dict[ScoringMode, Score]] = {}
+    prepared: dict[str, Any] = {}
+    for key in sorted(predictions):
+        prediction = predictions[key]
+        record, _ = data.locate(key.record_id)
+        if record.id not in prepared:
+            prepared[record.id] = prepare(record)
+        prep = prepared[record.id]
+        per_mode: dict[ScoringMode, Score] = {}
+        state: bool | None = None
+        for mode in modes:  # the end-state check does not depend on the mode: execute it once
+            score = score_prediction(record, prediction, mode, lenient=lenient, prepared=prep, state=state)
+            state = score.state_match
+            per_mode[mode] = score
+        out[(key.record_id, key.generator, key.generator_trial)] = per_mode
+        if on_scored is not None:
+            on_scored()
+    return out
+
+
+_FIELD: dict[Metric, str] = {"tool": "p_tool", "param": "p_param", "seq": "p_seq", "cov": "p_cov"}
+
+
+def reference(scores: dict[ScoringMode, Score]) -> dict[ScoringMode, dict[Metric, float]]:
+    """The programmatic reference per scoring mode and metric, as oracle baselines receive it."""
+    return {mode: {m: float(getattr(s, _FIELD[m])) for m in METRICS} for mode, s in scores.items()}
+
+
+def judge_request(
+    key: UnitKey,
+    data: Dataset,
+    prediction: Prediction,
+    variants: dict[str, PromptVariant],
+    partners: dict[str, str],
+    ref: dict[ScoringMode, dict[Metric, float]] | None,
+) -> JudgeRequest:
+    record, difficulty = data.locate(key.record_id)
+    condition: Condition = key.condition  # type: ignore[assignment]
+    if condition == "with_gt":
+        gt = record.gt
+    elif condition == "swapped_gt":
+        gt = data.by_base[partners[record.id]].gt
+    else:
+        gt = None
+    return JudgeRequest(
+        task=data.task(record, difficulty),
+        calls=prediction.calls or [],
+        gt=gt,
+        condition=condition,
+        variant=variants[key.variant],
+        temperature=temperature_value(key.temperature),
+        trial=key.trial,
+        reference=ref,
+    )

@@ -1,0 +1,270 @@
+"""Resumability: a run killed with SIGKILL mid-grid and re-run equals an uninterrupted run, and no unit
+that had finished is called again; a changed config is refused with a diff; --force-new starts over."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+from test_runner import write_pipeline
+
+from agentjudge.runner.grid import run_cli
+from agentjudge.types import METRICS, JudgeRequest, JudgeResult
+
+LOG_ENV = "AGENTJUDGE_TEST_JUDGE_LOG"
+TESTS = Path(__file__).resolve().parent
+
+
+class _LoggingJudge:
+    """A slow judge that appends every call's coordinates to a log file (the call counter of this test)."""
+
+    def __init__(self, name: str, delay: float) -> None:
+        self.name = name
+        self.delay = delay
+
+    async def __call__(self, request: JudgeRequest) -> JudgeResult:
+        await asyncio.sleep(self.delay)
+        line = json.dumps([request.task.record_id, request.condition])
+        with open(os.environ[LOG_ENV], "a", encoding="utf-8") as log:
+            log.write(line + "\n")
+        # A verdict that depends on the request, so rows from different units differ.
+        value = 1.0 if request.gt is not None else (0.5 if len(request.calls) % 2 else 0.0)
+        return JudgeResult(
+            verdicts=dict.fromkeys(METRICS, value),
+            parse_ok=True,
+            rationales={m: f"{request.condition}" for m in METRICS},
+        )
+
+
+def make_logging_judge(settings: Any, client: Any) -> _LoggingJudge:
+    return _LoggingJudge(settings.display_name, float(settings.extra.get("delay", 0.05)))
+
+
+def _pipeline(folder: Path) -> Path:
+    folder.mkdir()
+    return write_pipeline(
+        folder,
+        difficulties=["easy", "medium", "hard"],
+        generators=["sim/weak"],  # one generator: (record_id, condition) identifies a logger unit
+        judges=[
+            {
+                "model": "test_resume:make_logging_judge",
+                "name": "logger",
+                "concurrency": 2,
+                "extra": {"delay": 0.1},
+            },
+            "baseline/rule",
+        ],
+        conditions=["with_gt", "without_gt"],
+    )
+
+
+def _log(path: Path) -> Counter[str]:
+    return Counter(path.read_text().splitlines()) if path.exists() else Counter()
+
+
+def _done_logger_units(store: Path) -> int:
+    try:
+        with sqlite3.connect(store, timeout=5) as db:
+            return int(
+                db.execute(
+                    "SELECT COUNT(*) FROM units WHERE stage='judge' AND judge='logger' AND status='done'"
+                ).fetchone()[0]
+            )
+    except sqlite3.Error:
+        return 0
+
+
+def _command(pipeline: Path, rundir: Path) -> list[str]:
+    return [sys.executable, "-m", "agentjudge", "run", str(pipeline), "--out", str(rundir)]
+
+
+def _env(log: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")])
+    env[LOG_ENV] = str(log)
+    return env
+
+
+def test_sigkill_then_resume_equals_uninterrupted_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = _pipeline(tmp_path / "p")
+    units = 4 * 3 * 2  # records x difficulties x conditions, for the logging judge
+
+    # Reference: uninterrupted, in process.
+    ref_log = tmp_path / "ref.log"
+    monkeypatch.setenv(LOG_ENV, str(ref_log))
+    assert run_cli(pipeline, tmp_path / "ref") == 0
+    assert sum(_log(ref_log).values()) == units
+
+    # Interrupted: kill -9 once some (not all) of the logging judge's units are committed.
+    rundir, log = tmp_path / "run", tmp_path / "run.log"
+    proc = subprocess.Popen(
+        _command(pipeline, rundir), env=_env(log), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 60
+    while _done_logger_units(rundir / "run.sqlite") < 8:
+        assert proc.poll() is None, f"run ended before it could be killed: {proc.stderr.read()!r}"  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, "the run made no progress"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    done_at_kill = _done_logger_units(rundir / "run.sqlite")
+    assert 8 <= done_at_kill < units, "kill came too late to test resuming"
+    assert not (rundir / "judgments.parquet").exists()
+    with sqlite3.connect(rundir / "run.sqlite") as db:
+        finished = {
+            json.dumps([r[0], r[1]])
+            for r in db.execute(
+                "SELECT record_id, condition FROM units "
+                "WHERE stage='judge' AND judge='logger' AND status='done'"
+            )
+        }
+
+    # Resume with the same command.
+    done = subprocess.run(
+        _command(pipeline, rundir), env=_env(log), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    for name in ("predictions", "scores", "judgments"):
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(tmp_path / "ref" / f"{name}.parquet"), pd.read_parquet(rundir / f"{name}.parquet")
+        )
+    judg = pd.read_parquet(rundir / "judgments.parquet")
+    key = [
+        "record_id",
+        "generator",
+        "generator_trial",
+        "judge",
+        "condition",
+        "prompt_format",
+        "cot",
+        "default_mode",
+        "temperature",
+        "trial",
+        "metric",
+        "scoring_mode",
+    ]
+    assert not judg.duplicated(subset=key).any()
+    assert len(judg[judg.judge == "logger"]) == units * 4 * 2
+
+    calls = _log(log)
+    assert set(calls) == set(_log(ref_log)) and len(calls) == units  # every unit was called
+    assert len(finished) == done_at_kill
+    # No unit committed before the kill was called again; only the (at most two) in-flight ones repeat.
+    assert all(calls[unit] == 1 for unit in finished)
+    assert sum(calls.values()) - units <= 2
+
+
+def _edit(pipeline: Path, **fields: Any) -> None:
+    data = yaml.safe_load(pipeline.read_text())
+    data.update(fields)
+    pipeline.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_changed_config_is_refused_with_a_diff_and_force_new_archives(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pipeline = write_pipeline(tmp_path, judges=["baseline/rule"], difficulties=["easy"])
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir) == 0
+    before = pd.read_parquet(rundir / "judgments.parquet")
+    capsys.readouterr()
+
+    _edit(pipeline, judges=["baseline/rule", "baseline/always-0.5"], concurrency=2)  # concurrency is cosmetic
+    assert run_cli(pipeline, rundir) == 2
+    out = capsys.readouterr().out
+    assert "different configuration" in out
+    assert "judges[1].model: 'baseline/always-0.5' (added)" in out
+    assert "concurrency" not in out.split("Changes")[1]
+    pd.testing.assert_frame_equal(before, pd.read_parquet(rundir / "judgments.parquet"))  # untouched
+
+    # A cosmetic-only change is not refused.
+    _edit(pipeline, judges=["baseline/rule"], name="renamed", concurrency=3)
+    assert run_cli(pipeline, rundir) == 0
+
+    _edit(pipeline, judges=["baseline/rule", "baseline/always-0.5"])
+    assert run_cli(pipeline, rundir, force_new=True) == 0
+    archived = list((rundir / "archive").iterdir())
+    assert len(archived) == 1 and (archived[0] / "run.sqlite").is_file()
+    assert (archived[0] / "judgments.parquet").is_file()
+    after = pd.read_parquet(rundir / "judgments.parquet")
+    assert set(after.judge) == {"baseline/rule", "baseline/always-0.5"}
+    pd.testing.assert_frame_equal(
+        before.reset_index(drop=True), after[after.judge == "baseline/rule"].reset_index(drop=True)
+    )
+
+
+def test_failed_units_are_retried_on_rerun(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    flag = tmp_path / "fail"
+    flag.write_text("1")
+    monkeypatch.setenv("AGENTJUDGE_TEST_FAIL_FLAG", str(flag))
+    pipeline = write_pipeline(
+        tmp_path, judges=["test_resume:make_flaky_judge"], difficulties=["easy"], conditions=["with_gt"]
+    )
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir) == 1
+    judg = pd.read_parquet(rundir / "judgments.parquet")
+    assert judg.verdict.isna().all() and judg.judge_error.str.contains("provider down").all()
+    assert not judg.parse_ok.any()
+    flag.unlink()
+    assert run_cli(pipeline, rundir) == 0
+    judg = pd.read_parquet(rundir / "judgments.parquet")
+    assert judg.judge_error.isna().all() and (judg.verdict == 1.0).all()
+    with sqlite3.connect(rundir / "run.sqlite") as db:
+        attempts = {r[0] for r in db.execute("SELECT attempts FROM units WHERE stage='judge'")}
+    assert attempts == {2}
+
+
+class _FlakyJudge:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def __call__(self, request: JudgeRequest) -> JudgeResult:
+        if Path(os.environ["AGENTJUDGE_TEST_FAIL_FLAG"]).exists():
+            return JudgeResult(
+                verdicts=dict.fromkeys(METRICS), parse_ok=False, error="provider down (scripted)"
+            )
+        return JudgeResult(verdicts=dict.fromkeys(METRICS, 1.0), parse_ok=True)
+
+
+def make_flaky_judge(settings: Any, client: Any) -> _FlakyJudge:
+    return _FlakyJudge(settings.display_name)
+
+
+@pytest.mark.slow  # two more subprocess runs; the SIGKILL test above covers resuming in the fast suite
+def test_ctrl_c_keeps_finished_units_and_resumes(tmp_path: Path) -> None:
+    pipeline = _pipeline(tmp_path / "p")
+    rundir, log = tmp_path / "run", tmp_path / "run.log"
+    proc = subprocess.Popen(_command(pipeline, rundir), env=_env(log), stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while _done_logger_units(rundir / "run.sqlite") < 4:
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out
+    assert "re-run the same command to resume" in out
+    done_at_interrupt = _done_logger_units(rundir / "run.sqlite")
+    assert done_at_interrupt >= 4
+    done = subprocess.run(
+        _command(pipeline, rundir), env=_env(log), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    judg = pd.read_parquet(rundir / "judgments.parquet")
+    assert len(judg[judg.judge == "logger"]) == 4 * 3 * 2 * 4 * 2
+    assert sum(_log(log).values()) - 4 * 3 * 2 <= 2  # finished units were not called again

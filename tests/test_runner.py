@@ -1,0 +1,587 @@
+"""The grid runner end to end on a hand-written dataset: stages, export columns, dry run, LLM judges."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+
+from agentjudge.dataset.layout import write_records
+from agentjudge.runner.grid import run_cli
+from agentjudge.runner.work import swap_partners
+from agentjudge.types import GTStep, JudgeRequest, JudgeResult, Record, ToolCall, ToolSchema, Usage
+
+PREDICTION_COLUMNS = [
+    "record_id",
+    "base_id",
+    "difficulty",
+    "generator",
+    "trial",
+    "calls_json",
+    "raw_output",
+    "error",
+    "simulated",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "cached",
+]
+SCORE_COLUMNS = [
+    "record_id",
+    "base_id",
+    "domain",
+    "topology",
+    "difficulty",
+    "generator",
+    "trial",
+    "scoring_mode",
+    "p_tool",
+    "p_param",
+    "p_seq",
+    "p_cov",
+    "p_value",
+    "p_seq_dag",
+    "state_match",
+]
+JUDGMENT_COLUMNS = [
+    "record_id",
+    "base_id",
+    "domain",
+    "topology",
+    "difficulty",
+    "generator",
+    "generator_trial",
+    "judge",
+    "condition",
+    "prompt_format",
+    "cot",
+    "default_mode",
+    "temperature",
+    "trial",
+    "metric",
+    "reference",
+    "verdict",
+    "parse_ok",
+    "scoring_mode",
+    "rationale",
+    "judge_error",
+]
+
+
+# ----------------------------------------------------------------------------------------- fixtures
+def _tool(name: str, params: dict[str, str], required: list[str]) -> ToolSchema:
+    return ToolSchema(
+        name=name,
+        description=f"{name.replace('_', ' ')}.",
+        parameters={
+            "type": "object",
+            "properties": {k: {"type": t, "description": k} for k, t in params.items()},
+            "required": required,
+        },
+    )
+
+
+TOOLS = [
+    _tool("get_customer", {"customer_id": "string"}, ["customer_id"]),
+    _tool("list_orders", {"customer_id": "string", "status": "string"}, ["customer_id"]),
+    _tool("list_invoices", {"customer_id": "string"}, ["customer_id"]),
+    _tool("send_email", {"to": "string", "body": "string"}, ["to", "body"]),
+    _tool("get_weather", {"city": "string"}, ["city"]),
+]
+
+
+def make_record(index: int, topology: str) -> Record:
+    """A small record of our own (domain "testing": no executable environment, state_match None)."""
+    cid = f"C-{100 + index}"
+    first = GTStep(
+        call=ToolCall(name="get_customer", arguments={"customer_id": cid}),
+        output={"email": f"c{index}@example.com"},
+        description="look the customer up",
+    )
+    if topology == "linear":
+        gt = [
+            first,
+            GTStep(
+                call=ToolCall(name="list_orders", arguments={"customer_id": cid, "status": "open"}),
+                output=[{"id": "O-1"}],
+                depends_on=[0],
+                description="open orders",
+            ),
+            GTStep(
+                call=ToolCall(name="send_email", arguments={"to": f"c{index}@example.com", "body": "O-1"}),
+                output={"sent": True},
+                depends_on=[0, 1],
+                description="email the list",
+            ),
+        ]
+        query = f"Email customer {cid} the list of their open orders."
+    else:
+        gt = [
+            first,
+            GTStep(
+                call=ToolCall(name="list_orders", arguments={"customer_id": cid}),
+                output=[],
+                depends_on=[0],
+                description="orders",
+            ),
+            GTStep(
+                call=ToolCall(name="list_invoices", arguments={"customer_id": cid}),
+                output=[],
+                depends_on=[0],
+                description="invoices",
+            ),
+        ]
+        query = f"Show me customer {cid} with all their orders and invoices."
+    return Record(
+        id=f"test-{index:04d}",
+        domain="testing",
+        scenario="a hand-written test scenario",
+        topology=topology,  # type: ignore[arg-type]
+        queries={
+            "easy": query,
+            "medium": query + " Thanks.",
+            "hard": "Customer " + cid + ": " + query.lower(),
+        },
+        system_prompt="You are a support agent. Use the tools.",
+        tools=TOOLS,
+        gt=gt,
+    )
+
+
+def make_records() -> list[Record]:
+    return [make_record(i, "linear" if i % 2 == 0 else "fan_out") for i in range(4)]
+
+
+def write_dataset(folder: Path) -> Path:
+    path = folder / "records.jsonl"
+    write_records(path, make_records())
+    return path
+
+
+def write_pipeline(folder: Path, **fields: Any) -> Path:
+    """A pipeline next to a fresh dataset; ``fields`` override the small default grid."""
+    write_dataset(folder)
+    data = {
+        "name": "test-grid",
+        "dataset": "records.jsonl",
+        "difficulties": ["easy", "hard"],
+        "generators": ["sim/weak", "sim/perfect"],
+        "judges": ["baseline/always-1", "baseline/ceiling", "baseline/rule"],
+        "conditions": ["with_gt", "without_gt", "swapped_gt"],
+        "scoring": "both",
+        "concurrency": 4,
+        "cache": "cache.sqlite",
+        **fields,
+    }
+    path = folder / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def read(rundir: Path, name: str) -> pd.DataFrame:
+    return pd.read_parquet(rundir / f"{name}.parquet")
+
+
+# ---------------------------------------------------------------------------------------- tests
+def test_swap_partner_is_next_record_of_same_topology() -> None:
+    records = make_records()
+    partners = swap_partners(records)
+    # linear: test-0000, test-0002; fan_out: test-0001, test-0003 (sorted, wrapping)
+    assert partners == {
+        "test-0000": "test-0002",
+        "test-0002": "test-0000",
+        "test-0001": "test-0003",
+        "test-0003": "test-0001",
+    }
+    by_id = {r.id: r for r in records}
+    assert all(by_id[a].topology == by_id[b].topology and a != b for a, b in partners.items())
+
+
+def test_small_grid_end_to_end(tmp_path: Path) -> None:
+    pipeline = write_pipeline(tmp_path)
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir) == 0
+
+    preds = read(rundir, "predictions")
+    assert list(preds.columns) == PREDICTION_COLUMNS
+    assert len(preds) == 2 * 4 * 2  # generators x records x difficulties
+    assert preds["error"].isna().all() and preds["simulated"].all()
+    perfect = preds[preds.generator == "sim/perfect"]
+    for row in perfect.itertuples():
+        record = {r.id: r for r in make_records()}[row.base_id]
+        assert json.loads(row.calls_json) == [c.model_dump() for c in record.expected_calls]
+
+    scores = read(rundir, "scores")
+    assert list(scores.columns) == SCORE_COLUMNS
+    assert len(scores) == 16 * 2  # predictions x scoring modes
+    assert (
+        (scores[scores.generator == "sim/perfect"][["p_tool", "p_param", "p_seq", "p_cov"]] == 1.0)
+        .all()
+        .all()
+    )
+
+    judg = read(rundir, "judgments")
+    assert list(judg.columns) == JUDGMENT_COLUMNS
+    assert len(judg) == 16 * 3 * 3 * 4 * 2  # predictions x judges x conditions x metrics x modes
+    assert not judg.duplicated(
+        subset=[
+            c
+            for c in JUDGMENT_COLUMNS
+            if c
+            not in (
+                "reference",
+                "verdict",
+                "parse_ok",
+                "rationale",
+                "judge_error",
+                "domain",
+                "topology",
+                "base_id",
+            )
+        ]
+    ).any()
+    assert judg["judge_error"].isna().all() and judg["parse_ok"].all()
+    assert judg["temperature"].map(math.isnan).all()  # null = the judge's own setting (none set)
+    assert set(judg.condition) == {"with_gt", "without_gt", "swapped_gt"}
+    assert (judg[judg.judge == "baseline/always-1"].verdict == 1.0).all()
+    # the oracle gets the reference of each scoring mode: its verdict is the reference snapped per mode
+    ceiling = judg[judg.judge == "baseline/ceiling"]
+    snapped = ceiling.reference.map(lambda x: min((0.0, 0.5, 1.0), key=lambda v: (abs(v - x), -v)))
+    assert (ceiling.verdict == snapped).all()
+    # the reference column is the score of that prediction, metric and mode
+    merged = judg.merge(
+        scores,
+        left_on=["record_id", "generator", "generator_trial", "scoring_mode"],
+        right_on=["record_id", "generator", "trial", "scoring_mode"],
+    )
+    for metric in ("tool", "param", "seq", "cov"):
+        sub = merged[merged.metric == metric]
+        assert (sub.reference == sub[f"p_{metric}"]).all()
+
+    meta = json.loads((rundir / "meta.json").read_text())
+    assert meta["judges"]["baseline/ceiling"] == {
+        "model": "baseline/ceiling",
+        "tier": None,
+        "kind": "baseline",
+        "simulated": True,
+    }
+    assert meta["generators"]["sim/weak"]["kind"] == "sim"
+    assert len(meta["config_hash"]) == 64 and meta["seed"] == 0 and meta["package_version"]
+    assert meta["units"]["judge"] == {"planned": 16 * 9, "done": 16 * 9, "failed": 0}
+
+
+def test_rerun_of_finished_grid_does_nothing_and_exports_identically(tmp_path: Path) -> None:
+    pipeline = write_pipeline(tmp_path, judges=["baseline/rule"])
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir) == 0
+    first = read(rundir, "judgments")
+    assert run_cli(pipeline, rundir) == 0
+    meta = json.loads((rundir / "meta.json").read_text())
+    assert all(row["done"] == 0 for row in meta["last_invocation"]["per_model"])
+    pd.testing.assert_frame_equal(first, read(rundir, "judgments"))
+
+
+def test_dry_run_writes_nothing_and_counts_calls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pipeline = write_pipeline(
+        tmp_path,
+        judges=[
+            "baseline/rule",
+            {"model": "openai/gpt-4o-mini", "name": "mini"},
+            {"model": "openai/REPLACE-ME-judge", "name": "placeholder"},
+        ],
+        prompt_variants=[{"prompt_format": "json"}, {"prompt_format": "freeform", "cot": True}],
+    )
+    before = sorted(p.name for p in tmp_path.iterdir())
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir, dry_run=True) == 0
+    assert not rundir.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no cache, no store
+    out = capsys.readouterr().out
+    # 16 predictions x 3 conditions x 2 variants = 96 calls per judge; 3 x 96 + 16 predictions in total
+    assert "total: 304 calls" in out
+    assert "price unknown for placeholder" in out
+    lines = [line for line in out.splitlines() if line.strip().startswith("│ mini")]
+    assert lines and "96" in lines[0] and "unknown" not in lines[0]
+
+
+def test_dry_run_of_a_finished_run_counts_nothing_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pipeline = write_pipeline(tmp_path, judges=["baseline/rule"])
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    capsys.readouterr()
+    assert run_cli(pipeline, tmp_path / "run", dry_run=True) == 0
+    assert "total: 0 calls" in capsys.readouterr().out
+
+
+def test_failed_predictions_are_counted_not_scored_or_judged(tmp_path: Path) -> None:
+    pipeline = write_pipeline(
+        tmp_path,
+        generators=["sim/perfect", "test_runner:make_failing_generator"],
+        judges=["baseline/rule"],
+        conditions=["with_gt"],
+    )
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir) == 1
+    preds = read(rundir, "predictions")
+    failing = preds[preds.generator == "test_runner:make_failing_generator"]
+    assert len(failing) == 8 and failing.error.str.contains("scripted failure").all()
+    assert failing.calls_json.isna().all()
+    assert set(read(rundir, "scores").generator) == {"sim/perfect"}
+    assert set(read(rundir, "judgments").generator) == {"sim/perfect"}
+    meta = json.loads((rundir / "meta.json").read_text())
+    assert meta["units"]["predict"]["failed"] == 8
+
+
+class _FailingGenerator:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def __call__(self, task: Any, trial: int) -> Any:
+        raise RuntimeError("scripted failure")
+
+
+def make_failing_generator(settings: Any, client: Any) -> _FailingGenerator:
+    return _FailingGenerator(settings.display_name)
+
+
+class _EchoJudge:
+    """Records the GT it was shown, so the test can check which record's GT the swapped condition uses."""
+
+    seen: list[tuple[str, str, str | None]] = []
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def __call__(self, request: JudgeRequest) -> JudgeResult:
+        gt_key = request.gt[0].call.arguments["customer_id"] if request.gt else None
+        _EchoJudge.seen.append((request.task.base_id, request.condition, gt_key))
+        return JudgeResult(verdicts={m: 1.0 for m in ("tool", "param", "seq", "cov")}, parse_ok=True)
+
+
+def make_echo_judge(settings: Any, client: Any) -> _EchoJudge:
+    return _EchoJudge(settings.display_name)
+
+
+def test_conditions_show_own_no_or_swapped_gt(tmp_path: Path) -> None:
+    _EchoJudge.seen.clear()
+    pipeline = write_pipeline(
+        tmp_path, generators=["sim/perfect"], judges=["test_runner:make_echo_judge"], difficulties=["easy"]
+    )
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    own = {r.id: r.gt[0].call.arguments["customer_id"] for r in make_records()}
+    partners = swap_partners(make_records())
+    assert len(_EchoJudge.seen) == 4 * 3
+    for base, condition, shown in _EchoJudge.seen:
+        expected = {"with_gt": own[base], "without_gt": None, "swapped_gt": own[partners[base]]}[condition]
+        assert shown == expected
+
+
+def _verdict_json(value: float) -> str:
+    return json.dumps(
+        {m: {"verdict": value, "justification": "because"} for m in ("tool", "param", "seq", "cov")}
+        | {"overall": "ok"}
+    )
+
+
+def test_llm_judges_through_fake_server_count_parse_failures_and_cache(tmp_path: Path, fake_llm: Any) -> None:
+    # Records whose hard query mentions customer C-101 get an unparseable answer from judge "b".
+    def responder(req: dict[str, Any]) -> str:
+        text = json.dumps(req["messages"])
+        if req["model"] == "model-b" and "C-101" in text:
+            return "I would rather not say."
+        return _verdict_json(0.5 if req["model"] == "model-b" else 1.0)
+
+    fake_llm.set_responder(responder)
+    judges = [
+        fake_llm.settings(model="openai/model-a", name="judge-a").model_dump(exclude_defaults=True),
+        fake_llm.settings(model="openai/model-b", name="judge-b").model_dump(exclude_defaults=True),
+    ]
+    pipeline = write_pipeline(
+        tmp_path, generators=["sim/mid"], judges=judges, conditions=["with_gt", "without_gt"]
+    )
+    units_per_judge = 8 * 2  # predictions x conditions
+    assert run_cli(pipeline, tmp_path / "run1") == 0
+    assert len(fake_llm.requests) == 2 * units_per_judge
+    judg = read(tmp_path / "run1", "judgments")
+    bad = judg[(judg.judge == "judge-b") & (judg.base_id == "test-0001")]
+    assert len(bad) == 2 * 2 * 4 * 2 and (~bad.parse_ok).all() and bad.verdict.isna().all()
+    assert bad.judge_error.isna().all()  # a parse failure is not a call failure
+    good = judg.drop(bad.index)
+    assert good.parse_ok.all()
+    assert (good[good.judge == "judge-a"].verdict == 1.0).all() and (
+        good[good.judge == "judge-b"].verdict == 0.5
+    ).all()
+    per_model = {
+        r["model"]: r
+        for r in json.loads((tmp_path / "run1" / "meta.json").read_text())["last_invocation"]["per_model"]
+    }
+    assert per_model["judge-b"]["parse_failures"] == 2 * 2  # 2 difficulties x 2 conditions
+    assert per_model["judge-a"]["parse_failures"] == 0
+    assert per_model["judge-a"]["calls"] == units_per_judge and per_model["judge-a"]["cache_hits"] == 0
+    assert per_model["judge-a"]["tokens"] > 0
+
+    # A second run into a fresh folder with the same cache: every judge answer comes from the cache.
+    assert run_cli(pipeline, tmp_path / "run2") == 0
+    assert len(fake_llm.requests) == 2 * units_per_judge
+    per_model = {
+        r["model"]: r
+        for r in json.loads((tmp_path / "run2" / "meta.json").read_text())["last_invocation"]["per_model"]
+    }
+    for name in ("judge-a", "judge-b"):
+        assert per_model[name]["calls"] == units_per_judge == per_model[name]["cache_hits"]
+    pd.testing.assert_frame_equal(judg, read(tmp_path / "run2", "judgments"))
+
+
+def test_reask_recovers_a_malformed_verdict_and_no_cache_calls_again(
+    tmp_path: Path, fake_llm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first answer about customer C-101 is unparseable; the re-ask (3+ messages) gets a valid one.
+    def responder(req: dict[str, Any]) -> str:
+        if "C-101" in json.dumps(req["messages"]) and len(req["messages"]) == 2:
+            return "no idea"
+        return _verdict_json(1.0)
+
+    fake_llm.set_responder(responder)
+    judge = fake_llm.settings(name="judge").model_dump(exclude_defaults=True)
+    pipeline = write_pipeline(
+        tmp_path, generators=["sim/perfect"], judges=[judge], conditions=["with_gt"], reask=1
+    )
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    assert len(fake_llm.requests) == 8 + 2  # 8 units, 2 of them (C-101, two difficulties) re-asked once
+    judg = read(tmp_path / "run", "judgments")
+    assert judg.parse_ok.all() and (judg.verdict == 1.0).all()
+
+    # --no-cache: the cache is not read, so every call is made again.
+    assert run_cli(pipeline, tmp_path / "run2", no_cache=True) == 0
+    assert len(fake_llm.requests) == 2 * (8 + 2)
+
+    # --judge / --api-base replace the pipeline's judges (key from the provider's usual variable).
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-for-the-fake-server")
+    code = run_cli(pipeline, tmp_path / "run3", judges=["openai/cli-judge"], api_base=fake_llm.base_url)
+    assert code == 0
+    assert fake_llm.requests[-1]["model"] == "cli-judge"
+    assert set(read(tmp_path / "run3", "judgments").judge) == {"openai/cli-judge"}
+
+
+class _PricedJudge:
+    """Every verdict costs $0.01 (as reported by a provider); used for the cost cap."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def __call__(self, request: JudgeRequest) -> JudgeResult:
+        return JudgeResult(
+            verdicts=dict.fromkeys(("tool", "param", "seq", "cov"), 1.0),
+            parse_ok=True,
+            usage=Usage(prompt_tokens=10, completion_tokens=5, cost_usd=0.01),
+        )
+
+
+def make_priced_judge(settings: Any, client: Any) -> _PricedJudge:
+    return _PricedJudge(settings.display_name)
+
+
+def test_cost_cap_stops_scheduling_and_a_rerun_continues(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    judge = {"model": "test_runner:make_priced_judge", "name": "priced", "concurrency": 1}
+    pipeline = write_pipeline(
+        tmp_path, generators=["sim/perfect"], judges=[judge], conditions=["with_gt"], concurrency=1
+    )
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir, max_cost=0.05) == 1
+    assert "stopped at the cost cap" in capsys.readouterr().out
+    meta = json.loads((rundir / "meta.json").read_text())
+    assert meta["units"]["judge"]["done"] == 5  # 5 x $0.01 reaches the cap; the other 3 are not started
+    assert meta["last_invocation"]["units_not_run_at_cost_cap"] == 3
+    assert meta["last_invocation"]["spent_usd"] == pytest.approx(0.05)
+    assert len(read(rundir, "judgments")) == 5 * 4 * 2
+    assert run_cli(pipeline, rundir) == 0  # no cap: the remaining units run, the finished ones do not
+    meta = json.loads((rundir / "meta.json").read_text())
+    assert meta["last_invocation"]["spent_usd"] == pytest.approx(0.03)
+    assert meta["units"]["judge"]["done"] == 8
+
+
+class _TimedJudge:
+    """Sleeps ``delay`` per call and records when each call finished."""
+
+    finished: dict[str, list[float]] = {}
+
+    def __init__(self, name: str, delay: float) -> None:
+        self.name, self.delay = name, delay
+
+    async def __call__(self, request: JudgeRequest) -> JudgeResult:
+        await asyncio.sleep(self.delay)
+        _TimedJudge.finished.setdefault(self.name, []).append(time.monotonic())
+        return JudgeResult(verdicts=dict.fromkeys(("tool", "param", "seq", "cov"), 1.0), parse_ok=True)
+
+
+def make_timed_judge(settings: Any, client: Any) -> _TimedJudge:
+    return _TimedJudge(settings.display_name, float(settings.extra["delay"]))
+
+
+def test_a_slow_model_does_not_stall_the_others(tmp_path: Path) -> None:
+    _TimedJudge.finished.clear()
+    judges = [
+        {"model": "test_runner:make_timed_judge", "name": "slow", "concurrency": 1, "extra": {"delay": 0.5}},
+        {
+            "model": "test_runner:make_timed_judge",
+            "name": "fast",
+            "concurrency": 1,
+            "extra": {"delay": 0.001},
+        },
+    ]
+    pipeline = write_pipeline(
+        tmp_path, generators=["sim/perfect"], judges=judges, conditions=["with_gt"], concurrency=2
+    )
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    slow, fast = _TimedJudge.finished["slow"], _TimedJudge.finished["fast"]
+    assert len(slow) == len(fast) == 8
+    # All of the fast judge's units finish while the slow judge is still on its first two.
+    assert max(fast) < sorted(slow)[1]
+
+
+def test_llm_generator_failures_are_retried_on_the_next_run(tmp_path: Path, fake_llm: Any) -> None:
+    """Predict stage through the real client: a provider error fails the unit; the re-run retries it."""
+    down = {"C-101"}
+
+    def responder(req: dict[str, Any]) -> Any:
+        text = json.dumps(req["messages"])
+        customer = next(c for c in ("C-100", "C-101", "C-102", "C-103") if c in text)
+        if customer in down:
+            return {"status": 400, "text": "bad request (scripted)"}
+        return json.dumps([{"name": "get_customer", "arguments": {"customer_id": customer}}])
+
+    fake_llm.set_responder(responder)
+    gen = fake_llm.settings(name="llm-gen", native_tools=False, max_retries=0).model_dump(
+        exclude_defaults=True
+    )
+    pipeline = write_pipeline(
+        tmp_path, generators=[gen], judges=["baseline/always-1"], conditions=["with_gt"]
+    )
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir) == 1
+    preds = read(rundir, "predictions")
+    failed = preds[preds.error.notna()]
+    assert sorted(failed.base_id) == ["test-0001", "test-0001"] and failed.calls_json.isna().all()
+    assert not preds.simulated.any() and (preds[preds.error.isna()].prompt_tokens > 0).all()
+    assert set(read(rundir, "judgments").base_id) == {"test-0000", "test-0002", "test-0003"}
+    calls_first = len(fake_llm.requests)
+
+    down.clear()
+    assert run_cli(pipeline, rundir) == 0
+    assert len(fake_llm.requests) == calls_first + 2  # only the two failed predictions were asked again
+    preds = read(rundir, "predictions")
+    assert preds.error.isna().all()
+    assert json.loads(preds[preds.base_id == "test-0001"].calls_json.iloc[0]) == [
+        {"name": "get_customer", "arguments": {"customer_id": "C-101"}}
+    ]
+    assert len(read(rundir, "judgments")) == 8 * 4 * 2
