@@ -239,7 +239,7 @@ def reference_scores(item: TauItem) -> dict[str, dict[str, float]]:
 
     expected = [s.call for s in item.gt]
     return {
-        mode: score_calls(expected, item.calls, mode, tools=item.task.tools)  # type: ignore[arg-type]
+        mode: score_calls(expected, item.calls, mode, tools=item.task.tools)
         for mode in ("paper", "strict")
     }
 
@@ -290,7 +290,7 @@ async def judge_items(
             gt=None if condition == "without_gt" else item.gt,
             condition=condition,
             reference=(
-                {m: {k: refs[item.record_id][m][f"p_{k}"] for k in METRICS} for m in ("paper", "strict")}  # type: ignore[misc]
+                {m: {k: refs[item.record_id][m][f"p_{k}"] for k in METRICS} for m in ("paper", "strict")}
                 if getattr(judge, "needs_reference", False)
                 else None
             ),
@@ -316,7 +316,7 @@ async def judge_items(
                     "condition": condition,
                     "metric": metric,
                     "reference": strict[f"p_{metric}"],
-                    "verdict": verdicts.get(metric),  # type: ignore[call-overload]
+                    "verdict": verdicts.get(metric),
                     "parse_ok": parse_ok,
                     "judge_error": error,
                     "rationale": rationales.get(metric, ""),
