@@ -85,7 +85,7 @@ def test_unknown_baseline_lists_known() -> None:
     with pytest.raises(ValueError, match="baseline/always-1.*baseline/ceiling"):
         make("always-2")
     assert set(KNOWN_BASELINES) == {
-        f"baseline/{n}" for n in ("always-1", "always-0.5", "always-0", "rule", "ceiling")
+        f"baseline/{n}" for n in ("always-1", "always-0.5", "always-0", "rule", "ceiling", "gt-rule")
     }
 
 

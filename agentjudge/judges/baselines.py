@@ -370,7 +370,14 @@ _FACTORIES: dict[str, Callable[[str], Judge]] = {
     "always-0": lambda name: ConstantJudge(name, 0.0),
     "rule": RuleJudge,
     "ceiling": CeilingJudge,
+    "gt-rule": lambda name: _gt_rule(name),
 }
+
+
+def _gt_rule(name: str) -> Judge:
+    from agentjudge.judges.gt_rule import GTRuleJudge  # imports this module: resolved at call time
+
+    return GTRuleJudge(name)
 KNOWN_BASELINES: tuple[str, ...] = tuple(PREFIX + k for k in _FACTORIES)
 
 
