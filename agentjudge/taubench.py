@@ -239,8 +239,7 @@ def reference_scores(item: TauItem) -> dict[str, dict[str, float]]:
 
     expected = [s.call for s in item.gt]
     return {
-        mode: score_calls(expected, item.calls, mode, tools=item.task.tools)
-        for mode in ("paper", "strict")
+        mode: score_calls(expected, item.calls, mode, tools=item.task.tools) for mode in ("paper", "strict")
     }
 
 

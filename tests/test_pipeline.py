@@ -216,8 +216,8 @@ def test_quickstart_runs_offline(tmp_path: Path) -> None:
     meta = json.loads((rundir / "meta.json").read_text())
     assert all(g["simulated"] for g in meta["generators"].values())
     assert {j["kind"] for j in meta["judges"].values()} == {"baseline"}
-    # 4 records x 3 difficulties x 5 generators, each judged by 4 judges under 3 conditions
+    # 4 records x 3 difficulties x 5 generators, each judged by 5 judges under 3 conditions
     assert meta["units"] == {
         "predict": {"planned": 60, "done": 60, "failed": 0},
-        "judge": {"planned": 720, "done": 720, "failed": 0},
+        "judge": {"planned": 900, "done": 900, "failed": 0},
     }

@@ -378,6 +378,8 @@ def _gt_rule(name: str) -> Judge:
     from agentjudge.judges.gt_rule import GTRuleJudge  # imports this module: resolved at call time
 
     return GTRuleJudge(name)
+
+
 KNOWN_BASELINES: tuple[str, ...] = tuple(PREFIX + k for k in _FACTORIES)
 
 

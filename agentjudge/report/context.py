@@ -157,7 +157,7 @@ class Context:
         return judge.startswith("baseline/") or info.get("kind") == "baseline"
 
     def is_oracle(self, judge: str) -> bool:
-        """``baseline/ceiling`` reads the reference: a bound to compare with, never a judge to rank or pool."""
+        """``baseline/ceiling`` reads the reference: a bound to compare with, never ranked or pooled."""
         return judge.startswith("baseline/ceiling")
 
     def rankable_judges(self) -> list[str]:

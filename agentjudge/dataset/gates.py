@@ -1,0 +1,343 @@
+"""Quality gates (SPEC §4): Gate 1 checks the trace, Gate 2 checks each difficulty's query. No LLM.
+
+Every finding carries a stable reason code, so the generator can count regenerations per reason and a
+user running ``agentjudge validate`` on any file gets the same vocabulary:
+
+gate1  schema_invalid       a tool's ``parameters`` is not a valid JSON Schema object
+       arg_schema           a GT argument fails its tool's schema (types, required keys, enums)
+       unknown_tool         a GT call names a tool the record does not offer
+       dangling_dependency  a step depends on an index that is not an earlier step
+       cycle                the dependency graph has a cycle
+       topology_shape       the DAG does not have the declared topology's shape
+       ungrounded_value     an argument value is neither in any query nor in an output of a step it depends on
+       replay_mismatch      executing the trace in the record's environment does not reproduce the outputs
+gate2  insufficient         (per difficulty) a value the user must supply is not recoverable from this query
+       ungrounded           (per difficulty) the query leans on context it never gives: a date the user
+                            must supply is given relative to a "today" the query never states
+       unnatural_length     (per difficulty) the query is too short or too long to be a person's request
+       schema_field_in_query, raw_json_in_query, tool_name_in_query (the last at medium/hard only)
+
+Records read from published files have no dependency edges (the layout reader leaves them empty and
+``version`` unset); for those a value may come from any earlier output and the shape check is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import networkx as nx
+from jsonschema import Draft7Validator
+from jsonschema.exceptions import SchemaError
+
+from agentjudge.dataset import resolve
+from agentjudge.types import DIFFICULTIES, Difficulty, GateFinding, Record, ValidationReport
+
+GATES_RUN = ["gate1", "gate2"]
+MIN_WORDS = 8
+MAX_WORDS = 320
+GATE1_CODES = (
+    "schema_invalid",
+    "arg_schema",
+    "unknown_tool",
+    "dangling_dependency",
+    "cycle",
+    "topology_shape",
+    "ungrounded_value",
+    "replay_mismatch",
+)
+GATE2_CODES = (
+    "insufficient",
+    "ungrounded",
+    "unnatural_length",
+    "schema_field_in_query",
+    "raw_json_in_query",
+    "tool_name_in_query",
+)
+_TOKEN = re.compile(r"(?<![\w-])[A-Za-z_][A-Za-z0-9_]*(?![\w-])")  # identifier-shaped words
+_RAW_JSON = re.compile(r"[{\[]\s*\"[^\"\n]{1,80}\"\s*:|\[\s*\{|\{\s*\}|\"\s*:\s*[\[{\"\d]")
+
+
+_VALIDATORS: dict[str, Draft7Validator | str] = {}
+
+
+def _validator(schema: dict[str, Any]) -> Draft7Validator | str:
+    """A compiled validator for a schema, or the reason it is invalid. Cached: domains reuse their tools
+    across thousands of records and checking a schema against the metaschema is the slow part."""
+    key = repr(schema)
+    cached = _VALIDATORS.get(key)
+    if cached is None:
+        if len(_VALIDATORS) > 20000:  # foreign files with unique schemas per record: bound the memory
+            _VALIDATORS.clear()
+        cached = _VALIDATORS[key] = _compile(schema)
+    return cached
+
+
+def _compile(schema: dict[str, Any]) -> Draft7Validator | str:
+    try:
+        Draft7Validator.check_schema(schema)
+    except SchemaError as exc:
+        return f"not valid JSON Schema: {exc.message}"
+    if schema.get("type") != "object" or not isinstance(schema.get("properties", {}), dict):
+        return 'parameters must be {"type": "object", "properties": {...}}'
+    return Draft7Validator(schema)
+
+
+def _edges_known(record: Record) -> bool:
+    return bool(record.edges) or record.version is not None or len(record.gt) <= 1
+
+
+def _dep_outputs(record: Record, index: int) -> list[Any]:
+    step = record.gt[index]
+    if _edges_known(record):
+        return [record.gt[u].output for u in step.depends_on if 0 <= u < index]
+    return [s.output for s in record.gt[:index]]
+
+
+def _grounded_in_outputs(value: Any, outputs: list[Any]) -> bool:
+    return any(resolve.in_output(value, out) for out in outputs)
+
+
+def _arg_leaves(record: Record) -> list[tuple[int, str, Any]]:
+    """(step, argument path, leaf value) for every checkable argument leaf of the trace."""
+    out: list[tuple[int, str, Any]] = []
+    for i, step in enumerate(record.gt):
+        for arg, value in step.call.arguments.items():
+            out += [(i, arg, leaf) for leaf in resolve.leaves(value) if resolve.is_checkable(leaf)]
+    return out
+
+
+def _user_supplied(record: Record) -> list[tuple[int, str, Any]]:
+    """Argument leaves not produced by a step they depend on: the user's request must supply them."""
+    out: list[tuple[int, str, Any]] = []
+    seen: set[tuple[int, str, str]] = set()
+    for i, arg, leaf in _arg_leaves(record):
+        key = (i, arg, repr(leaf))
+        if key not in seen and not _grounded_in_outputs(leaf, _dep_outputs(record, i)):
+            seen.add(key)
+            out.append((i, arg, leaf))
+    return out
+
+
+def _f(gate: str, code: str, detail: str, difficulty: Difficulty | None = None) -> GateFinding:
+    return GateFinding(gate=gate, code=code, difficulty=difficulty, detail=detail)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- gate 1
+
+
+def _gate1_schemas(record: Record) -> list[GateFinding]:
+    findings: list[GateFinding] = []
+    tools = {t.name: t for t in record.tools}
+    for tool in record.tools:
+        v = _validator(tool.parameters)
+        if isinstance(v, str):
+            findings.append(_f("gate1", "schema_invalid", f"tool {tool.name!r}: {v}"))
+    for i, step in enumerate(record.gt):
+        offered = tools.get(step.call.name)
+        if offered is None:
+            findings.append(
+                _f("gate1", "unknown_tool", f"step {i} calls {step.call.name!r}, not among the tools")
+            )
+            continue
+        v = _validator(offered.parameters)
+        if isinstance(v, str):
+            continue
+        for err in sorted(v.iter_errors(step.call.arguments), key=lambda e: list(e.absolute_path)):
+            where = "/".join(str(p) for p in err.absolute_path) or "(arguments)"
+            findings.append(_f("gate1", "arg_schema", f"step {i} {step.call.name}.{where}: {err.message}"))
+    return findings
+
+
+def _gate1_graph(record: Record) -> list[GateFinding]:
+    findings: list[GateFinding] = []
+    n = len(record.gt)
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(n))
+    for v, step in enumerate(record.gt):
+        for u in step.depends_on:
+            if not 0 <= u < n:
+                findings.append(
+                    _f("gate1", "dangling_dependency", f"step {v} depends on step {u}, which does not exist")
+                )
+            elif u == v:
+                findings.append(_f("gate1", "cycle", f"step {v} depends on itself"))
+            else:
+                graph.add_edge(u, v)
+    try:
+        cycle = nx.find_cycle(graph)
+        findings.append(_f("gate1", "cycle", "dependency cycle " + " -> ".join(str(u) for u, _ in cycle)))
+    except nx.NetworkXNoCycle:
+        for u, v in graph.edges:
+            if u > v:
+                findings.append(_f("gate1", "dangling_dependency", f"step {v} depends on later step {u}"))
+    if findings or not _edges_known(record):
+        return findings
+    shape = _topology_shape(record)
+    if shape:
+        findings.append(_f("gate1", "topology_shape", f"{record.topology}: {shape}"))
+    return findings
+
+
+def _topology_shape(record: Record) -> str | None:
+    try:
+        from agentjudge.dataset import topologies  # written by the builder; imported lazily
+    except ImportError:  # pragma: no cover - only before the builder's module exists
+        return None
+
+    graph = topologies.dag_for(record)
+    return topologies.check_shape(graph, record.topology, [s.call.name for s in record.gt])
+
+
+def _gate1_grounding(record: Record, supplied: list[tuple[int, str, Any]]) -> list[GateFinding]:
+    findings: list[GateFinding] = []
+    context = record.system_prompt
+    queries = [q for q in record.queries.values() if q]
+    for i, arg, leaf in supplied:
+        if not any(resolve.recoverable(leaf, q, context) for q in queries):
+            findings.append(
+                _f(
+                    "gate1",
+                    "ungrounded_value",
+                    f"step {i} {record.gt[i].call.name}.{arg} = {leaf!r} is in no query and in no "
+                    "output of a step it depends on",
+                )
+            )
+    return findings
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _gate1_replay(record: Record) -> tuple[list[GateFinding], bool]:
+    """(findings, ran). Skipped (ran=False) when the record has no executable environment."""
+    from agentjudge.dataset.env import ToolError, environment_for
+
+    try:
+        env = environment_for(record)
+    except ImportError:
+        return [], False
+    if env is None:
+        return [], False
+    for i, step in enumerate(record.gt):
+        try:
+            output = env.execute(step.call)
+        except ToolError as exc:
+            return [
+                _f("gate1", "replay_mismatch", f"step {i} {step.call.name} raised on replay: {exc}")
+            ], True
+        if _canonical(output) != _canonical(step.output):
+            return [
+                _f(
+                    "gate1",
+                    "replay_mismatch",
+                    f"step {i} {step.call.name}: replayed output differs from the recorded one",
+                )
+            ], True
+    return [], True
+
+
+# ---------------------------------------------------------------- gate 2
+
+
+def _identifier_like(name: str) -> bool:
+    """Field/tool names that betray a schema: snake_case or camelCase (plain words like "email" are not)."""
+    return "_" in name or re.search(r"[a-z][A-Z]", name) is not None
+
+
+def _gate2_naturalness(record: Record, d: Difficulty, query: str) -> list[GateFinding]:
+    findings: list[GateFinding] = []
+    words = len(query.split())
+    if not MIN_WORDS <= words <= MAX_WORDS:
+        findings.append(_f("gate2", "unnatural_length", f"{words} words (bounds {MIN_WORDS}-{MAX_WORDS})", d))
+    if _RAW_JSON.search(query):
+        findings.append(_f("gate2", "raw_json_in_query", "the query contains JSON syntax", d))
+    tokens = set(_TOKEN.findall(query))
+    arg_values = {str(leaf) for _, _, leaf in _arg_leaves(record)}
+    fields = {name for t in record.tools for name in _field_names(t.parameters)}
+    for name in sorted((fields & tokens) - arg_values):
+        if _identifier_like(name):
+            findings.append(_f("gate2", "schema_field_in_query", f"names the schema field {name!r}", d))
+    if d != "easy":
+        for tool in sorted({t.name for t in record.tools} & tokens):
+            if _identifier_like(tool):
+                findings.append(_f("gate2", "tool_name_in_query", f"names the tool {tool!r}", d))
+    return findings
+
+
+_FIELD_NAMES: dict[str, frozenset[str]] = {}
+
+
+def _field_names(schema: dict[str, Any]) -> frozenset[str]:
+    key = repr(schema)
+    names = _FIELD_NAMES.get(key)
+    if names is None:
+        if len(_FIELD_NAMES) > 20000:
+            _FIELD_NAMES.clear()
+        names = _FIELD_NAMES[key] = frozenset(_property_names(schema))
+    return names
+
+
+def _property_names(schema: Any) -> list[str]:
+    if not isinstance(schema, dict):
+        return []
+    names: list[str] = []
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for key, sub in props.items():
+            names.append(key)
+            names += _property_names(sub)
+    if isinstance(schema.get("items"), dict):
+        names += _property_names(schema["items"])
+    return names
+
+
+def _gate2_sufficiency(
+    record: Record, d: Difficulty, query: str, supplied: list[tuple[int, str, Any]]
+) -> list[GateFinding]:
+    """Every value the user must supply is recoverable from this query. A date that is missing while the
+    query speaks in relative terms without saying what "today" is counts as ``ungrounded``."""
+    findings: list[GateFinding] = []
+    context = record.system_prompt
+    unanchored = resolve.has_unanchored_relative_date(query, context)
+    for i, arg, leaf in supplied:
+        if resolve.recoverable(leaf, query, context):
+            continue
+        name = f"step {i} {record.gt[i].call.name}.{arg} = {leaf!r}"
+        is_date = isinstance(leaf, str) and bool(
+            resolve.ISO_DATE.match(leaf) or resolve.ISO_DATETIME.match(leaf)
+        )
+        if is_date and unanchored:
+            findings.append(
+                _f(
+                    "gate2",
+                    "ungrounded",
+                    f"{name}: the query says {unanchored!r} but never what today's date is",
+                    d,
+                )
+            )
+        else:
+            findings.append(_f("gate2", "insufficient", f"{name} cannot be recovered from the query", d))
+    return findings
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def run_gates(record: Record) -> ValidationReport:
+    """Both gates on one record; an empty ``findings`` list means the record may be shipped."""
+    supplied = _user_supplied(record)
+    findings = _gate1_schemas(record) + _gate1_graph(record) + _gate1_grounding(record, supplied)
+    replay, ran = _gate1_replay(record)
+    findings += replay
+    gates_run = ["gate1:schemas", "gate1:graph", "gate1:grounding"] + (["gate1:replay"] if ran else [])
+    for d in DIFFICULTIES:
+        query = record.queries.get(d)
+        if not query or not query.strip():
+            findings.append(_f("gate2", "insufficient", f"the record has no {d} query", d))
+            continue
+        findings += _gate2_sufficiency(record, d, query, supplied) + _gate2_naturalness(record, d, query)
+        gates_run.append(f"gate2:{d}")
+    return ValidationReport(gates_run=gates_run, findings=findings)

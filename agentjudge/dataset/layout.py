@@ -1,0 +1,394 @@
+"""The published record layout (SPEC §3) ⇄ ``Record``.
+
+One base scenario per JSONL line, with the AgentJudgeBench field names (``id``, ``dag_type``,
+``user_message`` …) so files move between this project and the published dataset unchanged, plus our own
+optional fields (``domain``, ``dependency_edges``, ``step_outputs`` …) that make the trace checkable.
+A published file without our fields still reads: outputs come from its tool turns, dependencies stay
+unknown (Gate 1 then skips the shape check), and BFCL-style ``"type": "dict"`` parameters are normalised
+to JSON Schema's ``"object"``. Writing always emits valid JSON Schema, atomically and byte-stable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, ValidationError
+
+from agentjudge.types import (
+    Difficulty,
+    GTStep,
+    Record,
+    Strict,
+    ToolCall,
+    ToolSchema,
+    Topology,
+    ValidationReport,
+)
+
+Status = Literal["OK", "FAILED"]
+_TYPE_ALIASES = {
+    "dict": "object",
+    "float": "number",
+    "tuple": "array",
+    "int": "integer",
+    "str": "string",
+    "bool": "boolean",
+    "list": "array",
+}
+
+
+class LayoutError(ValueError):
+    """A file that is not in the published layout; the message names file, line, record id and field."""
+
+
+class PublishedFunction(Strict):
+    name: str
+    description: str = ""
+    parameters: dict[str, Any]
+
+
+class PublishedTool(Strict):
+    type: Literal["function"] = "function"
+    function: PublishedFunction
+
+
+class PublishedCall(Strict):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class CallFunction(Strict):
+    name: str
+    arguments: str  # a JSON string, as in the OpenAI chat format
+
+
+class ResponseToolCall(Strict):
+    id: str
+    type: Literal["function"] = "function"
+    function: CallFunction
+
+
+class AssistantTurn(Strict):
+    role: Literal["assistant"]
+    content: str | None = None
+    tool_calls: list[ResponseToolCall] = Field(default_factory=list)
+
+
+class ToolTurn(Strict):
+    role: Literal["tool"]
+    tool_call_id: str
+    name: str
+    content: str
+
+
+Turn = Annotated[AssistantTurn | ToolTurn, Field(discriminator="role")]
+
+
+class PublishedRecord(Strict):
+    """One JSONL line. Field order here is the order written."""
+
+    id: str
+    dag_type: Topology
+    user_message: str
+    query_medium: str | None = None
+    query_hard: str | None = None
+    rewrite_medium_status: Status | None = None
+    rewrite_hard_status: Status | None = None
+    system_prompt: str = ""
+    available_tools: list[PublishedTool]
+    expected_tool_calls: list[PublishedCall]
+    expected_responses: list[Turn] = Field(default_factory=list)
+    # ours (absent from published files)
+    domain: str | None = None
+    scenario: str | None = None
+    dependency_edges: list[tuple[int, int]] | None = None
+    step_outputs: list[Any] | None = None
+    step_descriptions: list[str] | None = None
+    tool_returns: dict[str, dict[str, Any]] | None = None
+    condition_holds: bool | None = None
+    seed: int | None = None
+    version: str | None = None
+    validation: ValidationReport | None = None
+
+
+def normalise_schema(schema: Any) -> Any:
+    """BFCL-style type names ("dict", "float", "tuple") → JSON Schema names, recursively."""
+    if isinstance(schema, list):
+        return [normalise_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "type" and isinstance(value, str):
+            out[key] = _TYPE_ALIASES.get(value, value)
+        elif key == "type" and isinstance(value, list):
+            out[key] = [_TYPE_ALIASES.get(v, v) if isinstance(v, str) else v for v in value]
+        elif key == "properties" and isinstance(value, dict):
+            out[key] = {name: normalise_schema(sub) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties", "anyOf", "oneOf", "allOf", "not", "prefixItems"):
+            out[key] = normalise_schema(value)
+        else:
+            out[key] = value
+    return out
+
+
+# ---------------------------------------------------------------- Record -> published
+
+
+def _turns(record: Record) -> list[dict[str, Any]]:
+    """Assistant turns batch the calls that could run together (none depends on another in the batch)."""
+    turns: list[dict[str, Any]] = []
+    batch: list[int] = []
+
+    def flush() -> None:
+        if not batch:
+            return
+        turns.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{i}",
+                        "type": "function",
+                        "function": {
+                            "name": record.gt[i].call.name,
+                            "arguments": json.dumps(record.gt[i].call.arguments, ensure_ascii=False),
+                        },
+                    }
+                    for i in batch
+                ],
+            }
+        )
+        for i in batch:
+            turns.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": f"call_{i}",
+                    "name": record.gt[i].call.name,
+                    "content": json.dumps(record.gt[i].output, ensure_ascii=False),
+                }
+            )
+        batch.clear()
+
+    for i, step in enumerate(record.gt):
+        if any(u in batch for u in step.depends_on):
+            flush()
+        batch.append(i)
+    flush()
+    return turns
+
+
+def to_published(record: Record) -> dict[str, Any]:
+    """The JSON object of one line, keys in ``PublishedRecord`` order. Built directly (not through the
+    pydantic model) because generation serialises thousands of records; the round-trip test guards it."""
+    returns = {t.name: t.returns for t in record.tools if t.returns}
+    return {
+        "id": record.id,
+        "dag_type": record.topology,
+        "user_message": record.queries.get("easy", ""),
+        "query_medium": record.queries.get("medium"),
+        "query_hard": record.queries.get("hard"),
+        "rewrite_medium_status": record.rewrite_status.get("medium"),
+        "rewrite_hard_status": record.rewrite_status.get("hard"),
+        "system_prompt": record.system_prompt,
+        "available_tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": normalise_schema(t.parameters),
+                },
+            }
+            for t in record.tools
+        ],
+        "expected_tool_calls": [{"name": s.call.name, "arguments": s.call.arguments} for s in record.gt],
+        "expected_responses": _turns(record),
+        "domain": record.domain,
+        "scenario": record.scenario,
+        "dependency_edges": [list(e) for e in sorted(record.edges, key=lambda e: (e[1], e[0]))],
+        "step_outputs": [s.output for s in record.gt],
+        "step_descriptions": [s.description for s in record.gt],
+        "tool_returns": returns,
+        "condition_holds": record.condition_holds,
+        "seed": record.seed,
+        "version": record.version,
+        "validation": record.validation.model_dump(mode="json") if record.validation else None,
+    }
+
+
+def dumps_record(record: Record) -> str:
+    """One JSONL line (no newline): deterministic bytes for the same record."""
+    return json.dumps(to_published(record), ensure_ascii=False, separators=(",", ":"))
+
+
+# ---------------------------------------------------------------- published -> Record
+
+
+def _content(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def from_published(pub: PublishedRecord) -> Record:
+    """Raises ``ValueError("field: message")`` when the parts of a line disagree with each other."""
+    n = len(pub.expected_tool_calls)
+    if pub.step_outputs is not None:
+        if len(pub.step_outputs) != n:
+            raise ValueError(f"step_outputs: {len(pub.step_outputs)} outputs for {n} expected_tool_calls")
+        outputs = list(pub.step_outputs)
+    else:
+        by_id = {
+            t.tool_call_id: _content(t.content) for t in pub.expected_responses if isinstance(t, ToolTurn)
+        }
+        ids = [c.id for t in pub.expected_responses if isinstance(t, AssistantTurn) for c in t.tool_calls]
+        if ids and len(ids) != n:
+            raise ValueError(f"expected_responses: {len(ids)} tool calls for {n} expected_tool_calls")
+        outputs = [by_id.get(i) for i in ids] if ids else [None] * n
+    deps: list[list[int]] = [[] for _ in range(n)]
+    for k, (u, v) in enumerate(pub.dependency_edges or []):
+        if not 0 <= v < n:
+            raise ValueError(f"dependency_edges[{k}]: step {v} does not exist ({n} steps)")
+        deps[v].append(u)
+    descriptions = pub.step_descriptions or [""] * n
+    if len(descriptions) != n:
+        raise ValueError(f"step_descriptions: {len(descriptions)} descriptions for {n} expected_tool_calls")
+    queries: dict[Difficulty, str] = {"easy": pub.user_message}
+    if pub.query_medium is not None:
+        queries["medium"] = pub.query_medium
+    if pub.query_hard is not None:
+        queries["hard"] = pub.query_hard
+    status: dict[Difficulty, Literal["OK", "FAILED"]] = {}
+    if pub.rewrite_medium_status is not None:
+        status["medium"] = pub.rewrite_medium_status
+    if pub.rewrite_hard_status is not None:
+        status["hard"] = pub.rewrite_hard_status
+    returns = pub.tool_returns or {}
+    domain = (
+        pub.domain if pub.domain is not None else (pub.id.rsplit("-", 1)[0] if "-" in pub.id else "unknown")
+    )
+    return Record(
+        id=pub.id,
+        domain=domain,
+        scenario=pub.scenario or "",
+        topology=pub.dag_type,
+        queries=queries,
+        rewrite_status=status,
+        system_prompt=pub.system_prompt,
+        tools=[
+            ToolSchema(
+                name=t.function.name,
+                description=t.function.description,
+                parameters=normalise_schema(t.function.parameters),
+                returns=returns.get(t.function.name, {}),
+            )
+            for t in pub.available_tools
+        ],
+        gt=[
+            GTStep(
+                call=ToolCall(name=c.name, arguments=c.arguments),
+                output=outputs[i],
+                depends_on=sorted(deps[i]),
+                description=descriptions[i],
+            )
+            for i, c in enumerate(pub.expected_tool_calls)
+        ],
+        condition_holds=pub.condition_holds,
+        seed=pub.seed,
+        version=pub.version,
+        validation=pub.validation,
+    )
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("assistant", "tool") and out.startswith("expected_responses"):
+            continue  # the discriminator tag pydantic inserts, not a field of the file
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(record)"
+
+
+def parse_line(text: str, path: Path | str = "<string>", lineno: int = 1) -> Record:
+    """One JSONL line → Record, or a LayoutError naming file, line, record id and field."""
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise LayoutError(f"{path}, line {lineno}: not valid JSON ({exc})") from None
+    rid = raw.get("id") if isinstance(raw, dict) else None
+    where = f"{path}, line {lineno}" + (f", record {rid!r}" if rid is not None else "")
+    if not isinstance(raw, dict):
+        raise LayoutError(f"{where}: a line must be a JSON object, got {type(raw).__name__}")
+    try:
+        pub = PublishedRecord.model_validate(raw)
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+        raise LayoutError(f"{where}: field {_loc(tuple(first['loc']))}: {first['msg']}{more}") from None
+    try:
+        return from_published(pub)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise LayoutError(f"{where}: field {_loc(tuple(first['loc']))}: {first['msg']}") from None
+    except ValueError as exc:
+        raise LayoutError(f"{where}: field {exc}") from None
+
+
+def read_records(path: Path | str) -> list[Record]:
+    """Every record of a JSONL file in the published layout; blank lines are ignored; ids must be unique."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LayoutError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from None
+    records: list[Record] = []
+    seen: dict[str, int] = {}
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        record = parse_line(line, path, lineno)
+        if record.id in seen:
+            raise LayoutError(
+                f"{path}, line {lineno}, record {record.id!r}: field id: duplicate of line {seen[record.id]}"
+            )
+        seen[record.id] = lineno
+        records.append(record)
+    return records
+
+
+def write_text_atomic(path: Path | str, text: str) -> None:
+    """Write via a temp file in the same folder and rename, so readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file ordinary permissions
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def records_text(lines: Iterable[str]) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+def write_records(path: Path | str, records: Iterable[Record]) -> None:
+    """All records, one per line, atomically; the same records give byte-identical files."""
+    write_text_atomic(path, records_text(dumps_record(r) for r in records))

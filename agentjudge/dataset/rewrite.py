@@ -1,0 +1,383 @@
+"""Render a QueryPlan into the easy / medium / hard user queries (SPEC §5), deterministically.
+
+The three queries share tools and GT; only the wording changes, so difficulty effects are attributable.
+- easy: every step stated in order, values written plainly (ISO dates, digits).
+- medium: paraphrased (another phrasing), steps out of order with logical cues, some values indirect
+  ("March 17, 2026", "five").
+- hard: look-ups implicit (their inputs become facts about the situation), values only recoverable by
+  reasoning (dates relative to a stated "today", repeated values as "the same one"), distracting detail.
+Variety comes from a seeded RNG choosing among the builder's phrasings and this module's openings,
+connectives and closings, so no single template dominates. Every value form emitted here is one that
+``resolve.recoverable`` reads back; Gate 2 then checks the rendered text, so a wording bug is caught,
+not shipped.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import re
+import string
+from typing import Any
+
+from agentjudge.dataset import resolve
+from agentjudge.dataset.plan import PlanStep, QueryPlan, Slot
+from agentjudge.types import Difficulty
+
+LOOKUP_VERBS = (
+    "look up",
+    "find",
+    "get",
+    "fetch",
+    "retrieve",
+    "search",
+    "check",
+    "pull up",
+    "list",
+    "see",
+    "locate",
+    "identify",
+    "read",
+    "query",
+    "show",
+)
+
+
+class RenderError(ValueError):
+    """A plan that cannot be worded (a phrasing names a placeholder with no slot)."""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    return text if text[-1] in ".!?" else text + "."
+
+
+def _strip_article(text: str) -> str:
+    return re.sub(r"^(a|an|the)\s+", "", text.strip(), flags=re.IGNORECASE)
+
+
+def _placeholders(phrasing: str) -> list[str]:
+    """Placeholder names in order of appearance (a list, not a set: the order in which values are
+    rendered consumes the RNG, and set order changes with PYTHONHASHSEED between processes)."""
+    return list(dict.fromkeys(name for _, name, _, _ in string.Formatter().parse(phrasing) if name))
+
+
+def _join(items: list[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+class _Renderer:
+    """State for one query: the RNG, which values were already said (for "the same one")."""
+
+    def __init__(self, plan: QueryPlan, difficulty: Difficulty, rng: random.Random) -> None:
+        self.plan = plan
+        self.difficulty = difficulty
+        self.rng = rng
+        self.today = dt.date.fromisoformat(plan.reference_date[:10])
+        self.said: dict[str, str] = {}
+        self.chosen: dict[int, str] = {}  # step -> template used, so medium can pick another
+
+    # ------------------------------------------------------------ values
+
+    def value(self, slot: Slot) -> str:
+        """A query-sourced value in this difficulty's form. Hard: a date or number said before becomes
+        "that same day" / "the same number" (a reference the reader must resolve)."""
+        value = slot.value
+        key = repr(value)
+        if self.difficulty == "hard" and key in self.said:
+            return self.said[key]
+        text = self._format(value, slot.kind)
+        if self.difficulty == "hard" and (self._is_date(value) or _is_number(value)):
+            noun = "day" if self._is_date(value) else "number"
+            self.said[key] = self.rng.choice([f"that same {noun}", f"the same {noun}"])
+        return text
+
+    @staticmethod
+    def _is_date(value: Any) -> bool:
+        return isinstance(value, str) and bool(
+            resolve.ISO_DATE.match(value) or resolve.ISO_DATETIME.match(value)
+        )
+
+    def _format(self, value: Any, kind: str) -> str:
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if isinstance(value, list):
+            return _join([self._format(item, kind) for item in value])
+        if isinstance(value, dict):
+            return _join([self._format(item, kind) for item in value.values()])
+        if isinstance(value, int | float):
+            return self._number(value)
+        text = str(value)
+        if resolve.ISO_DATE.match(text):
+            return self._date(dt.date.fromisoformat(text))
+        if (m := resolve.ISO_DATETIME.match(text)) is not None:
+            date = self._date(dt.date.fromisoformat(m.group(1)))
+            return f"{date} at {resolve.format_time(int(m.group(2)), int(m.group(3)))}"
+        if kind == "enum" and self.difficulty != "easy":
+            return text.replace("_", " ")
+        return text
+
+    def _number(self, value: float) -> str:
+        if isinstance(value, float) and not value.is_integer():
+            return f"{value:,}" if self.difficulty != "easy" else str(value)
+        n = int(value)
+        if self.difficulty == "easy" or n < 0:
+            return str(n)
+        words = resolve.number_to_words(n)
+        idioms = [k for k, v in resolve.NUMBER_IDIOMS.items() if v == n]
+        if self.difficulty == "hard" and idioms and self.rng.random() < 0.7:
+            return self.rng.choice(idioms)
+        if words and n <= (20 if self.difficulty == "medium" else 99) and self.rng.random() < 0.7:
+            return words
+        return f"{n:,}"
+
+    def _date(self, date: dt.date) -> str:
+        if self.difficulty == "easy":
+            return date.isoformat()
+        if self.difficulty == "medium":
+            return resolve.format_date_long(date, with_weekday=self.rng.random() < 0.3)
+        options = resolve.relative_phrases(date, self.today)
+        if options and self.rng.random() < 0.85:
+            return REL_OPEN + self.rng.choice(options) + REL_CLOSE
+        return resolve.format_date_long(date, with_year=False)
+
+    # ------------------------------------------------------------ steps
+
+    def reference(self, slot: Slot) -> str:
+        """How a value produced by an earlier step is referred to (never its literal value)."""
+        return slot.noun.strip()
+
+    def phrase(self, step: PlanStep, avoid: str | None = None) -> tuple[str, str]:
+        """(chosen template, rendered clause). Prefers phrasings that mention every query-sourced value."""
+        if not step.phrasings:
+            raise RenderError(f"step {step.step} has no phrasings")
+        needed = {s.arg for s in step.slots if s.source == "query"}
+        complete = [p for p in step.phrasings if needed <= set(_placeholders(p))] or list(step.phrasings)
+        choices = [p for p in complete if p != avoid] or complete
+        template = self.rng.choice(choices)
+        self.chosen[step.step] = template
+        by_arg = {s.arg: s for s in step.slots}
+        values: dict[str, str] = {}
+        for name in _placeholders(template):
+            slot = by_arg.get(name)
+            if slot is None:
+                raise RenderError(
+                    f"step {step.step}: phrasing {template!r} names {{{name}}} but no slot {name!r}"
+                )
+            values[name] = self.value(slot) if slot.source == "query" else self.reference(slot)
+        clause = template.format(**values)
+        missing = [s for s in step.slots if s.source == "query" and s.arg not in _placeholders(template)]
+        for slot in missing:
+            clause += f", with {_strip_article(slot.noun)} {self.value(slot)}"
+        return template, clause
+
+    def fact(self, slot: Slot) -> str:
+        """A query-sourced value stated as a fact about the situation (hard: the look-up stays implicit)."""
+        noun, value = slot.noun.strip(), self.value(slot)
+        return f"{noun} is {value}" if self.rng.random() < 0.7 else f"{noun}: {value}"
+
+
+def _dependents(plan: QueryPlan) -> dict[int, set[int]]:
+    """step -> steps that consume its output, from the plan's step-sourced slots."""
+    out: dict[int, set[int]] = {s.step: set() for s in plan.steps}
+    for step in plan.steps:
+        for slot in step.slots:
+            if slot.source == "step" and slot.from_step is not None and slot.from_step in out:
+                out[slot.from_step].add(step.step)
+    return out
+
+
+def _is_lookup(step: PlanStep) -> bool:
+    first = step.phrasings[0].strip().lower() if step.phrasings else ""
+    return any(first.startswith(verb) for verb in LOOKUP_VERBS)
+
+
+def _condition_clause(plan: QueryPlan, r: _Renderer, clause: str) -> str:
+    """The extra step of optional_enrichment, tied to the condition that makes it necessary."""
+    cond = (plan.condition_text or "").strip().rstrip(".")
+    if not cond:
+        return clause
+    return r.rng.choice([f"since {cond}, {clause}", f"{clause}, because {cond}", f"as {cond}, {clause}"])
+
+
+def _condition_note(plan: QueryPlan, r: _Renderer) -> str | None:
+    """optional_enrichment whose condition does not hold: the query still states the condition (every
+    difficulty), so the reader can tell that the extra step is not needed."""
+    if not plan.condition_text or any(s.conditional for s in plan.steps):
+        return None
+    cond = plan.condition_text.strip().rstrip(".")
+    return _sentence(r.rng.choice([cond, f"note that {cond}", f"for what it's worth, {cond}"]))
+
+
+def _merge_loops(plan: QueryPlan) -> list[PlanStep]:
+    """loop_like unrolls one request per item ("update each of those tickets"); say it once. Consecutive
+    steps with the same phrasings and the same user-supplied values are one request."""
+    merged: list[PlanStep] = []
+    for step in plan.steps:
+        if merged and _loop_key(merged[-1]) == _loop_key(step):
+            continue
+        merged.append(step)
+    return merged
+
+
+def _loop_key(step: PlanStep) -> tuple[Any, ...]:
+    values = tuple(sorted((s.arg, repr(s.value)) for s in step.slots if s.source == "query"))
+    return (tuple(step.phrasings), values, step.conditional)
+
+
+def _opening(plan: QueryPlan, r: _Renderer) -> str:
+    persona = _strip_article(plan.persona)
+    scenario = plan.scenario.strip()
+    forms = [
+        f"I'm {plan.persona.strip()} in {plan.domain_title}. {_sentence(scenario)}",
+        f"{_sentence(scenario)}",
+        f"Hi, {persona} here. {_sentence(scenario)}",
+        f"{_sentence(scenario)} (I work as {plan.persona.strip()}.)",
+    ]
+    return r.rng.choice(forms)
+
+
+def _anchor(r: _Renderer) -> str:
+    day = resolve.format_date_long(r.today, with_weekday=True)
+    return r.rng.choice(
+        [
+            f"Today is {day}.",
+            f"For reference, today is {day}.",
+            f"(It's {day}.)",
+            f"It is {day} as I write this.",
+        ]
+    )
+
+
+def _closing(r: _Renderer) -> str:
+    return r.rng.choice(["", "", "Thanks!", "Thank you.", "Let me know once it's done.", "Appreciate it."])
+
+
+def _render_easy(plan: QueryPlan, r: _Renderer) -> str:
+    clauses: list[str] = []
+    for step in _merge_loops(plan):
+        _, clause = r.phrase(step)
+        clauses.append(_condition_clause(plan, r, clause) if step.conditional else clause)
+    style = r.rng.randrange(3)
+    if style == 0:
+        body = " ".join(f"{i + 1}) {_sentence(c)}" for i, c in enumerate(clauses))
+        body = r.rng.choice(["Please do the following in order:", "In order, please:"]) + " " + body
+    elif style == 1:
+        body = " ".join(f"Step {i + 1}: {_sentence(c)}" for i, c in enumerate(clauses))
+    else:
+        firsts = ["First", "To start"]
+        thens = ["Then", "Next", "After that"]
+        parts = [f"{r.rng.choice(firsts)}, {clauses[0]}"] if clauses else []
+        parts += [f"{r.rng.choice(thens)}, {c}" for c in clauses[1:-1]]
+        if len(clauses) > 1:
+            parts.append(f"{r.rng.choice(['Finally', 'Lastly'])}, {clauses[-1]}")
+        body = " ".join(_sentence(p) for p in parts)
+    note = _condition_note(plan, r)
+    return " ".join(x for x in (_opening(plan, r), body, note, _closing(r)) if x)
+
+
+def _render_medium(plan: QueryPlan, r: _Renderer, easy_choice: dict[int, str]) -> str:
+    steps = _merge_loops(plan)
+    rendered: dict[int, str] = {}
+    for step in steps:
+        _, clause = r.phrase(step, avoid=easy_choice.get(step.step))
+        rendered[step.step] = _condition_clause(plan, r, clause) if step.conditional else clause
+    order = [s.step for s in steps]
+    if r.rng.random() < 0.5 and len(order) > 1:  # goal first, then its prerequisites backwards
+        goal, rest = order[-1], order[-2::-1]
+        lead = r.rng.choice(["What I need is to ", "Main thing: ", "I need you to ", "The goal is to "])
+        body = _sentence(lead + rendered[goal])
+        cues = [r.rng.choice(["Before that, ", "To get there, first "])]
+        cues += [r.rng.choice(["And before that, ", "Prior to that, "]) for _ in rest[1:]]
+        body += " " + " ".join(_sentence(cue + rendered[s]) for cue, s in zip(cues, rest, strict=True))
+    else:
+        shuffled = order[:]
+        while len(shuffled) > 1 and shuffled == order:
+            r.rng.shuffle(shuffled)
+        joins = ["Also, ", "And ", "Oh, and ", "Plus, "]
+        parts = [_sentence(rendered[shuffled[0]])]
+        parts += [_sentence(r.rng.choice(joins) + rendered[s]) for s in shuffled[1:]]
+        tail = r.rng.choice(
+            ["Do them in whatever order makes sense.", "Please sort out the right order yourself.", ""]
+        )
+        body = " ".join(parts) + " " + tail
+    note = _condition_note(plan, r)
+    return " ".join(x for x in (_opening(plan, r), body.strip(), note, _closing(r)) if x)
+
+
+def _render_hard(plan: QueryPlan, r: _Renderer) -> str:
+    dependents = _dependents(plan)
+    facts: list[str] = []
+    asks: list[str] = []
+    for step in _merge_loops(plan):
+        implicit = (
+            not step.conditional and dependents.get(step.step) and _is_lookup(step) and r.rng.random() < 0.85
+        )
+        if implicit:
+            facts += [r.fact(s) for s in step.slots if s.source == "query"]
+            continue
+        _, clause = r.phrase(step)
+        asks.append(_condition_clause(plan, r, clause) if step.conditional else clause)
+    sentences = [_sentence(f) for f in facts]
+    if asks:
+        lead = r.rng.choice(["Can you ", "I'd like you to ", "Please ", "Could you "])
+        ask = lead + _join(asks[:2]) + ("?" if lead in ("Can you ", "Could you ") else "")
+        sentences.append(_sentence(ask))
+        sentences += [_sentence(r.rng.choice(["and ", "also ", "then "]) + a) for a in asks[2:]]
+    note = _condition_note(plan, r)
+    if note:
+        sentences.insert(r.rng.randint(0, len(sentences)), note)
+    distractors = [d for d in plan.distractors if d.strip()]
+    r.rng.shuffle(distractors)
+    for extra in distractors[: r.rng.randint(1, 2)]:
+        sentences.insert(r.rng.randint(0, len(sentences)), _sentence(extra))
+    # Always say what "today" is: relative dates (ours or a distractor's "last Thursday") need it.
+    parts = [_opening(plan, r)]
+    parts.insert(r.rng.randint(0, 1), _anchor(r))
+    return " ".join(x for x in (*parts, " ".join(sentences), _closing(r)) if x)
+
+
+def render_queries(plan: QueryPlan, seed: int) -> dict[Difficulty, str]:
+    """The three queries of one plan. Same (plan, seed) → same text; another seed → other wording."""
+    easy = _Renderer(plan, "easy", random.Random(f"{seed}:easy"))
+    easy_text = _render_easy(plan, easy)
+    medium_text = _render_medium(
+        plan, _Renderer(plan, "medium", random.Random(f"{seed}:medium")), easy.chosen
+    )
+    hard_text = _render_hard(plan, _Renderer(plan, "hard", random.Random(f"{seed}:hard")))
+    return {"easy": _tidy(easy_text), "medium": _tidy(medium_text), "hard": _tidy(hard_text)}
+
+
+# Relative dates are wrapped in these marks while rendering, so that only the prepositions in front of
+# them are adjusted ("on in three days" → "in three days"), never a user's own text such as a quoted
+# subject "route change for today".
+REL_OPEN, REL_CLOSE = "\x02", "\x03"
+_ON_RELATIVE = re.compile(r"\b(?:on|for) (?=\x02(?!this coming))")
+_A_AN = re.compile(r"\b([Aa])(?= (?!one\b|once\b)[aeioAEIO][a-z])")
+_TO_IN = re.compile(r"\b(to|by|until|before) \x02in (a|\w+(?:-\w+)?) (days?|weeks?)\x03")
+
+
+def _tidy(text: str) -> str:
+    """Whitespace, punctuation spacing, and "on in three days" → "in three days"."""
+    text = _ON_RELATIVE.sub("", text)
+    text = _TO_IN.sub(
+        lambda m: f"{m.group(1)} {'one' if m.group(2) == 'a' else m.group(2)} {m.group(3)} from today", text
+    )
+    text = text.replace(REL_OPEN, "").replace(REL_CLOSE, "")
+    # "a onboarding task" → "an onboarding task", outside quoted user text only
+    parts = text.split('"')
+    text = '"'.join(
+        _A_AN.sub(lambda m: m.group(1) + "n", p) if i % 2 == 0 else p for i, p in enumerate(parts)
+    )
+    text = re.sub(r"\s+", " ", text).strip()
+    text = re.sub(r"\s+([,.;:?!])", r"\1", text)
+    return re.sub(r"\.\.+", ".", text)

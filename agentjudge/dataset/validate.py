@@ -1,0 +1,87 @@
+"""`agentjudge validate FILE`: both gates on any file in the published layout.
+
+Works on our own files and on downloaded ones (which lack dependency edges and environments; the checks
+that need them are skipped and say so in ``gates_run``). Exit codes: 0 every record passes, 1 some fail,
+2 the file cannot be read (the message names file, line, record and field; never a traceback).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from collections import Counter
+from pathlib import Path
+
+from agentjudge.types import GateFinding, Record, ValidationReport
+
+PARALLEL_ABOVE = 400
+MAX_DETAIL_LINES = 200  # per-record reasons printed; the summary always counts everything
+
+
+def check_record(record: Record) -> ValidationReport:
+    """run_gates, with a crash inside a gate recorded as a finding (``gate_error``), not swallowed."""
+    from agentjudge.dataset.gates import run_gates
+
+    try:
+        return run_gates(record)
+    except Exception as exc:  # a gate bug or a record shape no gate foresaw: count it as a failure
+        return ValidationReport(
+            gates_run=[],
+            findings=[GateFinding(gate="gate1", code="gate_error", detail=f"{type(exc).__name__}: {exc}")],
+        )
+
+
+def check_records(records: list[Record], processes: int | None = None) -> list[ValidationReport]:
+    procs = processes if processes is not None else min(2, mp.cpu_count())
+    if len(records) <= PARALLEL_ABOVE or procs <= 1:
+        return [check_record(r) for r in records]
+    with mp.get_context("fork").Pool(procs) as pool:
+        return list(pool.imap(check_record, records, chunksize=32))
+
+
+def validate_cli(path: Path) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from agentjudge.dataset.layout import LayoutError, read_records
+
+    console = Console(soft_wrap=True)
+    try:
+        records = read_records(path)
+    except LayoutError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        return 2
+    if not records:
+        console.print(f"[red]error:[/] {escape(str(path))}: no records in the file")
+        return 2
+    reports = check_records(records)
+    failing = [(r, rep) for r, rep in zip(records, reports, strict=True) if not rep.passed]
+    by_code: Counter[tuple[str, str]] = Counter()
+    records_by_code: dict[tuple[str, str], set[str]] = {}
+    for record, rep in failing:
+        for f in rep.findings:
+            by_code[(f.gate, f.code)] += 1
+            records_by_code.setdefault((f.gate, f.code), set()).add(record.id)
+    skipped_replay = sum(1 for rep in reports if rep.gates_run and "gate1:replay" not in rep.gates_run)
+    console.print(f"{path}: {len(records)} records, {len(records) - len(failing)} pass, {len(failing)} fail")
+    if skipped_replay:
+        console.print(f"replay skipped for {skipped_replay} records (no executable environment)")
+    if by_code:
+        table = Table(title="findings by reason")
+        for col in ("gate", "reason", "findings", "records"):
+            table.add_column(col, justify="right" if col in ("findings", "records") else "left")
+        for (gate, code), count in sorted(by_code.items(), key=lambda kv: (-kv[1], kv[0])):
+            table.add_row(gate, code, str(count), str(len(records_by_code[(gate, code)])))
+        console.print(table)
+        printed = 0
+        for record, rep in failing:
+            for f in rep.findings:
+                if printed >= MAX_DETAIL_LINES:
+                    break
+                where = f"{f.gate}:{f.code}" + (f"[{f.difficulty}]" if f.difficulty else "")
+                console.print(f"{escape(record.id)}  {where}  {escape(f.detail)}", soft_wrap=True)
+                printed += 1
+        total = sum(by_code.values())
+        if total > printed:
+            console.print(f"… {total - printed} more findings not shown (all are counted above)")
+    return 0 if not failing else 1

@@ -1,0 +1,176 @@
+"""The rewriter: deterministic, varied, difficulty-appropriate wording whose values Gate 2 can recover."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+from test_gates import TOOLS, linear_record
+
+from agentjudge.dataset import resolve
+from agentjudge.dataset.plan import PlanStep, Slot
+from agentjudge.dataset.rewrite import RenderError, render_queries
+
+SCHEMA_FIELDS = sorted({name for t in TOOLS for name in t.parameters["properties"] if "_" in name})
+TOOL_NAMES = [t.name for t in TOOLS]
+
+
+def test_same_seed_same_text_and_seeds_vary() -> None:
+    _, plan = linear_record()
+    assert render_queries(plan, 3) == render_queries(plan, 3)
+    texts = {d: {render_queries(plan, s)[d] for s in range(30)} for d in ("easy", "medium", "hard")}
+    for difficulty, variants in texts.items():
+        assert len(variants) >= 10, (difficulty, len(variants))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_medium_and_hard_hide_tools_fields_and_json(seed: int) -> None:
+    _, plan = linear_record()
+    queries = render_queries(plan, seed)
+    for difficulty in ("medium", "hard"):
+        text = queries[difficulty]
+        assert not any(name in text for name in TOOL_NAMES), text
+        assert not any(field in text for field in SCHEMA_FIELDS), text
+        assert "{" not in text and "}" not in text and '":' not in text
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_easy_states_values_plainly_in_order(seed: int) -> None:
+    _, plan = linear_record()
+    easy = render_queries(plan, seed)["easy"]
+    positions = [easy.index("dana.kim@example.com"), easy.index("2026-03-19")]
+    assert positions == sorted(positions)
+    assert re.search(r"\b3\b", easy)  # digits, not words, at easy
+
+
+def test_medium_gives_values_indirectly_and_hard_needs_reasoning() -> None:
+    _, plan = linear_record()
+    today = dt.date.fromisoformat(plan.reference_date)
+    relative = 0
+    for seed in range(40):
+        q = render_queries(plan, seed)
+        assert "2026-03-19" not in q["medium"] and "March 19, 2026" in q["medium"]
+        assert "2026-03-19" not in q["hard"] and "March 19, 2026" not in q["hard"]
+        assert resolve.find_anchor(q["hard"]) == today  # the hard query says what "today" is
+        assert resolve.recoverable("2026-03-19", q["hard"])
+        relative += bool(resolve.relative_dates(q["hard"], today) - {today})
+    assert relative >= 25  # most hard queries name the date relatively
+
+
+def test_hard_makes_lookups_implicit_and_adds_distractors() -> None:
+    _, plan = linear_record()
+    implicit = distracted = 0
+    for seed in range(40):
+        hard = render_queries(plan, seed)["hard"]
+        implicit += not re.search(r"look up the customer|find the account", hard)
+        distracted += any(d.split()[0] in hard for d in plan.distractors)
+    assert implicit >= 25 and distracted == 40
+
+
+def test_steps_out_of_order_at_medium() -> None:
+    _, plan = linear_record()
+    reordered = 0
+    for seed in range(40):
+        medium = render_queries(plan, seed)["medium"]
+        reordered += medium.index("dana.kim@example.com") > medium.index("March 19")
+    assert reordered >= 10
+
+
+def test_condition_text_present_at_every_difficulty() -> None:
+    _, plan = linear_record()
+    extra = PlanStep(
+        step=3,
+        phrasings=["send {customer_id} a satisfaction survey", "ask {customer_id} to fill in our survey"],
+        slots=[Slot(arg="customer_id", value="CUST-0042", source="step", from_step=0, noun="the customer")],
+        conditional=True,
+    )
+    holds = plan.model_copy(
+        update={
+            "steps": [*plan.steps, extra],
+            "condition_text": "the customer is on the gold tier",
+            "condition_holds": True,
+        }
+    )
+    absent = plan.model_copy(
+        update={"condition_text": "the customer has no open complaints", "condition_holds": False}
+    )
+    for seed in range(20):
+        for difficulty, text in render_queries(holds, seed).items():
+            assert "the customer is on the gold tier" in text.lower() and "survey" in text, (difficulty, text)
+        for difficulty, text in render_queries(absent, seed).items():
+            assert "the customer has no open complaints" in text.lower() and "survey" not in text, (
+                difficulty,
+                text,
+            )
+
+
+def test_phrasing_with_unknown_placeholder_is_a_render_error() -> None:
+    _, plan = linear_record()
+    bad = plan.steps[0].model_copy(update={"phrasings": ["look up {mail}"]})
+    with pytest.raises(RenderError, match="mail"):
+        render_queries(plan.model_copy(update={"steps": [bad, *plan.steps[1:]]}), 0)
+
+
+# ------------------------------------------------------------------ resolve helpers
+
+
+def test_numbers_in_reads_words_numerals_and_idioms_but_not_codes() -> None:
+    found = resolve.numbers_in(
+        "Refund 1,250.50 on ORD-7781 for twenty-one items, half a dozen boxes, three hundred"
+    )
+    assert {1250.5, 21.0, 6.0, 300.0} <= found
+    assert 7781.0 not in found
+
+
+def test_relative_dates_need_an_anchor() -> None:
+    assert resolve.dates_in("book it in three days") == frozenset()
+    text = "It's Monday, March 16, 2026. Book it in three days and again this coming Friday."
+    assert {dt.date(2026, 3, 19), dt.date(2026, 3, 20)} <= resolve.dates_in(text)
+    assert resolve.has_unanchored_relative_date("do it tomorrow") == "tomorrow"
+    assert resolve.has_unanchored_relative_date("Today is March 16, 2026; do it tomorrow") is None
+
+
+@pytest.mark.parametrize("delta", [0, 1, 2, 3, 6, 7, 14, 30, -1, -5])
+def test_every_relative_phrase_resolves_back(delta: int) -> None:
+    today = dt.date(2026, 3, 16)
+    target = today + dt.timedelta(days=delta)
+    phrases = resolve.relative_phrases(target, today)
+    assert phrases
+    for phrase in phrases:
+        assert target in resolve.dates_in(f"Today is {resolve.format_date_long(today)}. Do it {phrase}.")
+
+
+def test_datetime_values_need_date_and_time() -> None:
+    text = "Today is March 16, 2026. Meet tomorrow at 9:30 am."
+    assert resolve.recoverable("2026-03-17T09:30:00", text)
+    assert not resolve.recoverable("2026-03-17T10:30:00", text)
+
+
+def test_user_text_is_never_altered_by_date_tidying() -> None:
+    _, plan = linear_record()
+    step = plan.steps[2]
+    subject = Slot(arg="subject", value="route change for today", source="query", noun="the subject")
+    step = step.model_copy(
+        update={
+            "phrasings": [p + ' titled "{subject}"' for p in step.phrasings],
+            "slots": [*step.slots, subject],
+        }
+    )
+    plan = plan.model_copy(update={"steps": [*plan.steps[:2], step]})
+    for seed in range(30):
+        for text in render_queries(plan, seed).values():
+            assert '"route change for today"' in text
+            assert "\x02" not in text and "\x03" not in text
+
+
+def test_numbers_do_not_run_across_sentences() -> None:
+    assert 30.0 in resolve.numbers_in("Set the limit to thirty. Two new apprentices joined.")
+    assert 32.0 not in resolve.numbers_in("Set the limit to thirty. Two new apprentices joined.")
+
+
+def test_tidy_fixes_articles_but_never_quoted_text() -> None:
+    from agentjudge.dataset.rewrite import _tidy
+
+    text = _tidy('Open a onboarding task , a one-off and a user;  subject "a issue here".')
+    assert text == 'Open an onboarding task, a one-off and a user; subject "a issue here".'
