@@ -206,7 +206,9 @@ def _condition_clause(plan: QueryPlan, r: _Renderer, clause: str) -> str:
     cond = (plan.condition_text or "").strip().rstrip(".")
     if not cond:
         return clause
-    return r.rng.choice([f"since {cond}, {clause}", f"{clause}, because {cond}", f"as {cond}, {clause}"])
+    # The condition trails the request: the clause is also embedded after leads such as "I need you to ...",
+    # where a leading "since ..." would break the sentence.
+    return r.rng.choice([f"{clause}, because {cond}", f"{clause}, since {cond}", f"{clause}, as {cond}"])
 
 
 def _condition_note(plan: QueryPlan, r: _Renderer) -> str | None:
