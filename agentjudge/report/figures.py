@@ -43,7 +43,7 @@ def grouped_bars(
     groups = list(dict.fromkeys(table[group].astype(str)))
     hues = list(dict.fromkeys(table[hue].astype(str)))
     scale = 100.0 if percent else 1.0
-    fig, ax = _subplots(1, 1, figsize=(max(6.0, 1.2 * len(groups) * max(1, len(hues)) / 2), 4.2))
+    fig, ax = _subplots(1, 1, figsize=(max(6.0, 1.2 * len(groups) * max(1, len(hues)) / 2) + 2.2, 4.2))
     width = 0.8 / max(1, len(hues))
     for i, h in enumerate(hues):
         part = table[table[hue].astype(str) == h].set_index(
@@ -67,7 +67,8 @@ def grouped_bars(
         ax.set_ylim(
             max(0.0, np.nanmin(vals) - 15), min(100.0, np.nanmax(vals) + 8) if np.nanmax(vals) < 95 else 101
         )
-    ax.legend(fontsize=8, ncol=2)
+    # outside the axes: bars of any height stay readable
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     return fig
 
