@@ -3,12 +3,40 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from agentjudge.report.context import Context, Section
 from agentjudge.report.figures import grouped_bars
 from agentjudge.stats import binary_collapse_table, topology_balanced, weighting_rankings
+from agentjudge.stats.bootstrap import percentile_ci
 
-from ._common import with_labels
+from ._common import draws, with_labels
+
+
+def _with_topology_cis(ctx: Context, main: pd.DataFrame, topo: pd.DataFrame) -> pd.DataFrame:
+    """CIs for the topology-balanced alignment and for its shift from the record-weighted one.
+
+    Both come from the same resampled scenarios: the balanced draw is the mean of the per-topology draws,
+    the shift is balanced − record-weighted within each resample (paired)."""
+    per_topo = draws(ctx, main, ["judge", "condition", "topology"])
+    overall = draws(ctx, main, ["judge", "condition"])
+    out = topo.copy()
+    cols = {k: np.full(len(out), np.nan) for k in ("bal_lo", "bal_hi", "shift_lo", "shift_hi")}
+    for i, r in enumerate(out.itertuples(index=False)):
+        mask = ((per_topo.keys["judge"] == r.judge) & (per_topo.keys["condition"] == r.condition)).to_numpy()
+        with np.errstate(invalid="ignore"):
+            balanced = np.nanmean(per_topo.draws[:, mask], axis=1)
+        record = overall.draws[:, overall.lookup(judge=r.judge, condition=r.condition)]
+        lo, hi = percentile_ci(balanced)
+        slo, shi = percentile_ci(100 * (balanced - record))
+        cols["bal_lo"][i], cols["bal_hi"][i] = lo[0], hi[0]
+        cols["shift_lo"][i], cols["shift_hi"][i] = slo[0], shi[0]
+    at = list(out.columns).index("topology_balanced") + 1
+    out.insert(at, "topology_balanced_ci_lo", cols["bal_lo"])
+    out.insert(at + 1, "topology_balanced_ci_hi", cols["bal_hi"])
+    out["shift_pp_ci_lo"] = cols["shift_lo"]
+    out["shift_pp_ci_hi"] = cols["shift_hi"]
+    return out
 
 
 def analyze(ctx: Context) -> Section:
@@ -31,7 +59,7 @@ def analyze(ctx: Context) -> Section:
     else:
         sec.text.append("Weighting ρ undefined (fewer than two judges, or all judges tied).")
 
-    topo = topology_balanced(main)
+    topo = _with_topology_cis(ctx, main, topology_balanced(main))
     sec.tables["robust_topology_weighting"] = with_labels(ctx, topo)
     sec.text.append(
         f"Topology-balanced (unweighted mean of {int(topo['n_topologies'].max())} topologies) vs "

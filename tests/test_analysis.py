@@ -145,7 +145,17 @@ def test_robustness_guide_passk_failures(full: Context) -> None:
         "seq×2+param×2",
         "tool×2",
     }
-    assert rob.tables["robust_topology_weighting"]["n_topologies"].eq(6).all()
+    topo = rob.tables["robust_topology_weighting"]
+    assert topo["n_topologies"].eq(6).all()
+    assert (topo["topology_balanced_ci_lo"] <= topo["topology_balanced"]).all()
+    assert (topo["topology_balanced"] <= topo["topology_balanced_ci_hi"]).all()
+    assert (topo["shift_pp_ci_lo"] <= topo["shift_pp_ci_hi"]).all()
+    # the balanced estimate is the plain mean of per-topology means (independent recomputation)
+    main = full.main
+    first = topo.iloc[0]
+    part = main[(main.judge == first.judge) & (main.condition == first.condition) & main.verdict.notna()]
+    by_topo = (1 - (part.reference - part.verdict).abs()).groupby(part.topology, observed=True).mean()
+    assert first.topology_balanced == pytest.approx(by_topo.mean())
     guide = run("guide", full).tables["guide"]
     assert len(guide) == 6 and "baseline/majority" not in set(guide["leader"]) | set(guide["runner_up"])
     assert (guide["leader_align"] >= guide["runner_up_align"]).all()
