@@ -60,7 +60,7 @@ def _generators(ctx: Context, sec: Section) -> None:
     sc = sc[sc["scoring_mode"].astype(str) == ctx.scoring_mode]
     if sc["trial"].nunique() < 2:
         sec.text.append(
-            "Generators: this run has one trial per task; add generator trials: 4 to the pipeline "
+            "Generators: this run has one trial per task; add generator_trials: 4 to the pipeline "
             "for generator pass^k."
         )
         return
