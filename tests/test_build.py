@@ -17,6 +17,7 @@ import pytest
 
 from agentjudge import DATASET_VERSION
 from agentjudge.dataset.build import build_scenario
+from agentjudge.dataset.domains import load_domain
 from agentjudge.dataset.engine import list_domains, make_environment
 from agentjudge.dataset.plan import QueryPlan
 from agentjudge.dataset.topologies import check_shape, dag_for
@@ -156,6 +157,67 @@ def test_optional_step_present_exactly_when_condition_holds() -> None:
     assert seen == {True, False}
     other, _ = build_scenario("retail", "linear", 1, 0)
     assert other.condition_holds is None
+
+
+def test_conditional_step_says_what_its_condition_asks_for() -> None:
+    """holds[i] is the reason for texts[i] / choices[i]: "travelling with a cello" gets the instrument
+    remark, never an unrelated note."""
+    checked = 0
+    for slug in DOMAINS:
+        tools = {t.name: t for t in load_domain(slug).tools}
+        for i in range(8):
+            record, plan = build_scenario(slug, "optional_enrichment", 5, i)
+            if not record.condition_holds:
+                continue
+            call = record.gt[-1].call
+            spec = tools[call.name]
+            assert spec.condition is not None
+            k = spec.condition.holds.index(plan.condition_text or "")
+            if spec.op == "annotate":
+                assert call.arguments["note"] == spec.texts[k], record.id
+            elif spec.op == "message":
+                assert call.arguments["template"] == spec.choices[k], record.id
+                if "email" in (plan.condition_text or ""):
+                    assert call.arguments["channel"] == "email", record.id
+            checked += 1
+    assert checked >= 30
+
+
+def _records_touched(record: Record) -> dict[str, set[str]]:
+    """Entity kind -> the ids of the records the non-final GT calls search for or read."""
+    dom = load_domain(record.domain)
+    tools = {t.name: t for t in dom.tools}
+    seen: dict[str, set[str]] = {}
+    for step in record.gt[:-1]:
+        t = tools[step.call.name]
+        key = dom.entities[t.entity].id_key
+        if t.op == "search":
+            seen.setdefault(t.entity, set()).add(step.output[key])
+        elif t.op == "get":
+            seen.setdefault(t.entity, set()).add(step.call.arguments[key])
+    return seen
+
+
+def test_fan_in_branches_never_name_two_records_of_one_kind(built: list[tuple[Record, QueryPlan]]) -> None:
+    """A request such as 'notify the technician about that employee' is ambiguous when one branch finds an
+    employee by email and the other reads another employee's record to reach the technician."""
+    fan_ins = [r for r, _ in built if r.topology == "fan_in"]
+    assert len(fan_ins) == 15 * len(INDICES)
+    for record in fan_ins:
+        for kind, ids in _records_touched(record).items():
+            assert len(ids) == 1, (record.id, kind, ids)
+
+
+def test_nearly_every_gt_changes_state(built: list[tuple[Record, QueryPlan]]) -> None:
+    """An end-state comparison says nothing about a read-only GT; only a few linear list -> aggregate
+    chains are left read-only (so aggregate tools still appear)."""
+    read_only = []
+    for record, _ in built:
+        ops = {t.name: t.op for t in load_domain(record.domain).tools}
+        if all(ops[s.call.name] in ("search", "get", "list", "aggregate") for s in record.gt):
+            read_only.append(record)
+    assert all(r.topology == "linear" for r in read_only), [r.id for r in read_only]
+    assert len(read_only) <= 0.05 * len(built)
 
 
 def _graph(n: int, edges: list[tuple[int, int]]) -> nx.DiGraph:

@@ -48,6 +48,17 @@ def test_domain_tools_are_valid_json_schema(slug: str) -> None:
     assert "format:email" in kinds or "format:date" in kinds
 
 
+@pytest.mark.parametrize("slug", list_domains())
+def test_every_condition_reason_has_its_note_or_template(slug: str) -> None:
+    """optional_enrichment uses texts[i] / choices[i] for condition.holds[i]; a reason without one
+    would make the builder fail."""
+    for tool in load_domain(slug).tools:
+        if tool.condition is not None and tool.op in ("annotate", "message"):
+            pool = tool.texts if tool.op == "annotate" else tool.choices
+            assert tool.condition.holds and len(tool.condition.holds) <= len(pool), tool.name
+            assert len(set(tool.condition.holds)) == len(tool.condition.holds), tool.name
+
+
 def test_initial_state_is_deterministic_and_small() -> None:
     dom = load_domain("finance")
     a, b, c = initial_state(dom, 5), initial_state(dom, 5), initial_state(dom, 6)

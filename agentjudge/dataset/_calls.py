@@ -208,7 +208,7 @@ def do_get(ctx: Ctx, kind: str, rid: str, frm: int | None, ref_field: str | None
         what = f"its {ent.fields[ref_field].noun}" if ref_field else "its details"
         say = [
             f"look up {ent.noun} {{{ent.id_key}}} and check {what}",
-            f"pull up {ent.noun} {{{ent.id_key}}}",
+            f"pull up {ent.noun} {{{ent.id_key}}}" + (f" and find {what}" if ref_field else ""),
             f"open the record of {ent.noun} {{{ent.id_key}}} to see {what}",
         ]
     return ctx.call(t, {ent.id_key: rid}, [_id_slot(ent, rid, frm)], say)
@@ -285,10 +285,33 @@ def do_annotate(
     ctx.call(t, {ent.id_key: rid, "note": note}, [_id_slot(ent, rid, frm), slot], say, conditional)
 
 
-def do_message(ctx: Ctx, t: ToolSpec, rid: str, frm: int | None, conditional: bool = False) -> None:
+# A reason that names how the person wants to hear ("by email", "in writing") fixes the channel.
+CHANNEL_CUES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("email", ("email",)),
+    ("by text", ("sms",)),
+    ("writing", ("email", "postal_mail")),
+    ("written", ("email", "postal_mail")),
+)
+
+
+def do_message(
+    ctx: Ctx,
+    t: ToolSpec,
+    rid: str,
+    frm: int | None,
+    conditional: bool = False,
+    template: str | None = None,
+    reason: str = "",
+) -> None:
+    """``template``/``reason``: optional_enrichment's message, tied to the condition that asks for it."""
     ent = ctx.dom.entities[t.entity]
-    channel = ctx.rng.choice(["email", "sms", "postal_mail"])
-    template = ctx.rng.choice(t.choices)
+    channels: tuple[str, ...] = ("email", "sms", "postal_mail")
+    for cue, fits in CHANNEL_CUES:
+        if cue in reason:
+            channels = fits
+            break
+    channel = ctx.rng.choice(channels)
+    template = template or ctx.rng.choice(t.choices)
     say = [
         f"send the {ent.noun} the {{template}} message by {{channel}}",
         f"message the {ent.noun} by {{channel}} using the {{template}} template",
@@ -322,21 +345,25 @@ def do_create(ctx: Ctx, t: ToolSpec, refs: dict[str, tuple[str, int | None]]) ->
     args: dict[str, Any] = {}
     slots: list[Slot] = []
     stated: list[str] = []
+    for_: list[str] = []  # the records it is for, so a fan-in's "for them" never leaves a reader guessing
     for f in t.fields:
         fs = ent.fields[f]
         if fs.gen == "ref":
             rid, frm = refs[f]
             args[f] = rid
-            slots.append(_id_slot(ctx.dom.entities[fs.entity or ""], rid, frm, arg=f))
+            target = ctx.dom.entities[fs.entity or ""]
+            slots.append(_id_slot(target, rid, frm, arg=f))
+            for_.append(f"that {target.noun}" if frm is not None else f"{target.noun} {{{f}}}")
         else:
             args[f] = new_value(ctx, ent, f)
             slots.append(Slot(arg=f, value=args[f], source="query", noun=f"the {fs.noun}", kind=KIND[fs.gen]))
             stated.append(f"{fs.noun} {{{f}}}")
     with_ = stated[0] if len(stated) == 1 else ", ".join(stated[:-1]) + " and " + stated[-1]
+    who = f" for {' and '.join(for_)}" if for_ else ""
     say = [
-        f"create a new {ent.noun} with {with_}",
-        f"open a {ent.noun} for them with {with_}",
-        f"raise a new {ent.noun} ({with_})",
+        f"create a new {ent.noun}{who} with {with_}",
+        f"open a {ent.noun}{who} with {with_}",
+        f"raise a new {ent.noun}{who} ({with_})",
     ]
     out = ctx.call(t, args, slots, say)
     return out[ent.id_key], len(ctx.gt) - 1

@@ -39,6 +39,8 @@ Action = Callable[[], Cursor | None]
 
 __all__ = ["TEMPLATES", "Ctx", "Infeasible"]
 
+READ_ONLY_LINEAR = 0.05  # share of linear chains that end list -> aggregate (the only read-only GTs)
+
 
 def _children(ctx: Ctx, lt: ToolSpec, pid: str) -> int:
     return sum(1 for rec in ctx.table(lt.entity).values() if rec[lt.field or ""] == pid)
@@ -89,9 +91,12 @@ def _has_terminal(ctx: Ctx, kind: str) -> bool:
 
 
 def _continuations(
-    ctx: Ctx, kind: str, rid: str, frm: int | None, then_last: bool
+    ctx: Ctx, kind: str, rid: str, frm: int | None, then_last: bool, lists: bool = False
 ) -> list[tuple[str, Action]]:
-    """Calls on one entity whose output carries the chain on (a referenced id, a new id, a list)."""
+    """Calls on one entity whose output carries the chain on (a referenced id, a new id, a list).
+
+    ``lists``: allow list -> aggregate endings. They change no state, so an end-state comparison
+    (tau-bench's check) sees nothing; chains use them only when nothing else can end the chain."""
     ix = ctx.ix
     acts: list[tuple[str, Action]] = []
     gets = ctx.unused(ix.tools("get", kind))
@@ -112,7 +117,7 @@ def _continuations(
                 return ("ent", t.entity, zid, i, None)
 
             acts.append(("create", create))
-    if then_last:
+    if then_last and lists:
         for lt in ctx.unused(ix.lists_of.get(kind, [])):
             if ctx.unused(ix.tools("aggregate", lt.entity)) and _children(ctx, lt, rid):
 
@@ -123,9 +128,9 @@ def _continuations(
     return acts
 
 
-def _walk(ctx: Ctx, cur: Cursor, steps: int, first: str | None = None) -> Cursor:
+def _walk(ctx: Ctx, cur: Cursor, steps: int, first: str | None = None, lists: bool = False) -> Cursor:
     """Extend a chain by ``steps`` calls, each consuming only the previous call's output
-    (``first``: the category the first call must have)."""
+    (``first``: the category the first call must have; ``lists``: see ``_continuations``)."""
     for i in range(steps):
         last = i == steps - 1
         what, kind, value, frm, about = cur
@@ -138,7 +143,7 @@ def _walk(ctx: Ctx, cur: Cursor, steps: int, first: str | None = None) -> Cursor
         opts = (
             _terminals(ctx, kind, value, frm, about)
             if last
-            else _continuations(ctx, kind, value, frm, i == steps - 2)
+            else _continuations(ctx, kind, value, frm, i == steps - 2, lists)
         )
         if not opts:
             raise Infeasible(f"chain stuck at {kind}")
@@ -154,6 +159,11 @@ def _searchable(ctx: Ctx) -> list[str]:
     return [k for k in ctx.dom.entities if ctx.ix.tools("search", k)]
 
 
+def _is_person(ctx: Ctx, kind: str) -> bool:
+    """People are found by name or email; only records (tickets, orders, claims) are quoted by number."""
+    return any(f.gen == "person" for f in ctx.dom.entities[kind].fields.values())
+
+
 def linear(ctx: Ctx, holds: bool) -> None:
     """search -> ... or (stated id) get -> ...: each call consumes only the previous call's output."""
     rng = ctx.rng
@@ -162,7 +172,7 @@ def linear(ctx: Ctx, holds: bool) -> None:
     for kind in _searchable(ctx):
         rid = rng.choice(list(ctx.table(kind)))
         # only looked at, not run: which kinds of next call this start allows
-        for cat in sorted({c for c, _ in _continuations(ctx, kind, rid, None, steps == 2)}):
+        for cat in sorted({c for c, _ in _continuations(ctx, kind, rid, None, steps == 2, lists=True)}):
 
             def by_search(kind: str = kind, rid: str = rid) -> Cursor:
                 _, frm = do_search(ctx, kind, rid)
@@ -183,33 +193,40 @@ def linear(ctx: Ctx, holds: bool) -> None:
                 starts.append(("stated_id", by_id))
     if not starts:
         raise Infeasible("no entity to start a chain from")
-    cats = sorted({c for c, _ in starts})
-    # list -> aggregate chains are read-only (nothing for an end-state comparison to see): keep them rarer
-    cat = rng.choices(cats, weights=[0.3 if c.endswith("list") else 1.0 for c in cats])[0]
+    # list -> aggregate chains change no state (an end-state comparison would see nothing): rare, kept only
+    # so that aggregate tools still appear in GT traces
+    plain = sorted({c for c, _ in starts if not c.endswith("list")})
+    lists = sorted({c for c, _ in starts if c.endswith("list")})
+    cat = rng.choice(lists if lists and (not plain or rng.random() < READ_ONLY_LINEAR) else plain)
     cur = rng.choice([f for c, f in starts if c == cat])()
-    _walk(ctx, cur, steps, cat.split("+")[1] if "+" in cat else None)
+    _walk(ctx, cur, steps, cat.split("+")[1] if "+" in cat else None, lists=cat.endswith("list"))
 
 
 def fan_out(ctx: Ctx, holds: bool) -> None:
-    kinds = [k for k in _searchable(ctx) if len(_leaves(ctx, k, "")) >= 2]
+    kinds = [k for k in _searchable(ctx) if len(_leaves(ctx, k, "")[0]) >= 2]
     if not kinds:
         raise Infeasible("no entity with two independent follow-ups")
     kind = ctx.rng.choice(kinds)
     rid = ctx.rng.choice(list(ctx.table(kind)))
-    leaves = _leaves(ctx, kind, rid)
+    leaves, reads = _leaves(ctx, kind, rid)
     _, frm = do_search(ctx, kind, rid)
-    for leaf in ctx.rng.sample(leaves, min(len(leaves), ctx.rng.choice([2, 2, 3]))):
-        leaf(frm)
+    picked = ctx.rng.sample(range(len(leaves)), min(len(leaves), ctx.rng.choice([2, 2, 3])))
+    if all(i < reads for i in picked) and len(leaves) > reads:  # at least one branch changes state
+        picked[ctx.rng.randrange(len(picked))] = ctx.rng.randrange(reads, len(leaves))
+    for i in picked:
+        leaves[i](frm)
 
 
-def _leaves(ctx: Ctx, kind: str, rid: str) -> list[Callable[[int], Any]]:
-    """Calls that need only an id of ``kind`` (one per tool), for fan_out's branches."""
+def _leaves(ctx: Ctx, kind: str, rid: str) -> tuple[list[Callable[[int], Any]], int]:
+    """Calls that need only an id of ``kind`` (one per tool), for fan_out's branches; the read-only
+    ones first, with their count."""
     ix = ctx.ix
     leaves: list[Callable[[int], Any]] = []
     if ix.tools("get", kind):
         leaves.append(partial(do_get, ctx, kind, rid))
     for lt in ix.lists_of.get(kind, []):
         leaves.append(partial(do_list, ctx, lt, rid))
+    reads = len(leaves)
     for t in ix.tools("update", kind):
         leaves.append(partial(do_update, ctx, t, rid))
     for t in ix.tools("annotate", kind):
@@ -222,7 +239,7 @@ def _leaves(ctx: Ctx, kind: str, rid: str) -> list[Callable[[int], Any]]:
             do_create(ctx, t, {ref: (rid, frm)})
 
         leaves.append(create)
-    return leaves
+    return leaves, reads
 
 
 def diamond(ctx: Ctx, holds: bool) -> None:
@@ -274,13 +291,19 @@ def diamond(ctx: Ctx, holds: bool) -> None:
         do_assign(ctx, sink[1], bval[0], bi, tid, ti)
 
 
-def _producer(ctx: Ctx, kind: str, budget: int, sink_kind: str) -> list[Callable[[], tuple[str, int]]] | None:
-    """Ways to obtain an id of ``kind`` from the query alone, as (search) or (search|stated id -> get ref)."""
+def _producer(
+    ctx: Ctx, kind: str, budget: int, avoid: list[str]
+) -> list[Callable[[], tuple[str, int]]] | None:
+    """Ways to obtain an id of ``kind`` from the query alone, as (search) or (search|stated id -> get ref).
+
+    ``avoid``: the sink's and the other branches' kinds. A branch never reaches its id through a record
+    of one of those kinds: "pull up employee EMP-1 for their technician; find the employee with email x;
+    notify the technician about that employee" names two employees, and "that employee" is ambiguous."""
     ix, opts = ctx.ix, []
     for _ in ix.tools("search", kind)[:1]:
         opts.extend([lambda: do_search(ctx, kind)] * 3)
     for w in ctx.dom.entities:
-        if w in (kind, sink_kind) or not ix.tools("get", w):
+        if w == kind or w in avoid or not ix.tools("get", w):
             continue
         for field, target in ix.refs(w):
             if target != kind:
@@ -290,7 +313,8 @@ def _producer(ctx: Ctx, kind: str, budget: int, sink_kind: str) -> list[Callable
                 rid = ctx.rng.choice(list(ctx.table(w)))
                 return do_get(ctx, w, rid, None, ref_field=field)[field], len(ctx.gt) - 1
 
-            opts.append(by_id)
+            if not _is_person(ctx, w):
+                opts.append(by_id)
             if budget >= 2 and ix.tools("search", w):
 
                 def via_search(w: str = w, field: str = field) -> tuple[str, int]:
@@ -327,7 +351,7 @@ def fan_in(ctx: Ctx, holds: bool) -> None:
                 continue
             kinds = [t.entity, rng.choice(others)]
         budget = 4 - len(kinds)  # extra calls allowed beyond one per branch (at most 5 in all)
-        prods = [_producer(ctx, k, budget, t.entity) for k in kinds]
+        prods = [_producer(ctx, k, budget, [t.entity, *kinds]) for k in kinds]
         if all(prods):
             break
     else:
@@ -402,14 +426,25 @@ def optional_enrichment(ctx: Ctx, holds: bool) -> None:
     ctx.used.discard(ct.name)
     assert ct.condition is not None
     ctx.condition_holds = holds
-    ctx.condition_text = rng.choice(ct.condition.holds if holds else ct.condition.absent)
-    if holds:
-        if ct.op == "annotate":
-            do_annotate(ctx, ct, eid, hang, conditional=True)
-        elif ct.op == "message":
-            do_message(ctx, ct, eid, hang, conditional=True)
-        else:
-            do_update(ctx, ct, eid, hang, conditional=True)
+    if not holds:
+        ctx.condition_text = rng.choice(ct.condition.absent)
+        return
+    # the step says what the reason asks for: holds[i] is the reason for texts[i] (a note) or choices[i]
+    # (a message template), so "travelling with a cello" gets the musical-instrument remark
+    i = rng.randrange(len(ct.condition.holds))
+    reason = ctx.condition_text = ct.condition.holds[i]
+    pool = ct.texts if ct.op == "annotate" else ct.choices
+    if ct.op in ("annotate", "message") and i >= len(pool):
+        raise ValueError(
+            f"domain {ctx.dom.slug!r}, tool {ct.name!r}: condition.holds[{i}] has no matching "
+            f"{'texts' if ct.op == 'annotate' else 'choices'}[{i}]"
+        )
+    if ct.op == "annotate":
+        do_annotate(ctx, ct, eid, hang, note=pool[i], conditional=True)
+    elif ct.op == "message":
+        do_message(ctx, ct, eid, hang, conditional=True, template=pool[i], reason=reason)
+    else:
+        do_update(ctx, ct, eid, hang, conditional=True)
 
 
 def loop_like(ctx: Ctx, holds: bool) -> None:
@@ -420,10 +455,12 @@ def loop_like(ctx: Ctx, holds: bool) -> None:
             for op in ("update", "annotate", "get"):
                 for bt in ix.tools(op, lt.entity):
                     combos.append((parent, lt, bt))
+    # a loop of reads changes no state (an end-state comparison sees nothing): only when nothing else fits
+    combos = [c for c in combos if c[2].op != "get"] or combos
     if not combos:
         raise Infeasible("no list tool with a per-item follow-up")
     parent, lt, bt = rng.choice(combos)
-    with_search = bool(ix.tools("search", parent)) and rng.random() < 0.6
+    with_search = bool(ix.tools("search", parent)) and (_is_person(ctx, parent) or rng.random() < 0.6)
     top = 3 if with_search else 4
     counts = Counter(rec[lt.field or ""] for rec in ctx.table(lt.entity).values())
     eligible = [p for p in ctx.table(parent) if 2 <= counts.get(p, 0) <= top]
