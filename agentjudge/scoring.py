@@ -360,8 +360,10 @@ def score_prepared(
     elif mode == "paper":
         set_e = prep.set_e
         set_g = set(names_g)
-        p_tool = max(0.0, 1.0 - (len(set_g - set_e) + len(set_e - set_g)) / max(len(set_e), 1))
-        p_cov = len(set_g & set_e) / len(set_e) if set_e else 1.0
+        n_se = len(set_e)
+        shared = len(set_g & set_e)  # |G∖E| = |Gs| − shared, |E∖G| = |Es| − shared: one set operation
+        p_tool = max(0.0, 1.0 - (len(set_g) + n_se - 2 * shared) / (n_se or 1))
+        p_cov = shared / n_se if n_se else 1.0
         p_seq = 1.0 if both_empty else positional / max(n_e, 1)
         if n_g == 0:
             p_param = 1.0
