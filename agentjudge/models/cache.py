@@ -55,6 +55,9 @@ def cache_key(request: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json({"v": SCHEMA_VERSION, **request}).encode()).hexdigest()
 
 
+_INIT_LOCK = threading.Lock()
+
+
 class CallCache:
     """get/put of JSON answers by key. Cheap to construct; the file is created on first use."""
 
@@ -69,9 +72,20 @@ class CallCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA busy_timeout=30000")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(_SCHEMA)
+        # Switching to WAL and creating the schema need the database briefly to themselves, and SQLite may
+        # answer "database is locked" at once instead of waiting while other connections open the same file:
+        # serialise set-up within the process and retry it across processes.
+        with _INIT_LOCK:
+            for attempt in range(50):
+                try:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute("PRAGMA synchronous=NORMAL")
+                    conn.executescript(_SCHEMA)
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or attempt == 49:
+                        raise
+                    time.sleep(0.02 * (attempt + 1))
         self._local.conn = conn
         self._local.pid = os.getpid()
         return conn
