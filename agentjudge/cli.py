@@ -183,7 +183,8 @@ def taubench(
         Path, typer.Option(help="Output folder: episodes.parquet, judgments.parquet, summary.md.")
     ],
     judge: Annotated[
-        list[str] | None, typer.Option(help="Judges (repeatable); default: baseline/always-1, rule, ceiling.")
+        list[str] | None,
+        typer.Option(help="Judges (repeatable); default: baseline/always-1, rule, gt-rule, ceiling."),
     ] = None,
     condition: Annotated[
         list[str] | None, typer.Option(help="with_gt and/or without_gt (default both).")

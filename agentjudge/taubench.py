@@ -41,7 +41,7 @@ from agentjudge.types import (
 )
 
 NO_OP_TOOLS = frozenset({"think"})
-DEFAULT_JUDGES = ("baseline/always-1", "baseline/rule", "baseline/ceiling")
+DEFAULT_JUDGES = ("baseline/always-1", "baseline/rule", "baseline/gt-rule", "baseline/ceiling")
 
 
 class TauFunction(Strict):
