@@ -15,13 +15,19 @@ from typing import Any
 
 import pandas as pd
 
+from agentjudge.columns import SCORE_COLUMNS
 from agentjudge.types import DIFFICULTIES, Prediction, Record, ScoringMode, ToolCall
 
-PREDICTION_COLUMNS = ("record_id", "base_id", "difficulty", "generator", "trial", "calls_json", "error")
-SCORE_COLUMNS = (
-    "record_id", "base_id", "domain", "topology", "difficulty", "generator", "trial", "scoring_mode",
-    "p_tool", "p_param", "p_seq", "p_cov", "p_value", "p_seq_dag", "state_match",
-)  # fmt: skip
+# the subset of a predictions file that scoring needs
+REQUIRED_PREDICTION_COLUMNS = (
+    "record_id",
+    "base_id",
+    "difficulty",
+    "generator",
+    "trial",
+    "calls_json",
+    "error",
+)
 
 
 class ScoreInputError(ValueError):
@@ -53,7 +59,7 @@ def read_predictions(path: Path) -> list[Prediction]:
     out: list[Prediction] = []
     for n, row in enumerate(rows, start=1):
         at = f"{path}, {where} {n}"
-        missing = [c for c in PREDICTION_COLUMNS if c not in row]
+        missing = [c for c in REQUIRED_PREDICTION_COLUMNS if c not in row]
         if missing:
             raise ScoreInputError(f"{at}: missing field(s) {', '.join(missing)}")
         error = None if _missing(row["error"]) else str(row["error"])

@@ -17,6 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from agentjudge.columns import PREDICTION_COLUMNS
 from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelClient
 from agentjudge.types import (
@@ -30,21 +31,6 @@ from agentjudge.types import (
     Usage,
 )
 
-PREDICTION_COLUMNS = (
-    "record_id",
-    "base_id",
-    "difficulty",
-    "generator",
-    "trial",
-    "calls_json",
-    "raw_output",
-    "error",
-    "simulated",
-    "prompt_tokens",
-    "completion_tokens",
-    "cost_usd",
-    "cached",
-)
 MAX_IN_FLIGHT = 64  # tasks scheduled at once; the client's per-model semaphore is the real rate limit
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from agentjudge.columns import JUDGMENT_COLUMNS
 from agentjudge.stats import ClusterBootstrap, add_alignment_columns
 from agentjudge.stats.codes import values_of
 from agentjudge.types import CONDITIONS, DIFFICULTIES, METRICS, TOPOLOGIES
@@ -28,30 +29,7 @@ CANONICAL_ORDER: dict[str, tuple[str, ...]] = {
     "condition": CONDITIONS,
 }
 
-JUDGMENT_COLUMNS: tuple[str, ...] = (
-    "record_id",
-    "base_id",
-    "domain",
-    "topology",
-    "difficulty",
-    "generator",
-    "generator_trial",
-    "judge",
-    "condition",
-    "prompt_format",
-    "cot",
-    "default_mode",
-    "temperature",
-    "trial",
-    "metric",
-    "reference",
-    "verdict",
-    "parse_ok",
-    "scoring_mode",
-    "rationale",
-    "judge_error",
-)
-SCORE_COLUMNS = (
+REQUIRED_SCORE_COLUMNS = (  # the subset of scores.parquet the report reads
     "record_id",
     "base_id",
     "topology",
@@ -254,7 +232,7 @@ def load_context(rundir: Path, resamples: int, seed: int) -> Context:
     except json.JSONDecodeError as exc:
         raise RunFolderError(f"{meta_path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
     scores = (
-        read_parquet(rundir / "scores.parquet", SCORE_COLUMNS)
+        read_parquet(rundir / "scores.parquet", REQUIRED_SCORE_COLUMNS)
         if (rundir / "scores.parquet").exists()
         else None
     )

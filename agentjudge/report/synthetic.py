@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agentjudge.columns import JUDGMENT_COLUMNS
 from agentjudge.types import DIFFICULTIES, METRICS, TOPOLOGIES
 
 DOMAINS = (
@@ -175,29 +176,7 @@ def write_run(rundir: Path, spec: SyntheticSpec) -> pd.DataFrame:
     """Write judgments/scores/predictions parquet and meta.json; returns the judgments table."""
     rundir.mkdir(parents=True, exist_ok=True)
     jd, ref = make_judgments(spec)
-    cols = [
-        "record_id",
-        "base_id",
-        "domain",
-        "topology",
-        "difficulty",
-        "generator",
-        "generator_trial",
-        "judge",
-        "condition",
-        "prompt_format",
-        "cot",
-        "default_mode",
-        "temperature",
-        "trial",
-        "metric",
-        "reference",
-        "verdict",
-        "parse_ok",
-        "scoring_mode",
-        "rationale",
-        "judge_error",
-    ]
+    cols = list(JUDGMENT_COLUMNS)
     jd[cols].to_parquet(rundir / "judgments.parquet", index=False)
     keys = ["record_id", "base_id", "domain", "topology", "difficulty", "generator", "generator_trial"]
     sc = ref.pivot_table(index=keys, columns="metric", values="reference", observed=True).reset_index()

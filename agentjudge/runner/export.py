@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from agentjudge.columns import JUDGMENT_COLUMNS, PREDICTION_COLUMNS, SCORE_COLUMNS
 from agentjudge.runner.store import UnitKey, UnitRow, temperature_value
 from agentjudge.runner.work import _FIELD, Dataset, ScoreKey
 from agentjudge.types import (
@@ -28,67 +29,30 @@ from agentjudge.types import (
     ScoringMode,
 )
 
-PREDICTION_SCHEMA = pa.schema(
-    [
-        ("record_id", pa.string()),
-        ("base_id", pa.string()),
-        ("difficulty", pa.string()),
-        ("generator", pa.string()),
-        ("trial", pa.int64()),
-        ("calls_json", pa.string()),
-        ("raw_output", pa.string()),
-        ("error", pa.string()),
-        ("simulated", pa.bool_()),
-        ("prompt_tokens", pa.int64()),
-        ("completion_tokens", pa.int64()),
-        ("cost_usd", pa.float64()),
-        ("cached", pa.bool_()),
-    ]
-)
-SCORE_SCHEMA = pa.schema(
-    [
-        ("record_id", pa.string()),
-        ("base_id", pa.string()),
-        ("domain", pa.string()),
-        ("topology", pa.string()),
-        ("difficulty", pa.string()),
-        ("generator", pa.string()),
-        ("trial", pa.int64()),
-        ("scoring_mode", pa.string()),
-        ("p_tool", pa.float64()),
-        ("p_param", pa.float64()),
-        ("p_seq", pa.float64()),
-        ("p_cov", pa.float64()),
-        ("p_value", pa.float64()),
-        ("p_seq_dag", pa.float64()),
-        ("state_match", pa.bool_()),
-    ]
-)
-JUDGMENT_SCHEMA = pa.schema(
-    [
-        ("record_id", pa.string()),
-        ("base_id", pa.string()),
-        ("domain", pa.string()),
-        ("topology", pa.string()),
-        ("difficulty", pa.string()),
-        ("generator", pa.string()),
-        ("generator_trial", pa.int64()),
-        ("judge", pa.string()),
-        ("condition", pa.string()),
-        ("prompt_format", pa.string()),
-        ("cot", pa.bool_()),
-        ("default_mode", pa.string()),
-        ("temperature", pa.float64()),
-        ("trial", pa.int64()),
-        ("metric", pa.string()),
-        ("reference", pa.float64()),
-        ("verdict", pa.float64()),
-        ("parse_ok", pa.bool_()),
-        ("scoring_mode", pa.string()),
-        ("rationale", pa.string()),
-        ("judge_error", pa.string()),
-    ]
-)
+_ARROW_TYPES: dict[str, pa.DataType] = {
+    **dict.fromkeys(
+        ("record_id", "base_id", "domain", "topology", "difficulty", "generator", "judge", "condition",
+         "prompt_format", "default_mode", "metric", "scoring_mode", "rationale", "judge_error", "calls_json",
+         "raw_output", "error"),
+        pa.string(),
+    ),
+    **dict.fromkeys(("trial", "generator_trial", "prompt_tokens", "completion_tokens"), pa.int64()),
+    **dict.fromkeys(
+        ("cost_usd", "temperature", "reference", "verdict", "p_tool", "p_param", "p_seq", "p_cov", "p_value",
+         "p_seq_dag"),
+        pa.float64(),
+    ),
+    **dict.fromkeys(("simulated", "cached", "cot", "parse_ok", "state_match"), pa.bool_()),
+}  # fmt: skip
+
+
+def _schema(columns: tuple[str, ...]) -> pa.Schema:
+    return pa.schema([(c, _ARROW_TYPES[c]) for c in columns])
+
+
+PREDICTION_SCHEMA = _schema(PREDICTION_COLUMNS)
+SCORE_SCHEMA = _schema(SCORE_COLUMNS)
+JUDGMENT_SCHEMA = _schema(JUDGMENT_COLUMNS)
 
 # Columns that are the same for every metric/mode row of one judge unit, in schema order.
 _CONSTANT_COLUMNS = JUDGMENT_SCHEMA.names[:14]

@@ -1,0 +1,21 @@
+"""Column names of the run folder's tables, in file order: the contract of ARCHITECTURE.md in one place.
+
+The runner's exporter builds its Arrow schemas from these, the infer/score verbs write them, the report
+reads them; other tools rely on the names, so extend rather than rename.
+"""
+
+from __future__ import annotations
+
+PREDICTION_COLUMNS: tuple[str, ...] = (
+    "record_id", "base_id", "difficulty", "generator", "trial", "calls_json", "raw_output", "error",
+    "simulated", "prompt_tokens", "completion_tokens", "cost_usd", "cached",
+)  # fmt: skip
+SCORE_COLUMNS: tuple[str, ...] = (
+    "record_id", "base_id", "domain", "topology", "difficulty", "generator", "trial", "scoring_mode",
+    "p_tool", "p_param", "p_seq", "p_cov", "p_value", "p_seq_dag", "state_match",
+)  # fmt: skip
+JUDGMENT_COLUMNS: tuple[str, ...] = (
+    "record_id", "base_id", "domain", "topology", "difficulty", "generator", "generator_trial", "judge",
+    "condition", "prompt_format", "cot", "default_mode", "temperature", "trial", "metric", "reference",
+    "verdict", "parse_ok", "scoring_mode", "rationale", "judge_error",
+)  # fmt: skip
