@@ -496,3 +496,19 @@ def score_prediction(
         state_match=state,
         **dict(zip(METRIC_FIELDS, values, strict=True)),
     )
+
+
+def score_row(record: Record, difficulty: str, score: Score) -> dict[str, Any]:
+    """One row of scores.parquet / the score verb's output (columns: ``agentjudge.columns.SCORE_COLUMNS``)."""
+    return {
+        "record_id": score.record_id,
+        "base_id": record.id,
+        "domain": record.domain,
+        "topology": record.topology,
+        "difficulty": difficulty,
+        "generator": score.generator,
+        "trial": score.trial,
+        "scoring_mode": score.scoring_mode,
+        **{field: getattr(score, field) for field in METRIC_FIELDS},
+        "state_match": score.state_match,
+    }

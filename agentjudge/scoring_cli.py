@@ -103,7 +103,7 @@ def score_rows(
     records: list[Record], predictions: list[Prediction], modes: list[ScoringMode], lenient: bool
 ) -> tuple[list[dict[str, Any]], Counter[str]]:
     """One row per (successful prediction, mode) and the count of failed predictions per generator."""
-    from agentjudge.scoring import prepare, score_prediction
+    from agentjudge.scoring import prepare, score_prediction, score_row
 
     by_id = {r.id: r for r in records}
     prepared: dict[str, Any] = {}
@@ -127,25 +127,7 @@ def score_rows(
             s = score_prediction(record, p, mode, lenient=lenient, prepared=prepared[record.id],
                                  state=state, with_state=i == 0)  # fmt: skip
             state = s.state_match
-            rows.append(
-                {
-                    "record_id": p.record_id,
-                    "base_id": p.base_id,
-                    "domain": record.domain,
-                    "topology": record.topology,
-                    "difficulty": p.difficulty,
-                    "generator": p.generator,
-                    "trial": p.trial,
-                    "scoring_mode": mode,
-                    "p_tool": s.p_tool,
-                    "p_param": s.p_param,
-                    "p_seq": s.p_seq,
-                    "p_cov": s.p_cov,
-                    "p_value": s.p_value,
-                    "p_seq_dag": s.p_seq_dag,
-                    "state_match": s.state_match,
-                }  # fmt: skip
-            )
+            rows.append(score_row(record, p.difficulty, s))
     return rows, failed
 
 

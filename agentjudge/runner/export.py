@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from agentjudge.columns import JUDGMENT_COLUMNS, PREDICTION_COLUMNS, SCORE_COLUMNS
 from agentjudge.runner.store import UnitKey, UnitRow, temperature_value
 from agentjudge.runner.work import _FIELD, Dataset, ScoreKey
+from agentjudge.scoring import score_row
 from agentjudge.types import (
     METRICS,
     ModelSettings,
@@ -112,26 +113,8 @@ def score_rows(data: Dataset, scores: dict[ScoreKey, dict[ScoringMode, Score]]) 
     rows = []
     for record_id, generator, trial in sorted(scores):
         record, difficulty = data.locate(record_id)
-        for mode, s in sorted(scores[(record_id, generator, trial)].items()):
-            rows.append(
-                {
-                    "record_id": record_id,
-                    "base_id": record.id,
-                    "domain": record.domain,
-                    "topology": record.topology,
-                    "difficulty": difficulty,
-                    "generator": generator,
-                    "trial": trial,
-                    "scoring_mode": mode,
-                    "p_tool": s.p_tool,
-                    "p_param": s.p_param,
-                    "p_seq": s.p_seq,
-                    "p_cov": s.p_cov,
-                    "p_value": s.p_value,
-                    "p_seq_dag": s.p_seq_dag,
-                    "state_match": s.state_match,
-                }
-            )
+        for _mode, s in sorted(scores[(record_id, generator, trial)].items()):
+            rows.append(score_row(record, difficulty, s))
     return rows
 
 
