@@ -134,6 +134,18 @@ class Prediction(Strict):
     simulated: bool = False
     usage: Usage = Field(default_factory=Usage)
 
+    @classmethod
+    def for_task(cls, task: Task, generator: str, trial: int, **fields: Any) -> Prediction:
+        """A prediction carrying the task's coordinates; ``fields`` are the outcome (calls or error, ...)."""
+        return cls(
+            record_id=task.record_id,
+            base_id=task.base_id,
+            difficulty=task.difficulty,
+            generator=generator,
+            trial=trial,
+            **fields,
+        )
+
 
 class Score(Strict):
     record_id: str

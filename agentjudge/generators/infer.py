@@ -157,12 +157,10 @@ async def run_generator(
             try:
                 pred = await generator(task, trial)
             except Exception as exc:  # noqa: BLE001 - recorded and counted, not hidden
-                pred = Prediction(
-                    record_id=task.record_id,
-                    base_id=task.base_id,
-                    difficulty=task.difficulty,
-                    generator=generator.name,
-                    trial=trial,
+                pred = Prediction.for_task(
+                    task,
+                    generator.name,
+                    trial,
                     calls=None,
                     error=f"generator_raised: {type(exc).__name__}: {exc}",
                 )

@@ -174,14 +174,7 @@ class LLMGenerator:
         ]
 
     def _prediction(self, task: Task, trial: int, **fields: Any) -> Prediction:
-        return Prediction(
-            record_id=task.record_id,
-            base_id=task.base_id,
-            difficulty=task.difficulty,
-            generator=self.name,
-            trial=trial,
-            **fields,
-        )
+        return Prediction.for_task(task, self.name, trial, **fields)
 
     async def __call__(self, task: Task, trial: int) -> Prediction:
         temperature = self.settings.temperature if self.settings.temperature is not None else 0.0

@@ -280,12 +280,10 @@ class SimulatedGenerator:
         rng = random.Random(stable_seed(task.record_id, self.name, trial))
         calls = apply_profile(record, task.difficulty, self.profile, rng)
         raw = json.dumps([{"name": c.name, "arguments": c.arguments} for c in calls], ensure_ascii=False)
-        return Prediction(
-            record_id=task.record_id,
-            base_id=task.base_id,
-            difficulty=task.difficulty,
-            generator=self.name,
-            trial=trial,
+        return Prediction.for_task(
+            task,
+            self.name,
+            trial,
             calls=calls,
             raw_output=raw,
             simulated=True,
