@@ -168,6 +168,7 @@ PUBLISHED_KEYS: tuple[str, ...] = (
     "expected_responses",
 )
 _VERBATIM_KEYS = ("available_tools", "expected_tool_calls", "expected_responses")
+_OUR_KEYS = [name for name in PublishedRecord.model_fields if name != "source_layout"]  # what we write
 LayoutChoice = Literal["ours", "published"]
 
 
@@ -479,11 +480,21 @@ def _keep_source_spelling(record: Record, raw: dict[str, Any]) -> Record:
     """Keep what the canonical writer would spell differently (see the module docstring)."""
     if pub_source := raw.get("source_layout"):
         return record.model_copy(update={"source_layout": pub_source})  # our file: already recorded
-    canonical = to_published(record)
+    canonical = {  # what to_published writes for these keys (the parameters are normalised already)
+        "available_tools": [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            }
+            for t in record.tools
+        ],
+        "expected_tool_calls": [{"name": s.call.name, "arguments": s.call.arguments} for s in record.gt],
+        "expected_responses": gt_turns(record.gt),
+    }
     kept: dict[str, Any] = {
         key: raw[key] for key in _VERBATIM_KEYS if key in raw and raw[key] != canonical[key]
     }
-    if list(raw) != list(canonical):  # a foreign line: remember which keys it had, in its order
+    if list(raw) != _OUR_KEYS:  # a foreign line: remember which keys it had, in its order
         kept["keys"] = list(raw)
     return record.model_copy(update={"source_layout": kept or None})
 
