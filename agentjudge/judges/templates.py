@@ -253,7 +253,9 @@ def paper_prompt(request: JudgeRequest) -> str:
     }
     shows_gt = request.condition != "without_gt"
     if variant.prompt_format == "freeform":  # A5: short, no rubric, no default rule
-        section = fill("paper/expected_section.md", {"expected": _expected_slot(request)}) if shows_gt else ""
+        section = ""
+        if shows_gt:
+            section = "\n" + fill("paper/expected_section.md", {"expected": _expected_slot(request)})
         return fill("paper/freeform.md", {**slots, "expected_section": section})
     slots["default_rule"] = load_template(f"paper/default_{variant.default_mode}.md")
     if shows_gt:  # swapped_gt reads exactly like with_gt: only the expected slot's content differs
