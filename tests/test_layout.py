@@ -266,3 +266,10 @@ def test_our_expected_responses_feed_the_published_scoring_logic() -> None:
         assert published_scores(expected, gt_calls) == dict.fromkeys(
             ("p_tool", "p_param", "p_seq", "p_cov"), 1.0
         )
+
+
+def test_expected_responses_must_agree_with_expected_tool_calls(tmp_path: Path) -> None:
+    line = _published_spelled_line()
+    line["expected_responses"][2]["tool_calls"][0]["function"]["arguments"] = {"customer_id": "CUST-9"}
+    with pytest.raises(LayoutError, match=r"field expected_responses: tool call 1 \(\w+\) differs"):
+        read_records(_write(tmp_path, [json.dumps(line)]))

@@ -381,6 +381,20 @@ def from_published(pub: PublishedRecord) -> Record:
         if ids and len(ids) != n:
             raise ValueError(f"expected_responses: {len(ids)} tool calls for {n} expected_tool_calls")
         outputs = [by_id.get(i) for i in ids] if ids else [None] * n
+    response_calls = [
+        c.function for t in pub.expected_responses if isinstance(t, AssistantTurn) for c in t.tool_calls or []
+    ]
+    if response_calls:  # the published scorer reads these, ours reads expected_tool_calls: they must agree
+        if len(response_calls) != n:
+            raise ValueError(
+                f"expected_responses: {len(response_calls)} tool calls for {n} expected_tool_calls"
+            )
+        for i, (said, flat) in enumerate(zip(response_calls, pub.expected_tool_calls, strict=True)):
+            if (said.name, said.arguments) != (flat.name, flat.arguments):
+                raise ValueError(
+                    f"expected_responses: tool call {i} ({said.name}) differs from expected_tool_calls[{i}] "
+                    f"({flat.name})"
+                )
     deps: list[list[int]] = [[] for _ in range(n)]
     for k, (u, v) in enumerate(pub.dependency_edges or []):
         if not 0 <= v < n:
