@@ -7,13 +7,14 @@ Names: Es/Gs = sets of tool names; Em/Gm = multisets (collections.Counter); ek/g
 |-----------|-----------------------------------------------|-----------------------------------------------|
 | p_tool    | max(0, 1-(|Gs-Es|+|Es-Gs|)/max(|Es|,1))       | same over multisets, denominator max(len E,1) |
 | p_cov     | |Gs&Es|/|Es|; 1 if E empty                    | |Gm&Em|/len E; 1 if E empty                   |
-| p_seq     | #{i: G[i].tool==E[i].tool}/max(len E,1);      | #{i: ...}/max(len E, len G, 1);               |
-|           | 1 if both empty                               | 1 if both empty                               |
+| p_seq     | #{i: G[i].tool==E[i].tool}/len E;             | #{i: ...}/max(len E, len G, 1);               |
+|           | 1 whenever E is empty (even if G is not)      | 1 if both empty                               |
 | p_param   | mean over G (denominator max(len G,1)) vs the | each E call matched to the first unused G     |
-|           | FIRST E call of that tool: gk==ek 1, gk>ek    | call of its tool; required key missing 0,     |
+|           | LAST E call of that tool: gk==ek 1, gk>ek     | call of its tool; required key missing 0,     |
 |           | 0.5, else (missing key, unknown tool) 0;      | gk==ek 1, else 0.5 (lenient: extras allowed   |
 |           | 1 if G empty                                  | by the schema -> 1); mean over pairs; 0 if    |
 |           |                                               | no pair; 1 if both empty                      |
+| rounding  | the four above rounded to 4 decimals          | none                                          |
 | p_value   | both modes: strict matching; per pair the share of E's argument values reproduced   |
 |           | in G (strings case/whitespace folded, numbers rel. tol. 1e-6, lists/dicts            |
 |           | recursively); a pair whose E call has no arguments counts 1; mean over pairs;         |
@@ -21,9 +22,24 @@ Names: Es/Gs = sets of tool names; Em/Gm = multisets (collections.Counter); ek/g
 | p_seq_dag | both modes: share of GT edges u->v (default: consecutive pairs) whose matched G      |
 |           | calls come in that order; 1 if there are no edges                                     |
 
+The quirks of the published function that ``paper`` mode keeps on purpose (SPEC §6, corrected), so that its
+numbers are the paper's numbers on every input:
+- tool names are SETS in p_tool and p_cov: a loop_like record's repeated tool counts once, so a missing or
+  extra repeat costs nothing there;
+- p_seq divides by len E only: extra trailing calls are free; and it is 1.0 whenever E is empty, even when
+  calls were made where none were expected;
+- p_param keys the expected calls by tool name and the LAST expected call of a name wins (the published code
+  fills a dict, so a later repeat overwrites an earlier one): with E = G = [get{id}, get{id,verbose}] the
+  first generated call is compared with {id,verbose} and scores 0.0, the second scores 1.0, p_param 0.5;
+- p_param is a mean over GENERATED calls, so an unknown extra call costs (scores 0) and an empty G scores 1.0;
+- argument values are never compared; a key set that has every expected key plus extras scores 0.5 even
+  when the schema allows the extras; a missing optional key scores 0.0;
+- the four scores are rounded to 4 decimals (Python ``round(x, 4)``); p_value and p_seq_dag are ours and are
+  not rounded.
+``tests/test_scoring_paper.py`` transcribes the published logic from SPEC §6 independently of this module
+and checks that ``paper`` mode equals it on thousands of generated cases.
+
 Decisions where the spec leaves room (documented so that reports can cite them):
-- paper p_seq with E empty and G not empty: 0/max(0,1) = 0 (extra calls where none were expected), the same
-  value the p_tool formula gives; both empty -> 1.
 - strict "missing required key": required = the tool schema's ``required`` list when the tool's schema is
   known (intersected with the expected call's keys: the GT is the reference, so a GT call that omits a
   schema-required key never makes its exact copy score 0); when the schema is unknown (tools not given, or the
@@ -76,7 +92,7 @@ class PreparedRecord:
         "n",
         "preds",
         "edges",
-        "first_keys",
+        "last_keys",
         "items",
         "checks",
         "unique",
@@ -107,10 +123,8 @@ class PreparedRecord:
         self.required = tuple(req)
         self.allowed = tuple(allowed)
         self.set_e = frozenset(self.names)
-        first: dict[str, frozenset[str]] = {}
-        for name, keys in zip(self.names, self.keys, strict=True):
-            first.setdefault(name, keys)
-        self.first_keys = first
+        # paper p_param: expected key sets by tool name, a later repeat overwriting an earlier one
+        self.last_keys: dict[str, frozenset[str]] = dict(zip(self.names, self.keys, strict=True))
         if edges is None:
             edge_list = [(i - 1, i) for i in range(1, self.n)]
         else:
@@ -364,14 +378,14 @@ def score_prepared(
         shared = len(set_g & set_e)  # |G∖E| = |Gs| − shared, |E∖G| = |Es| − shared: one set operation
         p_tool = max(0.0, 1.0 - (len(set_g) + n_se - 2 * shared) / (n_se or 1))
         p_cov = shared / n_se if n_se else 1.0
-        p_seq = 1.0 if both_empty else positional / max(n_e, 1)
+        p_seq = positional / n_e if n_e else 1.0
         if n_g == 0:
             p_param = 1.0
         else:
             total = 0.0
-            first = prep.first_keys
+            last = prep.last_keys
             for name, args in generated:
-                ek = first.get(name)
+                ek = last.get(name)
                 if ek is None:
                     continue
                 gk = args.keys()
@@ -380,6 +394,7 @@ def score_prepared(
                 elif gk >= ek:
                     total += 0.5
             p_param = total / n_g
+        p_tool, p_param, p_seq, p_cov = round(p_tool, 4), round(p_param, 4), round(p_seq, 4), round(p_cov, 4)
     else:
         raise ValueError(f"unknown scoring mode {mode!r} (expected 'paper' or 'strict')")
     return p_tool, p_param, p_seq, p_cov, p_value, p_seq_dag

@@ -28,6 +28,8 @@ METRICS: tuple[Metric, ...] = ("tool", "param", "seq", "cov")
 Condition = Literal["with_gt", "without_gt", "swapped_gt"]
 CONDITIONS: tuple[Condition, ...] = ("with_gt", "without_gt", "swapped_gt")
 ScoringMode = Literal["paper", "strict"]
+PromptFamily = Literal["paper", "agentjudge"]  # judge prompts: the published ones (SPEC §7a) or ours
+PROMPT_FAMILIES: tuple[PromptFamily, ...] = ("paper", "agentjudge")
 VERDICT_LEVELS: tuple[float, ...] = (0.0, 0.5, 1.0)
 
 
@@ -91,6 +93,9 @@ class Record(Strict):
     seed: int | None = None
     version: str | None = None
     validation: ValidationReport | None = None
+    # published-layout fields kept as read (spelling the model does not hold: JSON-string tool_calls or
+    # arguments, "type": "dict", assistant text): dataset/layout.py writes them back when still equivalent
+    source_layout: dict[str, Any] | None = None
 
     def record_id(self, difficulty: Difficulty) -> str:
         return f"{self.id}:{difficulty}"
@@ -203,6 +208,8 @@ class JudgeRequest(Strict):
     task: Task
     calls: list[ToolCall]
     gt: list[GTStep] | None  # None for without_gt; another record's GT for swapped_gt
+    # that GT's record as published (`expected_responses`, for the paper prompt family); None: built from gt
+    gt_responses: list[dict[str, Any]] | None = None
     condition: Condition
     variant: PromptVariant = Field(default_factory=PromptVariant)
     temperature: float | None = None

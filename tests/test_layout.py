@@ -9,7 +9,14 @@ import pytest
 from test_gates import rendered_linear_record
 
 from agentjudge.dataset.gates import run_gates
-from agentjudge.dataset.layout import LayoutError, dumps_record, read_records, to_published, write_records
+from agentjudge.dataset.layout import (
+    PUBLISHED_KEYS,
+    LayoutError,
+    dumps_record,
+    read_records,
+    to_published,
+    write_records,
+)
 
 
 def _valid() -> list:
@@ -65,9 +72,8 @@ def test_published_shape() -> None:
     turns = line["expected_responses"]
     assert [t["role"] for t in turns] == ["assistant", "tool"] * 3  # a linear chain: one call per turn
     call = turns[0]["tool_calls"][0]
-    assert call["type"] == "function" and json.loads(call["function"]["arguments"]) == {
-        "email": "dana.kim@example.com"
-    }
+    # arguments as an object: the published scoring code calls .keys() on it (a JSON string crashes it)
+    assert call["type"] == "function" and call["function"]["arguments"] == {"email": "dana.kim@example.com"}
     assert (
         turns[1]["tool_call_id"] == call["id"]
         and json.loads(turns[1]["content"])["customer_id"] == "CUST-0042"
@@ -109,7 +115,10 @@ def test_foreign_file_with_dict_types_reads_and_validates(tmp_path: Path) -> Non
     assert report.passed, report.findings
     out = tmp_path / "out.jsonl"
     write_records(out, [record])
-    assert '"dict"' not in out.read_text() and '"type":"object"' in out.read_text()
+    written = json.loads(out.read_text())
+    # our fields are JSON Schema; the source's "dict" spelling survives only in source_layout (for export)
+    assert '"dict"' not in json.dumps(written["available_tools"]) and '"object"' in json.dumps(written)
+    assert written["source_layout"]["available_tools"] == _foreign_line()["available_tools"]
 
 
 def _write(tmp_path: Path, lines: list[str]) -> Path:
@@ -158,3 +167,109 @@ def test_errors_name_file_line_record_and_field(tmp_path: Path) -> None:
         read_records(_write(tmp_path, [good, good]))
     with pytest.raises(LayoutError, match="cannot read"):
         read_records(tmp_path / "missing.jsonl")
+
+
+# ---------------------------------------------------------------- the published spellings, both directions
+
+
+def _published_spelled_line() -> dict:
+    """A line spelled as published files may be: only the published keys, BFCL "dict" types, JSON-string
+    ``tool_calls`` on one assistant turn and JSON-string ``arguments`` elsewhere, an assistant text turn."""
+    line = {k: v for k, v in _foreign_line().items() if k in PUBLISHED_KEYS}
+    turns = line["expected_responses"]
+    first = turns[0]
+    for call in first["tool_calls"]:
+        call["function"]["arguments"] = json.dumps(call["function"]["arguments"])
+    first["tool_calls"] = json.dumps(first["tool_calls"])  # the whole list as a JSON string
+    line["expected_tool_calls"][1]["arguments"] = json.dumps(line["expected_tool_calls"][1]["arguments"])
+    turns.append({"role": "assistant", "content": "All three steps are done."})
+    return line
+
+
+def test_published_file_round_trips_through_ours(tmp_path: Path) -> None:
+    source = _published_spelled_line()
+    path = tmp_path / "published.jsonl"
+    path.write_text(json.dumps(source) + "\n")
+    [record] = read_records(path)
+    # read: the calls and outputs are those of the source whatever the spelling
+    assert record.gt[0].call.arguments == {"email": "dana.kim@example.com"}
+    assert record.gt[1].output == {"orders": [{"order_id": "ORD-7781", "total": 129.5}]}
+    # published file -> Record -> published file: equal
+    assert to_published(record, "published") == source
+    # ... and through our own file too: published -> ours (file) -> Record -> published
+    ours = tmp_path / "ours.jsonl"
+    write_records(ours, [record])
+    assert '"dict"' not in json.dumps(json.loads(ours.read_text())["available_tools"])  # ours: JSON Schema
+    [again] = read_records(ours)
+    assert again == record
+    back = tmp_path / "back.jsonl"
+    write_records(back, [again], layout="published")
+    assert json.loads(back.read_text()) == source
+    # an edited record is written from its own content, not from the stale source spelling
+    edited = record.model_copy(deep=True)
+    edited.gt[0].call.arguments["email"] = "someone@example.com"
+    out = to_published(edited, "published")
+    assert out["expected_tool_calls"][0]["arguments"] == {"email": "someone@example.com"}
+    assert out["expected_responses"][0]["tool_calls"][0]["function"]["arguments"] == {
+        "email": "someone@example.com"
+    }
+    assert out["available_tools"] == source["available_tools"]  # tools unchanged: source spelling kept
+
+
+def test_our_records_write_no_source_layout(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    write_records(path, _valid())
+    assert all(r.source_layout is None for r in read_records(path))
+    assert "source_layout" not in path.read_text()
+
+
+def test_bad_string_spellings_are_clear_errors(tmp_path: Path) -> None:
+    line = _published_spelled_line()
+    line["expected_responses"][0]["tool_calls"] = "[{not json"
+    with pytest.raises(LayoutError, match=r"field expected_responses\[0\]\.tool_calls: .*does not parse"):
+        read_records(_write(tmp_path, [json.dumps(line)]))
+    line = _published_spelled_line()
+    line["expected_tool_calls"][0]["arguments"] = "[1, 2]"
+    with pytest.raises(LayoutError, match=r"field expected_tool_calls\[0\]\.arguments: .*not an object"):
+        read_records(_write(tmp_path, [json.dumps(line)]))
+
+
+def published_expected_calls(line: dict) -> list[tuple[str, list[str]]]:
+    """How the published scoring code reads the expected calls of a line (SPEC §6 / issue 9): from the
+    assistant turns of ``expected_responses``, taking ``function.name`` and ``function.arguments.keys()``
+    -- the step that raised on a JSON-string ``arguments``."""
+    out = []
+    for turn in line["expected_responses"]:
+        if turn["role"] != "assistant":
+            continue
+        for call in turn.get("tool_calls") or []:
+            out.append((call["function"]["name"], sorted(call["function"]["arguments"].keys())))
+    return out
+
+
+def test_our_expected_responses_feed_the_published_scoring_logic() -> None:
+    from test_scoring_paper import published_scores
+
+    from agentjudge.dataset.layout import read_records as read
+    from agentjudge.types import ToolCall
+
+    mini = Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl"
+    lines = [json.loads(x) for x in mini.read_text().splitlines() if x.strip()]
+    assert len(lines) >= 60
+    by_id = {r.id: r for r in read(mini)}
+    for line in lines:
+        calls = published_expected_calls(line)  # raises AttributeError on a JSON-string arguments
+        record = by_id[line["id"]]
+        assert calls == [(s.call.name, sorted(s.call.arguments)) for s in record.gt]
+        expected = [ToolCall(name=n, arguments=dict.fromkeys(k)) for n, k in calls]
+        gt_calls = [s.call for s in record.gt]
+        assert published_scores(expected, gt_calls) == dict.fromkeys(
+            ("p_tool", "p_param", "p_seq", "p_cov"), 1.0
+        )
+
+
+def test_expected_responses_must_agree_with_expected_tool_calls(tmp_path: Path) -> None:
+    line = _published_spelled_line()
+    line["expected_responses"][2]["tool_calls"][0]["function"]["arguments"] = {"customer_id": "CUST-9"}
+    with pytest.raises(LayoutError, match=r"field expected_responses: tool call 1 \(\w+\) differs"):
+        read_records(_write(tmp_path, [json.dumps(line)]))

@@ -362,3 +362,58 @@ def test_repair_never_changes_string_content() -> None:
 )
 def test_snap_three_level(value: float, snapped: float) -> None:
     assert snap_three_level(value) == snapped
+
+
+# ---------------------------------------------------------------- the published output format (SPEC §7a)
+
+PUBLISHED = """{
+  "tool_selection_accuracy": {"accuracy": 1.0, "justification": "Every needed tool is called."},
+  "parameter_structure_accuracy": {"accuracy": 0.5, "justification": "Call 2 lacks order_id."},
+  "sequence_accuracy": {"accuracy": 0.0, "justification": "The refund precedes the lookup."},
+  "query_coverage_accuracy": {"accuracy": 0.5, "justification": "The email is never sent."},
+  "overall_assessment": "Right tools, wrong order."
+}"""
+
+
+def test_published_output_format_is_read() -> None:
+    parsed = parse_verdicts(PUBLISHED, JSON)
+    assert parsed.parse_ok and parsed.method == "json" and parsed.problems == []
+    assert parsed.verdicts == {"tool": 1.0, "param": 0.5, "seq": 0.0, "cov": 0.5}
+    assert parsed.rationales == {
+        "tool": "Every needed tool is called.",
+        "param": "Call 2 lacks order_id.",
+        "seq": "The refund precedes the lookup.",
+        "cov": "The email is never sent.",
+        "overall": "Right tools, wrong order.",
+    }
+
+
+def test_published_format_continuous_a5_keeps_floats() -> None:
+    text = (
+        "```json\n" + PUBLISHED.replace("1.0", "0.9").replace('"accuracy": 0.5', '"accuracy": 0.65') + "\n```"
+    )
+    parsed = parse_verdicts(text, FREE)
+    assert parsed.parse_ok and parsed.method == "fenced_json"
+    assert parsed.verdicts == {"tool": 0.9, "param": 0.65, "seq": 0.0, "cov": 0.65}
+    # the same answer under a three-level variant is snapped, and the snap is reported
+    snapped = parse_verdicts(text, JSON)
+    assert snapped.verdicts == {"tool": 1.0, "param": 0.5, "seq": 0.0, "cov": 0.5}
+    assert any("param: value 0.65 snapped to 0.5" in p for p in snapped.problems)
+
+
+def test_published_format_missing_metric_is_a_failure_not_a_zero() -> None:
+    text = PUBLISHED.replace('"sequence_accuracy"', '"sequence_note"')
+    parsed = parse_verdicts(text, JSON)
+    assert not parsed.parse_ok and parsed.verdicts["seq"] is None
+    assert "missing verdict(s) for seq" in parsed.problems
+
+
+def test_published_metric_names_in_free_text() -> None:
+    text = (
+        "Tool selection accuracy: 1.0\nParameter structure accuracy: 0.5\n"
+        "Sequence accuracy: 1\nQuery coverage accuracy: 0.0\nOverall assessment: fine"
+    )
+    parsed = parse_verdicts(text, JSON)
+    assert parsed.parse_ok and parsed.method == "freeform"
+    assert parsed.verdicts == {"tool": 1.0, "param": 0.5, "seq": 1.0, "cov": 0.0}
+    assert parsed.rationales["overall"] == "fine"

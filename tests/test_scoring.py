@@ -79,8 +79,9 @@ LOOP_EDGES = [(0, 1), (0, 2)]
 def test_loop_missing_repeat_sets_vs_multisets() -> None:
     g = [c("list", q="all"), c("get", id="a")]
     paper = score_calls(LOOP, g, "paper", edges=LOOP_EDGES)
-    # sets {list,get} equal -> tool 1, cov 1; positions 2 of |E|=3; both G calls exact key sets
-    assert paper == approx(dict(p_tool=1, p_cov=1, p_seq=2 / 3, p_param=1, p_value=1, p_seq_dag=1 / 2))
+    # sets {list,get} equal -> tool 1, cov 1; positions 2 of |E|=3 (rounded to 4 decimals); both G calls
+    # exact key sets
+    assert paper == approx(dict(p_tool=1, p_cov=1, p_seq=0.6667, p_param=1, p_value=1, p_seq_dag=1 / 2))
     strict = score_calls(LOOP, g, "strict", edges=LOOP_EDGES)
     # multisets: one get missing -> 1 - 1/3; cov 2/3; seq 2/max(3,2); pairs (0,0),(1,1) exact;
     # edge 0->2 unmatched
@@ -107,8 +108,8 @@ def test_loop_swapped_items_pair_by_position() -> None:
 def test_extra_trailing_call() -> None:
     e, g = [c("a", x=1), c("b", y=2)], [c("a", x=1), c("b", y=2), c("z")]
     paper = score_calls(e, g, "paper")
-    # p_seq 2/|E| ignores the trailer; p_tool 1 - 1/2; p_param (1 + 1 + 0)/3 (z is unknown to E)
-    assert paper == approx(dict(p_tool=0.5, p_cov=1, p_seq=1, p_param=2 / 3, p_value=1, p_seq_dag=1))
+    # p_seq 2/|E| ignores the trailer; p_tool 1 - 1/2; p_param (1 + 1 + 0)/3 = 0.6667 (z is unknown to E)
+    assert paper == approx(dict(p_tool=0.5, p_cov=1, p_seq=1, p_param=0.6667, p_value=1, p_seq_dag=1))
     strict = score_calls(e, g, "strict")
     # p_seq 2/max(2,3); p_param over matched pairs only
     assert strict == approx(dict(p_tool=0.5, p_cov=1, p_seq=2 / 3, p_param=1, p_value=1, p_seq_dag=1))
@@ -184,10 +185,11 @@ def test_param_missing_keys() -> None:
     assert score_calls(e, g, "strict")["p_param"] == 0.0
 
 
-def test_param_paper_uses_first_expected_call() -> None:
+def test_param_paper_uses_last_expected_call() -> None:
     e = [c("get", id=1), c("get", id=2, verbose="y")]
     g = list(e)
-    assert score_calls(e, g, "paper", tools=[GET])["p_param"] == 0.75  # (1.0 + 0.5)/2
+    # both generated gets are compared with the LAST expected get {id, verbose}: 0.0 + 1.0, over 2
+    assert score_calls(e, g, "paper", tools=[GET])["p_param"] == 0.5
     assert score_calls(e, g, "strict", tools=[GET])["p_param"] == 1.0
 
 
@@ -211,8 +213,10 @@ def test_empty_prediction() -> None:
 def test_empty_gt(mode: str) -> None:
     assert score_calls([], [], mode) == ALL_ONE  # type: ignore[arg-type]
     s = score_calls([], [c("a", x=1)], mode)  # type: ignore[arg-type]
-    # 1 - 1/max(0,1) -> 0; nothing to cover -> 1; 0/max(..,1); no pair/unknown tool -> 0; no edges -> 1
-    assert s == dict(p_tool=0.0, p_param=0.0, p_seq=0.0, p_cov=1.0, p_value=0.0, p_seq_dag=1.0)
+    # 1 - 1/max(0,1) -> 0; nothing to cover -> 1; no pair/unknown tool -> 0; no edges -> 1;
+    # p_seq: strict 0/max(0,1,1) = 0, paper 1 whenever E is empty (published)
+    p_seq = 1.0 if mode == "paper" else 0.0
+    assert s == dict(p_tool=0.0, p_param=0.0, p_seq=p_seq, p_cov=1.0, p_value=0.0, p_seq_dag=1.0)
 
 
 def test_values_match_rules() -> None:

@@ -6,6 +6,16 @@ optional fields (``domain``, ``dependency_edges``, ``step_outputs`` …) that ma
 A published file without our fields still reads: outputs come from its tool turns, dependencies stay
 unknown (Gate 1 then skips the shape check), and BFCL-style ``"type": "dict"`` parameters are normalised
 to JSON Schema's ``"object"``. Writing always emits valid JSON Schema, atomically and byte-stable.
+
+Both spellings the published files use are read: an assistant turn's ``tool_calls`` as a list or as a JSON
+string, a call's ``arguments`` as an object or as a JSON string. Our own files always write lists and
+objects, because the published scoring code reads ``expected_responses`` and calls ``.keys()`` on each
+call's ``arguments`` (it crashes on a JSON string). What our model does not hold -- the source's spelling
+(strings, ``"dict"`` types), assistant text turns, which top-level keys a line had -- is kept verbatim in
+``Record.source_layout`` (and in our files' ``source_layout`` field), so ``to_published(record,
+layout="published")`` gives back the source line: lossless in both directions. A verbatim part is used only
+while it still says what the record says (same tools, calls and outputs); an edited record is written from
+its own content.
 """
 
 from __future__ import annotations
@@ -13,11 +23,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError, field_validator
 
 from agentjudge.types import (
     Difficulty,
@@ -57,14 +67,30 @@ class PublishedTool(Strict):
     function: PublishedFunction
 
 
+def _json_object(value: Any) -> Any:
+    """``arguments`` as published: an object, or a JSON string holding one (OpenAI chat style)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except ValueError as exc:
+            raise ValueError(f"a JSON string that does not parse ({exc})") from None
+        if not isinstance(value, dict):
+            raise ValueError(f"a JSON string holding {type(value).__name__}, not an object")
+    return value
+
+
 class PublishedCall(Strict):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
 
+    _args = field_validator("arguments", mode="before")(_json_object)
+
 
 class CallFunction(Strict):
     name: str
-    arguments: str  # a JSON string, as in the OpenAI chat format
+    arguments: dict[str, Any] = Field(default_factory=dict)  # read from an object or a JSON string
+
+    _args = field_validator("arguments", mode="before")(_json_object)
 
 
 class ResponseToolCall(Strict):
@@ -76,17 +102,28 @@ class ResponseToolCall(Strict):
 class AssistantTurn(Strict):
     role: Literal["assistant"]
     content: str | None = None
-    tool_calls: list[ResponseToolCall] = Field(default_factory=list)
+    tool_calls: list[ResponseToolCall] | None = None  # read from a list or a JSON string holding one
+
+    @field_validator("tool_calls", mode="before")
+    @classmethod
+    def _calls_from_string(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                return json.loads(value) if value.strip() else []
+            except ValueError as exc:
+                raise ValueError(f"a JSON string that does not parse ({exc})") from None
+        return value
 
 
 class ToolTurn(Strict):
     role: Literal["tool"]
     tool_call_id: str
     name: str
-    content: str
+    content: Any  # a string as published (JSON text or prose); objects are accepted too
 
 
 Turn = Annotated[AssistantTurn | ToolTurn, Field(discriminator="role")]
+_TURNS: TypeAdapter[list[Turn]] = TypeAdapter(list[Turn])
 
 
 class PublishedRecord(Strict):
@@ -114,6 +151,25 @@ class PublishedRecord(Strict):
     seed: int | None = None
     version: str | None = None
     validation: ValidationReport | None = None
+    source_layout: dict[str, Any] | None = None
+
+
+PUBLISHED_KEYS: tuple[str, ...] = (
+    "id",
+    "dag_type",
+    "user_message",
+    "query_medium",
+    "query_hard",
+    "rewrite_medium_status",
+    "rewrite_hard_status",
+    "system_prompt",
+    "available_tools",
+    "expected_tool_calls",
+    "expected_responses",
+)
+_VERBATIM_KEYS = ("available_tools", "expected_tool_calls", "expected_responses")
+_OUR_KEYS = [name for name in PublishedRecord.model_fields if name != "source_layout"]  # what we write
+LayoutChoice = Literal["ours", "published"]
 
 
 def normalise_schema(schema: Any) -> Any:
@@ -140,8 +196,10 @@ def normalise_schema(schema: Any) -> Any:
 # ---------------------------------------------------------------- Record -> published
 
 
-def _turns(record: Record) -> list[dict[str, Any]]:
-    """Assistant turns batch the calls that could run together (none depends on another in the batch)."""
+def gt_turns(steps: Sequence[GTStep]) -> list[dict[str, Any]]:
+    """``expected_responses`` built from GT steps: assistant turns batch the calls that could run together
+    (none depends on another in the batch), each followed by its tool turns. ``arguments`` are objects, the
+    shape the published scoring code needs; tool outputs are JSON text, as published."""
     turns: list[dict[str, Any]] = []
     batch: list[int] = []
 
@@ -156,10 +214,7 @@ def _turns(record: Record) -> list[dict[str, Any]]:
                     {
                         "id": f"call_{i}",
                         "type": "function",
-                        "function": {
-                            "name": record.gt[i].call.name,
-                            "arguments": json.dumps(record.gt[i].call.arguments, ensure_ascii=False),
-                        },
+                        "function": {"name": steps[i].call.name, "arguments": steps[i].call.arguments},
                     }
                     for i in batch
                 ],
@@ -170,13 +225,13 @@ def _turns(record: Record) -> list[dict[str, Any]]:
                 {
                     "role": "tool",
                     "tool_call_id": f"call_{i}",
-                    "name": record.gt[i].call.name,
-                    "content": json.dumps(record.gt[i].output, ensure_ascii=False),
+                    "name": steps[i].call.name,
+                    "content": json.dumps(steps[i].output, ensure_ascii=False),
                 }
             )
         batch.clear()
 
-    for i, step in enumerate(record.gt):
+    for i, step in enumerate(steps):
         if any(u in batch for u in step.depends_on):
             flush()
         batch.append(i)
@@ -184,10 +239,78 @@ def _turns(record: Record) -> list[dict[str, Any]]:
     return turns
 
 
-def to_published(record: Record) -> dict[str, Any]:
+def expected_responses(record: Record) -> list[dict[str, Any]]:
+    """The record's ``expected_responses`` as published: the source's own list when the record was read
+    from a file and still says the same, else built from the GT (what the paper prompt family shows)."""
+    verbatim = _verbatim(record, "expected_responses")
+    return verbatim if verbatim is not None else gt_turns(record.gt)
+
+
+# ---------------------------------------------------------------- verbatim source spelling
+
+
+def _responses_content(turns: list[Any]) -> tuple[list[tuple[str, dict[str, Any]]], list[Any]]:
+    """(calls, outputs in call order) that a published ``expected_responses`` list says."""
+    parsed = _TURNS.validate_python(turns)
+    calls = [
+        (c.function.name, c.function.arguments)
+        for t in parsed
+        if isinstance(t, AssistantTurn)
+        for c in t.tool_calls or []
+    ]
+    by_id = {t.tool_call_id: _content(t.content) for t in parsed if isinstance(t, ToolTurn)}
+    ids = [c.id for t in parsed if isinstance(t, AssistantTurn) for c in t.tool_calls or []]
+    return calls, [by_id.get(i) for i in ids]
+
+
+def _says_the_same(key: str, value: Any, record: Record) -> bool:
+    """Whether a verbatim published part still describes ``record`` (so writing it back loses nothing)."""
+    try:
+        if key == "available_tools":
+            tools = [PublishedTool.model_validate(t) for t in value]
+            return [
+                (t.function.name, t.function.description, normalise_schema(t.function.parameters))
+                for t in tools
+            ] == [(t.name, t.description, t.parameters) for t in record.tools]
+        if key == "expected_tool_calls":
+            calls = [PublishedCall.model_validate(c) for c in value]
+            return [(c.name, c.arguments) for c in calls] == [
+                (s.call.name, s.call.arguments) for s in record.gt
+            ]
+        calls_r, outputs = _responses_content(value)
+        return calls_r == [(s.call.name, s.call.arguments) for s in record.gt] and outputs == [
+            s.output for s in record.gt
+        ]
+    except (ValidationError, ValueError, TypeError):
+        return False
+
+
+def _verbatim(record: Record, key: str) -> Any:
+    source = record.source_layout or {}
+    if key in source and _says_the_same(key, source[key], record):
+        return source[key]
+    return None
+
+
+def to_published(record: Record, layout: LayoutChoice = "ours") -> dict[str, Any]:
     """The JSON object of one line, keys in ``PublishedRecord`` order. Built directly (not through the
-    pydantic model) because generation serialises thousands of records; the round-trip test guards it."""
+    pydantic model) because generation serialises thousands of records; the round-trip test guards it.
+
+    ``layout="ours"``: every field, canonical spelling (lists, objects, JSON Schema types), plus the source's
+    verbatim parts when the record came from a published file. ``layout="published"``: only the published
+    fields -- exactly the keys the source line had, if any -- in the source's own spelling where it still
+    applies."""
     returns = {t.name: t.returns for t in record.tools if t.returns}
+    if layout == "published":
+        line = {k: v for k, v in to_published(record).items() if k in PUBLISHED_KEYS}
+        source = record.source_layout or {}
+        for key in _VERBATIM_KEYS:
+            verbatim = _verbatim(record, key)
+            if verbatim is not None:
+                line[key] = verbatim
+        if "keys" in source:
+            line = {k: line[k] for k in source["keys"] if k in line}
+        return line
     return {
         "id": record.id,
         "dag_type": record.topology,
@@ -209,7 +332,7 @@ def to_published(record: Record) -> dict[str, Any]:
             for t in record.tools
         ],
         "expected_tool_calls": [{"name": s.call.name, "arguments": s.call.arguments} for s in record.gt],
-        "expected_responses": _turns(record),
+        "expected_responses": gt_turns(record.gt),
         "domain": record.domain,
         "scenario": record.scenario,
         "dependency_edges": [list(e) for e in sorted(record.edges, key=lambda e: (e[1], e[0]))],
@@ -220,18 +343,21 @@ def to_published(record: Record) -> dict[str, Any]:
         "seed": record.seed,
         "version": record.version,
         "validation": record.validation.model_dump(mode="json") if record.validation else None,
+        **({"source_layout": record.source_layout} if record.source_layout else {}),
     }
 
 
-def dumps_record(record: Record) -> str:
+def dumps_record(record: Record, layout: LayoutChoice = "ours") -> str:
     """One JSONL line (no newline): deterministic bytes for the same record."""
-    return json.dumps(to_published(record), ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(to_published(record, layout), ensure_ascii=False, separators=(",", ":"))
 
 
 # ---------------------------------------------------------------- published -> Record
 
 
-def _content(text: str) -> Any:
+def _content(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
     try:
         return json.loads(text)
     except ValueError:
@@ -249,10 +375,26 @@ def from_published(pub: PublishedRecord) -> Record:
         by_id = {
             t.tool_call_id: _content(t.content) for t in pub.expected_responses if isinstance(t, ToolTurn)
         }
-        ids = [c.id for t in pub.expected_responses if isinstance(t, AssistantTurn) for c in t.tool_calls]
+        ids = [
+            c.id for t in pub.expected_responses if isinstance(t, AssistantTurn) for c in t.tool_calls or []
+        ]
         if ids and len(ids) != n:
             raise ValueError(f"expected_responses: {len(ids)} tool calls for {n} expected_tool_calls")
         outputs = [by_id.get(i) for i in ids] if ids else [None] * n
+    response_calls = [
+        c.function for t in pub.expected_responses if isinstance(t, AssistantTurn) for c in t.tool_calls or []
+    ]
+    if response_calls:  # the published scorer reads these, ours reads expected_tool_calls: they must agree
+        if len(response_calls) != n:
+            raise ValueError(
+                f"expected_responses: {len(response_calls)} tool calls for {n} expected_tool_calls"
+            )
+        for i, (said, flat) in enumerate(zip(response_calls, pub.expected_tool_calls, strict=True)):
+            if (said.name, said.arguments) != (flat.name, flat.arguments):
+                raise ValueError(
+                    f"expected_responses: tool call {i} ({said.name}) differs from expected_tool_calls[{i}] "
+                    f"({flat.name})"
+                )
     deps: list[list[int]] = [[] for _ in range(n)]
     for k, (u, v) in enumerate(pub.dependency_edges or []):
         if not 0 <= v < n:
@@ -305,6 +447,7 @@ def from_published(pub: PublishedRecord) -> Record:
         seed=pub.seed,
         version=pub.version,
         validation=pub.validation,
+        source_layout=pub.source_layout,
     )
 
 
@@ -338,12 +481,36 @@ def parse_line(text: str, path: Path | str = "<string>", lineno: int = 1) -> Rec
         more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
         raise LayoutError(f"{where}: field {_loc(tuple(first['loc']))}: {first['msg']}{more}") from None
     try:
-        return from_published(pub)
+        record = from_published(pub)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise LayoutError(f"{where}: field {_loc(tuple(first['loc']))}: {first['msg']}") from None
     except ValueError as exc:
         raise LayoutError(f"{where}: field {exc}") from None
+    return _keep_source_spelling(record, raw)
+
+
+def _keep_source_spelling(record: Record, raw: dict[str, Any]) -> Record:
+    """Keep what the canonical writer would spell differently (see the module docstring)."""
+    if pub_source := raw.get("source_layout"):
+        return record.model_copy(update={"source_layout": pub_source})  # our file: already recorded
+    canonical = {  # what to_published writes for these keys (the parameters are normalised already)
+        "available_tools": [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            }
+            for t in record.tools
+        ],
+        "expected_tool_calls": [{"name": s.call.name, "arguments": s.call.arguments} for s in record.gt],
+        "expected_responses": gt_turns(record.gt),
+    }
+    kept: dict[str, Any] = {
+        key: raw[key] for key in _VERBATIM_KEYS if key in raw and raw[key] != canonical[key]
+    }
+    if list(raw) != _OUR_KEYS:  # a foreign line: remember which keys it had, in its order
+        kept["keys"] = list(raw)
+    return record.model_copy(update={"source_layout": kept or None})
 
 
 def read_records(path: Path | str) -> list[Record]:
@@ -389,6 +556,6 @@ def records_text(lines: Iterable[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def write_records(path: Path | str, records: Iterable[Record]) -> None:
+def write_records(path: Path | str, records: Iterable[Record], layout: LayoutChoice = "ours") -> None:
     """All records, one per line, atomically; the same records give byte-identical files."""
-    write_text_atomic(path, records_text(dumps_record(r) for r in records))
+    write_text_atomic(path, records_text(dumps_record(r, layout) for r in records))

@@ -6,6 +6,9 @@ could not be read set to ``None``. Optionally the judge is re-asked (``reask`` t
 quoting the parse problem; the raw text of every attempt is kept and the number of re-asks is recorded, so a
 report can count both the first-answer parse failures and the ones re-asking rescued.
 
+The prompt family (``paper`` = the published prompts' facts, ``agentjudge`` = ours; SPEC §7a) is a judge
+attribute, ``agentjudge`` unless the caller sets it: the grid sets it from the pipeline's ``prompt_family``.
+
 Chain of thought is a prompt variant (``cot_on.md`` / ``cot_off.md``). For reasoning models the provider's
 thinking switch is a separate matter, passed only when the model's settings ask for it:
 ``extra["judge_thinking_on"]`` / ``extra["judge_thinking_off"]`` are dicts of litellm parameters merged into
@@ -18,9 +21,9 @@ from __future__ import annotations
 from typing import Any
 
 from agentjudge.judges.parse import ParsedVerdicts, parse_verdicts
-from agentjudge.judges.templates import build_messages, reask_message
+from agentjudge.judges.templates import DEFAULT_PROMPT_FAMILY, build_messages, reask_message
 from agentjudge.models.client import ModelCallError
-from agentjudge.types import METRICS, JudgeRequest, JudgeResult, ModelSettings, Usage
+from agentjudge.types import METRICS, JudgeRequest, JudgeResult, ModelSettings, PromptFamily, Usage
 
 THINKING_ON_KEY = "judge_thinking_on"
 THINKING_OFF_KEY = "judge_thinking_off"
@@ -57,16 +60,24 @@ class LLMJudge:
 
     needs_reference = False
 
-    def __init__(self, settings: ModelSettings, client: Any, *, reask: int = 0) -> None:
+    def __init__(
+        self,
+        settings: ModelSettings,
+        client: Any,
+        *,
+        reask: int = 0,
+        prompt_family: PromptFamily = DEFAULT_PROMPT_FAMILY,
+    ) -> None:
         if reask < 0:
             raise ValueError(f"reask must be >= 0, got {reask}")
         self.settings = settings
         self.client = client
         self.reask = reask
+        self.prompt_family: PromptFamily = prompt_family  # the grid sets it from the pipeline
         self.name = settings.display_name
 
     async def __call__(self, request: JudgeRequest) -> JudgeResult:
-        messages: list[dict[str, Any]] = list(build_messages(request))
+        messages: list[dict[str, Any]] = list(build_messages(request, self.prompt_family))
         settings = _call_settings(self.settings, request.variant.cot)
         texts: list[str] = []
         usage = Usage()
@@ -93,7 +104,7 @@ class LLMJudge:
             messages = [
                 *messages,
                 {"role": "assistant", "content": completion.text},
-                reask_message(parsed.problems),
+                reask_message(parsed.problems, self.prompt_family),
             ]
         assert parsed is not None  # the loop ran at least once and either returned or parsed
         rationales = dict(parsed.rationales)

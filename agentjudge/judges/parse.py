@@ -5,6 +5,11 @@ or prose (with small, safe repairs: trailing commas, single-quoted strings, Pyth
 then free-form lines such as ``Tool selection: 0.5``. A metric that cannot be found is ``None`` and makes
 ``parse_ok`` False: a judge that failed to answer is counted as such, never given a verdict it did not give.
 
+Both output shapes are read: ours (``{"tool": {"verdict": 1.0, "justification": …}, …, "overall": …}``) and
+the published one (``{"tool_selection_accuracy": {"accuracy": 1.0, "justification": …}, …,
+"overall_assessment": …}`` with ``parameter_structure_accuracy``, ``sequence_accuracy``,
+``query_coverage_accuracy``), which the ``paper`` prompt family asks for.
+
 Three-level variants snap each number to the nearest of {0, 0.5, 1}; continuous variants keep it. A number
 outside [0, 1] is accepted only within a small tolerance (clamped, and noted); anything further out is most
 likely another scale (``8``, ``4``) and is rejected rather than guessed.
@@ -51,6 +56,7 @@ _SYNONYMS: dict[Metric, tuple[str, ...]] = {
         "selection",
         "tool_selection_score",
         "tool_score",
+        "tool_selection_accuracy",  # the published output key
     ),
     "param": (
         "param",
@@ -68,6 +74,7 @@ _SYNONYMS: dict[Metric, tuple[str, ...]] = {
         "parameter_names",
         "param_score",
         "parameter_structure_score",
+        "parameter_structure_accuracy",  # the published output key
     ),
     "seq": (
         "seq",
@@ -92,10 +99,12 @@ _SYNONYMS: dict[Metric, tuple[str, ...]] = {
         "completeness",
         "coverage_score",
         "query_coverage_score",
+        "query_coverage_accuracy",  # the published output key
     ),
 }
 _KEY_TO_METRIC: dict[str, Metric] = {syn: m for m, syns in _SYNONYMS.items() for syn in syns}
-_VALUE_KEYS = ("verdict", "score", "value", "rating", "grade", "result")
+# "accuracy" is the published entry key: {"tool_selection_accuracy": {"accuracy": 1.0, "justification": ...}}
+_VALUE_KEYS = ("verdict", "score", "accuracy", "value", "rating", "grade", "result")
 _REASON_KEYS = ("justification", "rationale", "reason", "reasoning", "explanation", "comment")
 _OVERALL_KEYS = ("overall", "overall_assessment", "assessment", "summary", "overall_justification")
 
@@ -104,7 +113,7 @@ def _norm_key(key: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", key.lower()).strip("_")
 
 
-_KEY_AFFIX = re.compile(r"^(?:score|verdict|rating)_|_(?:verdict|score|rating|grade|value)$")
+_KEY_AFFIX = re.compile(r"^(?:score|verdict|rating)_|_(?:verdict|score|rating|grade|value|accuracy)$")
 
 
 def _metric_of(key: str) -> Metric | None:
@@ -365,11 +374,12 @@ def _from_object(
 
 # ---------------------------------------------------------------- free-form lines
 
+_ACC = r"(?:[\s_-]*accuracy)?"  # the published names end in "accuracy": "Tool selection accuracy: 0.8"
 _FREE_NAMES: dict[Metric, str] = {
-    "tool": r"tool[\s_-]*(?:selection|choice|use|usage)|tools?",
-    "param": r"param(?:eter)?s?[\s_-]*(?:structure|names?|shape)?|arguments?[\s_-]*(?:structure)?",
+    "tool": rf"tool[\s_-]*(?:selection|choice|use|usage){_ACC}|tools?",
+    "param": rf"param(?:eter)?s?[\s_-]*(?:structure|names?|shape)?{_ACC}|arguments?[\s_-]*(?:structure)?",
     "seq": r"seq(?:uence)?[\s_-]*(?:accuracy|order(?:ing)?)?|(?:call[\s_-]*)?ordering|call[\s_-]*order",
-    "cov": r"(?:query|intent|task|request)[\s_-]*coverage|coverage|cov",
+    "cov": rf"(?:query|intent|task|request)[\s_-]*coverage{_ACC}|coverage|cov",
 }
 _SKIP = r"[\s*_`\"']*"  # markdown emphasis, code ticks, quotes of broken JSON
 _FREE_VALUE = (

@@ -5,6 +5,13 @@ default mode) is a research variable, so each value lives in its own file that a
 The assembly is deterministic, puts the static instructions first (system message, then the tool
 schemas) and the per-request untrusted content last, so provider prompt caching can reuse the prefix.
 
+Two prompt families (``PromptFamily``, pipeline key ``prompt_family``): ``agentjudge`` is ours (a system
+message built from the variant files, then a user message with the data); ``paper`` follows the facts of the
+published prompts (SPEC §7a): ONE user message, no system message, instructions then the four slots in the
+published order (query, tools, generated calls, expected responses), the published output keys, and the
+default rule near the top and again at the end. Its files are in ``prompts/paper/``; prompts/README.md shows
+both families side by side with every deviation.
+
 Untrusted content (tools, query, reference trace, calls) is JSON-encoded inside tagged blocks. A ``<`` that
 would begin one of the block tags is written ``\\u003c`` inside the JSON, which keeps it valid JSON and
 guarantees that no content can close a block early or open a fake one: the delimiters need no randomness to
@@ -20,9 +27,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from agentjudge.types import GTStep, JudgeRequest, PromptVariant, ToolCall, ToolSchema
+from agentjudge.types import GTStep, JudgeRequest, PromptFamily, PromptVariant, ToolCall, ToolSchema
 
 PROMPTS_ENV = "AGENTJUDGE_PROMPTS"
+DEFAULT_PROMPT_FAMILY: PromptFamily = "agentjudge"
 VerdictScale = Literal["three_level", "continuous"]
 
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -200,15 +208,82 @@ def user_prompt(request: JudgeRequest) -> str:
     )
 
 
-def build_messages(request: JudgeRequest) -> list[dict[str, str]]:
-    """System + user chat messages for one judge request (deterministic: same request, same messages)."""
+def _check_gt(request: JudgeRequest) -> None:
+    if request.condition == "without_gt":
+        if request.gt is not None or request.gt_responses is not None:
+            raise ValueError(
+                f"{request.task.record_id}: a without_gt judge request must not carry a GT trace"
+            )
+    elif request.gt is None:
+        raise ValueError(f"{request.task.record_id}: a {request.condition} judge request needs a GT trace")
+
+
+# ---------------------------------------------------------------- the paper family (SPEC §7a)
+
+
+def _published_tool(tool: ToolSchema) -> dict[str, Any]:
+    """A tool as the published records list it (``available_tools``: OpenAI function style)."""
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+    }
+
+
+def _expected_slot(request: JudgeRequest) -> str:
+    """The shown record's whole ``expected_responses`` list (assistant turns with their calls, tool turns,
+    any assistant text), as published; built from the GT steps when the request does not carry it."""
+    from agentjudge.dataset.layout import gt_turns
+
+    assert request.gt is not None
+    responses = request.gt_responses if request.gt_responses is not None else gt_turns(request.gt)
+    return block(TAG_REFERENCE, _json_lines(responses))
+
+
+def paper_prompt(request: JudgeRequest) -> str:
+    """The one user message of the paper family for a request (any condition, any variant)."""
+    _check_gt(request)
+    variant = request.variant
+    slots = {
+        "query": block(TAG_QUERY, safe_json(request.task.query)),
+        "tools": block(TAG_TOOLS, _json_lines([_published_tool(t) for t in request.task.tools])),
+        "calls": block(
+            TAG_CALLS, _json_lines([{"name": c.name, "arguments": c.arguments} for c in request.calls])
+        ),
+        "cot": "\n" + load_template("paper/cot_on.md") + "\n" if variant.cot else "",
+    }
+    shows_gt = request.condition != "without_gt"
+    if variant.prompt_format == "freeform":  # A5: short, no rubric, no default rule
+        section = ""
+        if shows_gt:
+            section = "\n" + fill("paper/expected_section.md", {"expected": _expected_slot(request)})
+        return fill("paper/freeform.md", {**slots, "expected_section": section})
+    slots["default_rule"] = load_template(f"paper/default_{variant.default_mode}.md")
+    if shows_gt:  # swapped_gt reads exactly like with_gt: only the expected slot's content differs
+        return fill("paper/with_gt.md", {**slots, "expected": _expected_slot(request)})
+    return fill("paper/without_gt.md", slots)
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def build_messages(
+    request: JudgeRequest, family: PromptFamily = DEFAULT_PROMPT_FAMILY
+) -> list[dict[str, str]]:
+    """The chat messages for one judge request (deterministic: same request, same messages).
+
+    ``agentjudge``: system + user; ``paper``: one user message, no system message (as published)."""
+    if family == "paper":
+        return [{"role": "user", "content": paper_prompt(request)}]
+    if family != "agentjudge":
+        raise ValueError(f"unknown prompt family {family!r} (expected 'paper' or 'agentjudge')")
     return [
         {"role": "system", "content": system_prompt(request.variant, request.condition)},
         {"role": "user", "content": user_prompt(request)},
     ]
 
 
-def reask_message(problems: list[str]) -> dict[str, str]:
+def reask_message(problems: list[str], family: PromptFamily = DEFAULT_PROMPT_FAMILY) -> dict[str, str]:
     """The follow-up user message after an unparseable answer, quoting what was wrong."""
     text = "; ".join(problems) if problems else "no verdicts found"
-    return {"role": "user", "content": fill("reask.md", {"problems": text})}
+    name = "paper/reask.md" if family == "paper" else "reask.md"
+    return {"role": "user", "content": fill(name, {"problems": text})}

@@ -24,7 +24,7 @@ from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import Pipeline
 from agentjudge.runner.store import UnitKey, open_readonly
 from agentjudge.runner.work import Dataset, judge_units, predict_units
-from agentjudge.types import JudgeRequest, ModelSettings, PromptVariant, Record
+from agentjudge.types import JudgeRequest, ModelSettings, PromptFamily, PromptVariant, Record
 
 # A judge answer in the JSON format: four verdicts with a one-sentence justification each and an overall line.
 _JUDGE_ANSWER_CHARS = len(
@@ -56,7 +56,12 @@ def _generator_prompt_chars(settings: ModelSettings, data: Dataset, key: UnitKey
 
 
 def _judge_prompt_chars(
-    record: Record, key: UnitKey, data: Dataset, variant: PromptVariant, partners: dict[str, str]
+    record: Record,
+    key: UnitKey,
+    data: Dataset,
+    variant: PromptVariant,
+    partners: dict[str, str],
+    family: PromptFamily = "agentjudge",
 ) -> int:
     from agentjudge.judges.templates import build_messages
 
@@ -73,7 +78,7 @@ def _judge_prompt_chars(
         condition=key.condition,  # type: ignore[arg-type]
         variant=variant,
     )
-    return sum(len(m["content"]) for m in build_messages(request))
+    return sum(len(m["content"]) for m in build_messages(request, family))
 
 
 def _price(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
@@ -133,7 +138,9 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
         else:
             memo_key = ("j", unit.record_id, unit.condition, unit.variant)
             if memo_key not in memo:
-                memo[memo_key] = _judge_prompt_chars(record, unit, data, variants[unit.variant], partners)
+                memo[memo_key] = _judge_prompt_chars(
+                    record, unit, data, variants[unit.variant], partners, pipe.prompt_family
+                )
             prompt_chars[who] += memo[memo_key]
             cot = variants[unit.variant].cot
             completion_chars[who] += _JUDGE_ANSWER_CHARS * (_COT_FACTOR if cot else 1)

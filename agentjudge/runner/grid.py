@@ -194,6 +194,8 @@ def _build_models(pipe: Pipeline, data: Dataset, client: Any) -> tuple[dict[str,
         judge = make_judge(settings, client)
         if pipe.reask and hasattr(judge, "reask"):
             judge.reask = pipe.reask
+        if hasattr(judge, "prompt_family"):
+            judge.prompt_family = pipe.prompt_family
         judges[settings.display_name] = judge
     return gens, judges
 

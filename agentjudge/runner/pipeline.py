@@ -20,7 +20,15 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from agentjudge.types import DIFFICULTIES, Condition, Difficulty, ModelSettings, PromptVariant, Strict
+from agentjudge.types import (
+    DIFFICULTIES,
+    Condition,
+    Difficulty,
+    ModelSettings,
+    PromptFamily,
+    PromptVariant,
+    Strict,
+)
 
 ScoringChoice = Literal["paper", "strict", "both"]
 
@@ -57,6 +65,8 @@ class Pipeline(Strict):
     judges: list[ModelSettings] = Field(default_factory=list)
     conditions: list[Condition] = Field(default_factory=lambda: list(_DEFAULT_CONDITIONS), min_length=1)
     prompt_variants: list[PromptVariant] = Field(default_factory=lambda: [PromptVariant()], min_length=1)
+    # judge prompts: `paper` = the published prompts (SPEC §7a), `agentjudge` = ours (prompts/README.md)
+    prompt_family: PromptFamily = "agentjudge"
     temperatures: list[float | None] = Field(
         default_factory=lambda: list(_DEFAULT_TEMPERATURES), min_length=1
     )
@@ -202,6 +212,8 @@ def hashed_config(pipeline: Pipeline) -> dict[str, Any]:
     """
     data = pipeline.model_dump(mode="json", exclude=set(_COSMETIC_PIPELINE_FIELDS))
     data["dataset"] = {"sha256": _file_digest(pipeline.dataset)}
+    if data["prompt_family"] == "agentjudge":
+        del data["prompt_family"]  # the default: run folders made before the key existed still resume
     for role in ("generators", "judges"):
         for entry in data[role]:
             for key in _COSMETIC_MODEL_FIELDS:

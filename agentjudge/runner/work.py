@@ -169,18 +169,20 @@ def judge_request(
     partners: dict[str, str],
     ref: dict[ScoringMode, dict[Metric, float]] | None,
 ) -> JudgeRequest:
+    from agentjudge.dataset.layout import expected_responses
+
     record, difficulty = data.locate(key.record_id)
     condition: Condition = key.condition  # type: ignore[assignment]
+    shown: Record | None = None  # the record whose GT the judge sees
     if condition == "with_gt":
-        gt = record.gt
+        shown = record
     elif condition == "swapped_gt":
-        gt = data.by_base[partners[record.id]].gt
-    else:
-        gt = None
+        shown = data.by_base[partners[record.id]]
     return JudgeRequest(
         task=data.task(record, difficulty),
         calls=prediction.calls or [],
-        gt=gt,
+        gt=shown.gt if shown is not None else None,
+        gt_responses=expected_responses(shown) if shown is not None else None,
         condition=condition,
         variant=variants[key.variant],
         temperature=temperature_value(key.temperature),
