@@ -28,6 +28,7 @@ METRICS: tuple[Metric, ...] = ("tool", "param", "seq", "cov")
 Condition = Literal["with_gt", "without_gt", "swapped_gt"]
 CONDITIONS: tuple[Condition, ...] = ("with_gt", "without_gt", "swapped_gt")
 ScoringMode = Literal["paper", "strict"]
+Source = Literal["synthetic", "imported"]  # our generator's records vs tasks people wrote elsewhere (BFCL)
 VERDICT_LEVELS: tuple[float, ...] = (0.0, 0.5, 1.0)
 
 
@@ -56,6 +57,8 @@ class GTStep(Strict):
     output: Any
     depends_on: list[int] = Field(default_factory=list)  # indices of earlier steps
     description: str = ""
+    # Imported records: every accepted value per argument, in the source's own nesting ("" = may be omitted)
+    accepted: dict[str, list[Any]] | None = None
 
 
 class GateFinding(Strict):
@@ -91,6 +94,9 @@ class Record(Strict):
     seed: int | None = None
     version: str | None = None
     validation: ValidationReport | None = None
+    source: Source = "synthetic"
+    origin: str | None = None  # imported records: where from, e.g. "bfcl/multiple"
+    human_query: bool = False  # the only query is a person's own words (no easy/medium/hard rewrites)
 
     def record_id(self, difficulty: Difficulty) -> str:
         return f"{self.id}:{difficulty}"

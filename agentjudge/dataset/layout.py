@@ -23,6 +23,7 @@ from agentjudge.types import (
     Difficulty,
     GTStep,
     Record,
+    Source,
     Strict,
     ToolCall,
     ToolSchema,
@@ -114,6 +115,11 @@ class PublishedRecord(Strict):
     seed: int | None = None
     version: str | None = None
     validation: ValidationReport | None = None
+    # ours, written only for imported records (so synthetic files keep their bytes)
+    source: Source | None = None
+    origin: str | None = None
+    human_query: bool | None = None
+    accepted_values: list[dict[str, list[Any]] | None] | None = None
 
 
 def normalise_schema(schema: Any) -> Any:
@@ -188,7 +194,7 @@ def to_published(record: Record) -> dict[str, Any]:
     """The JSON object of one line, keys in ``PublishedRecord`` order. Built directly (not through the
     pydantic model) because generation serialises thousands of records; the round-trip test guards it."""
     returns = {t.name: t.returns for t in record.tools if t.returns}
-    return {
+    line: dict[str, Any] = {
         "id": record.id,
         "dag_type": record.topology,
         "user_message": record.queries.get("easy", ""),
@@ -221,6 +227,13 @@ def to_published(record: Record) -> dict[str, Any]:
         "version": record.version,
         "validation": record.validation.model_dump(mode="json") if record.validation else None,
     }
+    if record.source != "synthetic" or record.origin is not None or record.human_query:
+        line["source"] = record.source
+        line["origin"] = record.origin
+        line["human_query"] = record.human_query
+    if any(s.accepted is not None for s in record.gt):
+        line["accepted_values"] = [s.accepted for s in record.gt]
+    return line
 
 
 def dumps_record(record: Record) -> str:
@@ -272,6 +285,9 @@ def from_published(pub: PublishedRecord) -> Record:
     if pub.rewrite_hard_status is not None:
         status["hard"] = pub.rewrite_hard_status
     returns = pub.tool_returns or {}
+    accepted = pub.accepted_values or [None] * n
+    if len(accepted) != n:
+        raise ValueError(f"accepted_values: {len(accepted)} entries for {n} expected_tool_calls")
     domain = (
         pub.domain if pub.domain is not None else (pub.id.rsplit("-", 1)[0] if "-" in pub.id else "unknown")
     )
@@ -298,6 +314,7 @@ def from_published(pub: PublishedRecord) -> Record:
                 output=outputs[i],
                 depends_on=sorted(deps[i]),
                 description=descriptions[i],
+                accepted=accepted[i],
             )
             for i, c in enumerate(pub.expected_tool_calls)
         ],
@@ -305,6 +322,9 @@ def from_published(pub: PublishedRecord) -> Record:
         seed=pub.seed,
         version=pub.version,
         validation=pub.validation,
+        source=pub.source or "synthetic",
+        origin=pub.origin,
+        human_query=bool(pub.human_query),
     )
 
 
