@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from agentjudge.dataset.resolve import is_nested_alternative
 from agentjudge.types import GTStep, Record, Strict, ToolCall, ToolSchema, Topology
 
 # BFCL type name -> JSON Schema type name (None: no type constraint at all)
@@ -104,18 +105,9 @@ def to_json_schema(schema: Any, field: str) -> Any:
 # ---------------------------------------------------------------- accepted values
 
 
-def _is_nested(alternative: Any) -> bool:
-    """BFCL writes the accepted values of a dict-typed argument as a dict of accepted-value lists."""
-    return (
-        isinstance(alternative, dict)
-        and bool(alternative)
-        and all(isinstance(v, list) and v for v in alternative.values())
-    )
-
-
 def first_value(alternative: Any) -> Any:
     """The concrete value an accepted alternative stands for, taking the first choice at every level."""
-    if _is_nested(alternative):
+    if is_nested_alternative(alternative):
         return {k: first_value(alts[0]) for k, alts in alternative.items() if alts[0] != ""}
     if isinstance(alternative, list):
         return [first_value(item) for item in alternative]

@@ -56,6 +56,7 @@ GATE2_CODES = (
     "tool_name_in_query",
 )
 _TOKEN = re.compile(r"(?<![\w-])[A-Za-z_][A-Za-z0-9_]*(?![\w-])")  # identifier-shaped words
+_DOTTED = re.compile(r"(?<![\w.-])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?![\w-])")
 _RAW_JSON = re.compile(r"[{\[]\s*\"[^\"\n]{1,80}\"\s*:|\[\s*\{|\{\s*\}|\"\s*:\s*[\[{\"\d]")
 
 
@@ -120,6 +121,46 @@ def _user_supplied(record: Record) -> list[tuple[int, str, Any]]:
     return out
 
 
+def _grounded(record: Record, i: int, arg: str, leaf: Any, texts: list[str]) -> bool:
+    """Whether a user-supplied argument leaf can be read from one of ``texts`` (the queries)."""
+    context = record.system_prompt
+    if any(resolve.recoverable(leaf, t, context) for t in texts):
+        return True
+    accepted = record.gt[i].accepted
+    if accepted and arg in accepted:
+        # imported records keep every accepted value: grounded when the answer marks the argument
+        # optional or when any accepted value (not only the one the GT call shows) is recoverable
+        if any(resolve.alternatives_recoverable(accepted[arg], t, context) for t in texts):
+            return True
+    return record.human_query and _chosen_by_meaning(record, i, arg, leaf)
+
+
+def _chosen_by_meaning(record: Record, i: int, arg: str, leaf: Any) -> bool:
+    """In a person's own query, a value picked from the schema's closed list ("scary ghosts" → genre
+    "Horror") or left at the schema's default is chosen by meaning, which a textual gate cannot read;
+    arg_schema still checks it is a member. Never applied to our generated records, whose rewrites must
+    state every value."""
+    tool = next((t for t in record.tools if t.name == record.gt[i].call.name), None)
+    schema = (tool.parameters.get("properties") or {}).get(arg) if tool else None
+    if not isinstance(schema, dict):
+        return False
+    if "default" in schema and schema["default"] == record.gt[i].call.arguments.get(arg):
+        return True
+    return any(leaf in enum for enum in _enums(schema) if not isinstance(leaf, bool))
+
+
+def _enums(schema: Any) -> list[list[Any]]:
+    if isinstance(schema, list):
+        return [e for item in schema for e in _enums(item)]
+    if not isinstance(schema, dict):
+        return []
+    found = [schema["enum"]] if isinstance(schema.get("enum"), list) else []
+    for key in ("properties", "items", "anyOf", "oneOf"):
+        sub = schema.get(key)
+        found += _enums(list(sub.values()) if key == "properties" and isinstance(sub, dict) else sub)
+    return found
+
+
 def _f(gate: str, code: str, detail: str, difficulty: Difficulty | None = None) -> GateFinding:
     return GateFinding(gate=gate, code=code, difficulty=difficulty, detail=detail)  # type: ignore[arg-type]
 
@@ -172,8 +213,8 @@ def _gate1_graph(record: Record) -> list[GateFinding]:
         for u, v in graph.edges:
             if u > v:
                 findings.append(_f("gate1", "dangling_dependency", f"step {v} depends on later step {u}"))
-    if findings or not _edges_known(record):
-        return findings
+    if findings or not _edges_known(record) or record.source == "imported":
+        return findings  # imported: dag_type is read off the structure, not built from our templates
     shape = _topology_shape(record)
     if shape:
         findings.append(_f("gate1", "topology_shape", f"{record.topology}: {shape}"))
@@ -195,7 +236,7 @@ def _gate1_grounding(record: Record, supplied: list[tuple[int, str, Any]]) -> li
     context = record.system_prompt
     queries = [q for q in record.queries.values() if q]
     for i, arg, leaf in supplied:
-        if not any(resolve.recoverable(leaf, q, context) for q in queries):
+        if not _grounded(record, i, arg, leaf, queries):
             findings.append(
                 _f(
                     "gate1",
@@ -243,12 +284,19 @@ def _gate1_replay(record: Record) -> tuple[list[GateFinding], bool]:
 
 
 def _identifier_like(name: str) -> bool:
-    """Field/tool names that betray a schema: snake_case or camelCase (plain words like "email" are not)."""
-    return "_" in name or re.search(r"[a-z][A-Z]", name) is not None
+    """Field/tool names that betray a schema: snake_case, dotted.names, lowerCamelCase or a CamelCase of
+    three or more parts. Plain words ("email", "Weather") and one-hump names read as proper nouns
+    ("McDonald", "YouTube") are ordinary words a person writes, not code copied into the query."""
+    if "_" in name or "." in name.strip("."):
+        return True
+    humps = len(re.findall(r"[a-z0-9][A-Z]", name))
+    return humps >= 2 or (humps == 1 and name[:1].islower())
 
 
 def _gate2_naturalness(record: Record, d: Difficulty, query: str) -> list[GateFinding]:
     findings: list[GateFinding] = []
+    if record.human_query:
+        return findings  # a person wrote it: "would a person write this?" is answered (length, JSON, names)
     words = len(query.split())
     if not MIN_WORDS <= words <= MAX_WORDS:
         findings.append(_f("gate2", "unnatural_length", f"{words} words (bounds {MIN_WORDS}-{MAX_WORDS})", d))
@@ -261,7 +309,7 @@ def _gate2_naturalness(record: Record, d: Difficulty, query: str) -> list[GateFi
         if _identifier_like(name):
             findings.append(_f("gate2", "schema_field_in_query", f"names the schema field {name!r}", d))
     if d != "easy":
-        for tool in sorted({t.name for t in record.tools} & tokens):
+        for tool in sorted({t.name for t in record.tools} & (tokens | set(_DOTTED.findall(query)))):
             if _identifier_like(tool):
                 findings.append(_f("gate2", "tool_name_in_query", f"names the tool {tool!r}", d))
     return findings
@@ -303,7 +351,7 @@ def _gate2_sufficiency(
     context = record.system_prompt
     unanchored = resolve.has_unanchored_relative_date(query, context)
     for i, arg, leaf in supplied:
-        if resolve.recoverable(leaf, query, context):
+        if _grounded(record, i, arg, leaf, [query]):
             continue
         name = f"step {i} {record.gt[i].call.name}.{arg} = {leaf!r}"
         is_date = isinstance(leaf, str) and bool(
@@ -335,6 +383,8 @@ def run_gates(record: Record) -> ValidationReport:
     gates_run = ["gate1:schemas", "gate1:graph", "gate1:grounding"] + (["gate1:replay"] if ran else [])
     for d in DIFFICULTIES:
         query = record.queries.get(d)
+        if record.human_query and d not in record.queries:
+            continue  # a person's own query is the record's only one; no rewrites to check
         if not query or not query.strip():
             findings.append(_f("gate2", "insufficient", f"the record has no {d} query", d))
             continue

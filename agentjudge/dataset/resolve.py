@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import math
 import re
 from typing import Any
 
@@ -60,7 +61,7 @@ NUMBER_IDIOMS = {"half a dozen": 6, "a dozen": 12, "two dozen": 24, "a hundred":
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 ISO_DATETIME = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2})(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?$")
 _MONTH_RX = "|".join(m for m in MONTHS) + "|" + "|".join(m[:3] for m in MONTHS) + "|sept"
-_ABS_MDY = re.compile(rf"\b({_MONTH_RX})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b")
+_ABS_MDY = re.compile(rf"\b({_MONTH_RX})\.?\s*(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b")
 _ABS_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_RX})\.?(?:,?\s+(\d{{4}}))?\b")
 _ISO_IN_TEXT = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _ANCHOR = re.compile(
@@ -149,17 +150,60 @@ def _parse_words(tokens: list[str], i: int) -> tuple[int, int] | None:
     return value, used
 
 
+# Real text glues units to numbers ("3m", "4C", "0.5A", "298K", "2nd") and writes magnitudes and shares
+# in words or signs ("$1.2M", "100 million", "5%"). A numeral may carry a letter suffix only when nothing
+# alphanumeric follows it, so codes ("12AB3", "ORD-1234", "v2") still give no number.
+_NUMERAL = re.compile(
+    r"(?<![\w.\-/])(-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|-?\.\d+)"
+    r"([A-Za-z\u00b0\u00b2\u00b3\u00b5\u03a9%]*)(?![\w]|\.\d|[-/]\d)"
+)
+_SCALE_WORDS = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_SCALE_SUFFIX = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "bn": 1e9}
+_SCALE_AFTER = re.compile(r"\s*(thousand|million|billion|trillion)\b", re.IGNORECASE)
+_PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b|per cent\b)", re.IGNORECASE)
+_SPAN = re.compile(r"\b(?:next|past|last|this|coming|a|one|the) (week|month|year|decade|century|fortnight)\b")
+SPANS = {
+    "week": (7.0, 1.0),
+    "month": (1.0,),
+    "year": (1.0,),
+    "decade": (10.0,),
+    "century": (100.0,),
+    "fortnight": (14.0,),
+}
+ZERO_IDIOMS = ("from rest", "at rest", "from a standstill")
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+
+
 @functools.lru_cache(maxsize=4096)
 def numbers_in(text: str) -> frozenset[float]:
-    """Every number a reader would take from ``text``: numerals (1,500 / 12.5) and exact number words.
-    Digits inside codes ("ORD-1234") or dates are not numbers a reader would take as a quantity."""
+    """Every number a reader would take from ``text``: numerals (1,500 / 12.5 / 3m / 2nd), their scaled
+    forms ("$1.2M", "100 million": both the numeral and the product; "5%": both 5 and 0.05), exact number
+    words and ordinals. Digits inside codes ("ORD-1234") or dates are not numbers a reader would take."""
     found: set[float] = set()
-    for match in re.finditer(r"(?<![\w.\-/])(-?\d{1,3}(?:,\d{3})+|-?\d+)(\.\d+)?(?![\w\-/]|\.\d)", text):
-        found.add(float(match.group(1).replace(",", "") + (match.group(2) or "")))
+    for match in _NUMERAL.finditer(text):
+        value = float(match.group(1).replace(",", ""))
+        found.add(value)
+        suffix = match.group(2)
+        rest = text[match.end() :]
+        if suffix in _SCALE_SUFFIX:
+            found.add(value * _SCALE_SUFFIX[suffix])
+        elif not suffix and (scale := _SCALE_AFTER.match(rest)) is not None:
+            found.add(value * _SCALE_WORDS[scale.group(1).lower()])
+        if suffix == "%" or (not suffix and _PERCENT_AFTER.match(rest)):
+            found.add(value / 100)
+        if re.search(r"[-\u2212]\s$", text[: match.start()]):  # "5x^2 - 7x": the coefficient is -7
+            found.add(-value)
     norm = normalize(text)
-    for idiom, value in NUMBER_IDIOMS.items():
+    for unit in _SPAN.findall(norm):
+        found.update(SPANS[unit])
+    if any(idiom in norm for idiom in ZERO_IDIOMS):
+        found.add(0.0)
+    for idiom, number in NUMBER_IDIOMS.items():
         if re.search(rf"(?<![a-z]){idiom}(?![a-z])", norm):
-            found.add(float(value))
+            found.add(float(number))
+    for k, word in enumerate(ORDINALS, start=1):
+        if re.search(rf"(?<![a-z]){word}(?![a-z])", norm):
+            found.add(float(k))
     for clause in re.split(r"[.,;:!?()\"]", text.lower()):  # "to thirty. Two new..." is not 32
         tokens = re.findall(r"[a-z]+", normalize(clause))
         i = 0
@@ -171,6 +215,12 @@ def numbers_in(text: str) -> frozenset[float]:
             found.add(float(parsed[0]))
             i += parsed[1]
     return frozenset(found)
+
+
+def number_in(value: float, text: str) -> bool:
+    """``value`` is among the numbers of ``text`` (relative tolerance 1e-9: "1.267 billion" is a product)."""
+    numbers = numbers_in(text)
+    return value in numbers or any(math.isclose(value, n, rel_tol=1e-9) for n in numbers)
 
 
 # ---------------------------------------------------------------- dates and times
@@ -328,8 +378,11 @@ def leaves(value: Any) -> list[Any]:
 
 
 def is_checkable(value: Any) -> bool:
-    """Booleans and nulls are expressed by intent ("and notify them"), not as recoverable tokens."""
-    return value is not None and not isinstance(value, bool) and value != ""
+    """Booleans and nulls are expressed by intent ("and notify them"), not as recoverable tokens; so are
+    booleans written as strings ("True", as some real tool schemas declare them)."""
+    if value is None or isinstance(value, bool) or value == "":
+        return False
+    return not (isinstance(value, str) and value.strip().lower() in ("true", "false"))
 
 
 def recoverable(value: Any, text: str, context: str = "") -> bool:
@@ -341,17 +394,166 @@ def recoverable(value: Any, text: str, context: str = "") -> bool:
     if isinstance(value, (list, dict)):
         return all(recoverable(leaf, text, context) for leaf in leaves(value))
     if isinstance(value, (int, float)):
-        return float(value) in numbers_in(text)
+        return number_in(float(value), text)
     text_value = str(value)
     if ISO_DATE.match(text_value):
         date = dt.date.fromisoformat(text_value)
-        return date in dates_in(text, context)
+        return date in dates_in(text, context) or date in dotted_dates(text)
     if (m := ISO_DATETIME.match(text_value)) is not None:
         date = dt.date.fromisoformat(m.group(1))
         if contains_phrase(text, text_value):
             return True
         return date in dates_in(text, context) and (int(m.group(2)), int(m.group(3))) in times_in(text)
-    return contains_phrase(text, text_value)
+    if (other := other_date_forms(text_value)) is not None:
+        found = dates_in(text, context) | dotted_dates(text)
+        return contains_phrase(text, text_value) or bool(other & found)
+    return text_recoverable(text_value, text)
+
+
+# ---------------------------------------------------------------- strings as people write them
+
+_QUOTES = "\"'`\u2018\u2019\u201c\u201d"
+# ISO 4217 codes a reader states exactly from the currency's name
+CURRENCY_NAMES = {
+    "USD": ("us dollar", "us dollars", "american dollars", "dollars", "dollar"),
+    "EUR": ("euro", "euros"),
+    "GBP": ("british pound", "british pounds", "pound sterling", "pounds", "pound"),
+    "JPY": ("japanese yen", "yen"),
+    "CAD": ("canadian dollar", "canadian dollars"),
+    "AUD": ("australian dollar", "australian dollars"),
+    "INR": ("indian rupee", "indian rupees", "rupees", "rupee"),
+    "CNY": ("chinese yuan", "yuan", "renminbi"),
+    "CHF": ("swiss franc", "swiss francs"),
+    "MXN": ("mexican peso", "mexican pesos"),
+}
+_REGION = re.compile(r"^(?:[A-Z]{2,3}|[A-Z][a-z]+(?: [A-Z][a-z]+){0,2})$")
+
+
+def compact(text: str) -> str:
+    """Lower case without spaces or quotes, with ``**`` read as ``^`` and ``*`` between a number and a
+    name dropped: "3*x**2 + 2" and "3x^2+2" are the same expression."""
+    out = text.lower().replace("**", "^")
+    out = re.sub(f"[\\s{_QUOTES}]", "", out)
+    return re.sub(r"(?<=[0-9a-z)])\*(?=[a-z(])", "", out)
+
+
+_IRREGULAR = {"women": "woman", "men": "man", "children": "child", "people": "person"}
+
+
+def _stem(word: str) -> str:
+    """A crude English stem, enough to read "sculptures" as "sculpture" or "vaporizing" as
+    "vaporization"; both sides of a comparison go through it."""
+    word = _IRREGULAR.get(word, word)
+    if len(word) > 4 and word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif len(word) > 4 and word.endswith(("ches", "shes", "sses", "xes", "zes")):
+        word = word[:-2]
+    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    for ending in ("ation", "ion", "ing", "ed", "e"):
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[: -len(ending)]
+    return word
+
+
+def _stems(text: str) -> str:
+    return " ".join(_stem(w) for w in re.findall(r"[a-z0-9]+", normalize(text)))
+
+
+def text_recoverable(value: str, text: str) -> bool:
+    """A string value a reader can state from ``text``: as a phrase (case, hyphens and underscores
+    folded), ignoring quotes and spacing ("'4x+7'" states "4x + 7"), as the same expression ("x^2" states
+    "x**2"), as the same words up to inflection ("scenic views" states "Scenic View"), as a currency code
+    whose name is given ("euros" states "EUR"), or as "City, ST" when the city is given."""
+    if contains_phrase(text, value):
+        return True
+    needle = compact(value)
+    if len(needle) >= 2:
+        hay = compact(text)
+        start = hay.find(needle)
+        while start >= 0:
+            end = start + len(needle)
+            if (start == 0 or not hay[start - 1].isalnum()) and (end == len(hay) or not hay[end].isalnum()):
+                return True
+            start = hay.find(needle, start + 1)
+    stems = _stems(value)
+    if stems and re.search(rf"(?<![a-z0-9]){re.escape(stems)}(?![a-z0-9])", _stems(text)):
+        return True
+    if re.fullmatch(r"[A-Za-z\u00b0\u00b5]{1,4}\d?", value) and re.search(
+        rf"\d\s?{re.escape(value)}(?![A-Za-z])", text
+    ):
+        return True  # a unit written after a number ("5cm" states the unit "cm")
+    if re.fullmatch(r"[A-Z]{2,5}", value) and value.lower() in _initialisms(text):
+        return True  # "EV" for "electric vehicle"
+    if re.fullmatch(r"[a-z]{3,}", value) and re.search(rf"\b{value}[a-z]{{2,}}", text.lower()):
+        return True  # a clipped word ("gas" for "gasoline")
+    names = CURRENCY_NAMES.get(value.strip().upper())
+    if names and any(contains_phrase(text, n) for n in names):
+        return True
+    head, comma, tail = value.partition(",")
+    return bool(comma) and bool(_REGION.match(tail.strip())) and text_recoverable(head.strip(), text)
+
+
+def _initialisms(text: str) -> set[str]:
+    words = re.findall(r"[a-z]+", text.lower())
+    return {"".join(w[0] for w in words[i : i + n]) for n in range(2, 6) for i in range(len(words) - n + 1)}
+
+
+_US_DATE = re.compile(r"^(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})$")
+_YMD_DATE = re.compile(r"^(\d{4})[/.](\d{1,2})[/.](\d{1,2})$")
+_DOTTED_IN_TEXT = re.compile(
+    r"(?<![\d.])(\d{4})[./](\d{1,2})[./](\d{1,2})(?![\d])|(?<![\d./])(\d{1,2})[./-](\d{1,2})[./-](\d{4})(?!\d)"
+)
+
+
+def other_date_forms(value: str) -> set[dt.date] | None:
+    """Dates a non-ISO date string may mean ("06-01-2023": June 1 or January 6; "2023/4/17"), or None."""
+    if (m := _YMD_DATE.match(value.strip())) is not None:
+        date = _safe_date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        return {date} if date else None
+    if (m := _US_DATE.match(value.strip())) is not None:
+        a, b, y = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        dates = {d for d in (_safe_date(y, a, b), _safe_date(y, b, a)) if d is not None}
+        return dates or None
+    return None
+
+
+def dotted_dates(text: str) -> set[dt.date]:
+    """Numeric dates in text other than ISO: "2023.4.17", "2023/04/17", "4/17/2023", "17.04.2023"
+    (day-month order ambiguous: both readings)."""
+    found: set[dt.date] = set()
+    for y1, m1, d1, a, b, y2 in _DOTTED_IN_TEXT.findall(text):
+        if y1:
+            if (date := _safe_date(int(y1), int(m1), int(d1))) is not None:
+                found.add(date)
+        else:
+            for mm, dd in ((int(a), int(b)), (int(b), int(a))):
+                if (date := _safe_date(int(y2), mm, dd)) is not None:
+                    found.add(date)
+    return found
+
+
+def is_nested_alternative(alternative: Any) -> bool:
+    """Accepted values as BFCL writes them for a dict-typed argument: a dict of accepted-value lists."""
+    return (
+        isinstance(alternative, dict)
+        and bool(alternative)
+        and all(isinstance(v, list) and v for v in alternative.values())
+    )
+
+
+def alternatives_recoverable(alternatives: list[Any], text: str, context: str = "") -> bool:
+    """An argument with several accepted values is grounded when it may be left out ("" is among them)
+    or when one of its values is recoverable in full (dict alternatives: key by key, recursively)."""
+    if "" in alternatives:
+        return True
+    for alt in alternatives:
+        if is_nested_alternative(alt):
+            if all(alternatives_recoverable(sub, text, context) for sub in alt.values()):
+                return True
+        elif recoverable(alt, text, context):
+            return True
+    return False
 
 
 def in_output(value: Any, output: Any) -> bool:
