@@ -142,6 +142,8 @@ def _chosen_by_meaning(record: Record, i: int, arg: str, leaf: Any) -> bool:
     state every value."""
     tool = next((t for t in record.tools if t.name == record.gt[i].call.name), None)
     schema = (tool.parameters.get("properties") or {}).get(arg) if tool else None
+    if isinstance(leaf, str) and leaf.strip().lower() in ("dontcare", "any"):
+        return True  # "no preference": the query grounds it by not stating one
     if not isinstance(schema, dict):
         return False
     if "default" in schema and schema["default"] == record.gt[i].call.arguments.get(arg):

@@ -63,13 +63,16 @@ ISO_DATETIME = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2})(?::\d{2})?(?
 _MONTH_RX = "|".join(m for m in MONTHS) + "|" + "|".join(m[:3] for m in MONTHS) + "|sept"
 _ABS_MDY = re.compile(rf"\b({_MONTH_RX})\.?\s*(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b")
 _ABS_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_RX})\.?(?:,?\s+(\d{{4}}))?\b")
-_ISO_IN_TEXT = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_ISO_IN_TEXT = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
+_YEAR = re.compile(r"(?<![\d.\-/])((?:19|20)\d{2})(?![\d])")
+_CLOCK = re.compile(r"^(\d{1,2}):(\d{2})(?::\d{2})?$")
+_DAYPART = re.compile(r"\b(\d{1,2})(?::(\d{2}))? (?:o'clock )?in the (morning|afternoon|evening|night)\b")
 _ANCHOR = re.compile(
     r"\b(?:today is|today's date is|it's|it is|as of today,?|the date today is|current date:?|today:)\s+"
     r"(?:(?:a |an )?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday),?\s+)?"
     r"(?:the\s+)?([^.;\n]{4,40})",
 )
-_TIME = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?(?![\d-])")
+_TIME = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?(?!\d)(?!-\d)")
 
 
 @functools.lru_cache(maxsize=65536)
@@ -250,6 +253,7 @@ def absolute_dates(text: str, default_year: int | None = None) -> set[dt.date]:
     for y, m, d in _ISO_IN_TEXT.findall(low):
         if (date := _safe_date(int(y), int(m), int(d))) is not None:
             found.add(date)
+    found |= dotted_dates(low)
     for month, day, year in _ABS_MDY.findall(low):
         y = int(year) if year else default_year
         if y is not None and (date := _safe_date(y, _month_index(month), int(day))) is not None:
@@ -261,9 +265,19 @@ def absolute_dates(text: str, default_year: int | None = None) -> set[dt.date]:
     return found
 
 
+_NUMERIC_ANCHOR = re.compile(
+    r"\b(?:today is|today's date is|it's|it is|current date:?|today:)\s+(?:[a-z]+day,?\s+)?"
+    r"(\d{4}[./-]\d{1,2}[./-]\d{1,2})(?!\d)"
+)
+
+
 def find_anchor(*texts: str) -> dt.date | None:
-    """The "today" a text states explicitly ("Today is Monday, March 14, 2026"), or None."""
+    """The "today" a text states explicitly ("Today is Monday, March 14, 2026", "today is 2023.10.1")."""
     for text in texts:
+        for match in _NUMERIC_ANCHOR.finditer(text.lower()):
+            dates = absolute_dates(match.group(1))
+            if len(dates) == 1:
+                return next(iter(dates))
         for match in _ANCHOR.finditer(text.lower()):
             dates = absolute_dates(match.group(1))
             if len(dates) == 1:
@@ -330,7 +344,10 @@ def relative_dates(text: str, today: dt.date) -> set[dt.date]:
 def dates_in(text: str, context: str = "") -> frozenset[dt.date]:
     """Every date recoverable from ``text``; relative ones need an anchor in ``text`` or ``context``."""
     anchor = find_anchor(text, context)
-    found = absolute_dates(text, default_year=anchor.year if anchor else None)
+    years = set(_YEAR.findall(text))
+    # "from April 15th to April 22nd 2023": a year stated once holds for the other dates of the text
+    default_year = anchor.year if anchor else (int(next(iter(years))) if len(years) == 1 else None)
+    found = absolute_dates(text, default_year=default_year)
     if anchor is not None:
         found |= relative_dates(text, anchor)
     return frozenset(found)
@@ -352,6 +369,12 @@ def times_in(text: str) -> set[tuple[int, int]]:
             hour += 12
         elif meridiem.startswith("a") and hour == 12:
             hour = 0
+        if hour < 24 and minute < 60:
+            found.add((hour, minute))
+    for hour_s, minute_s, part in _DAYPART.findall(low):  # "5 in the afternoon", "8 in the evening"
+        hour, minute = int(hour_s), int(minute_s or 0)
+        if part != "morning" and hour < 12:
+            hour += 12
         if hour < 24 and minute < 60:
             found.add((hour, minute))
     return found
@@ -404,6 +427,8 @@ def recoverable(value: Any, text: str, context: str = "") -> bool:
         if contains_phrase(text, text_value):
             return True
         return date in dates_in(text, context) and (int(m.group(2)), int(m.group(3))) in times_in(text)
+    if (clock := _CLOCK.match(text_value)) is not None:
+        return (int(clock.group(1)), int(clock.group(2))) in times_in(text) or contains_phrase(text, text_value)
     if (other := other_date_forms(text_value)) is not None:
         found = dates_in(text, context) | dotted_dates(text)
         return contains_phrase(text, text_value) or bool(other & found)
