@@ -99,10 +99,10 @@ def to_json_schema(schema: Any, field: str) -> Any:
             out[key] = to_json_schema(value, f"{field}.{key}")
         else:
             out[key] = value
-    if out.get("type") == "array" and "enum" in out and isinstance(out.get("items"), dict):
+    items = out.get("items")
+    if out.get("type") == "array" and "enum" in out and isinstance(items, dict) and "enum" not in items:
         # BFCL puts the allowed item values of a list on the list; JSON Schema wants them on the items
-        if "enum" not in out["items"]:
-            out["items"] = {**out["items"], "enum": out.pop("enum")}
+        out["items"] = {**items, "enum": out.pop("enum")}
     return out
 
 

@@ -127,11 +127,14 @@ def _grounded(record: Record, i: int, arg: str, leaf: Any, texts: list[str]) -> 
     if any(resolve.recoverable(leaf, t, context) for t in texts):
         return True
     accepted = record.gt[i].accepted
-    if accepted and arg in accepted:
-        # imported records keep every accepted value: grounded when the answer marks the argument
-        # optional or when any accepted value (not only the one the GT call shows) is recoverable
-        if any(resolve.alternatives_recoverable(accepted[arg], t, context) for t in texts):
-            return True
+    # imported records keep every accepted value: grounded when the answer marks the argument
+    # optional or when any accepted value (not only the one the GT call shows) is recoverable
+    if (
+        accepted
+        and arg in accepted
+        and any(resolve.alternatives_recoverable(accepted[arg], t, context) for t in texts)
+    ):
+        return True
     return record.human_query and _chosen_by_meaning(record, i, arg, leaf)
 
 
@@ -235,7 +238,6 @@ def _topology_shape(record: Record) -> str | None:
 
 def _gate1_grounding(record: Record, supplied: list[tuple[int, str, Any]]) -> list[GateFinding]:
     findings: list[GateFinding] = []
-    context = record.system_prompt
     queries = [q for q in record.queries.values() if q]
     for i, arg, leaf in supplied:
         if not _grounded(record, i, arg, leaf, queries):

@@ -428,7 +428,8 @@ def recoverable(value: Any, text: str, context: str = "") -> bool:
             return True
         return date in dates_in(text, context) and (int(m.group(2)), int(m.group(3))) in times_in(text)
     if (clock := _CLOCK.match(text_value)) is not None:
-        return (int(clock.group(1)), int(clock.group(2))) in times_in(text) or contains_phrase(text, text_value)
+        hour_minute = (int(clock.group(1)), int(clock.group(2)))
+        return hour_minute in times_in(text) or contains_phrase(text, text_value)
     if (other := other_date_forms(text_value)) is not None:
         found = dates_in(text, context) | dotted_dates(text)
         return contains_phrase(text, text_value) or bool(other & found)
