@@ -43,7 +43,9 @@ Decisions where the spec leaves room (documented so that reports can cite them):
 - accepted values (imported records, ``GTStep.accepted``): p_value counts a GT argument as reproduced when G's
   value matches ANY accepted value, and when G leaves out an argument the answer marks optional ("" among
   its accepted values); ``value_matches`` says which accepted value each argument matched. The paper/strict
-  p_tool, p_param, p_seq, p_cov and p_seq_dag do not read accepted values.
+  p_tool, p_param, p_seq, p_cov and p_seq_dag do not read accepted values. On imported records without
+  dependencies (BFCL "parallel": call order means nothing), p_value pairs repeated calls of one tool by the
+  values they reproduce instead of by position; the other metrics keep their published pairing.
 
 Speed: ``prepare`` precomputes everything that depends on the record only; ``score_prepared`` works on plain
 ``(name, arguments)`` tuples, so bulk scoring (``score_many``) constructs no pydantic objects.
@@ -86,6 +88,7 @@ class PreparedRecord:
         "unique",
         "gt_state",
         "accepted",
+        "unordered",
     )
 
     def __init__(
@@ -94,7 +97,9 @@ class PreparedRecord:
         edges: Iterable[tuple[int, int]] | None,
         tools: Sequence[ToolSchema] | None,
         accepted: Sequence[dict[str, list[Any]] | None] | None = None,
+        unordered: bool = False,
     ) -> None:
+        self.unordered = unordered  # independent calls whose order means nothing (BFCL parallel)
         self.accepted: tuple[dict[str, list[Any]] | None, ...] = (
             tuple(accepted) if accepted is not None else (None,) * len(expected)
         )
@@ -168,6 +173,7 @@ def prepare(record: Record) -> PreparedRecord:
         edges if known else None,
         record.tools,
         [s.accepted for s in record.gt],
+        unordered=record.source == "imported" and not edges,
     )
 
 
@@ -246,6 +252,26 @@ def _accepted_hit(prep: PreparedRecord, i: int, key: str, g: Any) -> bool:
     return _which(accepted[key], g) is not None
 
 
+def _value_pairs(
+    prep: PreparedRecord, generated: Sequence[PlainCall], pairs: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """For p_value on unordered records: the same number of pairs per tool, but each expected call takes
+    the unused generated call of its tool that reproduces most of its values (ties: the earliest)."""
+    taken: set[int] = set()
+    out: list[tuple[int, int]] = []
+    for i, _ in pairs:
+        best, best_hits = -1, -1.0
+        for j, (name, _args) in enumerate(generated):
+            if name != prep.names[i] or j in taken:
+                continue
+            hits = _pair_totals(prep, generated, [(i, j)], False)[1]
+            if hits > best_hits:
+                best, best_hits = j, hits
+        taken.add(best)
+        out.append((i, best))
+    return out
+
+
 def value_matches(record: Record, calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
     """For each GT call matched to a generated call (strict pairing): per GT argument, which accepted value
     the generated one matched (its index in the accepted list; 0 for a record without accepted values),
@@ -253,6 +279,8 @@ def value_matches(record: Record, calls: Sequence[ToolCall]) -> list[dict[str, A
     prep = prepare(record)
     generated = [(c.name, c.arguments) for c in calls]
     pairs, _, _ = _match(prep, [name for name, _ in generated])
+    if prep.unordered and not prep.unique:
+        pairs = _value_pairs(prep, generated, pairs)
     out: list[dict[str, Any]] = []
     for i, j in pairs:
         g_args = generated[j][1]
@@ -421,6 +449,8 @@ def score_prepared(
     both_empty = n_e == 0 and n_g == 0
     if pairs:
         param_total, value_total = _pair_totals(prep, generated, pairs, lenient)
+        if prep.unordered and not prep.unique:
+            value_total = _pair_totals(prep, generated, _value_pairs(prep, generated, pairs), lenient)[1]
         p_value = value_total / n_pairs
     else:
         param_total = 0.0

@@ -456,10 +456,10 @@ _REGION = re.compile(r"^(?:[A-Z]{2,3}|[A-Z][a-z]+(?: [A-Z][a-z]+){0,2})$")
 
 
 def compact(text: str) -> str:
-    """Lower case without spaces or quotes, with ``**`` read as ``^`` and ``*`` between a number and a
-    name dropped: "3*x**2 + 2" and "3x^2+2" are the same expression."""
-    out = text.lower().replace("**", "^")
-    out = re.sub(f"[\\s{_QUOTES}]", "", out)
+    """Lower case without quotes, without spaces around symbols, with ``**`` read as ``^`` and ``*``
+    between a number and a name dropped: "3*x**2 + 2" and "3x^2+2" are the same expression."""
+    out = re.sub(f"[{_QUOTES}]", "", text.lower().replace("**", "^"))
+    out = re.sub(r"\s*([^\w\s])\s*", r"\1", re.sub(r"\s+", " ", out)).strip()
     return re.sub(r"(?<=[0-9a-z)])\*(?=[a-z(])", "", out)
 
 
