@@ -135,7 +135,34 @@ def _grounded(record: Record, i: int, arg: str, leaf: Any, texts: list[str]) -> 
         and any(resolve.alternatives_recoverable(accepted[arg], t, context) for t in texts)
     ):
         return True
-    return record.human_query and _chosen_by_meaning(record, i, arg, leaf)
+    return record.human_query and (
+        _chosen_by_meaning(record, i, arg, leaf)
+        or _named_in_description(record, i, arg, leaf, texts)
+        or any(_misspelt_in(leaf, t) for t in texts)
+    )
+
+
+def _misspelt_in(value: Any, text: str) -> bool:
+    """People misspell ("Chcicago", "airtificial intelligence"): a value made of words, each of five or
+    more letters within one edit of a word of the query (shorter words exactly), the part before a comma
+    for "City, ST". Only for human-written queries: our rewrites never misspell, and one edit turns one
+    identifier into another ("ORD-7781" / "ORD-7782"), which is why only letters count."""
+    if not isinstance(value, str):
+        return False
+    head = value.split(",")[0].strip().lower()
+    if not re.fullmatch(r"[a-z]+(?: [a-z]+){0,3}", head):
+        return False
+    words = set(re.findall(r"[a-z]+", text.lower()))
+    return all(w in words or (len(w) >= 5 and any(_one_edit(w, q) for q in words)) for w in head.split())
+
+
+def _one_edit(a: str, b: str) -> bool:
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return a == b
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b, strict=True)) == 1
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return any(long[:k] + long[k + 1 :] == short for k in range(len(long)))
 
 
 def _chosen_by_meaning(record: Record, i: int, arg: str, leaf: Any) -> bool:
@@ -151,7 +178,28 @@ def _chosen_by_meaning(record: Record, i: int, arg: str, leaf: Any) -> bool:
         return False
     if "default" in schema and schema["default"] == record.gt[i].call.arguments.get(arg):
         return True
+    said = re.escape(str(leaf))
+    description = str(schema.get("description", ""))
+    if re.search(
+        rf"(?:default(?:s)?(?: value)?(?: is| to|:)?|please use)\s+['\"]?{said}(?![\w.])", description, re.I
+    ):
+        return True  # the description states the default ("If user doesn't specify, please use 100")
     return any(leaf in enum for enum in _enums(schema) if not isinstance(leaf, bool))
+
+
+def _named_in_description(record: Record, i: int, arg: str, leaf: Any, texts: list[str]) -> bool:
+    """A code the parameter's description spells out ("1 for Bangkok, 2 for Chiang Mai") is grounded when
+    the query names what it stands for ("in Bangkok")."""
+    tool = next((t for t in record.tools if t.name == record.gt[i].call.name), None)
+    schema = (tool.parameters.get("properties") or {}).get(arg) if tool else None
+    if not isinstance(schema, dict) or isinstance(leaf, bool):
+        return False
+    said = re.escape(str(leaf))
+    pattern = rf"(?<![\w.]){said}\s*(?:for|=|:|means|is)\s+([A-Za-z][A-Za-z' ]*?)\s*(?:[,.;)]|\band\b|$)"
+    for match in re.finditer(pattern, str(schema.get("description", ""))):
+        if any(resolve.text_recoverable(match.group(1), t) for t in texts):
+            return True
+    return False
 
 
 def _enums(schema: Any) -> list[list[Any]]:

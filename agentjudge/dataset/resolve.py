@@ -65,6 +65,7 @@ _ABS_MDY = re.compile(rf"\b({_MONTH_RX})\.?\s*(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s
 _ABS_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_RX})\.?(?:,?\s+(\d{{4}}))?\b")
 _ISO_IN_TEXT = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _YEAR = re.compile(r"(?<![\d.\-/])((?:19|20)\d{2})(?![\d])")
+_SPAN_OF_DATES = re.compile(r"^(\d{4}-\d{2}-\d{2}) (?:to|-|until) (\d{4}-\d{2}-\d{2})$")
 _CLOCK = re.compile(r"^(\d{1,2}):(\d{2})(?::\d{2})?$")
 _DAYPART = re.compile(r"\b(\d{1,2})(?::(\d{2}))? (?:o'clock )?in the (morning|afternoon|evening|night)\b")
 _ANCHOR = re.compile(
@@ -72,7 +73,9 @@ _ANCHOR = re.compile(
     r"(?:(?:a |an )?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday),?\s+)?"
     r"(?:the\s+)?([^.;\n]{4,40})",
 )
-_TIME = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?(?!\d)(?!-\d)")
+_TIME = re.compile(
+    r"\b(\d{1,2})(?::(\d{2})|\.(\d{2})(?=\s*(?:am|pm|a\.m\.|p\.m\.)))?\s*(am|pm|a\.m\.|p\.m\.)?(?!\d)(?!-\d)"
+)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -288,7 +291,7 @@ def find_anchor(*texts: str) -> dt.date | None:
 _REL_DAYS = re.compile(r"\bin (\w+(?:-\w+)?) (day|days|week|weeks)\b")
 _REL_FROM = re.compile(r"\b(\w+(?:-\w+)?) (day|days|week|weeks) (?:from|after) (?:today|now)\b")
 _REL_AGO = re.compile(r"\b(\w+(?:-\w+)?) (day|days|week|weeks) ago\b")
-_REL_WEEKDAY = re.compile(r"\b(next|this coming|this|last) (" + "|".join(WEEKDAYS) + r")\b")
+_REL_WEEKDAY = re.compile(r"\b(next|this coming|upcoming|this|last) (" + "|".join(WEEKDAYS) + r")\b")
 RELATIVE_DATE = re.compile(
     r"\b(?:today|tomorrow|yesterday|day after tomorrow|day before yesterday|next week|"
     r"(?:in|from) \w+(?:-\w+)? (?:days?|weeks?)|\w+ (?:days?|weeks?) (?:ago|from today|from now|after today)|"
@@ -305,6 +308,33 @@ def _count(word: str) -> int | None:
     tokens = normalize(word).split()
     parsed = _parse_words(tokens, 0) if tokens else None
     return parsed[0] if parsed and parsed[1] == len(tokens) else None
+
+
+_DAY_ONLY = re.compile(rf"\bthe (\d{{1,2}})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?(?:{_MONTH_RX})\b)")
+_MONTH_YEAR = re.compile(rf"\b({_MONTH_RX})\.?,?\s+(\d{{4}})\b|\b(\d{{4}}),?\s+({_MONTH_RX})\b")
+
+
+def _day_of_known_month(text: str, anchor: dt.date | None) -> set[dt.date]:
+    """ "on the 9th" when the text fixes the month: "currently is sep 2023", "march 2023", or today's
+    date (the 9th then means this month's, or next month's when it has passed)."""
+    low = text.lower()
+    days = [int(d) for d in _DAY_ONLY.findall(low)]
+    if not days:
+        return set()
+    months = {(int(y or y2), _month_index(m or m2)) for m, y, y2, m2 in _MONTH_YEAR.findall(low)}
+    if len(months) == 1:
+        year, month = next(iter(months))
+        return {d for day in days if (d := _safe_date(year, month, day)) is not None}
+    if anchor is not None and not months:
+        found = set()
+        for day in days:
+            year, month = anchor.year, anchor.month
+            if day < anchor.day:
+                year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+            if (d := _safe_date(year, month, day)) is not None:
+                found.add(d)
+        return found
+    return set()
 
 
 def relative_dates(text: str, today: dt.date) -> set[dt.date]:
@@ -350,6 +380,9 @@ def dates_in(text: str, context: str = "") -> frozenset[dt.date]:
     found = absolute_dates(text, default_year=default_year)
     if anchor is not None:
         found |= relative_dates(text, anchor)
+        if re.search(r"\bnext year\b", text.lower()):  # "April 13th of next year"
+            found |= absolute_dates(text, default_year=anchor.year + 1)
+    found |= _day_of_known_month(text, anchor)
     return frozenset(found)
 
 
@@ -361,7 +394,8 @@ def times_in(text: str) -> set[tuple[int, int]]:
         found.add((12, 0))
     if re.search(r"\bmidnight\b", low):
         found.add((0, 0))
-    for hour_s, minute_s, meridiem in _TIME.findall(low):
+    for hour_s, colon_min, dot_min, meridiem in _TIME.findall(low):
+        minute_s = colon_min or dot_min  # "11.00 a.m." only with a meridiem (else it is a decimal)
         hour, minute = int(hour_s), int(minute_s or 0)
         if not minute_s and not meridiem:
             continue  # a bare number is not a time
@@ -426,7 +460,16 @@ def recoverable(value: Any, text: str, context: str = "") -> bool:
         date = dt.date.fromisoformat(m.group(1))
         if contains_phrase(text, text_value):
             return True
+        if text_value[11:] in (
+            "00:00:00",
+            "23:59:59",
+            "00:00",
+            "23:59",
+        ):  # a whole day: the date is the value
+            return date in dates_in(text, context) or date in dotted_dates(text)
         return date in dates_in(text, context) and (int(m.group(2)), int(m.group(3))) in times_in(text)
+    if (span := _SPAN_OF_DATES.match(text_value)) is not None:  # "2023-10-01 to 2023-10-07"
+        return recoverable(span.group(1), text, context) and recoverable(span.group(2), text, context)
     if (clock := _CLOCK.match(text_value)) is not None:
         hour_minute = (int(clock.group(1)), int(clock.group(2)))
         return hour_minute in times_in(text) or contains_phrase(text, text_value)
