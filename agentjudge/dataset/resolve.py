@@ -62,7 +62,9 @@ ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 ISO_DATETIME = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2})(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?$")
 _MONTH_RX = "|".join(m for m in MONTHS) + "|" + "|".join(m[:3] for m in MONTHS) + "|sept"
 _ABS_MDY = re.compile(rf"\b({_MONTH_RX})\.?\s*(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b")
-_ABS_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_RX})\.?(?:,?\s+(\d{{4}}))?\b")
+_ABS_DMY = re.compile(
+    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+(?:this\s+)?)?({_MONTH_RX})\.?(?:,?\s+(\d{{4}}))?\b"
+)
 _ISO_IN_TEXT = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _YEAR = re.compile(r"(?<![\d.\-/])((?:19|20)\d{2})(?![\d])")
 _SPAN_OF_DATES = re.compile(r"^(\d{4}-\d{2}-\d{2}) (?:to|-|until) (\d{4}-\d{2}-\d{2})$")
@@ -199,6 +201,8 @@ def numbers_in(text: str) -> frozenset[float]:
             found.add(value / 100)
         if re.search(r"[-\u2212]\s$", text[: match.start()]):  # "5x^2 - 7x": the coefficient is -7
             found.add(-value)
+    for yy in re.findall(r"(?<![\w'])['\u2019](\d{2})\b", text):  # "songs from '19"
+        found.update((2000.0 + int(yy), 1900.0 + int(yy)))
     norm = normalize(text)
     for unit in _SPAN.findall(norm):
         found.update(SPANS[unit])
@@ -495,6 +499,44 @@ CURRENCY_NAMES = {
     "CHF": ("swiss franc", "swiss francs"),
     "MXN": ("mexican peso", "mexican pesos"),
 }
+# Codes and short names a reader states exactly from what the text names: a small fixed table, not a
+# gazetteer (a city's state or a company's exchange is world knowledge the gates do not claim to have).
+ALIASES = {
+    "los angeles": ("la", "lax", "l.a."),
+    "san francisco": ("sf", "san fran", "sfo"),
+    "new york": ("nyc", "ny", "new york city", "big apple", "jfk"),
+    "san diego": ("sd",),
+    "philadelphia": ("philly",),
+    "chicago": ("chi-town", "chi town"),
+    "washington": ("dc", "d.c."),
+    "ber": ("berlin",),
+    "jfk": ("new york", "nyc"),
+    "lax": ("los angeles",),
+    "aapl": ("apple",),
+    "msft": ("microsoft",),
+    "goog": ("google", "alphabet"),
+    "googl": ("google", "alphabet"),
+    "amzn": ("amazon",),
+    "tsla": ("tesla",),
+    "nvda": ("nvidia",),
+    "gb": ("uk", "united kingdom", "great britain", "britain"),
+    "us": ("usa", "united states", "america"),
+    "en": ("english",),
+    "da": ("danish",),
+    "de": ("german",),
+    "fr": ("french",),
+    "es": ("spanish",),
+    "it": ("italian",),
+    "zh": ("chinese", "mandarin"),
+    "ja": ("japanese",),
+    "hi": ("hindi",),
+    "street": ("st",),
+    "avenue": ("ave",),
+    "minutes": ("mins", "min"),
+    "minute": ("min",),
+    "hours": ("hrs", "hr"),
+    "seconds": ("secs", "sec"),
+}
 _REGION = re.compile(r"^(?:[A-Z]{2,3}|[A-Z][a-z]+(?: [A-Z][a-z]+){0,2})$")
 
 
@@ -556,11 +598,35 @@ def text_recoverable(value: str, text: str) -> bool:
         return True  # "EV" for "electric vehicle"
     if re.fullmatch(r"[a-z]{3,}", value) and re.search(rf"\b{value}[a-z]{{2,}}", text.lower()):
         return True  # a clipped word ("gas" for "gasoline")
+    if _alias_recoverable(value, text):
+        return True
     names = CURRENCY_NAMES.get(value.strip().upper())
     if names and any(contains_phrase(text, n) for n in names):
         return True
     head, comma, tail = value.partition(",")
     return bool(comma) and bool(_REGION.match(tail.strip())) and text_recoverable(head.strip(), text)
+
+
+def _alias_recoverable(value: str, text: str) -> bool:
+    """The value, or each of its words, said by a short name from ``ALIASES`` ("LA" for "Los Angeles",
+    "5 mins" for "5 minutes", "123 Main St" for "123 Main Street"); and run-together spellings ("mc
+    donalds" for "McDonald's"); and "key:value" query strings whose values are all in the text."""
+    low = value.strip().lower()
+    if any(contains_phrase(text, alias) for alias in ALIASES.get(low, ())):
+        return True
+    words = low.split()
+    if len(words) > 1 and all(
+        contains_phrase(text, w) or any(contains_phrase(text, a) for a in ALIASES.get(w, ())) for w in words
+    ):
+        return True
+    squeezed = re.sub(r"[^a-z0-9]", "", low)
+    tokens = re.findall(r"[a-z0-9]+", text.lower())
+    if len(squeezed) >= 5 and any(
+        "".join(tokens[i : i + n]) == squeezed for n in (2, 3) for i in range(len(tokens) - n + 1)
+    ):
+        return True
+    parts = re.split(r"\b[a-z_]+:", low)
+    return len(parts) > 2 and all(text_recoverable(p.strip(), text) for p in parts[1:] if p.strip())
 
 
 def _initialisms(text: str) -> set[str]:
