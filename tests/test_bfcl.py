@@ -24,6 +24,7 @@ from agentjudge.scoring import score_calls, score_prediction, value_matches
 from agentjudge.types import GTStep, Prediction, Record, ToolCall
 
 ROOT = Path(__file__).resolve().parents[1]
+DIFFS = ("easy", "medium", "hard")
 SHARED = Path(os.environ.get("AGENTJUDGE_BFCL_DATA", ROOT.parent / "shared" / "data" / "bfcl"))
 needs_shared = pytest.mark.skipif(
     not (SHARED / "BFCL_v4_multiple.json").exists(),
@@ -330,12 +331,14 @@ def test_enum_choice_by_meaning_is_only_for_human_queries(records: list[Record])
             "accepted": {**(step.accepted or {}), "method": ["trapezoid"]},
         }
     )
-    human = integral.model_copy(update={"gt": [picked]})
-    assert run_gates(human).passed  # "trapezoid" is an enum member the person's words choose
+    query = "Integrate f(x)=x^2 from 1 to 2 with the trapezoidal rule, please."
+    human = integral.model_copy(update={"gt": [picked], "queries": {"easy": query}})
+    assert run_gates(human).passed  # an enum member the person's words choose ("trapezoidal")
+    # no word of the query points at it: an enum member is not grounded just by being one
+    silent = human.model_copy(update={"queries": {"easy": integral.queries["easy"]}})
+    assert {f.code for f in run_gates(silent).findings} == {"ungrounded_value", "insufficient"}
     ours = human.model_copy(update={"human_query": False, "source": "synthetic"})
-    ours = ours.model_copy(
-        update={"queries": {d: integral.queries["easy"] for d in ("easy", "medium", "hard")}}
-    )
+    ours = ours.model_copy(update={"queries": dict.fromkeys(DIFFS, query)})
     codes = {f.code for f in run_gates(ours).findings}
     assert "ungrounded_value" in codes and "insufficient" in codes  # our rewrites must state every value
 

@@ -184,7 +184,43 @@ def _chosen_by_meaning(record: Record, i: int, arg: str, leaf: Any) -> bool:
         rf"(?:default(?:s)?(?: value)?(?: is| to|:)?|please use)\s+['\"]?{said}(?![\w.])", description, re.I
     ):
         return True  # the description states the default ("If user doesn't specify, please use 100")
-    return any(leaf in enum for enum in _enums(schema) if not isinstance(leaf, bool))
+    if isinstance(leaf, bool) or not any(leaf in enum for enum in _enums(schema)):
+        return False
+    return _some_evidence(leaf, record.queries.values())
+
+
+_STOP = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "any",
+        "all",
+        "not",
+        "but",
+        "you",
+        "your",
+        "from",
+        "this",
+        "that",
+        "are",
+        "was",
+    ]
+)
+
+
+def _some_evidence(value: Any, texts: Any) -> bool:
+    """An enum member counts as chosen by the query's words only when one of its words shares its first
+    three letters with a word of the query ("Sci-fi" / "scientific", "Family Counselor" / "family
+    therapist"), or when it is a number (an ID picked from a closed list). Without any such overlap any
+    enum member would pass for any query, which a mismatched-query control shows."""
+    if isinstance(value, int | float):
+        return True
+    words = {w[:3] for w in re.findall(r"[a-z]{3,}", str(value).lower()) if w not in _STOP}
+    return any(
+        words & {w[:3] for w in re.findall(r"[a-z]{3,}", str(t).lower()) if w not in _STOP} for t in texts
+    )
 
 
 def _named_in_description(record: Record, i: int, arg: str, leaf: Any, texts: list[str]) -> bool:

@@ -530,6 +530,12 @@ ALIASES = {
     "zh": ("chinese", "mandarin"),
     "ja": ("japanese",),
     "hi": ("hindi",),
+    "txt": ("text",),
+    ">": ("greater than", "more than", "above", "over"),
+    "<": ("less than", "below", "under"),
+    ">=": ("at least",),
+    "<=": ("at most",),
+    "=": ("equal", "equals", "is"),
     "street": ("st",),
     "avenue": ("ave",),
     "minutes": ("mins", "min"),
@@ -578,6 +584,8 @@ def text_recoverable(value: str, text: str) -> bool:
     whose name is given ("euros" states "EUR"), or as "City, ST" when the city is given."""
     if contains_phrase(text, value):
         return True
+    if re.fullmatch(r"-?\d+(?:\.\d+)?", value.strip()):  # a number typed as a string ("3" for "three-star")
+        return number_in(float(value), text)
     needle = compact(value)
     if len(needle) >= 2:
         hay = compact(text)
@@ -617,6 +625,11 @@ def _alias_recoverable(value: str, text: str) -> bool:
     words = low.split()
     if len(words) > 1 and all(
         contains_phrase(text, w) or any(contains_phrase(text, a) for a in ALIASES.get(w, ())) for w in words
+    ):
+        return True
+    value_words = re.findall(r"\w+", low)  # any script: "거실, 에어컨, 실행" is said as "거실 에어컨 실행"
+    if value_words and re.search(
+        rf"(?<!\w){re.escape(' '.join(value_words))}(?!\w)", " ".join(re.findall(r"\w+", text.lower()))
     ):
         return True
     squeezed = re.sub(r"[^a-z0-9]", "", low)
