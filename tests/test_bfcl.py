@@ -331,9 +331,9 @@ def test_enum_choice_by_meaning_is_only_for_human_queries(records: list[Record])
             "accepted": {**(step.accepted or {}), "method": ["trapezoid"]},
         }
     )
-    query = "Integrate f(x)=x^2 from 1 to 2 with the trapezoidal rule, please."
+    query = "Integrate f(x)=x^2 from 1 to 2 with the trapezium method, please."
     human = integral.model_copy(update={"gt": [picked], "queries": {"easy": query}})
-    assert run_gates(human).passed  # an enum member the person's words choose ("trapezoidal")
+    assert run_gates(human).passed  # an enum member the person's words choose ("trapezium")
     # no word of the query points at it: an enum member is not grounded just by being one
     silent = human.model_copy(update={"queries": {"easy": integral.queries["easy"]}})
     assert {f.code for f in run_gates(silent).findings} == {"ungrounded_value", "insufficient"}
