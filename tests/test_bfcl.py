@@ -482,3 +482,18 @@ def test_shared_files_import_and_mostly_pass(
     assert {t: sum(r.topology == t for r in records) for t in shapes} == shapes
     passed = sum(rep.passed for rep in check_records(records, processes=1))
     assert passed / n >= min_pass, f"{category}: {passed}/{n} pass"
+
+
+def test_swapped_gt_partners_stay_within_a_source(records: list[Record]) -> None:
+    from agentjudge.runner.work import swap_partners
+
+    synthetic = [r for r in read_records(ROOT / "data" / "mini" / "records.jsonl") if r.topology == "linear"][
+        :2
+    ]
+    partners = swap_partners([*synthetic, *records[:2]])  # all four are linear
+    assert partners == {
+        synthetic[0].id: synthetic[1].id,
+        synthetic[1].id: synthetic[0].id,
+        "multiple_0": "multiple_1",
+        "multiple_1": "multiple_0",
+    }
