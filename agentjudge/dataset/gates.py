@@ -17,6 +17,12 @@ gate2  insufficient         (per difficulty) a value the user must supply is not
        unnatural_length     (per difficulty) the query is too short or too long to be a person's request
        schema_field_in_query, raw_json_in_query, tool_name_in_query (the last at medium/hard only)
 
+Imported records (``source="imported"``, e.g. BFCL) are checked the same way, with what their format
+adds: any accepted value may ground an argument and one the answer marks optional ("") needs none; their
+``dag_type`` is read off the structure, so the topology-shape check is skipped. A record whose only query is a
+person's own (``human_query``) has no medium/hard rewrites to check, skips the naturalness checks, and its
+values may be chosen by meaning (see ``_grounded``); none of that applies to our generated records.
+
 Records read from published files have no dependency edges (the layout reader leaves them empty and
 ``version`` unset); for those a value may come from any earlier output and the shape check is skipped.
 """
@@ -166,10 +172,10 @@ def _one_edit(a: str, b: str) -> bool:
 
 
 def _chosen_by_meaning(record: Record, i: int, arg: str, leaf: Any) -> bool:
-    """In a person's own query, a value picked from the schema's closed list ("scary ghosts" → genre
-    "Horror") or left at the schema's default is chosen by meaning, which a textual gate cannot read;
-    arg_schema still checks it is a member. Never applied to our generated records, whose rewrites must
-    state every value."""
+    """In a person's own query, a value left at the schema's default (declared, or stated in the
+    description), a "no preference" value, or a member of the schema's closed list that a word of the query
+    points at ("scientific fiction" → genre "Sci-fi") is chosen by meaning rather than copied; arg_schema
+    still checks membership. Never applied to our generated records, whose rewrites must state every value."""
     tool = next((t for t in record.tools if t.name == record.gt[i].call.name), None)
     schema = (tool.parameters.get("properties") or {}).get(arg) if tool else None
     if isinstance(leaf, str) and leaf.strip().lower() in ("dontcare", "any"):
@@ -189,25 +195,10 @@ def _chosen_by_meaning(record: Record, i: int, arg: str, leaf: Any) -> bool:
     return _some_evidence(leaf, record.queries.values())
 
 
-_STOP = frozenset(
-    [
-        "the",
-        "and",
-        "for",
-        "with",
-        "any",
-        "all",
-        "not",
-        "but",
-        "you",
-        "your",
-        "from",
-        "this",
-        "that",
-        "are",
-        "was",
-    ]
-)
+# fmt: off
+_STOP = frozenset(("the", "and", "for", "with", "any", "all", "not", "but", "you", "your", "from", "this",
+                   "that", "are", "was"))
+# fmt: on
 
 
 def _some_evidence(value: Any, texts: Any) -> bool:
