@@ -37,7 +37,7 @@ import networkx as nx
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import SchemaError
 
-from agentjudge.dataset import resolve
+from agentjudge.dataset import resolve, wording
 from agentjudge.types import DIFFICULTIES, Difficulty, GateFinding, Record, ValidationReport
 
 GATES_RUN = ["gate1", "gate2"]
@@ -224,7 +224,7 @@ def _named_in_description(record: Record, i: int, arg: str, leaf: Any, texts: li
     said = re.escape(str(leaf))
     pattern = rf"(?<![\w.]){said}\s*(?:for|=|:|means|is)\s+([A-Za-z][A-Za-z' ]*?)\s*(?:[,.;)]|\band\b|$)"
     for match in re.finditer(pattern, str(schema.get("description", ""))):
-        if any(resolve.text_recoverable(match.group(1), t) for t in texts):
+        if any(wording.text_recoverable(match.group(1), t) for t in texts):
             return True
     return False
 
