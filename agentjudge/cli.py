@@ -23,6 +23,10 @@ app = typer.Typer(
 )
 cache_app = typer.Typer(help="Inspect or clear the model-call cache.", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
+import_app = typer.Typer(
+    help="Import tasks written elsewhere as records in the published layout.", no_args_is_help=True
+)
+app.add_typer(import_app, name="import")
 
 
 @app.command()
@@ -200,6 +204,23 @@ def taubench(
             data=data, out=out, judges=judge, api_base=api_base, conditions=condition, no_cache=no_cache
         )
     )
+
+
+@import_app.command("bfcl")
+def import_bfcl(
+    tasks: Annotated[Path, typer.Argument(help="BFCL task file, e.g. BFCL_v4_multiple.json (JSON Lines).")],
+    answers: Annotated[
+        Path, typer.Argument(help="Its accepted answers, e.g. BFCL_v4_multiple.possible_answer.json.")
+    ],
+    out: Annotated[Path, typer.Option(help="Output folder for records.jsonl and manifest.json.")],
+    category: Annotated[
+        str | None, typer.Option(help="Category name for ids/origin; default: from the file name.")
+    ] = None,
+) -> None:
+    """BFCL tasks + accepted answers → records (human query, every accepted value kept, no environment)."""
+    from agentjudge.dataset.bfcl import import_cli
+
+    raise typer.Exit(import_cli(tasks=tasks, answers=answers, out=out, category=category))
 
 
 @cache_app.command("stats")

@@ -12,10 +12,12 @@ PREDICTION_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 SCORE_COLUMNS: tuple[str, ...] = (
     "record_id", "base_id", "domain", "topology", "difficulty", "generator", "trial", "scoring_mode",
-    "p_tool", "p_param", "p_seq", "p_cov", "p_value", "p_seq_dag", "state_match",
+    "p_tool", "p_param", "p_seq", "p_cov", "p_value", "p_seq_dag", "state_match", "source",
 )  # fmt: skip
 JUDGMENT_COLUMNS: tuple[str, ...] = (
     "record_id", "base_id", "domain", "topology", "difficulty", "generator", "generator_trial", "judge",
     "condition", "prompt_format", "cot", "default_mode", "temperature", "trial", "metric", "reference",
-    "verdict", "parse_ok", "scoring_mode", "rationale", "judge_error",
+    "verdict", "parse_ok", "scoring_mode", "rationale", "judge_error", "source",
 )  # fmt: skip
+# ``source``: "synthetic" (our generator) or "imported" (tasks people wrote elsewhere, e.g. BFCL); added after
+# the first release, so readers treat a missing column as all "synthetic".

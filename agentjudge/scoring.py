@@ -56,6 +56,12 @@ Decisions where the spec leaves room (documented so that reports can cite them):
   before the right one does not break an edge; the matching is greedy, not an optimal assignment.
 - numbers: a numeric string in G ("42") matches the number 42 (single-shot generators often quote numbers);
   booleans match only booleans.
+- accepted values (imported records, ``GTStep.accepted``): p_value counts a GT argument as reproduced when G's
+  value matches ANY accepted value, and when G leaves out an argument the answer marks optional ("" among
+  its accepted values); ``value_matches`` says which accepted value each argument matched. The paper/strict
+  p_tool, p_param, p_seq, p_cov and p_seq_dag do not read accepted values. On imported records without
+  dependencies (BFCL "parallel": call order means nothing), p_value pairs repeated calls of one tool by the
+  values they reproduce instead of by position; the other metrics keep their published pairing.
 
 Speed: ``prepare`` precomputes everything that depends on the record only; ``score_prepared`` works on plain
 ``(name, arguments)`` tuples, so bulk scoring (``score_many``) constructs no pydantic objects.
@@ -97,6 +103,8 @@ class PreparedRecord:
         "checks",
         "unique",
         "gt_state",
+        "accepted",
+        "unordered",
     )
 
     def __init__(
@@ -104,7 +112,13 @@ class PreparedRecord:
         expected: Sequence[PlainCall],
         edges: Iterable[tuple[int, int]] | None,
         tools: Sequence[ToolSchema] | None,
+        accepted: Sequence[dict[str, list[Any]] | None] | None = None,
+        unordered: bool = False,
     ) -> None:
+        self.unordered = unordered  # independent calls whose order means nothing (BFCL parallel)
+        self.accepted: tuple[dict[str, list[Any]] | None, ...] = (
+            tuple(accepted) if accepted is not None else (None,) * len(expected)
+        )
         self.names: tuple[str, ...] = tuple(name for name, _ in expected)
         self.args: tuple[dict[str, Any], ...] = tuple(args for _, args in expected)
         self.keys: tuple[frozenset[str], ...] = tuple(frozenset(a) for a in self.args)
@@ -167,8 +181,13 @@ def prepare(record: Record) -> PreparedRecord:
     calls has edges, so a record with none has UNKNOWN dependencies (a published file without
     ``dependency_edges``): p_seq_dag then reads the GT order as a chain, the only order it can trust."""
     edges = record.edges
+    known = bool(edges) or record.source == "imported"  # imported: independent calls, known to have none
     return PreparedRecord(
-        [(s.call.name, s.call.arguments) for s in record.gt], edges if edges else None, record.tools
+        [(s.call.name, s.call.arguments) for s in record.gt],
+        edges if known else None,
+        record.tools,
+        [s.accepted for s in record.gt],
+        unordered=record.source == "imported" and not edges,
     )
 
 
@@ -209,6 +228,89 @@ def values_match(expected: Any, generated: Any) -> bool:
             values_match(v, generated[k]) for k, v in expected.items()
         )
     return bool(expected is None and generated is None)
+
+
+def accepted_match(alternative: Any, generated: Any) -> bool:
+    """Whether a generated value matches one accepted alternative (BFCL nesting: a dict-typed argument's
+    alternative is a dict of accepted-value lists; a key whose list holds "" may be left out)."""
+    from agentjudge.dataset.resolve import is_nested_alternative
+
+    if is_nested_alternative(alternative):
+        if not isinstance(generated, dict) or not generated.keys() <= alternative.keys():
+            return False
+        return all(
+            ("" in alts) if key not in generated else _which(alts, generated[key]) is not None
+            for key, alts in alternative.items()
+        )
+    if isinstance(alternative, list) and isinstance(generated, list):
+        return len(alternative) == len(generated) and all(
+            accepted_match(a, g) for a, g in zip(alternative, generated, strict=True)
+        )
+    return values_match(alternative, generated)
+
+
+def _which(alternatives: list[Any], generated: Any) -> int | None:
+    """Index of the first accepted alternative the generated value matches ("" never matches a value)."""
+    for k, alt in enumerate(alternatives):
+        if not (isinstance(alt, str) and alt == "") and accepted_match(alt, generated):
+            return k
+    return None
+
+
+def _accepted_hit(prep: PreparedRecord, i: int, key: str, g: Any) -> bool:
+    accepted = prep.accepted[i]
+    if accepted is None or key not in accepted:
+        return False
+    if g is _MISSING:
+        return "" in accepted[key]
+    return _which(accepted[key], g) is not None
+
+
+def _value_pairs(
+    prep: PreparedRecord, generated: Sequence[PlainCall], pairs: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """For p_value on unordered records: the same number of pairs per tool, but each expected call takes
+    the unused generated call of its tool that reproduces most of its values (ties: the earliest)."""
+    taken: set[int] = set()
+    out: list[tuple[int, int]] = []
+    for i, _ in pairs:
+        best, best_hits = -1, -1.0
+        for j, (name, _args) in enumerate(generated):
+            if name != prep.names[i] or j in taken:
+                continue
+            hits = _pair_totals(prep, generated, [(i, j)], False)[1]
+            if hits > best_hits:
+                best, best_hits = j, hits
+        taken.add(best)
+        out.append((i, best))
+    return out
+
+
+def value_matches(record: Record, calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+    """For each GT call matched to a generated call (strict pairing): per GT argument, which accepted value
+    the generated one matched (its index in the accepted list; 0 for a record without accepted values),
+    "omitted" when it was left out and the answer allows that, or None when it matched nothing."""
+    prep = prepare(record)
+    generated = [(c.name, c.arguments) for c in calls]
+    pairs, _, _ = _match(prep, [name for name, _ in generated])
+    if prep.unordered and not prep.unique:
+        pairs = _value_pairs(prep, generated, pairs)
+    out: list[dict[str, Any]] = []
+    for i, j in pairs:
+        g_args = generated[j][1]
+        accepted = prep.accepted[i] or {}
+        per_key: dict[str, int | str | None] = {}
+        for key, v in prep.args[i].items():
+            g = g_args.get(key, _MISSING)
+            alts = accepted.get(key)
+            if alts is None:
+                per_key[key] = 0 if g is not _MISSING and values_match(v, g) else None
+            elif g is _MISSING:
+                per_key[key] = "omitted" if "" in alts else None
+            else:
+                per_key[key] = _which(alts, g)
+        out.append({"expected": i, "generated": j, "tool": prep.names[i], "arguments": per_key})
+    return out
 
 
 def _match(prep: PreparedRecord, names_g: Sequence[str]) -> tuple[list[tuple[int, int]], float, int]:
@@ -322,7 +424,7 @@ def _pair_totals(
                 g = g_args[k]
                 if scalar and type(g) is type(v) and v == v:  # equal, same type, not NaN
                     continue
-                if not values_match(v, g):
+                if not values_match(v, g) and not _accepted_hit(prep, i, k, g):
                     miss += 1
             value += 1.0 - miss / len(it)
             continue
@@ -341,8 +443,10 @@ def _pair_totals(
         for k, v, safe in it:
             g = g_args.get(k, _MISSING)
             if g is _MISSING:
+                if _accepted_hit(prep, i, k, g):  # an argument the answer marks optional
+                    hit += 1
                 continue
-            if (safe and type(v) is type(g) and v == g) or values_match(v, g):
+            if (safe and type(v) is type(g) and v == g) or values_match(v, g) or _accepted_hit(prep, i, k, g):
                 hit += 1
         value += hit / len(it)
     return param, value
@@ -359,6 +463,8 @@ def score_prepared(
     both_empty = n_e == 0 and n_g == 0
     if pairs:
         param_total, value_total = _pair_totals(prep, generated, pairs, lenient)
+        if prep.unordered and not prep.unique:
+            value_total = _pair_totals(prep, generated, _value_pairs(prep, generated, pairs), lenient)[1]
         p_value = value_total / n_pairs
     else:
         param_total = 0.0
@@ -526,4 +632,5 @@ def score_row(record: Record, difficulty: str, score: Score) -> dict[str, Any]:
         "scoring_mode": score.scoring_mode,
         **{field: getattr(score, field) for field in METRIC_FIELDS},
         "state_match": score.state_match,
+        "source": record.source,
     }

@@ -30,6 +30,7 @@ CONDITIONS: tuple[Condition, ...] = ("with_gt", "without_gt", "swapped_gt")
 ScoringMode = Literal["paper", "strict"]
 PromptFamily = Literal["paper", "agentjudge"]  # judge prompts: the published ones (SPEC §7a) or ours
 PROMPT_FAMILIES: tuple[PromptFamily, ...] = ("paper", "agentjudge")
+Source = Literal["synthetic", "imported"]  # our generator's records vs tasks people wrote elsewhere (BFCL)
 VERDICT_LEVELS: tuple[float, ...] = (0.0, 0.5, 1.0)
 
 
@@ -58,6 +59,8 @@ class GTStep(Strict):
     output: Any
     depends_on: list[int] = Field(default_factory=list)  # indices of earlier steps
     description: str = ""
+    # Imported records: every accepted value per argument, in the source's own nesting ("" = may be omitted)
+    accepted: dict[str, list[Any]] | None = None
 
 
 class GateFinding(Strict):
@@ -93,6 +96,9 @@ class Record(Strict):
     seed: int | None = None
     version: str | None = None
     validation: ValidationReport | None = None
+    source: Source = "synthetic"
+    origin: str | None = None  # imported records: where from, e.g. "bfcl/multiple"
+    human_query: bool = False  # the only query is a person's own words (no easy/medium/hard rewrites)
     # published-layout fields kept as read (spelling the model does not hold: JSON-string tool_calls or
     # arguments, "type": "dict", assistant text): dataset/layout.py writes them back when still equivalent
     source_layout: dict[str, Any] | None = None

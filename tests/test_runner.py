@@ -49,6 +49,7 @@ SCORE_COLUMNS = [
     "p_value",
     "p_seq_dag",
     "state_match",
+    "source",
 ]
 JUDGMENT_COLUMNS = [
     "record_id",
@@ -72,6 +73,7 @@ JUDGMENT_COLUMNS = [
     "scoring_mode",
     "rationale",
     "judge_error",
+    "source",
 ]
 
 

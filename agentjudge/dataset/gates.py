@@ -17,6 +17,12 @@ gate2  insufficient         (per difficulty) a value the user must supply is not
        unnatural_length     (per difficulty) the query is too short or too long to be a person's request
        schema_field_in_query, raw_json_in_query, tool_name_in_query (the last at medium/hard only)
 
+Imported records (``source="imported"``, e.g. BFCL) are checked the same way, with what their format
+adds: any accepted value may ground an argument and one the answer marks optional ("") needs none; their
+``dag_type`` is read off the structure, so the topology-shape check is skipped. A record whose only query is a
+person's own (``human_query``) has no medium/hard rewrites to check, skips the naturalness checks, and its
+values may be chosen by meaning (see ``_grounded``); none of that applies to our generated records.
+
 Records read from published files have no dependency edges (the layout reader leaves them empty and
 ``version`` unset); for those a value may come from any earlier output and the shape check is skipped.
 """
@@ -31,7 +37,7 @@ import networkx as nx
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import SchemaError
 
-from agentjudge.dataset import resolve
+from agentjudge.dataset import resolve, wording
 from agentjudge.types import DIFFICULTIES, Difficulty, GateFinding, Record, ValidationReport
 
 GATES_RUN = ["gate1", "gate2"]
@@ -56,6 +62,7 @@ GATE2_CODES = (
     "tool_name_in_query",
 )
 _TOKEN = re.compile(r"(?<![\w-])[A-Za-z_][A-Za-z0-9_]*(?![\w-])")  # identifier-shaped words
+_DOTTED = re.compile(r"(?<![\w.-])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?![\w-])")
 _RAW_JSON = re.compile(r"[{\[]\s*\"[^\"\n]{1,80}\"\s*:|\[\s*\{|\{\s*\}|\"\s*:\s*[\[{\"\d]")
 
 
@@ -120,6 +127,120 @@ def _user_supplied(record: Record) -> list[tuple[int, str, Any]]:
     return out
 
 
+def _grounded(record: Record, i: int, arg: str, leaf: Any, texts: list[str]) -> bool:
+    """Whether a user-supplied argument leaf can be read from one of ``texts`` (the queries)."""
+    context = record.system_prompt
+    if any(resolve.recoverable(leaf, t, context) for t in texts):
+        return True
+    accepted = record.gt[i].accepted
+    # imported records keep every accepted value: grounded when the answer marks the argument
+    # optional or when any accepted value (not only the one the GT call shows) is recoverable
+    if (
+        accepted
+        and arg in accepted
+        and any(resolve.alternatives_recoverable(accepted[arg], t, context) for t in texts)
+    ):
+        return True
+    return record.human_query and (
+        _chosen_by_meaning(record, i, arg, leaf)
+        or _named_in_description(record, i, arg, leaf, texts)
+        or any(_misspelt_in(leaf, t) for t in texts)
+    )
+
+
+def _misspelt_in(value: Any, text: str) -> bool:
+    """People misspell ("Chcicago", "airtificial intelligence"): a value made of words, each of five or
+    more letters within one edit of a word of the query (shorter words exactly), the part before a comma
+    for "City, ST". Only for human-written queries: our rewrites never misspell, and one edit turns one
+    identifier into another ("ORD-7781" / "ORD-7782"), which is why only letters count."""
+    if not isinstance(value, str):
+        return False
+    head = value.split(",")[0].strip().lower()
+    if not re.fullmatch(r"[a-z]+(?: [a-z]+){0,3}", head):
+        return False
+    words = set(re.findall(r"[a-z]+", text.lower()))
+    return all(w in words or (len(w) >= 5 and any(_one_edit(w, q) for q in words)) for w in head.split())
+
+
+def _one_edit(a: str, b: str) -> bool:
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return a == b
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b, strict=True)) == 1
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return any(long[:k] + long[k + 1 :] == short for k in range(len(long)))
+
+
+def _chosen_by_meaning(record: Record, i: int, arg: str, leaf: Any) -> bool:
+    """In a person's own query, a value left at the schema's default (declared, or stated in the
+    description), a "no preference" value, or a member of the schema's closed list that a word of the query
+    points at ("scientific fiction" → genre "Sci-fi") is chosen by meaning rather than copied; arg_schema
+    still checks membership. Never applied to our generated records, whose rewrites must state every value."""
+    tool = next((t for t in record.tools if t.name == record.gt[i].call.name), None)
+    schema = (tool.parameters.get("properties") or {}).get(arg) if tool else None
+    if isinstance(leaf, str) and leaf.strip().lower() in ("dontcare", "any"):
+        return True  # "no preference": the query grounds it by not stating one
+    if not isinstance(schema, dict):
+        return False
+    if "default" in schema and schema["default"] == record.gt[i].call.arguments.get(arg):
+        return True
+    said = re.escape(str(leaf))
+    description = str(schema.get("description", ""))
+    if re.search(
+        rf"(?:default(?:s)?(?: value)?(?: is| to|:)?|please use)\s+['\"]?{said}(?![\w.])", description, re.I
+    ):
+        return True  # the description states the default ("If user doesn't specify, please use 100")
+    if isinstance(leaf, bool) or not any(leaf in enum for enum in _enums(schema)):
+        return False
+    return _some_evidence(leaf, record.queries.values())
+
+
+# fmt: off
+_STOP = frozenset(("the", "and", "for", "with", "any", "all", "not", "but", "you", "your", "from", "this",
+                   "that", "are", "was"))
+# fmt: on
+
+
+def _some_evidence(value: Any, texts: Any) -> bool:
+    """An enum member counts as chosen by the query's words only when one of its words shares its first
+    three letters with a word of the query ("Sci-fi" / "scientific", "Family Counselor" / "family
+    therapist"), or when it is a number (an ID picked from a closed list). Without any such overlap any
+    enum member would pass for any query, which a mismatched-query control shows."""
+    if isinstance(value, int | float):
+        return True
+    words = {w[:3] for w in re.findall(r"[a-z]{3,}", str(value).lower()) if w not in _STOP}
+    return any(
+        words & {w[:3] for w in re.findall(r"[a-z]{3,}", str(t).lower()) if w not in _STOP} for t in texts
+    )
+
+
+def _named_in_description(record: Record, i: int, arg: str, leaf: Any, texts: list[str]) -> bool:
+    """A code the parameter's description spells out ("1 for Bangkok, 2 for Chiang Mai") is grounded when
+    the query names what it stands for ("in Bangkok")."""
+    tool = next((t for t in record.tools if t.name == record.gt[i].call.name), None)
+    schema = (tool.parameters.get("properties") or {}).get(arg) if tool else None
+    if not isinstance(schema, dict) or isinstance(leaf, bool):
+        return False
+    said = re.escape(str(leaf))
+    pattern = rf"(?<![\w.]){said}\s*(?:for|=|:|means|is)\s+([A-Za-z][A-Za-z' ]*?)\s*(?:[,.;)]|\band\b|$)"
+    for match in re.finditer(pattern, str(schema.get("description", ""))):
+        if any(wording.text_recoverable(match.group(1), t) for t in texts):
+            return True
+    return False
+
+
+def _enums(schema: Any) -> list[list[Any]]:
+    if isinstance(schema, list):
+        return [e for item in schema for e in _enums(item)]
+    if not isinstance(schema, dict):
+        return []
+    found = [schema["enum"]] if isinstance(schema.get("enum"), list) else []
+    for key in ("properties", "items", "anyOf", "oneOf"):
+        sub = schema.get(key)
+        found += _enums(list(sub.values()) if key == "properties" and isinstance(sub, dict) else sub)
+    return found
+
+
 def _f(gate: str, code: str, detail: str, difficulty: Difficulty | None = None) -> GateFinding:
     return GateFinding(gate=gate, code=code, difficulty=difficulty, detail=detail)  # type: ignore[arg-type]
 
@@ -172,8 +293,8 @@ def _gate1_graph(record: Record) -> list[GateFinding]:
         for u, v in graph.edges:
             if u > v:
                 findings.append(_f("gate1", "dangling_dependency", f"step {v} depends on later step {u}"))
-    if findings or not _edges_known(record):
-        return findings
+    if findings or not _edges_known(record) or record.source == "imported":
+        return findings  # imported: dag_type is read off the structure, not built from our templates
     shape = _topology_shape(record)
     if shape:
         findings.append(_f("gate1", "topology_shape", f"{record.topology}: {shape}"))
@@ -192,10 +313,9 @@ def _topology_shape(record: Record) -> str | None:
 
 def _gate1_grounding(record: Record, supplied: list[tuple[int, str, Any]]) -> list[GateFinding]:
     findings: list[GateFinding] = []
-    context = record.system_prompt
     queries = [q for q in record.queries.values() if q]
     for i, arg, leaf in supplied:
-        if not any(resolve.recoverable(leaf, q, context) for q in queries):
+        if not _grounded(record, i, arg, leaf, queries):
             findings.append(
                 _f(
                     "gate1",
@@ -243,12 +363,19 @@ def _gate1_replay(record: Record) -> tuple[list[GateFinding], bool]:
 
 
 def _identifier_like(name: str) -> bool:
-    """Field/tool names that betray a schema: snake_case or camelCase (plain words like "email" are not)."""
-    return "_" in name or re.search(r"[a-z][A-Z]", name) is not None
+    """Field/tool names that betray a schema: snake_case, dotted.names, lowerCamelCase or a CamelCase of
+    three or more parts. Plain words ("email", "Weather") and one-hump names read as proper nouns
+    ("McDonald", "YouTube") are ordinary words a person writes, not code copied into the query."""
+    if "_" in name or "." in name.strip("."):
+        return True
+    humps = len(re.findall(r"[a-z0-9][A-Z]", name))
+    return humps >= 2 or (humps == 1 and name[:1].islower())
 
 
 def _gate2_naturalness(record: Record, d: Difficulty, query: str) -> list[GateFinding]:
     findings: list[GateFinding] = []
+    if record.human_query:
+        return findings  # a person wrote it: "would a person write this?" is answered (length, JSON, names)
     words = len(query.split())
     if not MIN_WORDS <= words <= MAX_WORDS:
         findings.append(_f("gate2", "unnatural_length", f"{words} words (bounds {MIN_WORDS}-{MAX_WORDS})", d))
@@ -261,7 +388,7 @@ def _gate2_naturalness(record: Record, d: Difficulty, query: str) -> list[GateFi
         if _identifier_like(name):
             findings.append(_f("gate2", "schema_field_in_query", f"names the schema field {name!r}", d))
     if d != "easy":
-        for tool in sorted({t.name for t in record.tools} & tokens):
+        for tool in sorted({t.name for t in record.tools} & (tokens | set(_DOTTED.findall(query)))):
             if _identifier_like(tool):
                 findings.append(_f("gate2", "tool_name_in_query", f"names the tool {tool!r}", d))
     return findings
@@ -303,7 +430,7 @@ def _gate2_sufficiency(
     context = record.system_prompt
     unanchored = resolve.has_unanchored_relative_date(query, context)
     for i, arg, leaf in supplied:
-        if resolve.recoverable(leaf, query, context):
+        if _grounded(record, i, arg, leaf, [query]):
             continue
         name = f"step {i} {record.gt[i].call.name}.{arg} = {leaf!r}"
         is_date = isinstance(leaf, str) and bool(
@@ -335,6 +462,8 @@ def run_gates(record: Record) -> ValidationReport:
     gates_run = ["gate1:schemas", "gate1:graph", "gate1:grounding"] + (["gate1:replay"] if ran else [])
     for d in DIFFICULTIES:
         query = record.queries.get(d)
+        if record.human_query and d not in record.queries:
+            continue  # a person's own query is the record's only one; no rewrites to check
         if not query or not query.strip():
             findings.append(_f("gate2", "insufficient", f"the record has no {d} query", d))
             continue

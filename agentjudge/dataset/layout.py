@@ -33,6 +33,7 @@ from agentjudge.types import (
     Difficulty,
     GTStep,
     Record,
+    Source,
     Strict,
     ToolCall,
     ToolSchema,
@@ -151,6 +152,11 @@ class PublishedRecord(Strict):
     seed: int | None = None
     version: str | None = None
     validation: ValidationReport | None = None
+    # ours, written only for imported records (so synthetic files keep their bytes)
+    source: Source | None = None
+    origin: str | None = None
+    human_query: bool | None = None
+    accepted_values: list[dict[str, list[Any]] | None] | None = None
     source_layout: dict[str, Any] | None = None
 
 
@@ -168,7 +174,10 @@ PUBLISHED_KEYS: tuple[str, ...] = (
     "expected_responses",
 )
 _VERBATIM_KEYS = ("available_tools", "expected_tool_calls", "expected_responses")
-_OUR_KEYS = [name for name in PublishedRecord.model_fields if name != "source_layout"]  # what we write
+# keys only imported records carry (after the others, in this order); see to_published
+_IMPORTED_KEYS = ("source", "origin", "human_query", "accepted_values")
+# what we write for every record
+_OUR_KEYS = [n for n in PublishedRecord.model_fields if n != "source_layout" and n not in _IMPORTED_KEYS]
 LayoutChoice = Literal["ours", "published"]
 
 
@@ -311,7 +320,7 @@ def to_published(record: Record, layout: LayoutChoice = "ours") -> dict[str, Any
         if "keys" in source:
             line = {k: line[k] for k in source["keys"] if k in line}
         return line
-    return {
+    line: dict[str, Any] = {
         "id": record.id,
         "dag_type": record.topology,
         "user_message": record.queries.get("easy", ""),
@@ -345,6 +354,13 @@ def to_published(record: Record, layout: LayoutChoice = "ours") -> dict[str, Any
         "validation": record.validation.model_dump(mode="json") if record.validation else None,
         **({"source_layout": record.source_layout} if record.source_layout else {}),
     }
+    if record.source != "synthetic" or record.origin is not None or record.human_query:
+        line["source"] = record.source
+        line["origin"] = record.origin
+        line["human_query"] = record.human_query
+    if any(s.accepted is not None for s in record.gt):
+        line["accepted_values"] = [s.accepted for s in record.gt]
+    return line
 
 
 def dumps_record(record: Record, layout: LayoutChoice = "ours") -> str:
@@ -414,6 +430,9 @@ def from_published(pub: PublishedRecord) -> Record:
     if pub.rewrite_hard_status is not None:
         status["hard"] = pub.rewrite_hard_status
     returns = pub.tool_returns or {}
+    accepted = pub.accepted_values or [None] * n
+    if len(accepted) != n:
+        raise ValueError(f"accepted_values: {len(accepted)} entries for {n} expected_tool_calls")
     domain = (
         pub.domain if pub.domain is not None else (pub.id.rsplit("-", 1)[0] if "-" in pub.id else "unknown")
     )
@@ -440,6 +459,7 @@ def from_published(pub: PublishedRecord) -> Record:
                 output=outputs[i],
                 depends_on=sorted(deps[i]),
                 description=descriptions[i],
+                accepted=accepted[i],
             )
             for i, c in enumerate(pub.expected_tool_calls)
         ],
@@ -447,6 +467,9 @@ def from_published(pub: PublishedRecord) -> Record:
         seed=pub.seed,
         version=pub.version,
         validation=pub.validation,
+        source=pub.source or "synthetic",
+        origin=pub.origin,
+        human_query=bool(pub.human_query),
         source_layout=pub.source_layout,
     )
 
@@ -508,7 +531,8 @@ def _keep_source_spelling(record: Record, raw: dict[str, Any]) -> Record:
     kept: dict[str, Any] = {
         key: raw[key] for key in _VERBATIM_KEYS if key in raw and raw[key] != canonical[key]
     }
-    if list(raw) != _OUR_KEYS:  # a foreign line: remember which keys it had, in its order
+    ours = [k for k in raw if k not in _IMPORTED_KEYS] == _OUR_KEYS
+    if not ours:  # a foreign line: remember which keys it had, in its order
         kept["keys"] = list(raw)
     return record.model_copy(update={"source_layout": kept or None})
 

@@ -20,6 +20,7 @@ from agentjudge.report.html import figure_html, md_table, page, paragraphs_html,
 
 ANALYSES: tuple[str, ...] = (
     "headline",
+    "sources",
     "guide",
     "rq1_metrics_topologies",
     "rq2_agreement",
@@ -33,9 +34,9 @@ ANALYSES: tuple[str, ...] = (
 )
 
 
-def _run_analyses(ctx: Context) -> tuple[list[Section], int]:
+def _run_analyses(ctx: Context, names: tuple[str, ...] = ANALYSES) -> tuple[list[Section], int]:
     sections, failed = [], 0
-    for name in ANALYSES:
+    for name in names:
         analyze: Callable[[Context], Section] = importlib.import_module(f"analysis.{name}").analyze
         try:
             sections.append(analyze(ctx))
@@ -73,6 +74,11 @@ def _summary(ctx: Context) -> list[str]:
         "- generators: " + ", ".join(ctx.generator_label(g) for g in ctx.generators),
         "- baseline prompt variant: "
         + ", ".join(f"{k}={_level(v)}" for k, v in ctx.baseline_variant.items()),
+        "- record sources: "
+        + ", ".join(
+            f"{s} {n:,} base scenarios"
+            for s, n in df.groupby("source", observed=True)["base_id"].nunique().items()
+        ),
         f"- bootstrap: {ctx.boot.resamples} resamples of {len(ctx.boot.clusters):,} base scenarios, "
         f"seed {ctx.boot.seed}",
     ]
@@ -82,11 +88,11 @@ def _summary(ctx: Context) -> list[str]:
     return lines
 
 
-def write_report(ctx: Context, out: Path) -> int:
-    """Write all report files under ``out``; returns the number of analyses that failed."""
+def write_report(ctx: Context, out: Path, names: tuple[str, ...] = ANALYSES) -> int:
+    """Write the report files of the ``names`` analyses under ``out``; returns how many failed."""
     (out / "tables").mkdir(parents=True, exist_ok=True)
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    sections, failed = _run_analyses(ctx)
+    sections, failed = _run_analyses(ctx, names)
     title = "agentjudge report"
     summary = _summary(ctx)
     md = [f"# {title}", "", *summary, ""]
@@ -126,7 +132,13 @@ def report_cli(rundir: Path, resamples: int, seed: int) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = rundir / "report"
-    failed = write_report(ctx, out)
+    sources = [str(s) for s in ctx.data["source"].cat.categories if (ctx.data["source"] == s).any()]
+    if len(sources) > 1:  # never pool synthetic and imported records: one full report per source
+        failed = write_report(ctx, out, ("sources",))
+        for source in sources:
+            failed += write_report(load_context(rundir, resamples, seed, source=source), out / source)
+    else:
+        failed = write_report(ctx, out)
     print(
         f"report written to {out / 'report.html'} and {out / 'report.md'}"
         + (f"; {failed} analysis section(s) FAILED (see the report)" if failed else "")

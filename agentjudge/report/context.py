@@ -190,9 +190,14 @@ def _as_str_category(series: pd.Series, order: tuple[str, ...] | None = None) ->
     return series
 
 
-def load_context(rundir: Path, resamples: int, seed: int) -> Context:
-    """Read and validate a run folder (judgments required; scores, predictions, meta optional)."""
-    jd = read_parquet(rundir / "judgments.parquet", JUDGMENT_COLUMNS)
+def load_context(rundir: Path, resamples: int, seed: int, source: str | None = None) -> Context:
+    """Read and validate a run folder (judgments required; scores, predictions, meta optional).
+    ``source`` keeps only the records of one source ("synthetic" / "imported")."""
+    jd = read_parquet(rundir / "judgments.parquet", tuple(c for c in JUDGMENT_COLUMNS if c != "source"))
+    if "source" not in jd.columns:  # run folders written before imported records existed
+        jd["source"] = "synthetic"
+    if source is not None:
+        jd = jd[jd["source"].astype(str) == source].reset_index(drop=True)
     if jd.empty:
         raise RunFolderError(f"{rundir / 'judgments.parquet'}: no rows")
     for col in (
@@ -208,6 +213,7 @@ def load_context(rundir: Path, resamples: int, seed: int) -> Context:
         "domain",
         "base_id",
         "record_id",
+        "source",
     ):
         jd[col] = _as_str_category(jd[col], CANONICAL_ORDER.get(col))
     # free text is not analysed; keep only whether a transport error happened (saves memory and copies)
@@ -238,6 +244,12 @@ def load_context(rundir: Path, resamples: int, seed: int) -> Context:
     )
     preds_path = rundir / "predictions.parquet"
     predictions = pd.read_parquet(preds_path) if preds_path.exists() else None
+    if source is not None:
+        kept = set(jd["base_id"].astype(str))
+        if scores is not None:
+            scores = scores[scores["base_id"].astype(str).isin(kept)].reset_index(drop=True)
+        if predictions is not None:
+            predictions = predictions[predictions["base_id"].astype(str).isin(kept)].reset_index(drop=True)
     modes = values_of(data["scoring_mode"])
     mode = "strict" if "strict" in modes else modes[0]
     judges = values_of(data["judge"])

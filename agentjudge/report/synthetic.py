@@ -142,6 +142,7 @@ def _judge(
     out["parse_ok"] = ~fail
     out["rationale"] = np.where(fail, "", "synthetic verdict")
     out["judge_error"] = pd.array([None] * n, dtype="string")
+    out["source"] = "synthetic"
     return out
 
 

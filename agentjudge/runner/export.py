@@ -34,7 +34,7 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
     **dict.fromkeys(
         ("record_id", "base_id", "domain", "topology", "difficulty", "generator", "judge", "condition",
          "prompt_format", "default_mode", "metric", "scoring_mode", "rationale", "judge_error", "calls_json",
-         "raw_output", "error"),
+         "raw_output", "error", "source"),
         pa.string(),
     ),
     **dict.fromkeys(("trial", "generator_trial", "prompt_tokens", "completion_tokens"), pa.int64()),
@@ -173,6 +173,7 @@ def judgment_columns(
         for name, value in zip(_CONSTANT_COLUMNS, constant, strict=True):
             cols[name].extend([value] * n)
         cols["parse_ok"].extend([parse_ok] * n)
+        cols["source"].extend([record.source] * n)
         cols["judge_error"].extend([error] * n)
         for metric in METRICS:
             rationale = rationales.get(metric, "")

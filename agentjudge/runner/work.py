@@ -65,19 +65,20 @@ class Dataset:
 
 
 def swap_partners(records: Iterable[Record]) -> dict[str, str]:
-    """For the swapped-GT control: each base id -> the next base id of the same topology (sorted, wrapping).
+    """For the swapped-GT control: each base id -> the next base id of the same source and topology (sorted,
+    wrapping).
 
     Deterministic so that a resumed run and a fresh run give a judge exactly the same wrong GT.
     """
-    by_topology: dict[str, list[str]] = defaultdict(list)
-    for record in records:
-        by_topology[record.topology].append(record.id)
+    by_topology: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for record in records:  # never a partner of the other source: an imported task gets an imported GT
+        by_topology[(record.source, record.topology)].append(record.id)
     partners: dict[str, str] = {}
     lonely = []
-    for topology, ids in sorted(by_topology.items()):
+    for (source, topology), ids in sorted(by_topology.items()):
         ids.sort()
         if len(ids) < 2:
-            lonely.append(topology)
+            lonely.append(topology if source == "synthetic" else f"{topology} ({source})")
             continue
         for i, base in enumerate(ids):
             partners[base] = ids[(i + 1) % len(ids)]
