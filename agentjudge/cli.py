@@ -145,6 +145,21 @@ def report(
     raise typer.Exit(report_cli(rundir=rundir, resamples=resamples, seed=seed))
 
 
+@app.command()
+def compare(
+    rundirs: Annotated[list[Path], typer.Argument(help="Two or more run folders written by `agentjudge run`.")],
+    out: Annotated[Path, typer.Option(help="Folder for report.md, report.html, tables/, figures/.")] = Path(
+        "compare"
+    ),
+    resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 1000,
+    seed: Annotated[int, typer.Option()] = 0,
+) -> None:
+    """One first screen across runs (judges labelled by run), with paired deltas where records overlap."""
+    from agentjudge.report.compare import compare_cli
+
+    raise typer.Exit(compare_cli(rundirs=rundirs, out=out, resamples=resamples, seed=seed))
+
+
 @app.command("human-sample")
 def human_sample(
     rundir: Annotated[Path, typer.Argument()],

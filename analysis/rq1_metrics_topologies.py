@@ -9,7 +9,7 @@ from agentjudge.report.figures import heatmap, line_panels
 from agentjudge.stats.codes import values_of
 from agentjudge.types import DIFFICULTIES, METRICS, TOPOLOGIES
 
-from ._common import align_ci, with_labels
+from ._common import align_ci, rankable_rows, with_labels
 
 
 def _matrix(t: pd.DataFrame, cond: str, col: str, order: tuple[str, ...]) -> pd.DataFrame:
@@ -25,13 +25,18 @@ def analyze(ctx: Context) -> Section:
     per_topo = align_ci(ctx, main, ["condition", "judge", "topology"])
     sec.tables["rq1_metric"] = with_labels(ctx, per_metric)
     sec.tables["rq1_topology"] = with_labels(ctx, per_topo)
-    pooled_m = align_ci(ctx, main, ["condition", "metric"])
-    pooled_t = align_ci(ctx, main, ["condition", "topology"])
+    ranked = rankable_rows(ctx, main)  # pooled figures leave out the oracle and the constant judges
+    if ranked.empty:
+        sec.text.append("No rankable judge in this run: pooled rows below are empty.")
+    pooled_m = align_ci(ctx, ranked, ["condition", "metric"])
+    pooled_t = align_ci(ctx, ranked, ["condition", "topology"])
     sec.tables["rq1_metric_pooled"] = pooled_m
     sec.tables["rq1_topology_pooled"] = pooled_t
     for cond in values_of(main["condition"]):
         pm = pooled_m[pooled_m["condition"].astype(str) == cond].sort_values("align")
         pt = pooled_t[pooled_t["condition"].astype(str) == cond].sort_values("align")
+        if pm["align"].isna().all() or pt["align"].isna().all():
+            continue
         sec.text.append(
             f"- {cond}: weakest metric **{pm.iloc[0]['metric']}** ({100 * pm.iloc[0]['align']:.1f} %), "
             "strongest "

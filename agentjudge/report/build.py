@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentjudge.report.context import Context, RunFolderError, Section, load_context
+from analysis.first_screen import Screen
+from analysis.first_screen import build as build_screen
 from agentjudge.report.figures import to_png
 from agentjudge.report.html import figure_html, md_table, page, paragraphs_html, table_html
 
@@ -59,16 +61,18 @@ def _summary(ctx: Context) -> list[str]:
     dataset = (
         pipeline.get("dataset") or pipeline.get("data") or meta.get("data") or "not recorded in meta.json"
     )
-    failed = int((~df["ok"]).sum())
+    modes = sorted(df["scoring_mode"].astype(str).unique())
+    prim = ctx.df
+    failed = int((~prim["ok"]).sum())
     lines = [
         f"- run folder: `{ctx.rundir}`"
         + (" — **SYNTHETIC data (for testing the report)**" if meta.get("synthetic") else ""),
         f"- dataset: {dataset}; {df['base_id'].nunique():,} base scenarios, {df['record_id'].nunique():,} "
         "records",
-        f"- scoring mode(s): {', '.join(sorted(df['scoring_mode'].astype(str).unique()))} "
-        f"(research questions use **{ctx.scoring_mode}**)",
-        f"- metric verdict rows: {len(df):,}; parse/transport failures: {failed:,} "
-        f"({100 * failed / len(df):.2f} %)",
+        f"- scoring mode(s): {', '.join(modes)} (research questions use **{ctx.scoring_mode}**); every "
+        f"verdict row exists once per scoring mode ({len(df):,} rows over {len(modes)} mode(s))",
+        f"- verdict rows in the {ctx.scoring_mode} mode: {len(prim):,}; failed (parse or transport): "
+        f"{failed:,} ({100 * failed / max(len(prim), 1):.2f} %)",
         "- judges: " + ", ".join(ctx.judge_label(j) for j in ctx.judges),
         "- generators: " + ", ".join(ctx.generator_label(g) for g in ctx.generators),
         "- baseline prompt variant: "
@@ -82,36 +86,85 @@ def _summary(ctx: Context) -> list[str]:
     return lines
 
 
-def write_report(ctx: Context, out: Path) -> int:
-    """Write all report files under ``out``; returns the number of analyses that failed."""
-    (out / "tables").mkdir(parents=True, exist_ok=True)
-    (out / "figures").mkdir(parents=True, exist_ok=True)
-    sections, failed = _run_analyses(ctx)
-    title = "agentjudge report"
-    summary = _summary(ctx)
-    md = [f"# {title}", "", *summary, ""]
-    body = [f"<h1>{title}</h1>", paragraphs_html(summary)]
+def _first_screen(ctx: Context, sections: list[Section]) -> tuple[Screen, int]:
+    """The first screen, or a screen saying it failed (exit 1), never a silent omission."""
+    try:
+        return build_screen(ctx, {s.key: s for s in sections}), 0
+    except Exception as exc:  # a bug here must not hide the sections below
+        screen = Screen()
+        screen.p(f"The first screen FAILED: {type(exc).__name__}: {exc}")
+        screen.p("```\n" + traceback.format_exc(limit=-4) + "```")
+        return screen, 1
+
+
+def render(
+    title: str, screen: Screen, sections: list[Section], summary: list[str], out: Path
+) -> tuple[list[str], list[str]]:
+    """Markdown lines and HTML body parts; writes tables/*.csv and figures/*.png under ``out``."""
+    md = [f"# {title}", ""]
+    body = [f"<h1>{html.escape(title)}</h1>"]
+    for kind, payload in screen.blocks:
+        if kind == "banner":
+            md += [f"> **{payload}**", ""]
+            body.append(f"<div class='banner'>{html.escape(str(payload))}</div>")
+        elif kind == "h":
+            md += [f"### {payload}", ""]
+            body.append(f"<h3>{html.escape(str(payload))}</h3>")
+        elif kind == "p":
+            md.append(str(payload))
+            body.append(paragraphs_html([str(payload)]))
+        elif kind == "table":
+            name, df = payload  # type: ignore[misc]
+            md += ["", md_table(df, max_rows=len(df)), f"*(`tables/{name}.csv`)*", ""]
+            body.append(df.to_html(index=False, escape=True, border=0, classes="first"))
+    for name, df in screen.csv.items():
+        df.to_csv(out / "tables" / f"{name}.csv", index=False)
+    md += ["", "## Everything else", ""]
+    md.append(
+        "Each section below is folded in report.html (with its figures); its complete tables are in "
+        "`tables/*.csv`."
+    )
+    body.append("<h2>Everything else (folded; complete tables in tables/*.csv)</h2>")
     for sec in sections:
-        md += [f"## {sec.title}", ""]
-        body.append(f"<h2>{html.escape(sec.title)}</h2>")
+        inner: list[str] = []
+        first = sec.lacking or (sec.text[0] if sec.text else "")
+        md.append(f"- **{sec.title}** — {first[:220]}" + ("…" if len(first) > 220 else ""))
         if sec.lacking:
-            md += [sec.lacking, ""]
-            body.append(f"<p class='lack'>{html.escape(sec.lacking)}</p>")
-            continue
-        md += [*sec.text, ""]
-        body.append(paragraphs_html(sec.text))
+            inner.append(f"<p class='lack'>{html.escape(sec.lacking)}</p>")
+        inner.append(paragraphs_html(sec.text))
         for name, fig in sec.figures.items():
             png = to_png(fig)
             (out / "figures" / f"{name}.png").write_bytes(png)
-            md += [f"![{name}](figures/{name}.png)", ""]
-            body.append(figure_html(name, png))
+            inner.append(figure_html(name, png))
         for name, table in sec.tables.items():
             table.to_csv(out / "tables" / f"{name}.csv", index=False)
-            md += [f"**{name}** (`tables/{name}.csv`)", "", md_table(table), ""]
-            body.append(table_html(name, table))
+            inner.append(table_html(name, table))
+        body.append(
+            f"<details><summary>{html.escape(sec.title)}</summary><div class='sec'>{''.join(inner)}</div>"
+            "</details>"
+        )
+    md += ["", "## Run details", "", *summary, ""]
+    body.append(
+        f"<details><summary>Run details</summary>{paragraphs_html(summary)}</details>"
+    )
+    return md, body
+
+
+def write_report(
+    ctx: Context, out: Path, title: str = "agentjudge report", add: Callable[[Screen], None] | None = None
+) -> int:
+    """Write all report files under ``out``; returns the number of analyses that failed.
+    ``add`` appends blocks to the first screen (``compare`` adds its paired deltas)."""
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    sections, failed = _run_analyses(ctx)
+    screen, screen_failed = _first_screen(ctx, sections)
+    if add is not None:
+        add(screen)
+    md, body = render(title, screen, sections, _summary(ctx), out)
     (out / "report.md").write_text("\n".join(md))
     (out / "report.html").write_text(page(title, "\n".join(body)))
-    return failed
+    return failed + screen_failed
 
 
 def report_cli(rundir: Path, resamples: int, seed: int) -> int:

@@ -138,16 +138,28 @@ class Context:
         """``baseline/ceiling`` reads the reference: a bound to compare with, never ranked or pooled."""
         return judge.startswith("baseline/ceiling")
 
+    def is_constant(self, judge: str) -> bool:
+        """``baseline/always-*`` says the same thing whatever it sees: a calibration point, not a judge."""
+        return judge.startswith("baseline/always-")
+
+    def is_simulated_judge(self, judge: str) -> bool:
+        info = self.meta.get("judges", {}).get(judge, {})
+        return judge.startswith("simjudge/") or info.get("kind") == "simjudge"
+
     def rankable_judges(self) -> list[str]:
-        """Judges a guide or jury may use: real judges when there are two, else non-oracle baselines."""
-        real = [j for j in self.judges if not self.is_baseline(j)]
-        return real if len(real) >= 2 else [j for j in self.judges if not self.is_oracle(j)]
+        """Judges that may be ranked, pooled, put on a jury or in κ: all but the oracle and constants."""
+        return [j for j in self.judges if not (self.is_oracle(j) or self.is_constant(j))]
+
+    def calibration_judges(self) -> list[str]:
+        return [j for j in self.judges if self.is_oracle(j) or self.is_constant(j)]
 
     def is_simulated(self, generator: str) -> bool:
         info = self.meta.get("generators", {}).get(generator, {})
         return generator.startswith("sim/") or bool(info.get("simulated"))
 
     def judge_label(self, judge: str) -> str:
+        if self.is_simulated_judge(judge):
+            return f"{judge} (simulated)"
         return f"{judge} (baseline)" if self.is_baseline(judge) else judge
 
     def generator_label(self, generator: str) -> str:
@@ -176,7 +188,7 @@ def _baseline_variant(df: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def _as_str_category(series: pd.Series, order: tuple[str, ...] | None = None) -> pd.Series:
+def as_str_category(series: pd.Series, order: tuple[str, ...] | None = None) -> pd.Series:
     """Categorical with string categories, converting only the (few) categories, never the 1 M values;
     known vocabularies (metrics, difficulties, …) keep their natural order so tables read easy→hard."""
     if not isinstance(series.dtype, pd.CategoricalDtype):
@@ -209,7 +221,7 @@ def load_context(rundir: Path, resamples: int, seed: int) -> Context:
         "base_id",
         "record_id",
     ):
-        jd[col] = _as_str_category(jd[col], CANONICAL_ORDER.get(col))
+        jd[col] = as_str_category(jd[col], CANONICAL_ORDER.get(col))
     # free text is not analysed; keep only whether a transport error happened (saves memory and copies)
     jd["has_error"] = jd["judge_error"].notna().to_numpy()
     jd = jd.drop(columns=["rationale", "judge_error"])
@@ -238,6 +250,19 @@ def load_context(rundir: Path, resamples: int, seed: int) -> Context:
     )
     preds_path = rundir / "predictions.parquet"
     predictions = pd.read_parquet(preds_path) if preds_path.exists() else None
+    return make_context(rundir, data, meta, scores, predictions, resamples, seed)
+
+
+def make_context(
+    rundir: Path,
+    data: pd.DataFrame,
+    meta: dict[str, Any],
+    scores: pd.DataFrame | None,
+    predictions: pd.DataFrame | None,
+    resamples: int,
+    seed: int,
+) -> Context:
+    """A context over judgments that already carry the alignment columns (one run, or several joined)."""
     modes = values_of(data["scoring_mode"])
     mode = "strict" if "strict" in modes else modes[0]
     judges = values_of(data["judge"])
