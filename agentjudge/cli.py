@@ -147,7 +147,9 @@ def report(
 
 @app.command()
 def compare(
-    rundirs: Annotated[list[Path], typer.Argument(help="Two or more run folders written by `agentjudge run`.")],
+    rundirs: Annotated[
+        list[Path], typer.Argument(help="Two or more run folders written by `agentjudge run`.")
+    ],
     out: Annotated[Path, typer.Option(help="Folder for report.md, report.html, tables/, figures/.")] = Path(
         "compare"
     ),

@@ -87,6 +87,8 @@ def banner(ctx: Context) -> list[str]:
     simj = [j for j in ctx.judges if ctx.is_simulated_judge(j)]
     base = [j for j in ctx.judges if ctx.is_baseline(j)]
     out = []
+    if ctx.meta.get("synthetic"):
+        out.append("SYNTHETIC run folder (made up for testing the report): no figure measures anything.")
     if sims:
         out.append(f"SIMULATED generators (seeded perturbations of the GT, not models): {', '.join(sims)}.")
     if simj:
@@ -174,16 +176,16 @@ def _ranking_shown(t: pd.DataFrame) -> pd.DataFrame:
             "with GT %": [_pct(v) for v in t["with_gt"]],
             "without GT %": [_pct(v) for v in t["without_gt"]],
             "skill [CI]": [
-                "n/a (ceiling = best constant)"
-                if not np.isfinite(s)
-                else f"{s:.2f} [{lo:.2f}, {hi:.2f}]"
+                "n/a (ceiling = best constant)" if not np.isfinite(s) else f"{s:.2f} [{lo:.2f}, {hi:.2f}]"
                 for s, lo, hi in zip(t["skill"], t["skill_ci_lo"], t["skill_ci_hi"], strict=True)
             ],
             "lead over next, pp [CI]": [
                 "" if not np.isfinite(g) else _pp(g, lo, hi)
                 for g, lo, hi in zip(t["gap_to_next"], t["gap_ci_lo"], t["gap_ci_hi"], strict=True)
             ],
-            "failed / verdicts": [f"{f:,} / {n + f:,}" for f, n in zip(t["n_failed"], t["n_verdicts"], strict=True)],
+            "failed / verdict rows": [
+                f"{f:,} / {n + f:,}" for f, n in zip(t["n_failed"], t["n_verdicts"], strict=True)
+            ],
         }
     )
 
@@ -219,8 +221,8 @@ def main_table(ctx: Context, main: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataF
             c = cell.iloc[0]
             w, wo = c.get("align_with_gt", np.nan), c.get("align_without_gt", np.nan)
             g = c.get("gt_gain", np.nan)
-            row[f"{d}: with / without / gain"] = (
-                f"{_pct(w)} / {_pct(wo)} / " + ("n/a" if not np.isfinite(g) else f"{100 * g:+.1f}")
+            row[f"{d}: with / without / gain"] = f"{_pct(w)} / {_pct(wo)} / " + (
+                "n/a" if not np.isfinite(g) else f"{100 * g:+.1f}"
             )
         shown_rows.append(row)
     return full, pd.DataFrame(shown_rows)
@@ -249,7 +251,9 @@ def gt_gain_per_metric(ctx: Context, main: pd.DataFrame) -> tuple[pd.DataFrame, 
     order = {d: k for k, d in enumerate(DIFFICULTIES)}
     out = pd.DataFrame(shown)
     if len(out):
-        out = out.sort_values(["judge", "difficulty"], key=lambda s: s.map(order) if s.name == "difficulty" else s)
+        out = out.sort_values(
+            ["judge", "difficulty"], key=lambda s: s.map(order) if s.name == "difficulty" else s
+        )
     return full, out
 
 
@@ -282,7 +286,9 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
     rho = t.get("rq2_kappa_vs_tier")
     if rho is not None and len(rho) and rho["spearman_rho"].notna().any():
         r = rho.dropna(subset=["spearman_rho"]).iloc[0]
-        rows.append((f"κ vs tier gap ({r['condition']})", f"ρ = {r['spearman_rho']:.2f}", PUBLISHED["kappa_tier_rho"]))
+        rows.append(
+            (f"κ vs tier gap ({r['condition']})", f"ρ = {r['spearman_rho']:.2f}", PUBLISHED["kappa_tier_rho"])
+        )
     jury = t.get("rq2_jury_vs_best")
     if jury is not None and len(jury):
         for r in jury.itertuples(index=False):
@@ -296,7 +302,9 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
             )
     guide = sections.get("guide", Section("guide", "")).tables.get("guide")
     if guide is not None and len(guide):
-        g = guide[(guide["condition"].astype(str) == "without_gt") & (guide["difficulty"].astype(str) == "hard")]
+        g = guide[
+            (guide["condition"].astype(str) == "without_gt") & (guide["difficulty"].astype(str) == "hard")
+        ]
         if len(g):
             r = g.iloc[0]
             rows.append(
@@ -316,7 +324,13 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
             continue
         if key == "temperature":
             r = pooled.loc[pooled["delta"].abs().idxmax()]
-            rows.append((label, f"{_pp(r['delta'], r['ci_lo'], r['ci_hi'])} pp ({r['condition']}, T={r['level']})", PUBLISHED[key]))
+            rows.append(
+                (
+                    label,
+                    f"{_pp(r['delta'], r['ci_lo'], r['ci_hi'])} pp ({r['condition']}, T={r['level']})",
+                    PUBLISHED[key],
+                )
+            )
             continue
         for r in pooled.itertuples(index=False):
             sign = -1 if flip else 1
@@ -354,7 +368,13 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
     rob = sections.get("robustness", Section("robustness", "")).tables
     wr = rob.get("robust_weighting_rho")
     if wr is not None and len(wr) and "rho" in wr and wr["rho"].notna().any():
-        rows.append(("ranking stability over weightings (min ρ)", f"ρ = {wr['rho'].min():.2f}", PUBLISHED["weighting_rho"]))
+        rows.append(
+            (
+                "ranking stability over weightings (min ρ)",
+                f"ρ = {wr['rho'].min():.2f}",
+                PUBLISHED["weighting_rho"],
+            )
+        )
     return pd.DataFrame(rows, columns=["statistic", "this run", f"paper ({PUBLISHED_LABEL})"])
 
 
@@ -370,7 +390,10 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
     s.p(
         f"Prompt family **{family}**; scoring mode **{ctx.scoring_mode}** (the programmatic reference every "
         "alignment is measured against); prompt variant "
-        + ", ".join(f"{k}={'model default' if isinstance(v, float) and math.isnan(v) else v}" for k, v in ctx.baseline_variant.items())
+        + ", ".join(
+            f"{k}={'model default' if isinstance(v, float) and math.isnan(v) else v}"
+            for k, v in ctx.baseline_variant.items()
+        )
         + ".",
         f"A **verdict row** is one judge's verdict on one metric of one generator output under one condition, "
         f"prompt variant, temperature and trial. This run has {len(prim):,} verdict rows in the "
@@ -398,7 +421,9 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
     cal = calibration(ctx, main)
     s.blocks.append(("h", "Calibration points (never ranked, pooled, on a jury or in κ)"))
     if cal.empty:
-        s.p("This run has no oracle or constant judge; skill above uses constants computed from the reference.")
+        s.p(
+            "This run has no oracle or constant judge; skill above uses constants computed from the reference."
+        )
     else:
         s.p(*(f"- {k}: {v}." for k, v in MEANING.items() if k in set(cal["kind"])))
         shown = cal.pivot_table(index=["judge", "kind"], columns="condition", values="align", observed=True)
@@ -408,7 +433,9 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
     if set(main["condition"].astype(str)) >= {"with_gt", "without_gt"} and not rank.empty:
         full, shown = main_table(ctx, main)
         s.blocks.append(("h", "Main table: alignment % with GT / without GT / GT gain (pp), per difficulty"))
-        s.p("Paper layout (judge × generator × difficulty); CIs of every cell in tables/first_main_table.csv.")
+        s.p(
+            "Paper layout (judge × generator × difficulty); CIs of every cell in tables/first_main_table.csv."
+        )
         s.table("first_main_table", shown, full)
         gains = gt_gain_per_judge(ctx, main)
         s.blocks.append(("h", "GT gain per judge (with GT − without GT, paired 95 % CI)"))

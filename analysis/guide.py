@@ -3,10 +3,10 @@ whether the leader's margin exceeds its paired-bootstrap CI (i.e. the CI of lead
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from agentjudge.report.context import Context, Section, fmt_pp
+from agentjudge.stats import percentile_ci
 from agentjudge.stats.codes import codes_for
 from agentjudge.types import DIFFICULTIES
 
@@ -33,7 +33,7 @@ def analyze(ctx: Context) -> Section:
             continue
         i, j = part.index[0], part.index[1]
         d = gd.draws[:, i] - gd.draws[:, j]
-        lo, hi = np.nanpercentile(d, [2.5, 97.5])
+        (lo,), (hi,) = percentile_ci(d)  # NaN (no warning) when every resample is undefined
         rows.append(
             {
                 "condition": cond,

@@ -7,7 +7,13 @@ import pandas as pd
 
 from agentjudge.report.context import Context, Section, fmt_ci, fmt_pp
 from agentjudge.report.figures import heatmap, scatter_labelled
-from agentjudge.stats import add_alignment_columns, kappa_tier_correlation, pairwise_agreement, soft_jury
+from agentjudge.stats import (
+    add_alignment_columns,
+    kappa_tier_correlation,
+    pairwise_agreement,
+    percentile_ci,
+    soft_jury,
+)
 
 from ._common import align_ci, draws, rankable_rows
 
@@ -50,7 +56,7 @@ def _jury(ctx: Context, sec: Section) -> None:
         i = gd.lookup(condition=cond, judge="jury")
         j = gd.lookup(condition=cond, judge=best["judge"])
         d = gd.draws[:, i] - gd.draws[:, j]
-        lo, hi = np.nanpercentile(d, [2.5, 97.5])
+        (lo,), (hi,) = percentile_ci(d)  # NaN (no warning) when every resample is undefined
         jr = table[(table["condition"] == cond) & (table["judge"] == "jury")].iloc[0]
         rows.append(
             {
@@ -110,9 +116,7 @@ def analyze(ctx: Context) -> Section:
         )
         agree = part["agreement"].dropna()
         agree_txt = f"{100 * agree.mean():.1f} %" if len(agree) else "n/a (no shared verdicts)"
-        sec.text.append(
-            f"- {cond}: mean raw agreement {agree_txt}, {kappa_txt}; {len(part)} judge pairs."
-        )
+        sec.text.append(f"- {cond}: mean raw agreement {agree_txt}, {kappa_txt}; {len(part)} judge pairs.")
         with_gap, rho, p, n = kappa_tier_correlation(part, tiers)
         tier_parts.append(with_gap)
         rho_rows.append({"condition": cond, "spearman_rho": rho, "p_value": p, "pairs_with_tiers": n})

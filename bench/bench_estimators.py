@@ -120,10 +120,14 @@ def simulate(n: int, k: int, rng: np.random.Generator) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def statistics(df: pd.DataFrame, boot: ClusterBootstrap, cluster_col: str) -> dict[str, tuple[float, float, float]]:
+def statistics(
+    df: pd.DataFrame, boot: ClusterBootstrap, cluster_col: str
+) -> dict[str, tuple[float, float, float]]:
     """(estimate, ci_lo, ci_hi) of every statistic, with the report's paired cluster bootstrap."""
     gd = boot.ratio(df, ["judge", "cell"], "mu", cluster_col=cluster_col)
-    keys = {(str(j), str(c)): i for i, (j, c) in enumerate(zip(gd.keys["judge"], gd.keys["cell"], strict=True))}
+    keys = {
+        (str(j), str(c)): i for i, (j, c) in enumerate(zip(gd.keys["judge"], gd.keys["cell"], strict=True))
+    }
     out: dict[str, tuple[float, float, float]] = {}
 
     def diff(name: str, a: tuple[str, str], b: tuple[str, str]) -> None:
@@ -145,7 +149,9 @@ def statistics(df: pd.DataFrame, boot: ClusterBootstrap, cluster_col: str) -> di
     base = df[df["cell"] == "without"]
     a, b = base[base["judge"] == "careful"], base[base["judge"] == "anchored"]  # same row order (simulate)
     jury_verdict = (a["verdict"].to_numpy() + b["verdict"].to_numpy()) / 2  # NaN if either juror failed
-    jury = a[["base_id", "row", "cell"]].assign(judge="jury", mu=1 - np.abs(a["ref"].to_numpy() - jury_verdict))
+    jury = a[["base_id", "row", "cell"]].assign(
+        judge="jury", mu=1 - np.abs(a["ref"].to_numpy() - jury_verdict)
+    )
     both = pd.concat([base[["base_id", "row", "judge", "cell", "mu"]], jury], ignore_index=True)
     if cluster_col == "row_id":
         both["row_id"] = both["base_id"].astype(str) + ":" + both["row"].astype(str)
@@ -223,7 +229,9 @@ def main() -> int:
     )
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     bad = table[(table["coverage cluster CI"] < 93) | (table["coverage cluster CI"] > 97)]
-    print(f"\ncells outside 93–97 % (cluster CI): {len(bad)} of {len(table)}; wall {time.perf_counter() - t0:.0f} s")
+    print(
+        f"\ncells outside 93–97 % (cluster CI): {len(bad)} of {len(table)}; wall {time.perf_counter() - t0:.0f} s"
+    )
     return 0
 
 

@@ -90,7 +90,14 @@ def test_planted_error_rate_is_realised() -> None:
 
 
 def _request(condition: str, gt: bool = True, variant: PromptVariant | None = None) -> JudgeRequest:
-    task = Task(record_id="itsm-0001:hard", base_id="itsm-0001", difficulty="hard", query="q", system_prompt="", tools=[])
+    task = Task(
+        record_id="itsm-0001:hard",
+        base_id="itsm-0001",
+        difficulty="hard",
+        query="q",
+        system_prompt="",
+        tools=[],
+    )
     call = ToolCall(name="get_ticket", arguments={"id": "T-1"})
     return JudgeRequest(
         task=task,
@@ -98,7 +105,10 @@ def _request(condition: str, gt: bool = True, variant: PromptVariant | None = No
         gt=[GTStep(call=call, output={}, depends_on=[])] if gt else None,
         condition=condition,  # type: ignore[arg-type]
         variant=variant or PromptVariant(),
-        reference={"strict": {"tool": 1.0, "param": 0.6, "seq": 0.2, "cov": 0.0}, "paper": {"tool": 1.0, "param": 1.0, "seq": 1.0, "cov": 1.0}},
+        reference={
+            "strict": {"tool": 1.0, "param": 0.6, "seq": 0.2, "cov": 0.0},
+            "paper": {"tool": 1.0, "param": 1.0, "seq": 1.0, "cov": 1.0},
+        },
     )
 
 
@@ -129,4 +139,3 @@ def test_meta_marks_simulated_judges() -> None:
 
     info = model_info([ModelSettings(model="simjudge/careful")])
     assert info["simjudge/careful"]["kind"] == "simjudge" and info["simjudge/careful"]["simulated"] is True
-

@@ -176,9 +176,7 @@ class SimulatedJudge:
             )
         ref = request.reference["strict"]
         calls = [c.model_dump(mode="json") for c in request.calls]
-        rng = np.random.default_rng(
-            _seed(self.profile_name, request.task.record_id, calls, request.trial)
-        )
+        rng = np.random.default_rng(_seed(self.profile_name, request.task.record_id, calls, request.trial))
         shown = 0.0
         if request.gt is not None:
             called = {c.name for c in request.calls}

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentjudge.report.context import Context, RunFolderError, Section, load_context
-from analysis.first_screen import Screen
-from analysis.first_screen import build as build_screen
 from agentjudge.report.figures import to_png
 from agentjudge.report.html import figure_html, md_table, page, paragraphs_html, table_html
+from analysis.first_screen import Screen
+from analysis.first_screen import build as build_screen
 
 ANALYSES: tuple[str, ...] = (
     "headline",
@@ -37,7 +37,13 @@ ANALYSES: tuple[str, ...] = (
 
 def _run_analyses(ctx: Context) -> tuple[list[Section], int]:
     sections, failed = [], 0
+    nothing_parsed = not bool(ctx.df["ok"].any())
     for name in ANALYSES:
+        if nothing_parsed and name != "failures":  # every statistic would be undefined: say so once
+            sec = Section(key=name, title=name)
+            sec.lacking = f"{name}: n/a — no verdict of this run could be parsed (see the failures section)."
+            sections.append(sec)
+            continue
         analyze: Callable[[Context], Section] = importlib.import_module(f"analysis.{name}").analyze
         try:
             sections.append(analyze(ctx))
@@ -103,16 +109,21 @@ def render(
     """Markdown lines and HTML body parts; writes tables/*.csv and figures/*.png under ``out``."""
     md = [f"# {title}", ""]
     body = [f"<h1>{html.escape(title)}</h1>"]
-    for kind, payload in screen.blocks:
-        if kind == "banner":
-            md += [f"> **{payload}**", ""]
-            body.append(f"<div class='banner'>{html.escape(str(payload))}</div>")
-        elif kind == "h":
-            md += [f"### {payload}", ""]
+    banner = [str(p) for k, p in screen.blocks if k == "banner"]
+    if banner:
+        md += [*(f"> **{line}**  " for line in banner), ""]
+        body.append("<div class='banner'>" + "<br>".join(html.escape(line) for line in banner) + "</div>")
+    pending: list[str] = []  # consecutive paragraph / list lines, rendered together (one <ul> per list)
+    for kind, payload in [*screen.blocks, ("end", "")]:
+        if kind != "p" and pending:
+            body.append(paragraphs_html(pending))
+            pending = []
+        if kind == "h":
+            md += ["", f"### {payload}", ""]
             body.append(f"<h3>{html.escape(str(payload))}</h3>")
         elif kind == "p":
-            md.append(str(payload))
-            body.append(paragraphs_html([str(payload)]))
+            md += [str(payload)] if str(payload).startswith("- ") else [str(payload), ""]
+            pending.append(str(payload))
         elif kind == "table":
             name, df = payload  # type: ignore[misc]
             md += ["", md_table(df, max_rows=len(df)), f"*(`tables/{name}.csv`)*", ""]
@@ -144,9 +155,7 @@ def render(
             "</details>"
         )
     md += ["", "## Run details", "", *summary, ""]
-    body.append(
-        f"<details><summary>Run details</summary>{paragraphs_html(summary)}</details>"
-    )
+    body.append(f"<details><summary>Run details</summary>{paragraphs_html(summary)}</details>")
     return md, body
 
 

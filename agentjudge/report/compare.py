@@ -126,7 +126,8 @@ def _deltas_block(deltas: pd.DataFrame) -> Callable[[Screen], None]:
                 "judge a": shared["judge_a"],
                 "judge b": shared["judge_b"],
                 "Δ pp [95 % CI]": [
-                    fmt_pp(d, lo, hi) for d, lo, hi in zip(shared["delta"], shared["ci_lo"], shared["ci_hi"], strict=True)
+                    fmt_pp(d, lo, hi)
+                    for d, lo, hi in zip(shared["delta"], shared["ci_lo"], shared["ci_hi"], strict=True)
                 ],
                 "shared rows": shared["shared_rows"].map("{:,}".format),
                 "base scenarios": shared["shared_base_scenarios"],
@@ -156,7 +157,9 @@ def compare_cli(rundirs: list[Path], out: Path, resamples: int, seed: int) -> in
     ctx = join_runs(contexts, labels, Path(out), resamples, seed)
     deltas = paired_deltas(ctx)
     out = Path(out)
-    failed = write_report(ctx, out, title="agentjudge compare: " + " vs ".join(labels), add=_deltas_block(deltas))
+    failed = write_report(
+        ctx, out, title="agentjudge compare: " + " vs ".join(labels), add=_deltas_block(deltas)
+    )
     overlap = int((deltas["shared_rows"] > 0).sum()) if len(deltas) else 0
     print(
         f"comparison written to {out / 'report.html'} and {out / 'report.md'}; {overlap} judge pair(s) "
@@ -164,4 +167,3 @@ def compare_cli(rundirs: list[Path], out: Path, resamples: int, seed: int) -> in
         + (f"; {failed} section(s) FAILED (see the report)" if failed else "")
     )
     return 1 if failed else 0
-

@@ -181,6 +181,8 @@ def _baseline_variant(df: pd.DataFrame) -> dict[str, Any]:
         values = df[f]
         if f in PREFERRED and (values == PREFERRED[f]).any():
             out[f] = PREFERRED[f]
+        elif f == "temperature" and values.isna().any():
+            out[f] = float("nan")  # the model's default temperature: how the published main runs asked
         else:
             counts = values.value_counts(dropna=False)
             v = counts.index[0]

@@ -141,7 +141,9 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
     for (stage, name), model in settings.items():
         kind = model_kind(model.model)
         p_tok, c_tok = _tokens(prompt_chars[(stage, name)]), _tokens(completion_chars[(stage, name)])
-        cost: float | None = 0.0 if kind in ("sim", "simjudge", "baseline") else _price(model.model, p_tok, c_tok)
+        cost: float | None = (
+            0.0 if kind in ("sim", "simjudge", "baseline") else _price(model.model, p_tok, c_tok)
+        )
         rows.append(
             {
                 "model": name,
