@@ -93,7 +93,9 @@ def banner(ctx: Context) -> list[str]:
         out.append(f"SIMULATED generators (seeded perturbations of the GT, not models): {', '.join(sims)}.")
     if simj:
         out.append(
-            f"SIMULATED judges (the reference with planted, documented mistakes; not models): {', '.join(simj)}."
+            "SIMULATED judges (the reference with planted, documented mistakes; not models): "
+            + ", ".join(simj)
+            + "."
         )
     if base:
         out.append(f"BASELINE judges (fixed rules, constants or the oracle; not models): {', '.join(base)}.")
@@ -154,7 +156,9 @@ def ranking(ctx: Context, main: pd.DataFrame) -> pd.DataFrame:
     gaps, g_lo, g_hi = [], [], []
     for pos, i in enumerate(order):
         if pos + 1 >= len(order):
-            gaps.append(np.nan), g_lo.append(np.nan), g_hi.append(np.nan)
+            gaps.append(np.nan)
+            g_lo.append(np.nan)
+            g_hi.append(np.nan)
             continue
         d = align.draws[:, i] - align.draws[:, order[pos + 1]]
         lo, hi = percentile_ci(d)
@@ -310,7 +314,8 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
             rows.append(
                 (
                     "decision guide, without GT, hard: leader, runner-up",
-                    f"{r['leader']} {_pct(r['leader_align'])} %, {r['runner_up']} {_pct(r['runner_up_align'])} %",
+                    f"{r['leader']} {_pct(r['leader_align'])} %, "
+                    f"{r['runner_up']} {_pct(r['runner_up_align'])} %",
                     PUBLISHED["guide_without_gt_hard"],
                 )
             )
@@ -395,11 +400,11 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
             for k, v in ctx.baseline_variant.items()
         )
         + ".",
-        f"A **verdict row** is one judge's verdict on one metric of one generator output under one condition, "
-        f"prompt variant, temperature and trial. This run has {len(prim):,} verdict rows in the "
-        f"{ctx.scoring_mode} mode ({n_failed:,} failed: unparseable or transport error, excluded and counted); "
-        f"the ranking and main table use the {len(main):,} rows of the baseline variant, first trial, with and "
-        f"without GT. {len(ctx.judges)} judges ({len(ctx.rankable_judges())} rankable), "
+        "A **verdict row** is one judge's verdict on one metric of one generator output under one "
+        f"condition, prompt variant, temperature and trial. This run has {len(prim):,} verdict rows in the "
+        f"{ctx.scoring_mode} mode ({n_failed:,} failed: unparseable or transport error, excluded and "
+        f"counted); the ranking and main table use the {len(main):,} rows of the baseline variant, first "
+        f"trial, with and without GT. {len(ctx.judges)} judges ({len(ctx.rankable_judges())} rankable), "
         f"{len(ctx.generators)} generators, {main['base_id'].nunique():,} base scenarios; 95 % CIs resample "
         f"base scenarios ({ctx.boot.resamples} resamples, seed {ctx.boot.seed}).",
     )
@@ -411,8 +416,9 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
         s.p(
             "Alignment = mean of 1 − |reference − verdict| over metrics and records, pooled over with and "
             "without GT. Skill = (alignment − best constant judge) / (ceiling − best constant judge) on the "
-            "same rows: 0 = no better than always answering one level, 1 = the oracle. Lead over next: paired "
-            "CI of the difference to the judge ranked below; a CI containing 0 means the order is not settled."
+            "same rows: 0 = no better than always answering one level, 1 = the oracle. Lead over next: "
+            "paired CI of the difference to the judge ranked below; a CI containing 0 means the order is not "
+            "settled."
         )
         s.table("first_ranking", _ranking_shown(rank), rank)
         low = rank[(rank["skill_ci_hi"] < 0.1) & rank["skill"].notna()]
@@ -422,7 +428,8 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
     s.blocks.append(("h", "Calibration points (never ranked, pooled, on a jury or in κ)"))
     if cal.empty:
         s.p(
-            "This run has no oracle or constant judge; skill above uses constants computed from the reference."
+            "This run has no oracle or constant judge; skill above uses constants computed from the "
+            "reference."
         )
     else:
         s.p(*(f"- {k}: {v}." for k, v in MEANING.items() if k in set(cal["kind"])))
@@ -465,7 +472,8 @@ def _recommendation(ctx: Context, sections: dict[str, Section], rank: pd.DataFra
         top = rank.iloc[0]
         settled = top["gap_ci_lo"] > 0
         lines.append(
-            f"Overall: **{top['judge']}** ({fmt_ci(top['align'], top['ci_lo'], top['ci_hi'])}); its lead over "
+            f"Overall: **{top['judge']}** ({fmt_ci(top['align'], top['ci_lo'], top['ci_hi'])}); its lead "
+            "over "
             f"{rank.iloc[1]['judge']} is {fmt_pp(top['gap_to_next'], top['gap_ci_lo'], top['gap_ci_hi'])} — "
             + ("larger than its CI (significant)." if settled else "within noise (not significant).")
         )

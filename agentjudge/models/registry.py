@@ -96,7 +96,8 @@ def make_generator(settings: ModelSettings, client: ModelClient) -> Generator:
     """The generator named by ``settings.model``."""
     model = settings.model
     if model.startswith(("baseline/", "simjudge/")):
-        raise ModelResolutionError(f"{model!r} is a judge, not a generator; use it under judges.")
+        kind = "baseline" if model.startswith("baseline/") else "simulated"
+        raise ModelResolutionError(f"{model!r} is a {kind} judge, not a generator; use it under judges.")
     if model.startswith("sim/"):
         try:
             from agentjudge.generators.simulated import make_simulated_generator

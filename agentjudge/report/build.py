@@ -13,6 +13,9 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
+
+import pandas as pd
 
 from agentjudge.report.context import Context, RunFolderError, Section, load_context
 from agentjudge.report.figures import to_png
@@ -125,9 +128,9 @@ def render(
             md += [str(payload)] if str(payload).startswith("- ") else [str(payload), ""]
             pending.append(str(payload))
         elif kind == "table":
-            name, df = payload  # type: ignore[misc]
-            md += ["", md_table(df, max_rows=len(df)), f"*(`tables/{name}.csv`)*", ""]
-            body.append(df.to_html(index=False, escape=True, border=0, classes="first"))
+            name, table = cast(tuple[str, pd.DataFrame], payload)
+            md += ["", md_table(table, max_rows=len(table)), f"*(`tables/{name}.csv`)*", ""]
+            body.append(table.to_html(index=False, escape=True, border=0, classes="first"))
     for name, df in screen.csv.items():
         df.to_csv(out / "tables" / f"{name}.csv", index=False)
     md += ["", "## Everything else", ""]

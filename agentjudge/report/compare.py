@@ -74,7 +74,7 @@ def join_runs(contexts: list[Context], labels: list[str], out: Path, resamples: 
 
 
 def paired_deltas(ctx: Context) -> pd.DataFrame:
-    """Alignment(judge a) − alignment(judge b) over their shared verdict rows, for judges of different runs."""
+    """Alignment(judge a) − alignment(judge b) over their shared verdict rows (judges of different runs)."""
     main = ctx.main
     keep = main[main["judge"].isin(ctx.rankable_judges()).to_numpy()]
     coords = [c for c in COORDS if c in keep.columns]

@@ -70,6 +70,21 @@ class GroupDraws:
         return out
 
 
+def expanded_alpha(n_clusters: int, alpha: float = ALPHA) -> float:
+    """Tail probability of the "expanded percentile" interval (Hesterberg 2015) for ``n_clusters``.
+
+    Why: a plain percentile interval is too narrow with few clusters (it uses z and the 1/n variance); using
+    the percentiles at 2·Φ(−sqrt(n/(n−1))·t_{n−1, 1−α/2}) / 2 instead restores coverage. With 60 base
+    scenarios the 95 % interval reads the 2.2nd and 97.8th percentiles; for large n it tends to α.
+    """
+    if n_clusters < 3:
+        return alpha
+    from scipy import stats as sps
+
+    t = float(sps.t.ppf(1 - alpha / 2, n_clusters - 1))
+    return float(2 * sps.norm.cdf(-np.sqrt(n_clusters / (n_clusters - 1)) * t))
+
+
 def percentile_ci(draws: np.ndarray, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
     """95 % percentile interval along axis 0, ignoring resamples where the statistic is undefined."""
     if draws.ndim == 1:
