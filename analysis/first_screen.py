@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from agentjudge.report.context import Context, Section, fmt_ci, fmt_pp
-from agentjudge.stats import diff_table, percentile_ci
+from agentjudge.stats import diff_table
 from agentjudge.types import DIFFICULTIES, METRICS
 
 from ._common import draws, judge_kind, rankable_rows
@@ -129,8 +129,8 @@ def ranking(ctx: Context, main: pd.DataFrame) -> pd.DataFrame:
             skill = (align.estimate[i] - k_est) / (ceil.estimate[i] - k_est)
             skill_draws = (align.draws[:, i] - k_draws) / (ceil.draws[:, i] - k_draws)
         skill_draws = np.where(np.isfinite(skill_draws), skill_draws, np.nan)
-        s_lo, s_hi = percentile_ci(skill_draws)
-        lo, hi = percentile_ci(align.draws[:, i])
+        s_lo, s_hi = align.interval(skill_draws)
+        lo, hi = align.interval(align.draws[:, i])
         row = {
             "judge": judge,
             "kind": judge_kind(ctx, judge),
@@ -161,7 +161,7 @@ def ranking(ctx: Context, main: pd.DataFrame) -> pd.DataFrame:
             g_hi.append(np.nan)
             continue
         d = align.draws[:, i] - align.draws[:, order[pos + 1]]
-        lo, hi = percentile_ci(d)
+        lo, hi = align.interval(d)
         gaps.append(align.estimate[i] - align.estimate[order[pos + 1]])
         g_lo.append(lo[0])
         g_hi.append(hi[0])
@@ -406,7 +406,12 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
         f"counted); the ranking and main table use the {len(main):,} rows of the baseline variant, first "
         f"trial, with and without GT. {len(ctx.judges)} judges ({len(ctx.rankable_judges())} rankable), "
         f"{len(ctx.generators)} generators, {main['base_id'].nunique():,} base scenarios; 95 % CIs resample "
-        f"base scenarios ({ctx.boot.resamples} resamples, seed {ctx.boot.seed}).",
+        f"base scenarios ({ctx.boot.resamples} resamples, seed {ctx.boot.seed}; "
+        + (
+            f"expanded percentile interval, tails {50 * ctx.boot.alpha:.2f} % each)."
+            if ctx.boot.interval == "expanded"
+            else "plain percentile interval)."
+        ),
     )
     rank = ranking(ctx, main)
     s.blocks.append(("h", "Judge ranking (rankable judges)"))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pandas as pd
 
 from agentjudge.report.context import Context, Section, fmt_pp
-from agentjudge.stats import percentile_ci
 from agentjudge.stats.codes import codes_for
 from agentjudge.types import DIFFICULTIES
 
@@ -33,7 +32,7 @@ def analyze(ctx: Context) -> Section:
             continue
         i, j = part.index[0], part.index[1]
         d = gd.draws[:, i] - gd.draws[:, j]
-        (lo,), (hi,) = percentile_ci(d)  # NaN (no warning) when every resample is undefined
+        (lo,), (hi,) = gd.interval(d)  # NaN (no warning) when every resample is undefined
         rows.append(
             {
                 "condition": cond,

@@ -8,7 +8,6 @@ import pandas as pd
 from agentjudge.report.context import Context, Section
 from agentjudge.report.figures import grouped_bars
 from agentjudge.stats import binary_collapse_table, topology_balanced, weighting_rankings
-from agentjudge.stats.bootstrap import percentile_ci
 
 from ._common import draws, with_labels
 
@@ -29,8 +28,8 @@ def _with_topology_cis(ctx: Context, main: pd.DataFrame, topo: pd.DataFrame) -> 
         with np.errstate(invalid="ignore", divide="ignore"):  # NaN where no topology has a verdict
             balanced = np.where(counts > 0, np.nansum(block, axis=1) / counts, np.nan)
         record = overall.draws[:, overall.lookup(judge=r.judge, condition=r.condition)]
-        lo, hi = percentile_ci(balanced)
-        slo, shi = percentile_ci(100 * (balanced - record))
+        lo, hi = overall.interval(balanced)
+        slo, shi = overall.interval(100 * (balanced - record))
         cols["bal_lo"][i], cols["bal_hi"][i] = lo[0], hi[0]
         cols["shift_lo"][i], cols["shift_hi"][i] = slo[0], shi[0]
     at = list(out.columns).index("topology_balanced") + 1

@@ -11,7 +11,6 @@ from agentjudge.stats import (
     add_alignment_columns,
     kappa_tier_correlation,
     pairwise_agreement,
-    percentile_ci,
     soft_jury,
 )
 
@@ -56,7 +55,7 @@ def _jury(ctx: Context, sec: Section) -> None:
         i = gd.lookup(condition=cond, judge="jury")
         j = gd.lookup(condition=cond, judge=best["judge"])
         d = gd.draws[:, i] - gd.draws[:, j]
-        (lo,), (hi,) = percentile_ci(d)  # NaN (no warning) when every resample is undefined
+        (lo,), (hi,) = gd.interval(d)  # NaN (no warning) when every resample is undefined
         jr = table[(table["condition"] == cond) & (table["judge"] == "jury")].iloc[0]
         rows.append(
             {

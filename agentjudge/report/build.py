@@ -179,14 +179,14 @@ def write_report(
     return failed + screen_failed
 
 
-def report_cli(rundir: Path, resamples: int, seed: int) -> int:
+def report_cli(rundir: Path, resamples: int, seed: int, ci: str = "expanded") -> int:
     """CLI entry: 0 written, 1 written but some analysis failed, 2 unusable run folder."""
     rundir = Path(rundir)
     if resamples < 1:
         print("error: --resamples must be >= 1", file=sys.stderr)
         return 2
     try:
-        ctx = load_context(rundir, resamples=resamples, seed=seed)
+        ctx = load_context(rundir, resamples=resamples, seed=seed, ci=ci)
     except RunFolderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

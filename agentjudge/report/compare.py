@@ -28,7 +28,7 @@ from agentjudge.report.context import (
     load_context,
     make_context,
 )
-from agentjudge.stats import COORDS, percentile_ci
+from agentjudge.stats import COORDS
 from analysis.first_screen import Screen
 
 
@@ -38,7 +38,9 @@ def _labels(rundirs: list[Path]) -> list[str]:
     return [f"{n}#{i + 1}" if counts[n] > 1 else n for i, n in enumerate(names)]
 
 
-def join_runs(contexts: list[Context], labels: list[str], out: Path, resamples: int, seed: int) -> Context:
+def join_runs(
+    contexts: list[Context], labels: list[str], out: Path, resamples: int, seed: int, ci: str = "expanded"
+) -> Context:
     """One context over several runs; judges that occur in more than one run get ``@ label``."""
     seen = Counter(j for ctx in contexts for j in ctx.judges)
     frames = []
@@ -70,7 +72,7 @@ def join_runs(contexts: list[Context], labels: list[str], out: Path, resamples: 
         "pipeline": {**(first if isinstance(first, dict) else {}), "prompt_family": ", ".join(families)},
         "runs": {label: str(ctx.rundir) for ctx, label in zip(contexts, labels, strict=True)},
     }
-    return make_context(out, data, meta, None, None, resamples, seed)
+    return make_context(out, data, meta, None, None, resamples, seed, ci)
 
 
 def paired_deltas(ctx: Context) -> pd.DataFrame:
@@ -95,7 +97,7 @@ def paired_deltas(ctx: Context) -> pd.DataFrame:
             both["d"] = both["mu_a"] - both["mu_b"]
             both["pair"] = "x"
             gd = ctx.boot.ratio(both, ["pair"], "d")
-            lo, hi = percentile_ci(gd.draws[:, 0])
+            lo, hi = gd.interval(gd.draws[:, 0])
             rows.append(
                 {
                     "judge_a": a,
@@ -138,7 +140,7 @@ def _deltas_block(deltas: pd.DataFrame) -> Callable[[Screen], None]:
     return add
 
 
-def compare_cli(rundirs: list[Path], out: Path, resamples: int, seed: int) -> int:
+def compare_cli(rundirs: list[Path], out: Path, resamples: int, seed: int, ci: str = "expanded") -> int:
     """CLI entry: 0 written, 1 written but some analysis failed, 2 bad input."""
     from agentjudge.report.build import write_report
 
@@ -149,12 +151,12 @@ def compare_cli(rundirs: list[Path], out: Path, resamples: int, seed: int) -> in
         print("error: --resamples must be >= 1", file=sys.stderr)
         return 2
     try:
-        contexts = [load_context(Path(r), resamples=resamples, seed=seed) for r in rundirs]
+        contexts = [load_context(Path(r), resamples=resamples, seed=seed, ci=ci) for r in rundirs]
     except RunFolderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     labels = _labels([Path(r) for r in rundirs])
-    ctx = join_runs(contexts, labels, Path(out), resamples, seed)
+    ctx = join_runs(contexts, labels, Path(out), resamples, seed, ci)
     deltas = paired_deltas(ctx)
     out = Path(out)
     failed = write_report(

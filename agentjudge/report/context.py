@@ -204,7 +204,7 @@ def as_str_category(series: pd.Series, order: tuple[str, ...] | None = None) -> 
     return series
 
 
-def load_context(rundir: Path, resamples: int, seed: int) -> Context:
+def load_context(rundir: Path, resamples: int, seed: int, ci: str = "expanded") -> Context:
     """Read and validate a run folder (judgments required; scores, predictions, meta optional)."""
     jd = read_parquet(rundir / "judgments.parquet", JUDGMENT_COLUMNS)
     if jd.empty:
@@ -252,7 +252,7 @@ def load_context(rundir: Path, resamples: int, seed: int) -> Context:
     )
     preds_path = rundir / "predictions.parquet"
     predictions = pd.read_parquet(preds_path) if preds_path.exists() else None
-    return make_context(rundir, data, meta, scores, predictions, resamples, seed)
+    return make_context(rundir, data, meta, scores, predictions, resamples, seed, ci)
 
 
 def make_context(
@@ -263,6 +263,7 @@ def make_context(
     predictions: pd.DataFrame | None,
     resamples: int,
     seed: int,
+    ci: str = "expanded",
 ) -> Context:
     """A context over judgments that already carry the alignment columns (one run, or several joined)."""
     modes = values_of(data["scoring_mode"])
@@ -273,7 +274,14 @@ def make_context(
 
     cmap = matplotlib.colormaps["tab10"]
     colors = {j: cmap(i % 10) for i, j in enumerate([*judges, "jury"])}
-    boot = ClusterBootstrap(data["base_id"].cat.categories, resamples=resamples, seed=seed)
+    if ci not in ("expanded", "percentile"):
+        raise RunFolderError(f"--ci must be 'expanded' or 'percentile', not {ci!r}")
+    boot = ClusterBootstrap(
+        data["base_id"].cat.categories,
+        resamples=resamples,
+        seed=seed,
+        interval="percentile" if ci == "percentile" else "expanded",
+    )
     return Context(
         rundir=rundir,
         data=data,
