@@ -98,9 +98,11 @@ def _anchoring(ctx: Context, sec: Section) -> None:
         "the judge did not notice the GT was wrong):"
     )
     for r in t.itertuples(index=False):
+        calibration = ctx.is_oracle(str(r.judge)) or ctx.is_constant(str(r.judge))
         sec.text.append(
             f"- {r.judge}: {fmt_pp(r.swapped_minus_true, r.ci_lo, r.ci_hi)}"
-            + (" — content-insensitive" if r.content_insensitive else "")
+            + (" — calibration judge, ignores the GT by design" if calibration else "")
+            + (" — content-insensitive" if r.content_insensitive and not calibration else "")
         )
     sec.figures["rq3_anchoring"] = grouped_bars(
         align_ci(ctx, df, ["judge", "condition"]).assign(judge=lambda x: x["judge"].astype(str)),
