@@ -173,15 +173,19 @@ def ranking(ctx: Context, main: pd.DataFrame) -> pd.DataFrame:
 def _ranking_shown(t: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
-            "rank": t["rank"],
+            "rank": [str(r) if np.isfinite(a) else "—" for r, a in zip(t["rank"], t["align"], strict=True)],
             "judge": t["judge"],
             "kind": t["kind"],
             "alignment % [95 % CI]": [_ci(*v) for v in zip(t["align"], t["ci_lo"], t["ci_hi"], strict=True)],
             "with GT %": [_pct(v) for v in t["with_gt"]],
             "without GT %": [_pct(v) for v in t["without_gt"]],
             "skill [CI]": [
-                "n/a (ceiling = best constant)" if not np.isfinite(s) else f"{s:.2f} [{lo:.2f}, {hi:.2f}]"
-                for s, lo, hi in zip(t["skill"], t["skill_ci_lo"], t["skill_ci_hi"], strict=True)
+                f"{s:.2f} [{lo:.2f}, {hi:.2f}]"
+                if np.isfinite(s)
+                else ("n/a (no parsed verdict)" if not np.isfinite(a) else "n/a (ceiling = best constant)")
+                for s, lo, hi, a in zip(
+                    t["skill"], t["skill_ci_lo"], t["skill_ci_hi"], t["align"], strict=True
+                )
             ],
             "lead over next, pp [CI]": [
                 "" if not np.isfinite(g) else _pp(g, lo, hi)

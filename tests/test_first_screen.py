@@ -99,7 +99,7 @@ def test_degenerate_runs_report_without_warnings(tmp_path: Path, case: str) -> N
     assert "FAILED" not in md and "FAILED" not in html
     assert "nan %" not in md and "| nan" not in md and " nan " not in md
     if case == "all_failed":
-        assert "n/a" in md
+        assert "n/a (no parsed verdict)" in md and "| — | judge-a |" in md
     if case in ("one_judge", "only_calibration_judges"):
         assert "at least two rankable judges" in md
 
