@@ -142,11 +142,34 @@ def report(
     rundir: Annotated[Path, typer.Argument(help="A run folder written by `agentjudge run`.")],
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples (>= 1000 for publication).")] = 1000,
     seed: Annotated[int, typer.Option()] = 0,
+    ci: Annotated[
+        str, typer.Option(help="Interval: expanded percentile (default) or the plain percentile of SPEC §8.")
+    ] = "expanded",
 ) -> None:
     """Write RUNDIR/report/: report.md, report.html, tables/*.csv, figures/*.png."""
     from agentjudge.report.build import report_cli
 
-    raise typer.Exit(report_cli(rundir=rundir, resamples=resamples, seed=seed))
+    raise typer.Exit(report_cli(rundir=rundir, resamples=resamples, seed=seed, ci=ci))
+
+
+@app.command()
+def compare(
+    rundirs: Annotated[
+        list[Path], typer.Argument(help="Two or more run folders written by `agentjudge run`.")
+    ],
+    out: Annotated[Path, typer.Option(help="Folder for report.md, report.html, tables/, figures/.")] = Path(
+        "compare"
+    ),
+    resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 1000,
+    seed: Annotated[int, typer.Option()] = 0,
+    ci: Annotated[
+        str, typer.Option(help="Interval: expanded percentile (default) or the plain percentile of SPEC §8.")
+    ] = "expanded",
+) -> None:
+    """One first screen across runs (judges labelled by run), with paired deltas where records overlap."""
+    from agentjudge.report.compare import compare_cli
+
+    raise typer.Exit(compare_cli(rundirs=rundirs, out=out, resamples=resamples, seed=seed, ci=ci))
 
 
 @app.command("human-sample")

@@ -220,7 +220,7 @@ class JudgeRequest(Strict):
     variant: PromptVariant = Field(default_factory=PromptVariant)
     temperature: float | None = None
     trial: int = 0
-    # Only oracle baselines (baseline/ceiling) read this; LLM judges never see it.
+    # Only judges with needs_reference (baseline/ceiling, simjudge/*) read this; LLM judges never see it.
     reference: dict[ScoringMode, dict[Metric, float]] | None = None
 
 

@@ -29,7 +29,7 @@ def with_labels(ctx: Context, table: pd.DataFrame) -> pd.DataFrame:
         out.insert(
             list(out.columns).index("judge") + 1,
             "judge_kind",
-            ["baseline" if ctx.is_baseline(str(j)) else "judge" for j in out["judge"]],
+            [judge_kind(ctx, str(j)) for j in out["judge"]],
         )
     if "generator" in out:
         out.insert(
@@ -38,6 +38,22 @@ def with_labels(ctx: Context, table: pd.DataFrame) -> pd.DataFrame:
             ["simulated" if ctx.is_simulated(str(g)) else "model" for g in out["generator"]],
         )
     return out
+
+
+def judge_kind(ctx: Context, judge: str) -> str:
+    """oracle / constant (calibration, never ranked), baseline, simulated (planted effects), or judge."""
+    if ctx.is_oracle(judge):
+        return "oracle"
+    if ctx.is_constant(judge):
+        return "constant"
+    if ctx.is_baseline(judge):
+        return "baseline"
+    return "simulated" if ctx.is_simulated_judge(judge) else "judge"
+
+
+def rankable_rows(ctx: Context, df: pd.DataFrame) -> pd.DataFrame:
+    """Rows of rankable judges only: what pooled figures ("all judges") average over."""
+    return df[df["judge"].isin(ctx.rankable_judges()).to_numpy()]
 
 
 def level_name(value: object) -> str:
@@ -60,7 +76,7 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
         return sec
     others = [lev for lev in levels if not _is(lev, base)]
     gd = draws(ctx, df, ["condition", "judge", factor])
-    pooled_gd = draws(ctx, df, ["condition", factor])
+    pooled_gd = draws(ctx, rankable_rows(ctx, df), ["condition", factor])
     sec.tables[f"{key}_alignment"] = with_labels(ctx, align_ci(ctx, df, ["condition", "judge", factor]))
     parts: list[pd.DataFrame] = []
     pooled: list[pd.DataFrame] = []
@@ -78,7 +94,7 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
     for r in pooled_t.itertuples(index=False):
         sec.text.append(
             f"- {r.condition}: {factor} {r.level} vs {r.baseline_level}: "
-            f"{fmt_pp(r.delta, r.ci_lo, r.ci_hi)} (all judges)"
+            f"{fmt_pp(r.delta, r.ci_lo, r.ci_hi)} (pooled over rankable judges)"
         )
     sec.text.append(
         f"- largest per-judge move: {100 * deltas['delta'].abs().max():.2f} pp "

@@ -3,7 +3,6 @@ whether the leader's margin exceeds its paired-bootstrap CI (i.e. the CI of lead
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from agentjudge.report.context import Context, Section, fmt_pp
@@ -17,9 +16,11 @@ def analyze(ctx: Context) -> Section:
     sec = Section(key="guide", title="Practitioner decision guide")
     main = ctx.main
     pool = ctx.rankable_judges()
-    only_baselines = all(ctx.is_baseline(j) for j in pool)
     if len(pool) < 2:
-        sec.lacking = "Guide: needs at least two judges to name a leader and a runner-up."
+        sec.lacking = (
+            f"Guide: needs at least two rankable judges to name a leader and a runner-up (this run has "
+            f"{len(pool)}; the oracle and constant judges are never ranked)."
+        )
         return sec
     df = main[codes_for(main["judge"], pool) >= 0]
     gd = draws(ctx, df, ["condition", "difficulty", "judge"])
@@ -31,7 +32,7 @@ def analyze(ctx: Context) -> Section:
             continue
         i, j = part.index[0], part.index[1]
         d = gd.draws[:, i] - gd.draws[:, j]
-        lo, hi = np.nanpercentile(d, [2.5, 97.5])
+        (lo,), (hi,) = gd.interval(d)  # NaN (no warning) when every resample is undefined
         rows.append(
             {
                 "condition": cond,
@@ -46,19 +47,19 @@ def analyze(ctx: Context) -> Section:
                 "decisive": bool(lo > 0),
             }
         )
+    if not rows:
+        sec.lacking = "Guide: no (condition, difficulty) cell has two rankable judges with parsed verdicts."
+        return sec
     t = pd.DataFrame(rows)
     order = {d: k for k, d in enumerate(DIFFICULTIES)}
     t = t.sort_values(
         ["condition", "difficulty"], key=lambda s: s.map(order) if s.name == "difficulty" else s
     )
     sec.tables["guide"] = t
-    if only_baselines:
-        sec.text.append(
-            "Only baseline judges in this run: the guide ranks baseline judges (not LLMs); the oracle "
-            "baseline/ceiling is never ranked."
-        )
-    else:
-        sec.text.append("Baseline judges are excluded from the guide.")
+    sec.text.append(
+        "The guide ranks rankable judges only: " + ", ".join(ctx.judge_label(j) for j in pool) + " (the "
+        "oracle and constant judges are never ranked)."
+    )
     for r in t.itertuples(index=False):
         verdict = "the lead is larger than its CI" if r.decisive else "the lead is within noise"
         sec.text.append(

@@ -67,7 +67,7 @@ def analyze(ctx: Context) -> Section:
         "snapped to {0, 0.5, 1}: no three-level judge can exceed it."
     )
     for r in prim.itertuples(index=False):
-        kind = " (baseline judge)" if r.judge_kind == "baseline" else ""
+        kind = "" if r.judge_kind == "judge" else f" ({r.judge_kind} judge)"
         sec.text.append(
             f"- {r.judge}{kind}, {r.condition}: {fmt_ci(r.align, r.ci_lo, r.ci_hi)}; ceiling "
             f"{100 * r.ceiling:.1f} %,"

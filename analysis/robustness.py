@@ -8,7 +8,6 @@ import pandas as pd
 from agentjudge.report.context import Context, Section
 from agentjudge.report.figures import grouped_bars
 from agentjudge.stats import binary_collapse_table, topology_balanced, weighting_rankings
-from agentjudge.stats.bootstrap import percentile_ci
 
 from ._common import draws, with_labels
 
@@ -24,11 +23,13 @@ def _with_topology_cis(ctx: Context, main: pd.DataFrame, topo: pd.DataFrame) -> 
     cols = {k: np.full(len(out), np.nan) for k in ("bal_lo", "bal_hi", "shift_lo", "shift_hi")}
     for i, r in enumerate(out.itertuples(index=False)):
         mask = ((per_topo.keys["judge"] == r.judge) & (per_topo.keys["condition"] == r.condition)).to_numpy()
-        with np.errstate(invalid="ignore"):
-            balanced = np.nanmean(per_topo.draws[:, mask], axis=1)
+        block = per_topo.draws[:, mask]
+        counts = (~np.isnan(block)).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):  # NaN where no topology has a verdict
+            balanced = np.where(counts > 0, np.nansum(block, axis=1) / counts, np.nan)
         record = overall.draws[:, overall.lookup(judge=r.judge, condition=r.condition)]
-        lo, hi = percentile_ci(balanced)
-        slo, shi = percentile_ci(100 * (balanced - record))
+        lo, hi = overall.interval(balanced)
+        slo, shi = overall.interval(100 * (balanced - record))
         cols["bal_lo"][i], cols["bal_hi"][i] = lo[0], hi[0]
         cols["shift_lo"][i], cols["shift_hi"][i] = slo[0], shi[0]
     at = list(out.columns).index("topology_balanced") + 1
@@ -61,10 +62,11 @@ def analyze(ctx: Context) -> Section:
 
     topo = _with_topology_cis(ctx, main, topology_balanced(main))
     sec.tables["robust_topology_weighting"] = with_labels(ctx, topo)
+    shifts = topo["shift_pp"].abs().dropna()
+    shift_txt = f"{shifts.max():.2f} pp" if len(shifts) else "n/a (no parsed verdicts)"
     sec.text.append(
         f"Topology-balanced (unweighted mean of {int(topo['n_topologies'].max())} topologies) vs "
-        "record-weighted "
-        f"alignment: largest shift {np.nanmax(np.abs(topo['shift_pp'])):.2f} pp (published ≤1.5 pp)."
+        f"record-weighted alignment: largest shift {shift_txt} (published ≤1.5 pp)."
     )
 
     bc, bc_rho = binary_collapse_table(main, by=("condition",))

@@ -9,7 +9,7 @@ from agentjudge.report.figures import heatmap, line_panels
 from agentjudge.stats.codes import values_of
 from agentjudge.types import DIFFICULTIES, METRICS, TOPOLOGIES
 
-from ._common import align_ci, with_labels
+from ._common import align_ci, rankable_rows, with_labels
 
 
 def _matrix(t: pd.DataFrame, cond: str, col: str, order: tuple[str, ...]) -> pd.DataFrame:
@@ -25,21 +25,26 @@ def analyze(ctx: Context) -> Section:
     per_topo = align_ci(ctx, main, ["condition", "judge", "topology"])
     sec.tables["rq1_metric"] = with_labels(ctx, per_metric)
     sec.tables["rq1_topology"] = with_labels(ctx, per_topo)
-    pooled_m = align_ci(ctx, main, ["condition", "metric"])
-    pooled_t = align_ci(ctx, main, ["condition", "topology"])
+    ranked = rankable_rows(ctx, main)  # pooled figures leave out the oracle and the constant judges
+    empty = pd.DataFrame({"condition": [], "align": []})
+    pooled_m = align_ci(ctx, ranked, ["condition", "metric"]) if len(ranked) else empty
+    pooled_t = align_ci(ctx, ranked, ["condition", "topology"]) if len(ranked) else empty
+    if ranked.empty:
+        sec.text.append("No rankable judge in this run: the pooled rows are empty (per-judge tables below).")
     sec.tables["rq1_metric_pooled"] = pooled_m
     sec.tables["rq1_topology_pooled"] = pooled_t
     for cond in values_of(main["condition"]):
-        pm = pooled_m[pooled_m["condition"].astype(str) == cond].sort_values("align")
-        pt = pooled_t[pooled_t["condition"].astype(str) == cond].sort_values("align")
-        sec.text.append(
-            f"- {cond}: weakest metric **{pm.iloc[0]['metric']}** ({100 * pm.iloc[0]['align']:.1f} %), "
-            "strongest "
-            f"{pm.iloc[-1]['metric']} ({100 * pm.iloc[-1]['align']:.1f} %); hardest topology "
-            f"**{pt.iloc[0]['topology']}**"
-            f" ({100 * pt.iloc[0]['align']:.1f} %), easiest {pt.iloc[-1]['topology']} "
-            f"({100 * pt.iloc[-1]['align']:.1f} %)."
-        )
+        pm = pooled_m[pooled_m["condition"].astype(str) == cond].dropna(subset=["align"]).sort_values("align")
+        pt = pooled_t[pooled_t["condition"].astype(str) == cond].dropna(subset=["align"]).sort_values("align")
+        if len(pm) and len(pt):
+            sec.text.append(
+                f"- {cond}: weakest metric **{pm.iloc[0]['metric']}** ({100 * pm.iloc[0]['align']:.1f} %), "
+                "strongest "
+                f"{pm.iloc[-1]['metric']} ({100 * pm.iloc[-1]['align']:.1f} %); hardest topology "
+                f"**{pt.iloc[0]['topology']}**"
+                f" ({100 * pt.iloc[0]['align']:.1f} %), easiest {pt.iloc[-1]['topology']} "
+                f"({100 * pt.iloc[-1]['align']:.1f} %) (pooled over rankable judges)."
+            )
         sec.figures[f"rq1_metric_{cond}"] = heatmap(
             _matrix(per_metric, cond, "metric", METRICS),
             f"Alignment by judge and metric ({cond})",

@@ -7,9 +7,14 @@ import pandas as pd
 
 from agentjudge.report.context import Context, Section, fmt_ci, fmt_pp
 from agentjudge.report.figures import heatmap, scatter_labelled
-from agentjudge.stats import add_alignment_columns, kappa_tier_correlation, pairwise_agreement, soft_jury
+from agentjudge.stats import (
+    add_alignment_columns,
+    kappa_tier_correlation,
+    pairwise_agreement,
+    soft_jury,
+)
 
-from ._common import align_ci, draws
+from ._common import align_ci, draws, rankable_rows
 
 
 def _kappa_matrix(pairs: pd.DataFrame, judges: list[str]) -> pd.DataFrame:
@@ -50,7 +55,7 @@ def _jury(ctx: Context, sec: Section) -> None:
         i = gd.lookup(condition=cond, judge="jury")
         j = gd.lookup(condition=cond, judge=best["judge"])
         d = gd.draws[:, i] - gd.draws[:, j]
-        lo, hi = np.nanpercentile(d, [2.5, 97.5])
+        (lo,), (hi,) = gd.interval(d)  # NaN (no warning) when every resample is undefined
         jr = table[(table["condition"] == cond) & (table["judge"] == "jury")].iloc[0]
         rows.append(
             {
@@ -73,10 +78,18 @@ def _jury(ctx: Context, sec: Section) -> None:
 
 def analyze(ctx: Context) -> Section:
     sec = Section(key="rq2", title="RQ2: inter-judge agreement, κ vs capability-tier gap, soft jury")
-    main = ctx.main
-    if len(ctx.judges) < 2:
-        sec.lacking = "RQ2: this run has one judge; add at least two judges to the pipeline."
+    judges = ctx.rankable_judges()
+    main = rankable_rows(ctx, ctx.main)
+    if len(judges) < 2:
+        sec.lacking = (
+            f"RQ2: this run has {len(judges)} rankable judge(s) (the oracle and constant judges are left out "
+            "of κ and the jury); add at least two judges to the pipeline."
+        )
         return sec
+    sec.text.append(
+        "κ and the jury use rankable judges only (" + ", ".join(judges) + "); κ is n/a where it is "
+        "undefined (a judge that gives one verdict level on every shared row has no variance to agree on)."
+    )
     pairs = pairwise_agreement(main, by=("condition",))
     lin = pairwise_agreement(main, by=("condition",), weights="linear")
     pairs["kappa_linear"] = lin["kappa"].to_numpy()
@@ -84,9 +97,9 @@ def analyze(ctx: Context) -> Section:
     rho_rows = []
     tier_parts = []
     for cond, part in pairs.groupby("condition", observed=True):
-        sec.tables[f"rq2_kappa_{cond}"] = _kappa_matrix(part, ctx.judges).reset_index(names="judge")
+        sec.tables[f"rq2_kappa_{cond}"] = _kappa_matrix(part, judges).reset_index(names="judge")
         sec.figures[f"rq2_kappa_{cond}"] = heatmap(
-            _kappa_matrix(part, ctx.judges),
+            _kappa_matrix(part, judges),
             f"Cohen's κ between judges ({cond})",
             "κ",
             fmt="{:.2f}",
@@ -94,11 +107,15 @@ def analyze(ctx: Context) -> Section:
             vmin=-0.2,
             vmax=1.0,
         )
-        sec.text.append(
-            f"- {cond}: mean raw agreement {100 * part['agreement'].mean():.1f} %, mean κ "
-            f"{part['kappa'].mean():.3f}"
-            f" over {len(part)} judge pairs."
+        defined = part["kappa"].dropna()
+        kappa_txt = (
+            f"mean κ {defined.mean():.3f} over {len(defined)} pair(s) where κ is defined"
+            if len(defined)
+            else "κ n/a (undefined for every pair: constant verdicts)"
         )
+        agree = part["agreement"].dropna()
+        agree_txt = f"{100 * agree.mean():.1f} %" if len(agree) else "n/a (no shared verdicts)"
+        sec.text.append(f"- {cond}: mean raw agreement {agree_txt}, {kappa_txt}; {len(part)} judge pairs.")
         with_gap, rho, p, n = kappa_tier_correlation(part, tiers)
         tier_parts.append(with_gap)
         rho_rows.append({"condition": cond, "spearman_rho": rho, "p_value": p, "pairs_with_tiers": n})

@@ -8,7 +8,7 @@ from agentjudge.report.figures import grouped_bars, stacked_shares
 from agentjudge.stats import diff_table, snap
 from agentjudge.stats.codes import values_of
 
-from ._common import align_ci, draws, with_labels
+from ._common import align_ci, draws, rankable_rows, with_labels
 
 LEVELS = ("0.0", "0.5", "1.0")
 
@@ -48,7 +48,7 @@ def _default_mode(ctx: Context, sec: Section) -> None:
         )
         return
     strength = ctx.main.groupby("generator", observed=True)["reference"].mean().rename("strength")
-    gd = draws(ctx, df, ["condition", "generator", "default_mode"])
+    gd = draws(ctx, rankable_rows(ctx, df), ["condition", "generator", "default_mode"])
     t = diff_table(gd, ["condition", "generator"], "default_mode", "0.5", "1.0")
     t = t.merge(strength.reset_index(), on="generator", how="left").sort_values(["condition", "strength"])
     sec.tables["rq3_default_mode"] = with_labels(ctx, t)
@@ -98,9 +98,11 @@ def _anchoring(ctx: Context, sec: Section) -> None:
         "the judge did not notice the GT was wrong):"
     )
     for r in t.itertuples(index=False):
+        calibration = ctx.is_oracle(str(r.judge)) or ctx.is_constant(str(r.judge))
         sec.text.append(
             f"- {r.judge}: {fmt_pp(r.swapped_minus_true, r.ci_lo, r.ci_hi)}"
-            + (" — content-insensitive" if r.content_insensitive else "")
+            + (" — calibration judge, ignores the GT by design" if calibration else "")
+            + (" — content-insensitive" if r.content_insensitive and not calibration else "")
         )
     sec.figures["rq3_anchoring"] = grouped_bars(
         align_ci(ctx, df, ["judge", "condition"]).assign(judge=lambda x: x["judge"].astype(str)),

@@ -177,8 +177,8 @@ def test_robustness_guide_passk_failures(full: Context) -> None:
         ("rq4_temperature", "one temperature"),
         ("rq5_cot", "one chain-of-thought"),
         ("rq6_format", "one prompt format"),
-        ("rq2_agreement", "one judge"),
-        ("guide", "at least two judges"),
+        ("rq2_agreement", "1 rankable judge(s)"),
+        ("guide", "at least two rankable judges"),
         ("passk", "one trial"),
     ],
 )

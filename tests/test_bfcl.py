@@ -450,12 +450,14 @@ def test_grid_and_report_on_mixed_sources(records: list[Record], tmp_path: Path)
     assert set(judgments["source"]) == {"synthetic", "imported"}
     assert report_cli(rundir, resamples=50, seed=0) == 0
     top = (rundir / "report" / "report.md").read_text()
-    assert "Record sources" in top and "## Headline" not in top  # mixed: alignment only split by source
+    # mixed: the first screen is alignment split by source, no pooled ranking
+    assert "Record sources" in top and "Judge ranking" not in top
+    assert "report/imported/report.md" in top and "baseline/gt-rule (baseline), with_gt, imported" in top
     table = pd.read_csv(rundir / "report" / "tables" / "alignment_by_source.csv")
     assert set(table["source"]) == {"synthetic", "imported"}
     for source in ("synthetic", "imported"):
         sub = (rundir / "report" / source / "report.md").read_text()
-        assert "## Headline" in sub and f"{source} " in sub
+        assert "Judge ranking" in sub and f"record sources: {source} " in sub
 
 
 # ------------------------------------------------------------------ the shared BFCL files

@@ -215,9 +215,11 @@ def test_quickstart_runs_offline(tmp_path: Path) -> None:
     assert run_cli(pipeline, rundir) == 0
     meta = json.loads((rundir / "meta.json").read_text())
     assert all(g["simulated"] for g in meta["generators"].values())
-    assert {j["kind"] for j in meta["judges"].values()} == {"baseline"}
-    # 4 records x 3 difficulties x 5 generators, each judged by 5 judges under 3 conditions
+    assert {j["kind"] for j in meta["judges"].values()} == {"baseline", "simjudge"}
+    assert all(j["simulated"] for j in meta["judges"].values())
+    # 4 records x 3 difficulties x 5 generators, each judged by 7 judges under 3 conditions,
+    # 4 prompt variants and 2 temperatures
     assert meta["units"] == {
         "predict": {"planned": 60, "done": 60, "failed": 0},
-        "judge": {"planned": 900, "done": 900, "failed": 0},
+        "judge": {"planned": 60 * 7 * 3 * 4 * 2, "done": 60 * 7 * 3 * 4 * 2, "failed": 0},
     }

@@ -46,10 +46,12 @@ def test_all_files_written(report_dir: Path) -> None:
     assert 'src="figures/' not in html  # self-contained
     md = (out / "report.md").read_text()
     assert "SYNTHETIC" in md and "(simulated)" in md and "(baseline)" in md
-    assert "scoring mode(s): paper, strict" in md and "parse/transport failures" in md
+    assert "scoring mode(s): paper, strict" in md and "failed (parse or transport)" in md
     assert "FAILED" not in md
     assert "RQ4: this run has one temperature" in md
-    assert len(ANALYSES) == md.count("\n## ")
+    rest = md[md.index("\n## Everything else") : md.index("\n## Run details")]
+    assert len(ANALYSES) == rest.count("\n- **")  # one line per analysis, the rest folded in the HTML
+    assert html.count("<details><summary>" + "RQ") == 6  # each section folded (tables fold inside too)
 
 
 def test_headline_csv_equals_independent_recomputation(report_dir: Path) -> None:

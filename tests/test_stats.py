@@ -33,6 +33,7 @@ from agentjudge.stats import (
     topology_balanced,
     weighting_rankings,
 )
+from agentjudge.stats.bootstrap import expanded_alpha
 from agentjudge.stats.codes import group_codes
 
 
@@ -142,8 +143,9 @@ def test_bootstrap_sparse_path_equals_dense(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_same_seed_same_draws_and_paired_difference() -> None:
     df = _random_long()
-    a = ClusterBootstrap(df["base_id"].unique(), resamples=100, seed=3).ratio(df, ["judge"], "mu")
-    b = ClusterBootstrap(df["base_id"].unique(), resamples=100, seed=3).ratio(df, ["judge"], "mu")
+    plan = dict(resamples=100, seed=3, interval="percentile")
+    a = ClusterBootstrap(df["base_id"].unique(), **plan).ratio(df, ["judge"], "mu")  # type: ignore[arg-type]
+    b = ClusterBootstrap(df["base_id"].unique(), **plan).ratio(df, ["judge"], "mu")  # type: ignore[arg-type]
     np.testing.assert_array_equal(a.draws, b.draws)
     t = diff_table(a, [], "judge", "A", "B")
     d = a.draws[:, a.lookup(judge="A")] - a.draws[:, a.lookup(judge="B")]
@@ -152,6 +154,22 @@ def test_same_seed_same_draws_and_paired_difference() -> None:
     )
     assert t["ci_lo"].iloc[0] == pytest.approx(np.percentile(d, 2.5))
     assert t["ci_hi"].iloc[0] == pytest.approx(np.percentile(d, 97.5))
+    # the default (expanded) plan reads wider tails: 2*Phi(-sqrt(n/(n-1)) * t_{n-1, .975}) / 2 each
+    e = ClusterBootstrap(df["base_id"].unique(), resamples=100, seed=3).ratio(df, ["judge"], "mu")
+    n = df["base_id"].nunique()
+    tail = sps.norm.cdf(-np.sqrt(n / (n - 1)) * sps.t.ppf(0.975, n - 1))
+    te = diff_table(e, [], "judge", "A", "B")
+    assert te["ci_lo"].iloc[0] == pytest.approx(np.percentile(d, 100 * tail))
+    assert te["ci_hi"].iloc[0] == pytest.approx(np.percentile(d, 100 * (1 - tail)))
+
+
+def test_expanded_alpha_hand_values() -> None:
+    # n = 60: t_{59, 0.975} = 2.000995, * sqrt(60/59) = 2.017882, Phi(-2.017882) = 0.021800
+    assert expanded_alpha(60) == pytest.approx(2 * 0.021800, abs=2e-5)
+    assert expanded_alpha(2) == 0.05  # too few clusters for the correction: plain interval
+    assert expanded_alpha(1_000_000) == pytest.approx(0.05, abs=1e-4)
+    with pytest.raises(ValueError, match="interval"):
+        ClusterBootstrap(["a", "b"], resamples=10, seed=0, interval="bca")  # type: ignore[arg-type]
 
 
 def test_group_codes_match_pandas_ngroup_with_nan() -> None:

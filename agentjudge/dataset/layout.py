@@ -311,15 +311,15 @@ def to_published(record: Record, layout: LayoutChoice = "ours") -> dict[str, Any
     applies."""
     returns = {t.name: t.returns for t in record.tools if t.returns}
     if layout == "published":
-        line = {k: v for k, v in to_published(record).items() if k in PUBLISHED_KEYS}
+        published = {k: v for k, v in to_published(record).items() if k in PUBLISHED_KEYS}
         source = record.source_layout or {}
         for key in _VERBATIM_KEYS:
             verbatim = _verbatim(record, key)
             if verbatim is not None:
-                line[key] = verbatim
+                published[key] = verbatim
         if "keys" in source:
-            line = {k: line[k] for k in source["keys"] if k in line}
-        return line
+            published = {k: published[k] for k in source["keys"] if k in published}
+        return published
     line: dict[str, Any] = {
         "id": record.id,
         "dag_type": record.topology,

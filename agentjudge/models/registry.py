@@ -4,7 +4,8 @@ Resolution of ``settings.model`` (ARCHITECTURE.md, "Model plumbing"), first matc
 
 1. ``sim/<profile>``   → ``agentjudge.generators.simulated:make_simulated_generator(settings)``
    (generators only)
-2. ``baseline/<name>`` → ``agentjudge.judges.baselines:make_baseline_judge(settings)`` (judges only)
+2. ``baseline/<name>`` → ``agentjudge.judges.baselines:make_baseline_judge(settings)`` (judges only);
+   ``simjudge/<profile>`` → ``agentjudge.judges.simjudge:make_simulated_judge(settings)`` (judges only)
 3. an entry point named ``settings.model`` in group ``agentjudge.models`` → ``factory(settings, client)``
 4. ``package.module:factory`` → ``factory(settings, client)``
 5. anything else is a litellm model → ``LLMGenerator`` / ``LLMJudge``
@@ -94,8 +95,9 @@ def _check(obj: Any, protocol: type, what: str, settings: ModelSettings) -> Any:
 def make_generator(settings: ModelSettings, client: ModelClient) -> Generator:
     """The generator named by ``settings.model``."""
     model = settings.model
-    if model.startswith("baseline/"):
-        raise ModelResolutionError(f"{model!r} is a baseline judge, not a generator; use it under judges.")
+    if model.startswith(("baseline/", "simjudge/")):
+        kind = "baseline" if model.startswith("baseline/") else "simulated"
+        raise ModelResolutionError(f"{model!r} is a {kind} judge, not a generator; use it under judges.")
     if model.startswith("sim/"):
         try:
             from agentjudge.generators.simulated import make_simulated_generator
@@ -137,6 +139,13 @@ def make_judge(settings: ModelSettings, client: ModelClient) -> Judge:
                 "agentjudge/judges/baselines.py."
             ) from exc
         return _check(judge, Judge, "Judge", settings)
+    if model.startswith("simjudge/"):
+        from agentjudge.judges.simjudge import make_simulated_judge
+
+        try:
+            return _check(make_simulated_judge(settings), Judge, "Judge", settings)
+        except ValueError as exc:
+            raise ModelResolutionError(f"{exc} (profiles: agentjudge/judges/simjudge_profiles.yaml)") from exc
     plugin = _plugin(settings, client)
     if plugin is not None:
         return _check(plugin, Judge, "Judge", settings)

@@ -13,10 +13,15 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
+
+import pandas as pd
 
 from agentjudge.report.context import Context, RunFolderError, Section, load_context
 from agentjudge.report.figures import to_png
 from agentjudge.report.html import figure_html, md_table, page, paragraphs_html, table_html
+from analysis.first_screen import Screen
+from analysis.first_screen import build as build_screen
 
 ANALYSES: tuple[str, ...] = (
     "headline",
@@ -36,7 +41,13 @@ ANALYSES: tuple[str, ...] = (
 
 def _run_analyses(ctx: Context, names: tuple[str, ...] = ANALYSES) -> tuple[list[Section], int]:
     sections, failed = [], 0
+    nothing_parsed = not bool(ctx.df["ok"].any())
     for name in names:
+        if nothing_parsed and name != "failures":  # every statistic would be undefined: say so once
+            sec = Section(key=name, title=name)
+            sec.lacking = f"{name}: n/a — no verdict of this run could be parsed (see the failures section)."
+            sections.append(sec)
+            continue
         analyze: Callable[[Context], Section] = importlib.import_module(f"analysis.{name}").analyze
         try:
             sections.append(analyze(ctx))
@@ -60,16 +71,18 @@ def _summary(ctx: Context) -> list[str]:
     dataset = (
         pipeline.get("dataset") or pipeline.get("data") or meta.get("data") or "not recorded in meta.json"
     )
-    failed = int((~df["ok"]).sum())
+    modes = sorted(df["scoring_mode"].astype(str).unique())
+    prim = ctx.df
+    failed = int((~prim["ok"]).sum())
     lines = [
         f"- run folder: `{ctx.rundir}`"
         + (" — **SYNTHETIC data (for testing the report)**" if meta.get("synthetic") else ""),
         f"- dataset: {dataset}; {df['base_id'].nunique():,} base scenarios, {df['record_id'].nunique():,} "
         "records",
-        f"- scoring mode(s): {', '.join(sorted(df['scoring_mode'].astype(str).unique()))} "
-        f"(research questions use **{ctx.scoring_mode}**)",
-        f"- metric verdict rows: {len(df):,}; parse/transport failures: {failed:,} "
-        f"({100 * failed / len(df):.2f} %)",
+        f"- scoring mode(s): {', '.join(modes)} (research questions use **{ctx.scoring_mode}**); every "
+        f"verdict row exists once per scoring mode ({len(df):,} rows over {len(modes)} mode(s))",
+        f"- verdict rows in the {ctx.scoring_mode} mode: {len(prim):,}; failed (parse or transport): "
+        f"{failed:,} ({100 * failed / max(len(prim), 1):.2f} %)",
         "- judges: " + ", ".join(ctx.judge_label(j) for j in ctx.judges),
         "- generators: " + ", ".join(ctx.generator_label(g) for g in ctx.generators),
         "- baseline prompt variant: "
@@ -88,55 +101,120 @@ def _summary(ctx: Context) -> list[str]:
     return lines
 
 
-def write_report(ctx: Context, out: Path, names: tuple[str, ...] = ANALYSES) -> int:
-    """Write the report files of the ``names`` analyses under ``out``; returns how many failed."""
-    (out / "tables").mkdir(parents=True, exist_ok=True)
-    (out / "figures").mkdir(parents=True, exist_ok=True)
-    sections, failed = _run_analyses(ctx, names)
-    title = "agentjudge report"
-    summary = _summary(ctx)
-    md = [f"# {title}", "", *summary, ""]
-    body = [f"<h1>{title}</h1>", paragraphs_html(summary)]
+def _first_screen(ctx: Context, sections: list[Section]) -> tuple[Screen, int]:
+    """The first screen, or a screen saying it failed (exit 1), never a silent omission."""
+    try:
+        return build_screen(ctx, {s.key: s for s in sections}), 0
+    except Exception as exc:  # a bug here must not hide the sections below
+        screen = Screen()
+        screen.p(f"The first screen FAILED: {type(exc).__name__}: {exc}")
+        screen.p("```\n" + traceback.format_exc(limit=-4) + "```")
+        return screen, 1
+
+
+def render(
+    title: str, screen: Screen, sections: list[Section], summary: list[str], out: Path
+) -> tuple[list[str], list[str]]:
+    """Markdown lines and HTML body parts; writes tables/*.csv and figures/*.png under ``out``."""
+    md = [f"# {title}", ""]
+    body = [f"<h1>{html.escape(title)}</h1>"]
+    banner = [str(p) for k, p in screen.blocks if k == "banner"]
+    if banner:
+        md += [*(f"> **{line}**  " for line in banner), ""]
+        body.append("<div class='banner'>" + "<br>".join(html.escape(line) for line in banner) + "</div>")
+    pending: list[str] = []  # consecutive paragraph / list lines, rendered together (one <ul> per list)
+    for kind, payload in [*screen.blocks, ("end", "")]:
+        if kind != "p" and pending:
+            body.append(paragraphs_html(pending))
+            pending = []
+        if kind == "h":
+            md += ["", f"### {payload}", ""]
+            body.append(f"<h3>{html.escape(str(payload))}</h3>")
+        elif kind == "p":
+            md += [str(payload)] if str(payload).startswith("- ") else [str(payload), ""]
+            pending.append(str(payload))
+        elif kind == "table":
+            name, table = cast(tuple[str, pd.DataFrame], payload)
+            md += ["", md_table(table, max_rows=len(table)), f"*(`tables/{name}.csv`)*", ""]
+            body.append(table.to_html(index=False, escape=True, border=0, classes="first"))
+    for name, df in screen.csv.items():
+        df.to_csv(out / "tables" / f"{name}.csv", index=False)
+    md += ["", "## Everything else", ""]
+    md.append(
+        "Each section below is folded in report.html (with its figures); its complete tables are in "
+        "`tables/*.csv`."
+    )
+    body.append("<h2>Everything else (folded; complete tables in tables/*.csv)</h2>")
     for sec in sections:
-        md += [f"## {sec.title}", ""]
-        body.append(f"<h2>{html.escape(sec.title)}</h2>")
+        inner: list[str] = []
+        first = sec.lacking or (sec.text[0] if sec.text else "")
+        md.append(f"- **{sec.title}** — {first[:220]}" + ("…" if len(first) > 220 else ""))
         if sec.lacking:
-            md += [sec.lacking, ""]
-            body.append(f"<p class='lack'>{html.escape(sec.lacking)}</p>")
-            continue
-        md += [*sec.text, ""]
-        body.append(paragraphs_html(sec.text))
+            inner.append(f"<p class='lack'>{html.escape(sec.lacking)}</p>")
+        inner.append(paragraphs_html(sec.text))
         for name, fig in sec.figures.items():
             png = to_png(fig)
             (out / "figures" / f"{name}.png").write_bytes(png)
-            md += [f"![{name}](figures/{name}.png)", ""]
-            body.append(figure_html(name, png))
+            inner.append(figure_html(name, png))
         for name, table in sec.tables.items():
             table.to_csv(out / "tables" / f"{name}.csv", index=False)
-            md += [f"**{name}** (`tables/{name}.csv`)", "", md_table(table), ""]
-            body.append(table_html(name, table))
+            inner.append(table_html(name, table))
+        body.append(
+            f"<details><summary>{html.escape(sec.title)}</summary><div class='sec'>{''.join(inner)}</div>"
+            "</details>"
+        )
+    md += ["", "## Run details", "", *summary, ""]
+    body.append(f"<details><summary>Run details</summary>{paragraphs_html(summary)}</details>")
+    return md, body
+
+
+def write_report(
+    ctx: Context,
+    out: Path,
+    title: str = "agentjudge report",
+    add: Callable[[Screen], None] | None = None,
+    names: tuple[str, ...] = ANALYSES,
+    sources: list[str] | None = None,
+) -> int:
+    """Write the report files of the ``names`` analyses under ``out``; returns how many failed.
+    ``add`` appends blocks to the first screen (``compare`` adds its paired deltas). ``sources``: the run
+    mixes record sources, so no pooled first screen is written -- it points to one report per source."""
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    sections, failed = _run_analyses(ctx, names)
+    if sources:  # the first screen is the split by source (the sources section's own lines)
+        screen, screen_failed = Screen(), 0
+        screen.blocks.append(("h", "Record sources (never pooled; one full report per source)"))
+        for sec in sections:
+            screen.p(*sec.text)
+    else:
+        screen, screen_failed = _first_screen(ctx, sections)
+    if add is not None:
+        add(screen)
+    md, body = render(title, screen, sections, _summary(ctx), out)
     (out / "report.md").write_text("\n".join(md))
     (out / "report.html").write_text(page(title, "\n".join(body)))
-    return failed
+    return failed + screen_failed
 
 
-def report_cli(rundir: Path, resamples: int, seed: int) -> int:
+def report_cli(rundir: Path, resamples: int, seed: int, ci: str = "expanded") -> int:
     """CLI entry: 0 written, 1 written but some analysis failed, 2 unusable run folder."""
     rundir = Path(rundir)
     if resamples < 1:
         print("error: --resamples must be >= 1", file=sys.stderr)
         return 2
     try:
-        ctx = load_context(rundir, resamples=resamples, seed=seed)
+        ctx = load_context(rundir, resamples=resamples, seed=seed, ci=ci)
     except RunFolderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = rundir / "report"
     sources = [str(s) for s in ctx.data["source"].cat.categories if (ctx.data["source"] == s).any()]
     if len(sources) > 1:  # never pool synthetic and imported records: one full report per source
-        failed = write_report(ctx, out, ("sources",))
+        failed = write_report(ctx, out, names=("sources",), sources=sources)
         for source in sources:
-            failed += write_report(load_context(rundir, resamples, seed, source=source), out / source)
+            sub = load_context(rundir, resamples=resamples, seed=seed, ci=ci, source=source)
+            failed += write_report(sub, out / source)
     else:
         failed = write_report(ctx, out)
     print(

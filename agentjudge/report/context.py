@@ -138,16 +138,28 @@ class Context:
         """``baseline/ceiling`` reads the reference: a bound to compare with, never ranked or pooled."""
         return judge.startswith("baseline/ceiling")
 
+    def is_constant(self, judge: str) -> bool:
+        """``baseline/always-*`` says the same thing whatever it sees: a calibration point, not a judge."""
+        return judge.startswith("baseline/always-")
+
+    def is_simulated_judge(self, judge: str) -> bool:
+        info = self.meta.get("judges", {}).get(judge, {})
+        return judge.startswith("simjudge/") or info.get("kind") == "simjudge"
+
     def rankable_judges(self) -> list[str]:
-        """Judges a guide or jury may use: real judges when there are two, else non-oracle baselines."""
-        real = [j for j in self.judges if not self.is_baseline(j)]
-        return real if len(real) >= 2 else [j for j in self.judges if not self.is_oracle(j)]
+        """Judges that may be ranked, pooled, put on a jury or in κ: all but the oracle and constants."""
+        return [j for j in self.judges if not (self.is_oracle(j) or self.is_constant(j))]
+
+    def calibration_judges(self) -> list[str]:
+        return [j for j in self.judges if self.is_oracle(j) or self.is_constant(j)]
 
     def is_simulated(self, generator: str) -> bool:
         info = self.meta.get("generators", {}).get(generator, {})
         return generator.startswith("sim/") or bool(info.get("simulated"))
 
     def judge_label(self, judge: str) -> str:
+        if self.is_simulated_judge(judge):
+            return f"{judge} (simulated)"
         return f"{judge} (baseline)" if self.is_baseline(judge) else judge
 
     def generator_label(self, generator: str) -> str:
@@ -169,6 +181,8 @@ def _baseline_variant(df: pd.DataFrame) -> dict[str, Any]:
         values = df[f]
         if f in PREFERRED and (values == PREFERRED[f]).any():
             out[f] = PREFERRED[f]
+        elif f == "temperature" and values.isna().any():
+            out[f] = float("nan")  # the model's default temperature: how the published main runs asked
         else:
             counts = values.value_counts(dropna=False)
             v = counts.index[0]
@@ -176,7 +190,7 @@ def _baseline_variant(df: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def _as_str_category(series: pd.Series, order: tuple[str, ...] | None = None) -> pd.Series:
+def as_str_category(series: pd.Series, order: tuple[str, ...] | None = None) -> pd.Series:
     """Categorical with string categories, converting only the (few) categories, never the 1 M values;
     known vocabularies (metrics, difficulties, …) keep their natural order so tables read easy→hard."""
     if not isinstance(series.dtype, pd.CategoricalDtype):
@@ -190,7 +204,9 @@ def _as_str_category(series: pd.Series, order: tuple[str, ...] | None = None) ->
     return series
 
 
-def load_context(rundir: Path, resamples: int, seed: int, source: str | None = None) -> Context:
+def load_context(
+    rundir: Path, resamples: int, seed: int, ci: str = "expanded", source: str | None = None
+) -> Context:
     """Read and validate a run folder (judgments required; scores, predictions, meta optional).
     ``source`` keeps only the records of one source ("synthetic" / "imported")."""
     jd = read_parquet(rundir / "judgments.parquet", tuple(c for c in JUDGMENT_COLUMNS if c != "source"))
@@ -215,7 +231,7 @@ def load_context(rundir: Path, resamples: int, seed: int, source: str | None = N
         "record_id",
         "source",
     ):
-        jd[col] = _as_str_category(jd[col], CANONICAL_ORDER.get(col))
+        jd[col] = as_str_category(jd[col], CANONICAL_ORDER.get(col))
     # free text is not analysed; keep only whether a transport error happened (saves memory and copies)
     jd["has_error"] = jd["judge_error"].notna().to_numpy()
     jd = jd.drop(columns=["rationale", "judge_error"])
@@ -250,6 +266,20 @@ def load_context(rundir: Path, resamples: int, seed: int, source: str | None = N
             scores = scores[scores["base_id"].astype(str).isin(kept)].reset_index(drop=True)
         if predictions is not None:
             predictions = predictions[predictions["base_id"].astype(str).isin(kept)].reset_index(drop=True)
+    return make_context(rundir, data, meta, scores, predictions, resamples, seed, ci)
+
+
+def make_context(
+    rundir: Path,
+    data: pd.DataFrame,
+    meta: dict[str, Any],
+    scores: pd.DataFrame | None,
+    predictions: pd.DataFrame | None,
+    resamples: int,
+    seed: int,
+    ci: str = "expanded",
+) -> Context:
+    """A context over judgments that already carry the alignment columns (one run, or several joined)."""
     modes = values_of(data["scoring_mode"])
     mode = "strict" if "strict" in modes else modes[0]
     judges = values_of(data["judge"])
@@ -258,7 +288,14 @@ def load_context(rundir: Path, resamples: int, seed: int, source: str | None = N
 
     cmap = matplotlib.colormaps["tab10"]
     colors = {j: cmap(i % 10) for i, j in enumerate([*judges, "jury"])}
-    boot = ClusterBootstrap(data["base_id"].cat.categories, resamples=resamples, seed=seed)
+    if ci not in ("expanded", "percentile"):
+        raise RunFolderError(f"--ci must be 'expanded' or 'percentile', not {ci!r}")
+    boot = ClusterBootstrap(
+        data["base_id"].cat.categories,
+        resamples=resamples,
+        seed=seed,
+        interval="percentile" if ci == "percentile" else "expanded",
+    )
     return Context(
         rundir=rundir,
         data=data,

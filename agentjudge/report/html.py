@@ -11,9 +11,12 @@ import pandas as pd
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:12px;margin:0.6em 0}td,th{border:1px solid #ccc;padding:2px 6px;
-text-align:right}th{background:#f2f2f2}img{max-width:100%}details{margin:0.4em 0}.lack{color:#a60}"""
+text-align:right}th{background:#f2f2f2}img{max-width:100%}details{margin:0.4em 0}.lack{color:#a60}
+.banner{background:#fff3cd;border:1px solid #e0b000;border-left:6px solid #e0a000;padding:6px 10px;
+margin:4px 0;font-weight:600}table.first td,table.first th{text-align:left}h3{margin:1.1em 0 0.3em}
+summary{cursor:pointer;font-weight:600;margin:0.3em 0}.sec{padding-left:1em;border-left:2px solid #eee}"""
 
-MAX_ROWS_INLINE = 60
+MAX_ROWS_INLINE = 200  # rows of a folded HTML table; the CSV always has every row
 
 
 def _cell(v: object) -> str:

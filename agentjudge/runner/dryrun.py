@@ -126,7 +126,7 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
         who = (unit.stage, unit.generator if unit.stage == "predict" else unit.judge)
         model = settings[who]
         calls[who] += 1
-        if model_kind(model.model) in ("sim", "baseline"):
+        if model_kind(model.model) in ("sim", "simjudge", "baseline"):
             continue  # in-process: no tokens, no money
         record, _ = data.locate(unit.record_id)
         if unit.stage == "predict":
@@ -148,7 +148,9 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
     for (stage, name), model in settings.items():
         kind = model_kind(model.model)
         p_tok, c_tok = _tokens(prompt_chars[(stage, name)]), _tokens(completion_chars[(stage, name)])
-        cost: float | None = 0.0 if kind in ("sim", "baseline") else _price(model.model, p_tok, c_tok)
+        cost: float | None = (
+            0.0 if kind in ("sim", "simjudge", "baseline") else _price(model.model, p_tok, c_tok)
+        )
         rows.append(
             {
                 "model": name,

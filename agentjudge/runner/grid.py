@@ -92,7 +92,7 @@ def model_info(models: list[ModelSettings]) -> dict[str, dict[str, Any]]:
             "model": m.model,
             "tier": m.tier,
             "kind": kind,
-            "simulated": kind in ("sim", "baseline"),
+            "simulated": kind in ("sim", "simjudge", "baseline"),
         }
     return out
 

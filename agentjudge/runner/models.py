@@ -3,8 +3,9 @@
 The registry (``agentjudge.models.registry``) builds generators and judges; this module only answers two
 questions the runner needs *before* anything is spent: is this model string resolvable (so a typo'd
 ``sim/`` profile is a bad-input error at load time, not a failure an hour in), and what kind of model is
-it (``sim``, ``baseline``, ``plugin``, ``litellm`` -- written to meta.json so reports can label simulated
-and oracle models as such). The rules mirror the registry's resolution order in ARCHITECTURE.md.
+it (``sim``, ``simjudge``, ``baseline``, ``plugin``, ``litellm`` -- written to meta.json so reports can
+label simulated and oracle models as such). The rules mirror the registry's resolution order in
+ARCHITECTURE.md.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from functools import lru_cache
 from importlib import metadata
 from typing import Literal
 
-Kind = Literal["sim", "baseline", "plugin", "litellm"]
+Kind = Literal["sim", "simjudge", "baseline", "plugin", "litellm"]
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
@@ -27,6 +28,8 @@ def _entry_points() -> frozenset[str]:
 def model_kind(model: str) -> Kind:
     if model.startswith("sim/"):
         return "sim"
+    if model.startswith("simjudge/"):
+        return "simjudge"
     if model.startswith("baseline/"):
         return "baseline"
     if model in _entry_points() or _FACTORY.match(model):
@@ -76,6 +79,13 @@ def model_problem(model: str, role: Literal["generator", "judge"]) -> str | None
         name = model.removeprefix("baseline/")
         if name not in names:
             return f"unknown baseline judge {name!r}; known: {', '.join(names)}"
+    elif kind == "simjudge":
+        from agentjudge.judges.simjudge import load_profiles
+
+        if role != "judge":
+            return "simjudge/ models are simulated judges, not generators"
+        if model.removeprefix("simjudge/") not in load_profiles():
+            return f"unknown simulated judge profile; known: {', '.join(sorted(load_profiles()))}"
     elif kind == "plugin" and model not in _entry_points():
         return _factory_problem(model)
     return None

@@ -1,0 +1,134 @@
+"""The report's first screen: ranking and calibration split, n/a never 0, degenerate runs without warnings."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agentjudge.report.build import report_cli
+from agentjudge.report.compare import compare_cli
+from agentjudge.report.synthetic import SyntheticSpec, Variant, write_run
+
+JUDGES = {"judge-a": 1, "judge-b": 2, "baseline/always-1": 3, "baseline/ceiling": 3}
+
+
+def _report(tmp: Path, spec: SyntheticSpec, resamples: int = 100) -> tuple[int, str, str]:
+    write_run(tmp, spec)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any numpy / pandas warning fails the analysis that raised it
+        code = report_cli(tmp, resamples=resamples, seed=0)
+    out = tmp / "report"
+    return code, (out / "report.md").read_text(), (out / "report.html").read_text()
+
+
+@pytest.fixture(scope="module")
+def normal(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    d = tmp_path_factory.mktemp("normal")
+    code, md, html = _report(
+        d, SyntheticSpec(n_base=24, judges=JUDGES, scoring_modes=("paper", "strict")), 200
+    )
+    assert code == 0
+    return d, md, html
+
+
+def test_ranking_leaves_out_oracle_and_constants(normal: tuple[Path, str, str]) -> None:
+    d, md, _ = normal
+    rank = pd.read_csv(d / "report" / "tables" / "first_ranking.csv")
+    assert list(rank["judge"]) == sorted(
+        ["judge-a", "judge-b"], key=lambda j: -rank.set_index("judge").loc[j, "align"]
+    )
+    assert (rank["rank"] == [1, 2]).all()
+    cal = pd.read_csv(d / "report" / "tables" / "first_calibration.csv")
+    assert set(cal["judge"]) == {"baseline/always-1", "baseline/ceiling"}
+    assert set(cal["kind"]) == {"constant", "oracle"}
+    # κ and the guide see rankable judges only: one pair
+    pairs = pd.read_csv(d / "report" / "tables" / "rq2_pairs.csv")
+    assert set(pairs["judge_a"]) | set(pairs["judge_b"]) == {"judge-a", "judge-b"}
+    guide = pd.read_csv(d / "report" / "tables" / "guide.csv")
+    assert set(guide["leader"]) | set(guide["runner_up"]) <= {"judge-a", "judge-b"}
+    assert "published, not re-measured here" in md and "Prompt family **agentjudge**" in md
+
+
+def test_ranking_alignment_and_skill_match_hand_computation(normal: tuple[Path, str, str]) -> None:
+    d, _, _ = normal
+    raw = pd.read_parquet(d / "judgments.parquet")
+    raw = raw[(raw["scoring_mode"] == "strict") & raw["condition"].isin(["with_gt", "without_gt"])]
+    rank = pd.read_csv(d / "report" / "tables" / "first_ranking.csv").set_index("judge")
+    for judge in ("judge-a", "judge-b"):
+        part = raw[(raw["judge"] == judge) & raw["verdict"].notna()]
+        ref = part["reference"].to_numpy()
+        align = np.mean(1 - np.abs(ref - part["verdict"].to_numpy()))
+        ceiling = np.mean(1 - np.abs(ref - np.floor(ref * 2 + 0.5) / 2))
+        best_const = max(np.mean(1 - np.abs(ref - c)) for c in (0.0, 0.5, 1.0))
+        assert rank.loc[judge, "align"] == pytest.approx(align)
+        assert rank.loc[judge, "skill"] == pytest.approx((align - best_const) / (ceiling - best_const))
+        assert rank.loc[judge, "ci_lo"] < align < rank.loc[judge, "ci_hi"]
+
+
+def test_markdown_is_short_and_html_folds_the_rest(normal: tuple[Path, str, str]) -> None:
+    _, md, html = normal
+    assert len(md.encode()) < 15_000
+    assert html.count("<details>") >= 11 and "class='banner'" in html
+    assert md.index("Judge ranking") < md.index("Everything else")
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "all_failed",
+        "one_judge",
+        "one_condition",
+        "only_calibration_judges",
+    ],
+)
+def test_degenerate_runs_report_without_warnings(tmp_path: Path, case: str) -> None:
+    spec = {
+        "all_failed": SyntheticSpec(n_base=12, judges=JUDGES, failure_rate=1.0),
+        "one_judge": SyntheticSpec(n_base=12, judges={"judge-a": 1}),
+        "one_condition": SyntheticSpec(n_base=12, judges=JUDGES, variants=[Variant("with_gt")]),
+        "only_calibration_judges": SyntheticSpec(
+            n_base=12, judges={"baseline/always-1": 1, "baseline/ceiling": 1}
+        ),
+    }[case]
+    code, md, html = _report(tmp_path, spec)
+    assert code == 0, md
+    assert "FAILED" not in md and "FAILED" not in html
+    assert "nan %" not in md and "| nan" not in md and " nan " not in md
+    if case == "all_failed":
+        assert "n/a (no parsed verdict)" in md and "| — | judge-a |" in md
+    if case in ("one_judge", "only_calibration_judges"):
+        assert "at least two rankable judges" in md
+
+
+def test_compare_joins_runs_with_paired_deltas(tmp_path: Path) -> None:
+    a, b = tmp_path / "old", tmp_path / "new"
+    write_run(a, SyntheticSpec(n_base=12, judges={"judge-a": 1, "judge-b": 2}, seed=1))
+    write_run(b, SyntheticSpec(n_base=12, judges={"judge-a": 1, "judge-c": 2}, seed=1))
+    out = tmp_path / "cmp"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert compare_cli([a, b], out, resamples=100, seed=0) == 0
+    rank = pd.read_csv(out / "tables" / "first_ranking.csv")
+    assert set(rank["judge"]) == {"judge-a @ old", "judge-a @ new", "judge-b", "judge-c"}
+    deltas = pd.read_csv(out / "tables" / "compare_paired_deltas.csv")
+    pairs = {frozenset((r.judge_a, r.judge_b)): r for r in deltas.itertuples(index=False)}
+    same = pairs[frozenset(("judge-a @ old", "judge-a @ new"))]
+    # same seed and spec: the records, references and judge-a's verdicts are identical in both runs
+    assert same.shared_rows > 0 and same.delta == pytest.approx(0.0, abs=1e-12)
+    other = pairs[frozenset(("judge-a @ old", "judge-c"))]
+    ja = pd.read_parquet(a / "judgments.parquet")
+    jc = pd.read_parquet(b / "judgments.parquet")
+    keys = ["record_id", "generator", "condition", "metric"]
+    left = ja[(ja["judge"] == "judge-a") & ja["verdict"].notna()]
+    right = jc[(jc["judge"] == "judge-c") & jc["verdict"].notna()]
+    both = left.merge(right, on=keys, suffixes=("_a", "_c"))
+    mu_a = 1 - (both["reference_a"] - both["verdict_a"]).abs()
+    mu_c = 1 - (both["reference_c"] - both["verdict_c"]).abs()
+    sign = 1 if other.judge_a == "judge-a @ old" else -1
+    assert other.shared_rows == len(both)
+    assert other.delta == pytest.approx(sign * float((mu_a - mu_c).mean()))
+    assert compare_cli([a], out, resamples=10, seed=0) == 2
