@@ -14,11 +14,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as sps
 from sklearn.metrics import cohen_kappa_score
 
 from agentjudge.report.context import Context, load_context
 from agentjudge.report.synthetic import SyntheticSpec, Variant, write_run
-from agentjudge.stats import ClusterBootstrap, pairwise_agreement
+from agentjudge.stats import (
+    ClusterBootstrap,
+    add_alignment_columns,
+    binary_collapse_table,
+    pairwise_agreement,
+    spearman,
+)
 
 RESAMPLES = 400
 SEED = 11
@@ -189,3 +196,34 @@ def test_kappa_on_continuous_verdicts_uses_snapped_categories() -> None:
     assert plain["kappa"] == pytest.approx(cohen_kappa_score(ca, cb))
     linear = pairwise_agreement(df, weights="linear").iloc[0]
     assert linear["kappa"] == pytest.approx(cohen_kappa_score(ca, cb, weights="linear"))
+
+
+def test_spearman_helpers_equal_scipy_on_raw_values() -> None:
+    """``spearman`` ranks its inputs itself: on raw (unranked) alignments it must equal scipy's ρ, not
+    Pearson's r (the two agree only when the inputs are already ranks)."""
+    x = [0.91, 0.52, 0.55, 0.97, 0.10, 0.60]
+    y = [0.30, 0.21, 0.95, 0.99, 0.05, 0.40]
+    assert spearman(x, y) == pytest.approx(sps.spearmanr(x, y).statistic)
+    assert spearman(x, y) != pytest.approx(sps.pearsonr(x, y).statistic)
+    # the binary-collapse table's ρ between the two scales' alignments, recomputed per condition
+    rng = np.random.default_rng(2)
+    rows = []
+    for judge, bias in (("j1", 0.0), ("j2", 0.2), ("j3", 0.4), ("j4", 0.1), ("j5", 0.3)):
+        ref = rng.choice([0.0, 0.3, 0.6, 0.8, 1.0], 40)
+        ver = np.clip(np.floor((ref + bias * rng.random(40)) * 2 + 0.5) / 2, 0, 1)
+        rows.append(pd.DataFrame({"judge": judge, "condition": "with_gt", "reference": ref, "verdict": ver}))
+    df = pd.concat(rows, ignore_index=True)
+    table, rho = binary_collapse_table(df)
+    want = sps.spearmanr(table["align_three_level"], table["align_binary"]).statistic
+    assert rho["rho_rankings"].iloc[0] == pytest.approx(want)
+
+
+def test_ceiling_counts_only_rows_the_judge_answered() -> None:
+    """The three-level ceiling beside a judge is computed on the rows that judge answered: a failed verdict
+    removes its row from the ceiling as it does from the alignment."""
+    df = pd.DataFrame({"reference": [0.8, 0.4, 0.6, 1.0], "verdict": [1.0, np.nan, 0.5, np.nan]})
+    out = add_alignment_columns(df)
+    assert out["mu_ceiling"].isna().tolist() == [False, True, False, True]
+    # answered rows: snap(0.8) = 1 -> 0.8; snap(0.6) = 0.5 -> 0.9
+    assert out["mu_ceiling"].mean() == pytest.approx((0.8 + 0.9) / 2)
+    assert out["mu"].mean() == pytest.approx((0.8 + 0.9) / 2)
