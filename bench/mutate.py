@@ -262,6 +262,33 @@ MUTATIONS: tuple[Mutation, ...] = (
         "tests/test_stats.py::test_passk_unbiased_vs_brute_force",
         STATS_TESTS,
     ),
+    # ---- report analyses
+    Mutation(
+        "main-slice-all-trials",
+        "the headline slice keeps every judge trial: repeated trials weigh some records more than others",
+        (
+            Edit(
+                "agentjudge/report/context.py",
+                '        mask &= (df["trial"] == df["trial"].min()).to_numpy()\n',
+                "",
+            ),
+        ),
+        "tests/test_analysis_reference.py::test_rq1_per_metric_topology_and_difficulty",
+        ("tests/test_analysis.py", "tests/test_analysis_reference.py"),
+    ),
+    Mutation(
+        "variant-delta-reversed",
+        "RQ4–RQ6 deltas computed as baseline − level: every effect reported with the wrong sign",
+        (
+            Edit(
+                "analysis/_common.py",
+                "t = diff_table(source, by, factor, lev, base)",
+                "t = diff_table(source, by, factor, base, lev)",
+            ),
+        ),
+        "tests/test_analysis_reference.py::test_rq4_to_rq6_deltas_from_plain_groupby",
+        ("tests/test_analysis.py", "tests/test_analysis_reference.py"),
+    ),
     # ---- judges: parsing and baselines
     Mutation(
         "parse-percent-unscaled",
@@ -395,8 +422,9 @@ def _is_killer(node: str, killer: str) -> bool:
     return node == killer or node.startswith((killer + "::", killer + "["))
 
 
-def table(results: list[Result]) -> str:
-    """Markdown: the expected killer is listed first in 'caught by' when it failed."""
+def table(results: list[Result], full: bool = False) -> str:
+    """Markdown: the expected killer is listed first in 'caught by' when it failed. With ``full`` (-x) only
+    the first failing test is known, so an expected killer that did not fail first is "not reached"."""
     lines = [
         "| mutation | file(s) | result | caught by | expected killer failed | s |",
         "|---|---|---|---|---|---|",
@@ -411,7 +439,8 @@ def table(results: list[Result]) -> str:
             by += f" (+{len(r.failing) - len(shown)} more)"
         if r.outcome != "caught":
             by = r.detail or "—"
-        expected = "yes" if hits else ("no" if r.outcome == "caught" else "—")
+        missed = "not reached (-x)" if full else "no"
+        expected = "yes" if hits else (missed if r.outcome == "caught" else "—")
         lines.append(f"| {r.mutation.name} | {files} | {r.outcome} | {by} | {expected} | {r.seconds:.0f} |")
     return "\n".join(lines)
 
@@ -471,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"kept {copy}", file=sys.stderr)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    print(table(results))
+    print(table(results, args.full))
     caught = sum(r.outcome == "caught" for r in results)
     print(
         f"\n{caught} of {len(results)} mutations caught"
