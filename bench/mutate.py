@@ -262,6 +262,19 @@ MUTATIONS: tuple[Mutation, ...] = (
         "tests/test_stats.py::test_passk_unbiased_vs_brute_force",
         STATS_TESTS,
     ),
+    Mutation(
+        "binary-collapse-boundary",
+        "binary collapse sends a 0.5 verdict to 0 when the reference is exactly 0.5 (spec: 'below 0.5')",
+        (
+            Edit(
+                "agentjudge/stats/align.py",
+                "np.where(ref[half] < 0.5, 0.0, 1.0)",
+                "np.where(ref[half] <= 0.5, 0.0, 1.0)",
+            ),
+        ),
+        "tests/test_stats_reference.py::test_binary_collapse_boundary_is_below_half",
+        STATS_TESTS,
+    ),
     # ---- report analyses
     Mutation(
         "main-slice-all-trials",
@@ -323,7 +336,27 @@ MUTATIONS: tuple[Mutation, ...] = (
         "tests/test_baselines.py::test_ceiling_continuous_variant_keeps_reference",
         ("tests/test_baselines.py",),
     ),
-    # ---- runner
+    # ---- models and runner
+    Mutation(
+        "cache-key-without-trial",
+        "the call cache ignores the sample index: every repeated trial replays trial 0 (pass^k inflated)",
+        (Edit("agentjudge/models/client.py", '            "sample_index": sample_index,\n', ""),),
+        "tests/test_client.py::test_sample_index_gives_distinct_entries",
+        ("tests/test_client.py", "tests/test_cache.py"),
+    ),
+    Mutation(
+        "swapped-gt-is-own-gt",
+        "the swapped-GT control shows the judge its own record's GT: the anchoring test measures nothing",
+        (
+            Edit(
+                "agentjudge/runner/work.py",
+                "gt = data.by_base[partners[record.id]].gt",
+                "gt = data.by_base[record.id].gt",
+            ),
+        ),
+        "tests/test_runner.py::test_conditions_show_own_no_or_swapped_gt",
+        ("tests/test_runner.py::test_conditions_show_own_no_or_swapped_gt",),
+    ),
     Mutation(
         "resume-skips-failed-units",
         "a resumed run treats failed units as finished: failures are never retried",

@@ -22,6 +22,7 @@ from agentjudge.report.synthetic import SyntheticSpec, Variant, write_run
 from agentjudge.stats import (
     ClusterBootstrap,
     add_alignment_columns,
+    binary_collapse,
     binary_collapse_table,
     pairwise_agreement,
     spearman,
@@ -227,3 +228,11 @@ def test_ceiling_counts_only_rows_the_judge_answered() -> None:
     # answered rows: snap(0.8) = 1 -> 0.8; snap(0.6) = 0.5 -> 0.9
     assert out["mu_ceiling"].mean() == pytest.approx((0.8 + 0.9) / 2)
     assert out["mu"].mean() == pytest.approx((0.8 + 0.9) / 2)
+
+
+def test_binary_collapse_boundary_is_below_half() -> None:
+    """§8: a 0.5 verdict becomes 0 when the reference is BELOW 0.5 and 1 otherwise, so a reference of
+    exactly 0.5 collapses to 1; verdicts other than 0.5 are untouched."""
+    ref = np.array([0.5, 0.4999, 0.5001, 0.0, 1.0, 0.3])
+    ver = np.array([0.5, 0.5, 0.5, 0.5, 0.5, 1.0])
+    assert binary_collapse(ref, ver).tolist() == [1.0, 0.0, 1.0, 0.0, 1.0, 1.0]
