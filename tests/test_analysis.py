@@ -78,7 +78,8 @@ def test_headline_matches_plain_groupby(full: Context) -> None:
     )
     assert (head.loc[head["judge"] == "baseline/majority", "judge_kind"] == "baseline").all()
     assert (sec.tables["headline_cells"]["generator_kind"] == "simulated").all()
-    assert (head["align"] <= head["ceiling"] + 1e-9).sum() >= 1 and "headline" in sec.figures
+    # three-level verdicts can never beat the snapped reference, row by row, so no cell can either
+    assert (head["align"] <= head["ceiling"] + 1e-9).all() and "headline" in sec.figures
 
 
 def test_rq1_tables_and_monotonicity(full: Context) -> None:

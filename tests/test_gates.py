@@ -425,3 +425,20 @@ def test_reason_codes_are_documented() -> None:
     doc = gates.__doc__ or ""
     for code in gates.GATE1_CODES + gates.GATE2_CODES:
         assert code in doc
+
+
+def test_missing_plain_value_beside_unanchored_tomorrow_is_insufficient() -> None:
+    """An unanchored "tomorrow" explains a missing DATE only: the missing email next to it is still
+    ``insufficient`` (the relative-date check must not relabel every missing value as ``ungrounded``)."""
+    record = rendered_linear_record()
+    text = (
+        "Please find the customer who wrote in this morning, pull up her open orders and book a "
+        "high-priority callback about the open one for tomorrow, with three tries."
+    )
+    found = run_gates(_with_query(record, "hard", text)).findings
+    by_value = {
+        ("email" if "email" in f.detail else "date" if "callback_date" in f.detail else "?"): f for f in found
+    }
+    assert sorted((f.code, f.difficulty) for f in found) == [("insufficient", "hard"), ("ungrounded", "hard")]
+    assert by_value["email"].code == "insufficient" and "dana.kim@example.com" in by_value["email"].detail
+    assert by_value["date"].code == "ungrounded" and "tomorrow" in by_value["date"].detail

@@ -26,8 +26,21 @@ from agentjudge.taubench import (
 )
 from agentjudge.types import ModelSettings
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau-bench" / "gpt-4o-airline.json"
-pytestmark = pytest.mark.skipif(not DATA.exists(), reason=f"τ-bench trajectories not found at {DATA}")
+
+def _published_trajectories() -> Path:
+    """The published file beside the checkout (``../shared/data/tau-bench``), looked up in every parent
+    folder so that a git worktree nested deeper than the main checkout finds it too."""
+    rel = Path("shared") / "data" / "tau-bench" / "gpt-4o-airline.json"
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / rel).exists():
+            return parent / rel
+    return here.parents[2] / rel
+
+
+DATA = _published_trajectories()
+# only the tests that read the published trajectories skip without them; the rest always run
+needs_data = pytest.mark.skipif(not DATA.exists(), reason=f"τ-bench trajectories not found at {DATA}")
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +48,7 @@ def episodes():  # type: ignore[no-untyped-def]
     return load_episodes(DATA)
 
 
+@needs_data
 def test_loads_all_episodes_and_items_drop_only_think(episodes) -> None:  # type: ignore[no-untyped-def]
     assert len(episodes) == 200
     assert len({e.task_id for e in episodes}) == 50
@@ -47,6 +61,7 @@ def test_loads_all_episodes_and_items_drop_only_think(episodes) -> None:  # type
     assert item.record_id == f"tau-airline-{ep.task_id:03d}:trial{ep.trial}"
 
 
+@needs_data
 def test_inferred_schemas_accept_every_observed_call(episodes) -> None:  # type: ignore[no-untyped-def]
     tools = {t.name: t for t in infer_tool_schemas(episodes)}
     checked = 0
@@ -58,6 +73,7 @@ def test_inferred_schemas_accept_every_observed_call(episodes) -> None:  # type:
     assert checked > 1000
 
 
+@needs_data
 def test_agent_pass_hat_k_matches_brute_force(episodes) -> None:  # type: ignore[no-untyped-def]
     tools = infer_tool_schemas(episodes)
     table = episodes_table([to_item(e, tools) for e in episodes])
@@ -83,6 +99,7 @@ def test_auc_hand_computed() -> None:
     assert auc(scores, labels) == pytest.approx(0.875)
 
 
+@needs_data
 def test_baseline_judges_alignment_recomputed(episodes) -> None:  # type: ignore[no-untyped-def]
     tools = infer_tool_schemas(episodes)
     items = [to_item(e, tools) for e in episodes[:40]]
@@ -96,6 +113,7 @@ def test_baseline_judges_alignment_recomputed(episodes) -> None:  # type: ignore
     assert got["baseline/ceiling"] > got["baseline/always-1"]
 
 
+@needs_data
 def test_llm_judge_through_loopback_server(episodes, fake_llm: FakeLLM) -> None:  # type: ignore[no-untyped-def]
     tools = infer_tool_schemas(episodes)
     items = [to_item(e, tools) for e in episodes[:3]]
@@ -111,6 +129,7 @@ def test_llm_judge_through_loopback_server(episodes, fake_llm: FakeLLM) -> None:
     assert set(table.verdict.dropna()) == {0.5}
 
 
+@needs_data
 def test_bad_file_names_episode_and_field(tmp_path: Path) -> None:
     bad = json.loads(DATA.read_text())[:2]
     bad[1]["traj"][0]["role"] = "robot"
