@@ -122,11 +122,11 @@ def score_rows(
             continue
         if record.id not in prepared:
             prepared[record.id] = prepare(record)
-        state: bool | None = None
+        state: tuple[bool | None, float | None] | None = None
         for i, mode in enumerate(modes):
             s = score_prediction(record, p, mode, lenient=lenient, prepared=prepared[record.id],
                                  state=state, with_state=i == 0)  # fmt: skip
-            state = s.state_match
+            state = (s.state_match, s.writes_done)
             rows.append(score_row(record, p.difficulty, s))
     return rows, failed
 

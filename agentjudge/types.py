@@ -29,6 +29,8 @@ Condition = Literal["with_gt", "without_gt", "swapped_gt"]
 CONDITIONS: tuple[Condition, ...] = ("with_gt", "without_gt", "swapped_gt")
 ScoringMode = Literal["paper", "strict"]
 VERDICT_LEVELS: tuple[float, ...] = (0.0, 0.5, 1.0)
+Generation = Literal["single_shot", "interactive"]  # plan blind (published) / act on tool outputs
+StopReason = Literal["answered", "max_turns", "unparseable"]  # why an interactive episode ended
 
 
 class Strict(BaseModel):
@@ -122,6 +124,26 @@ class Usage(Strict):
     cached: bool = False
 
 
+class ToolStep(Strict):
+    """One executed call of an interactive episode: the tool's output, or its error message (then no output)."""
+
+    turn: int
+    call: ToolCall
+    output: Any = None
+    error: str | None = None
+    executed: bool = True  # False: the arguments were not a JSON object, so nothing was run
+
+
+class Trajectory(Strict):
+    """An interactive episode: the messages exchanged, the executed steps, and why it ended."""
+
+    messages: list[dict[str, Any]]
+    steps: list[ToolStep]
+    turns: int
+    stop_reason: StopReason
+    answer: str = ""  # the agent's final text
+
+
 class Prediction(Strict):
     record_id: str
     base_id: str
@@ -133,6 +155,7 @@ class Prediction(Strict):
     error: str | None = None
     simulated: bool = False
     usage: Usage = Field(default_factory=Usage)
+    trajectory: Trajectory | None = None  # interactive generation only; ``calls`` = every call made
 
     @classmethod
     def for_task(cls, task: Task, generator: str, trial: int, **fields: Any) -> Prediction:
@@ -159,6 +182,7 @@ class Score(Strict):
     p_value: float
     p_seq_dag: float
     state_match: bool | None = None  # None when the record has no executable environment
+    writes_done: float | None = None  # share of the GT's state-changing calls done exactly (None: no writes)
 
 
 class ModelSettings(Strict):
@@ -179,6 +203,8 @@ class ModelSettings(Strict):
     concurrency: int = 8
     drop_params: bool = False
     native_tools: bool = True  # generators: function calling; False = ask for a raw JSON array of calls
+    generation: Generation = "single_shot"  # generators: interactive = calls executed, outputs shown
+    max_turns: int = Field(default=12, ge=1)  # interactive: model turns before the episode is cut off
     tier: int | None = None  # capability tier (1 = strongest) for the kappa-vs-tier-gap analysis
     extra: dict[str, Any] = Field(default_factory=dict)  # passed through to litellm.acompletion
 

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from agentjudge.columns import JUDGMENT_COLUMNS, PREDICTION_COLUMNS, SCORE_COLUMNS
 from agentjudge.runner.store import UnitKey, UnitRow, temperature_value
 from agentjudge.runner.work import _FIELD, Dataset, ScoreKey
+from agentjudge.generators.interactive import trajectory_fields
 from agentjudge.scoring import score_row
 from agentjudge.types import (
     METRICS,
@@ -34,13 +35,13 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
     **dict.fromkeys(
         ("record_id", "base_id", "domain", "topology", "difficulty", "generator", "judge", "condition",
          "prompt_format", "default_mode", "metric", "scoring_mode", "rationale", "judge_error", "calls_json",
-         "raw_output", "error"),
+         "raw_output", "error", "generation", "stop_reason", "trajectory_json"),
         pa.string(),
     ),
-    **dict.fromkeys(("trial", "generator_trial", "prompt_tokens", "completion_tokens"), pa.int64()),
+    **dict.fromkeys(("trial", "generator_trial", "prompt_tokens", "completion_tokens", "turns"), pa.int64()),
     **dict.fromkeys(
         ("cost_usd", "temperature", "reference", "verdict", "p_tool", "p_param", "p_seq", "p_cov", "p_value",
-         "p_seq_dag"),
+         "p_seq_dag", "writes_done"),
         pa.float64(),
     ),
     **dict.fromkeys(("simulated", "cached", "cot", "parse_ok", "state_match"), pa.bool_()),
@@ -104,6 +105,7 @@ def prediction_rows(units: dict[UnitKey, UnitRow], simulated: dict[str, bool]) -
                 "completion_tokens": usage.completion_tokens if usage else 0,
                 "cost_usd": usage.cost_usd if usage else 0.0,
                 "cached": usage.cached if usage else False,
+                **trajectory_fields(pred),
             }
         )
     return rows

@@ -142,10 +142,10 @@ def compute_scores(
             prepared[record.id] = prepare(record)
         prep = prepared[record.id]
         per_mode: dict[ScoringMode, Score] = {}
-        state: bool | None = None
+        state: tuple[bool | None, float | None] | None = None
         for mode in modes:  # the end-state check does not depend on the mode: execute it once
             score = score_prediction(record, prediction, mode, lenient=lenient, prepared=prep, state=state)
-            state = score.state_match
+            state = (score.state_match, score.writes_done)
             per_mode[mode] = score
         out[(key.record_id, key.generator, key.generator_trial)] = per_mode
         if on_scored is not None:
