@@ -277,3 +277,17 @@ def trajectory_fields(prediction: Prediction | None) -> dict[str, Any]:
         "trajectory_json": traj.model_dump_json(),
     }
 
+
+
+OPTIONAL_PREDICTION_COLUMNS = ("generation", "turns", "stop_reason", "trajectory_json")  # absent in older files
+
+
+def read_trajectory(row: dict[str, Any], where: str) -> Trajectory | None:
+    """A predictions-table row's trajectory (None for single-shot rows and files without the column)."""
+    text = row.get("trajectory_json")
+    if text is None or (isinstance(text, float) and text != text):
+        return None
+    try:
+        return Trajectory.model_validate_json(text)
+    except ValueError as exc:
+        raise ValueError(f"{where}: field trajectory_json is not a trajectory: {exc}") from exc
