@@ -25,8 +25,10 @@ TOPOLOGIES: tuple[Topology, ...] = (
 )
 Metric = Literal["tool", "param", "seq", "cov"]
 METRICS: tuple[Metric, ...] = ("tool", "param", "seq", "cov")
-Condition = Literal["with_gt", "without_gt", "swapped_gt"]
+Condition = Literal["with_gt", "without_gt", "swapped_gt", "trajectory_with_gt", "trajectory_without_gt"]
 CONDITIONS: tuple[Condition, ...] = ("with_gt", "without_gt", "swapped_gt")
+# The judge sees the interactive trajectory (calls, outputs, errors, answer) and gives an outcome verdict too.
+TRAJECTORY_CONDITIONS: tuple[Condition, ...] = ("trajectory_with_gt", "trajectory_without_gt")
 ScoringMode = Literal["paper", "strict"]
 VERDICT_LEVELS: tuple[float, ...] = (0.0, 0.5, 1.0)
 Generation = Literal["single_shot", "interactive"]  # plan blind (published) / act on tool outputs
@@ -235,6 +237,8 @@ class JudgeRequest(Strict):
     trial: int = 0
     # Only oracle baselines (baseline/ceiling) read this; LLM judges never see it.
     reference: dict[ScoringMode, dict[Metric, float]] | None = None
+    trajectory: Trajectory | None = None  # trajectory conditions: what the judge is shown
+    outcome_reference: bool | None = None  # oracle baselines only: state_match of the prediction
 
 
 class JudgeResult(Strict):
@@ -246,6 +250,7 @@ class JudgeResult(Strict):
     usage: Usage = Field(default_factory=Usage)
     # Oracle baselines only: verdicts that differ by scoring mode (the reference differs by mode).
     mode_verdicts: dict[ScoringMode, dict[Metric, float]] | None = None
+    outcome: float | None = None  # trajectory conditions: "was the request accomplished?" (None: unparsed)
 
 
 @runtime_checkable

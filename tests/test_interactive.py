@@ -50,13 +50,17 @@ def scripted_agent(data: Dataset, profile: AgentProfile) -> Any:
             return Reply(text=text)
         turn = sum(1 for m in request["messages"] if m["role"] == "assistant")
         return Reply(
-            tool_calls=[{"id": f"c{turn}_{k}", "name": c.name, "arguments": c.arguments} for k, c in enumerate(calls)]
+            tool_calls=[
+                {"id": f"c{turn}_{k}", "name": c.name, "arguments": c.arguments} for k, c in enumerate(calls)
+            ]
         )
 
     return respond
 
 
-def run(fake_llm: FakeLLM, data: Dataset, tasks: list[tuple[Record, str]], cache: Path, **settings: Any) -> list[Prediction]:
+def run(
+    fake_llm: FakeLLM, data: Dataset, tasks: list[tuple[Record, str]], cache: Path, **settings: Any
+) -> list[Prediction]:
     gen = make_interactive_llm_generator(
         fake_llm.settings(generation="interactive", **settings), ModelClient(cache=CallCache(cache))
     ).bind(data.by_base)
@@ -119,7 +123,9 @@ def _call(tc: dict[str, Any]) -> Any:
 # ---- the correct agent -----------------------------------------------------------------------------------
 
 
-def test_correct_agent_reproduces_gt_by_reading_outputs(fake_llm: FakeLLM, data: Dataset, tmp_path: Path) -> None:
+def test_correct_agent_reproduces_gt_by_reading_outputs(
+    fake_llm: FakeLLM, data: Dataset, tmp_path: Path
+) -> None:
     # one record per topology, every difficulty: the trajectory is the GT, executed, output for output
     picks = {}
     for r in data.records:
@@ -143,11 +149,15 @@ def test_correct_agent_reproduces_gt_by_reading_outputs(fake_llm: FakeLLM, data:
     tool_messages = [m for req in fake_llm.requests for m in req["messages"] if m["role"] == "tool"]
     assert tool_messages and all("tool_call_id" in m for m in tool_messages)
     # at least one turn had parallel calls, executed in the order given
-    assert any(len({s.turn for s in p.trajectory.steps}) < len(p.trajectory.steps) for p in preds if p.trajectory)
+    assert any(
+        len({s.turn for s in p.trajectory.steps}) < len(p.trajectory.steps) for p in preds if p.trajectory
+    )
 
 
 @pytest.mark.slow
-def test_correct_agent_state_match_on_every_mini_record(fake_llm: FakeLLM, data: Dataset, tmp_path: Path) -> None:
+def test_correct_agent_state_match_on_every_mini_record(
+    fake_llm: FakeLLM, data: Dataset, tmp_path: Path
+) -> None:
     tasks = [(r, d) for r in data.records for d in DIFFICULTIES]
     fake_llm.set_responder(scripted_agent(data, only(None)))
     preds = run(fake_llm, data, tasks, tmp_path / "all.sqlite")
@@ -173,12 +183,19 @@ def episode(fake_llm: FakeLLM, data: Dataset, kind: str, tmp_path: Path) -> tupl
 def test_wrong_entity(fake_llm: FakeLLM, data: Dataset, tmp_path: Path) -> None:
     record, pred = episode(fake_llm, data, "wrong_entity", tmp_path)
     steps = pred.trajectory.steps  # type: ignore[union-attr]
-    diffs = [(i, k) for i, s in enumerate(steps) for k, v in s.call.arguments.items() if v != record.gt[i].call.arguments[k]]
+    diffs = [
+        (i, k)
+        for i, s in enumerate(steps)
+        for k, v in s.call.arguments.items()
+        if v != record.gt[i].call.arguments[k]
+    ]
     assert len(diffs) >= 1
     i, key = diffs[0]
     wrong = steps[i].call.arguments[key]
     # the wrong value is another element of a list that an earlier output actually returned
-    lists = [v for s in steps[:i] if isinstance(s.output, dict) for v in s.output.values() if isinstance(v, list)]
+    lists = [
+        v for s in steps[:i] if isinstance(s.output, dict) for v in s.output.values() if isinstance(v, list)
+    ]
     assert any(wrong in lst and record.gt[i].call.arguments[key] in lst for lst in lists)
     match, writes, _ = outcome(record, replayed_calls(pred))
     assert match is False and score_prediction(record, pred, "strict").state_match is False
@@ -250,7 +267,12 @@ def _record(data: Dataset) -> Record:
 def test_bad_arguments_unknown_tool_and_max_turns(fake_llm: FakeLLM, data: Dataset, tmp_path: Path) -> None:
     record = _record(data)
     fake_llm.queue(tool_calls=[{"id": "a", "name": record.gt[0].call.name, "arguments": "{not json"}])
-    fake_llm.queue(tool_calls=[{"id": "b", "name": "no_such_tool", "arguments": {}}, {"id": "c", "name": record.gt[0].call.name, "arguments": record.gt[0].call.arguments}])
+    fake_llm.queue(
+        tool_calls=[
+            {"id": "b", "name": "no_such_tool", "arguments": {}},
+            {"id": "c", "name": record.gt[0].call.name, "arguments": record.gt[0].call.arguments},
+        ]
+    )
     (pred,) = run(fake_llm, data, [(record, "easy")], tmp_path / "m.sqlite", max_turns=2)
     traj = pred.trajectory
     assert traj is not None and traj.stop_reason == "max_turns" and traj.turns == 2
@@ -275,7 +297,10 @@ def test_json_mode_loop(fake_llm: FakeLLM, data: Dataset, tmp_path: Path) -> Non
     assert traj is not None and traj.stop_reason == "answered" and traj.answer == "All done."
     assert [s.output for s in traj.steps] == [record.gt[0].output]
     results = fake_llm.requests[1]["messages"][-1]
-    assert results["role"] == "user" and json.dumps(record.gt[0].output, ensure_ascii=False) in results["content"]
+    assert (
+        results["role"] == "user"
+        and json.dumps(record.gt[0].output, ensure_ascii=False) in results["content"]
+    )
     assert "tools" not in fake_llm.requests[0]
 
 
@@ -293,9 +318,13 @@ def test_resumed_episode_repays_nothing(fake_llm: FakeLLM, data: Dataset, tmp_pa
 
 def test_transport_failure_fails_the_prediction(fake_llm: FakeLLM, data: Dataset, tmp_path: Path) -> None:
     record = _record(data)
-    first = Reply(tool_calls=[{"id": "a", "name": record.gt[0].call.name, "arguments": record.gt[0].call.arguments}])
+    first = Reply(
+        tool_calls=[{"id": "a", "name": record.gt[0].call.name, "arguments": record.gt[0].call.arguments}]
+    )
     broken = Reply(status=400, body=json.dumps({"error": {"message": "injected", "type": "fake_error"}}))
-    fake_llm.set_responder(lambda req: first if len(req["messages"]) == 2 else broken)  # faults come first: turn 2 fails
+    fake_llm.set_responder(
+        lambda req: first if len(req["messages"]) == 2 else broken
+    )  # faults come first: turn 2 fails
     (pred,) = run(fake_llm, data, [(record, "easy")], tmp_path / "f.sqlite", max_retries=0)
     assert pred.calls is None and pred.trajectory is None
     assert pred.error is not None and "at turn 2" in pred.error

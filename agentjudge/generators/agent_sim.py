@@ -148,7 +148,8 @@ class _Episode:
         return [
             k
             for k, v in args.items()
-            if isinstance(v, str) and any(next(_paths(self.record.gt[u].output, v), None) for u in self._sources(i))
+            if isinstance(v, str)
+            and any(next(_paths(self.record.gt[u].output, v), None) for u in self._sources(i))
         ]
 
     def _required_keys(self, i: int) -> list[str]:
@@ -282,7 +283,9 @@ class SimulatedAgentPolicy:
         calls, text, self.errors = next_turn(self.record, self.difficulty, self.profile, self.seed, messages)
         if calls is None:
             return Turn(text)
-        return Turn("", [PlannedCall(f"call_{self.turn_no}_{k}", c.name, c.arguments) for k, c in enumerate(calls)])
+        return Turn(
+            "", [PlannedCall(f"call_{self.turn_no}_{k}", c.name, c.arguments) for k, c in enumerate(calls)]
+        )
 
 
 def make_simulated_agent(settings: ModelSettings) -> Any:
@@ -299,6 +302,10 @@ def make_simulated_agent(settings: ModelSettings) -> Any:
     profile = profiles[name]
 
     def factory(record: Record, task: Task, trial: int) -> SimulatedAgentPolicy:
-        return SimulatedAgentPolicy(record, task, profile, stable_seed(task.record_id, settings.display_name, trial))
+        return SimulatedAgentPolicy(
+            record, task, profile, stable_seed(task.record_id, settings.display_name, trial)
+        )
 
-    return InteractiveGenerator(settings.display_name, factory, settings.max_turns, native=True, simulated=True)
+    return InteractiveGenerator(
+        settings.display_name, factory, settings.max_turns, native=True, simulated=True
+    )

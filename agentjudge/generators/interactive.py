@@ -107,7 +107,9 @@ async def run_episode(
             stop = "answered"
         if stop is not None:
             messages.append({"role": "assistant", "content": turn.text})
-            return Trajectory(messages=messages, steps=steps, turns=turn_no, stop_reason=stop, answer=turn.text), usage
+            return Trajectory(
+                messages=messages, steps=steps, turns=turn_no, stop_reason=stop, answer=turn.text
+            ), usage
         if native:
             messages.append(
                 {
@@ -145,7 +147,9 @@ async def run_episode(
             else:
                 results.append(f"{c.name}: {content}")
         if not native:
-            messages.append({"role": "user", "content": "Tool results, in call order:\n" + "\n".join(results)})
+            messages.append(
+                {"role": "user", "content": "Tool results, in call order:\n" + "\n".join(results)}
+            )
     return Trajectory(messages=messages, steps=steps, turns=max_turns, stop_reason="max_turns"), usage
 
 
@@ -186,7 +190,11 @@ class LLMPolicy:
                 return Turn(text, [], completion.usage)  # prose: the final answer
             return Turn(text, [], completion.usage, unparseable=str(exc))
         ids = [f"call_{self.turn_no}_{i}" for i in range(len(parsed))]
-        return Turn(text, [PlannedCall(i, c.name, c.arguments) for i, c in zip(ids, parsed, strict=True)], completion.usage)
+        return Turn(
+            text,
+            [PlannedCall(i, c.name, c.arguments) for i, c in zip(ids, parsed, strict=True)],
+            completion.usage,
+        )
 
 
 def initial_messages(task: Task, native: bool) -> list[dict[str, Any]]:
@@ -244,7 +252,11 @@ class InteractiveGenerator:
                 task, self.name, trial, calls=None, error=f"call_failed[{exc.kind}] at turn {turn}: {exc}"
             )
         errors = getattr(policy, "errors", None)  # simulated agents report the errors they injected
-        raw = trajectory.answer if errors is None else json.dumps({"answer": trajectory.answer, "simulated_errors": errors})
+        raw = (
+            trajectory.answer
+            if errors is None
+            else json.dumps({"answer": trajectory.answer, "simulated_errors": errors})
+        )
         return Prediction.for_task(
             task,
             self.name,
@@ -278,8 +290,12 @@ def trajectory_fields(prediction: Prediction | None) -> dict[str, Any]:
     }
 
 
-
-OPTIONAL_PREDICTION_COLUMNS = ("generation", "turns", "stop_reason", "trajectory_json")  # absent in older files
+OPTIONAL_PREDICTION_COLUMNS = (
+    "generation",
+    "turns",
+    "stop_reason",
+    "trajectory_json",
+)  # absent in older files
 
 
 def read_trajectory(row: dict[str, Any], where: str) -> Trajectory | None:

@@ -24,6 +24,7 @@ from agentjudge.generators.interactive import trajectory_fields
 from agentjudge.scoring import score_row
 from agentjudge.types import (
     METRICS,
+    TRAJECTORY_CONDITIONS,
     ModelSettings,
     Prediction,
     PromptVariant,
@@ -171,17 +172,24 @@ def judgment_columns(
             key.trial,
         )
         modes = sorted(mode_scores)
-        n = len(METRICS) * len(modes)
+        state = mode_scores[modes[0]].state_match
+        # trajectory conditions: a fifth row per mode, the outcome verdict against state_match (issue 14)
+        metrics = (*METRICS, "outcome") if key.condition in TRAJECTORY_CONDITIONS and state is not None else METRICS
+        n = len(metrics) * len(modes)
         for name, value in zip(_CONSTANT_COLUMNS, constant, strict=True):
             cols[name].extend([value] * n)
         cols["parse_ok"].extend([parse_ok] * n)
         cols["judge_error"].extend([error] * n)
-        for metric in METRICS:
+        for metric in metrics:
             rationale = rationales.get(metric, "")
             for mode in modes:
-                verdict = mode_verdicts.get(mode, verdicts).get(metric) if ok else None
+                if metric == "outcome":
+                    verdict, ref = (result.get("outcome") if ok else None), float(bool(state))
+                else:
+                    verdict = mode_verdicts.get(mode, verdicts).get(metric) if ok else None
+                    ref = float(getattr(mode_scores[mode], fields[metric]))
                 cols["metric"].append(metric)
-                cols["reference"].append(float(getattr(mode_scores[mode], fields[metric])))
+                cols["reference"].append(ref)
                 cols["verdict"].append(None if verdict is None else float(verdict))
                 cols["scoring_mode"].append(mode)
                 cols["rationale"].append(rationale)

@@ -15,6 +15,7 @@ from agentjudge.runner.pipeline import Pipeline
 from agentjudge.runner.store import UnitKey, temperature_key, temperature_value
 from agentjudge.types import (
     METRICS,
+    TRAJECTORY_CONDITIONS,
     Condition,
     Difficulty,
     JudgeRequest,
@@ -100,7 +101,9 @@ def predict_units(pipeline: Pipeline, data: Dataset) -> list[UnitKey]:
 
 
 def judge_units(pipeline: Pipeline, predictions: Iterable[UnitKey]) -> list[UnitKey]:
-    """Every judge x successful prediction x condition x variant x temperature x trial."""
+    """Every judge x successful prediction x condition x variant x temperature x trial (the trajectory
+    conditions only for interactive generators: a single-shot prediction has no outputs to show)."""
+    interactive = {g.display_name for g in pipeline.generators if g.generation == "interactive"}
     return [
         UnitKey(
             "judge",
@@ -117,6 +120,7 @@ def judge_units(pipeline: Pipeline, predictions: Iterable[UnitKey]) -> list[Unit
         for p in predictions
         for judge in pipeline.judges
         for condition in pipeline.conditions
+        if condition not in TRAJECTORY_CONDITIONS or p.generator in interactive
         for variant in pipeline.prompt_variants
         for temp in pipeline.temperatures
         for trial in range(pipeline.trials)
@@ -168,10 +172,11 @@ def judge_request(
     variants: dict[str, PromptVariant],
     partners: dict[str, str],
     ref: dict[ScoringMode, dict[Metric, float]] | None,
+    outcome_ref: bool | None = None,
 ) -> JudgeRequest:
     record, difficulty = data.locate(key.record_id)
     condition: Condition = key.condition  # type: ignore[assignment]
-    if condition == "with_gt":
+    if condition in ("with_gt", "trajectory_with_gt"):
         gt = record.gt
     elif condition == "swapped_gt":
         gt = data.by_base[partners[record.id]].gt
@@ -186,4 +191,6 @@ def judge_request(
         temperature=temperature_value(key.temperature),
         trial=key.trial,
         reference=ref,
+        trajectory=prediction.trajectory if condition in TRAJECTORY_CONDITIONS else None,
+        outcome_reference=outcome_ref,
     )
