@@ -443,9 +443,11 @@ def gt_end_state(record: Record, env_factory: Callable[[Record], Any] | None = N
     return state
 
 
-def _gt_prepared(record: Record, env_factory: Any, prepared: PreparedRecord | None) -> tuple[Any, tuple[int, ...]]:
+def _gt_prepared(
+    record: Record, env_factory: Any, prepared: PreparedRecord | None
+) -> tuple[Any, tuple[int, ...]]:
     if prepared is not None and prepared.gt_state is not _UNSET:
-        return prepared.gt_state  # type: ignore[no-any-return]
+        return prepared.gt_state
     trace = _gt_trace(record, env_factory)
     if prepared is not None:
         prepared.gt_state = trace
@@ -492,7 +494,9 @@ def outcome(
         for j, call in enumerate(succeeded):
             if j in used or call.name != gt.name:
                 continue
-            if all(k in call.arguments and values_match(v, call.arguments[k]) for k, v in gt.arguments.items()):
+            if all(
+                k in call.arguments and values_match(v, call.arguments[k]) for k, v in gt.arguments.items()
+            ):
                 used.add(j)
                 done.append(i)
                 break

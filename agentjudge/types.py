@@ -127,7 +127,7 @@ class Usage(Strict):
 
 
 class ToolStep(Strict):
-    """One executed call of an interactive episode: the tool's output, or its error message (then no output)."""
+    """One executed call of an interactive episode: the tool's output, or its error message."""
 
     turn: int
     call: ToolCall

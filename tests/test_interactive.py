@@ -6,6 +6,7 @@ writes_done) -- for a correct agent and one of each error kind."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -96,15 +97,15 @@ def simulate(record: Record, messages: list[dict[str, Any]], calls: list[Any]) -
     assert env is not None
     history = [tc for m in messages if m["role"] == "assistant" for tc in m["tool_calls"]]
     for tc in history:
-        try:
+        with contextlib.suppress(ToolError):
             env.execute(_call(tc))
-        except ToolError:
-            pass
     turn = len([m for m in messages if m["role"] == "assistant"])
     ids = [f"s{turn}_{k}" for k in range(len(calls))]
-    out = [*messages, {"role": "assistant", "tool_calls": [
-        {"id": i, "function": {"name": c.name, "arguments": json.dumps(c.arguments)}} for i, c in zip(ids, calls, strict=True)
-    ]}]  # fmt: skip
+    sent = [
+        {"id": i, "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+        for i, c in zip(ids, calls, strict=True)
+    ]
+    out = [*messages, {"role": "assistant", "tool_calls": sent}]
     for i, c in zip(ids, calls, strict=True):
         try:
             content = json.dumps(env.execute(c))

@@ -103,12 +103,10 @@ def _paths(node: Any, value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tupl
 
 def _at(node: Any, path: tuple[Any, ...]) -> Any:
     for part in path:
-        if isinstance(part, int) and isinstance(node, list) and part < len(node):
-            node = node[part]
-        elif isinstance(part, str) and isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
+        in_list = isinstance(node, list) and isinstance(part, int) and part < len(node)
+        if not (in_list or (isinstance(node, dict) and isinstance(part, str) and part in node)):
             return _MISSING
+        node = node[part]
     return node
 
 
@@ -194,7 +192,7 @@ class _Episode:
         return ToolCall(name=gt.name, arguments=args)
 
     def script(self) -> Generator[list[ToolCall], list[Any], str]:
-        """Yields each turn's calls, receives their outputs (``_MISSING`` for an error), returns the answer."""
+        """Yields each turn's calls, receives their outputs (``_MISSING``: an error), returns the answer."""
         gt, n, i = self.record.gt, len(self.record.gt), 0
         while i < n:
             if self.stop_at is not None and i >= self.stop_at:

@@ -59,7 +59,7 @@ def gt_outcome(gt: list[GTStep], trajectory: Trajectory) -> tuple[float, str]:
 
 
 def baseline_outcome(kind: str, request: JudgeRequest, constant: float | None = None) -> tuple[float, str]:
-    """The outcome verdict of baseline ``kind`` (constant / rule / gt-rule / ceiling) for a trajectory request."""
+    """The outcome verdict of baseline ``kind`` (constant, rule, gt-rule, ceiling) in a trajectory request."""
     traj = request.trajectory
     if traj is None:
         raise ValueError(f"{request.task.record_id}: a {request.condition} request without a trajectory")

@@ -75,9 +75,13 @@ def _judge_prompt_chars(
         steps = [ToolStep(turn=i + 1, call=s.call, output=s.output) for i, s in enumerate(record.gt)]
         episode = Trajectory(messages=[], steps=steps, turns=len(steps) + 1, stop_reason="answered")
         req = JudgeRequest(
-            task=data.task(record, difficulty), calls=record.expected_calls, variant=variant, trajectory=episode,
-            gt=record.gt if key.condition == "trajectory_with_gt" else None, condition=key.condition,  # type: ignore[arg-type]
-        )  # fmt: skip
+            task=data.task(record, difficulty),
+            calls=record.expected_calls,
+            variant=variant,
+            trajectory=episode,
+            gt=record.gt if key.condition == "trajectory_with_gt" else None,
+            condition=key.condition,
+        )
         return sum(len(m["content"]) for m in episode_messages(req))
     gt = None
     if key.condition == "with_gt":

@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from agentjudge.columns import JUDGMENT_COLUMNS, PREDICTION_COLUMNS, SCORE_COLUMNS
+from agentjudge.generators.interactive import trajectory_fields
 from agentjudge.runner.store import UnitKey, UnitRow, temperature_value
 from agentjudge.runner.work import _FIELD, Dataset, ScoreKey
-from agentjudge.generators.interactive import trajectory_fields
 from agentjudge.scoring import score_row
 from agentjudge.types import (
     METRICS,
@@ -174,7 +174,9 @@ def judgment_columns(
         modes = sorted(mode_scores)
         state = mode_scores[modes[0]].state_match
         # trajectory conditions: a fifth row per mode, the outcome verdict against state_match (issue 14)
-        metrics = (*METRICS, "outcome") if key.condition in TRAJECTORY_CONDITIONS and state is not None else METRICS
+        metrics = (
+            (*METRICS, "outcome") if key.condition in TRAJECTORY_CONDITIONS and state is not None else METRICS
+        )
         n = len(metrics) * len(modes)
         for name, value in zip(_CONSTANT_COLUMNS, constant, strict=True):
             cols[name].extend([value] * n)
@@ -187,7 +189,7 @@ def judgment_columns(
                     verdict, ref = (result.get("outcome") if ok else None), float(bool(state))
                 else:
                     verdict = mode_verdicts.get(mode, verdicts).get(metric) if ok else None
-                    ref = float(getattr(mode_scores[mode], fields[metric]))
+                    ref = float(getattr(mode_scores[mode], fields[metric]))  # type: ignore[index]
                 cols["metric"].append(metric)
                 cols["reference"].append(ref)
                 cols["verdict"].append(None if verdict is None else float(verdict))
