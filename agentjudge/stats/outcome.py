@@ -1,4 +1,4 @@
-"""Outcome statistics (issue 14): how well a score or verdict predicts ``state_match``, with cluster-bootstrap CIs.
+"""Outcome statistics (issue 14): how well a score or verdict predicts ``state_match``, with bootstrap CIs.
 
 One histogram per (group, cluster) of (score level, outcome) counts carries everything: accuracy and
 Cohen's κ of the binary call "accomplished" (score > 0.5: a three-level verdict of 1.0, a continuous one above
