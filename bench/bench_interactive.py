@@ -112,8 +112,8 @@ def scripted_judge(request: dict[str, Any]) -> Reply:
         "error" in c and not any("output" in d and d["name"] == c["name"] for d in calls[i + 1 :])
         for i, c in enumerate(calls)
     )
-    repeated = any(calls[i]["name"] == calls[i - 1]["name"] and calls[i]["arguments"] == calls[i - 1]["arguments"]
-                   for i in range(1, len(calls)))  # fmt: skip
+    pairs = [(c["name"], c["arguments"]) for c in calls]
+    repeated = any(pairs[i] == pairs[i - 1] for i in range(1, len(pairs)))
     failed = unrecovered or repeated or not episode["ended"].startswith("the agent ended with a message")
     return Reply(text=f'{{{four}, "cov": {0.5 if failed else 1.0}, "outcome": {0.0 if failed else 1.0}}}')
 
@@ -134,9 +134,8 @@ def grid(server: FakeLLM, out: Path, trials: int) -> None:
 
     t0 = time.perf_counter()
     code = run_cli(path, out / "run")
-    print(
-        f"2. interactive grid: exit {code}, {time.perf_counter() - t0:.1f} s, {len(server.requests)} judge requests"
-    )
+    took = time.perf_counter() - t0
+    print(f"2. interactive grid: exit {code}, {took:.1f} s, {len(server.requests)} judge requests")
     assert report_cli(out / "run", resamples=1000, seed=0) == 0
     tables = out / "run" / "report" / "tables"
     sm = pd.read_csv(tables / "outcome_state_match.csv")
