@@ -357,3 +357,39 @@ def test_episode_loop_with_in_process_policy(data: Dataset) -> None:
     traj, usage = asyncio.run(run_episode(environment_for(record), [], policy, 5, True))
     assert traj.steps == [] and traj.turns == 1 and traj.stop_reason == "answered"
     assert outcome(record, [])[0] is False  # nothing done: the GT changes the state
+
+
+def test_a_rejected_call_leaves_the_state_unchanged(data: Dataset) -> None:
+    """A create whose referenced entity does not exist must not consume an id: otherwise an agent that
+    recovers from the error gets other ids than the GT and can never match its end state."""
+    from agentjudge.dataset.engine import load_domain
+    from agentjudge.dataset.env import ToolError, environment_for
+    from agentjudge.types import ToolCall
+
+    checked = 0
+    for record in data.records:
+        dom = load_domain(record.domain)
+        ops = {t.name: t for t in dom.tools}
+        for step in record.gt:
+            spec = ops[step.call.name]
+            if spec.op != "create":
+                continue
+            refs = [
+                f
+                for f, fs in dom.entities[spec.entity].fields.items()
+                if fs.gen == "ref" and f in step.call.arguments
+            ]
+            if not refs:
+                continue
+            env = environment_for(record)
+            assert env is not None
+            before = env.snapshot()
+            value = step.call.arguments[refs[0]]
+            missing = value[:-1] + ("1" if value[-1] == "0" else "0")
+            with pytest.raises(ToolError, match="no "):
+                env.execute(
+                    ToolCall(name=step.call.name, arguments={**step.call.arguments, refs[0]: missing})
+                )
+            assert env.snapshot() == before
+            checked += 1
+    assert checked > 0
