@@ -69,7 +69,7 @@ def _state_tables(ctx: Context, sec: Section, sc: pd.DataFrame) -> None:
             f"- {ctx.generator_label(str(r.generator))} ({r.generation}), {r.difficulty}: "
             f"{fmt_ci(r.state_match_rate, r.ci_lo, r.ci_hi)}, writes done {100 * r.writes_done:.1f} %"
         )
-    long = sc.melt(
+    long = sc[sc["writes_done"].notna()].melt(  # read-only GTs: state_match is vacuous, left out
         id_vars=["base_id", "generation", "state_match"],
         value_vars=[c for c in PREDICTORS if c in sc],
         var_name="score",
@@ -78,8 +78,8 @@ def _state_tables(ctx: Context, sec: Section, sc: pd.DataFrame) -> None:
     pred = outcome_agreement(long, ctx.boot, ["generation", "score"], "value", outcome="state_match")
     sec.tables["outcome_predictors"] = pred
     sec.text.append(
-        "Does a structural score predict the outcome? AUC of each score against state_match (0.5 = no "
-        "better than chance; writes_done is itself outcome-derived, shown as a reference point):"
+        "Does a structural score predict the outcome? AUC of each score against state_match on requests that "
+        "change state (0.5 = no better than chance; writes_done is outcome-derived: a reference point):"
     )
     for gen, part in pred.groupby("generation", observed=True):
         structural = part[part["score"] != "writes_done"].sort_values("auc", ascending=False)
@@ -102,6 +102,20 @@ def _judge_tables(ctx: Context, sec: Section) -> None:
             "to `conditions` (they apply to generators with `generation: interactive`)."
         )
         return
+    sc = _scores(ctx)
+    if sc is not None:  # state_match says nothing when the GT changes nothing (read-only requests)
+        read_only = sc.loc[sc["writes_done"].isna(), ["record_id", "generator", "trial"]].astype(str)
+        drop = set(map(tuple, read_only.to_numpy()))
+        keys = df[["record_id", "generator", "generator_trial"]].astype(str).to_numpy()
+        mask = np.array([tuple(k) not in drop for k in keys], dtype=bool)
+        n_out = int((~mask & (df["metric"].astype(str) == "outcome").to_numpy()).sum())
+        if n_out:
+            sec.text.append(
+                f"{n_out} outcome verdicts on requests whose GT changes nothing (read-only: state_match is "
+                "true whatever the agent did) are left out of the judge tables (their four metrics too)."
+            )
+        df = df[mask]
+        out = df[df["metric"].astype(str) == "outcome"].copy()
     out["outcome"] = out["reference"] == 1.0
     table = outcome_agreement(out, ctx.boot, ["condition", "judge"], "verdict")
     sec.tables["outcome_judges"] = with_labels(ctx, table)

@@ -177,7 +177,7 @@ class _Episode:
 
         if recoverable(value, self.query, self.context):
             return value
-        self.unknown.append(f"step {i} {self.record.gt[i].call.name}.{key}")
+        self.unknown.append(f"step {i + 1} {self.record.gt[i].call.name}.{key}")
         return UNKNOWN
 
     def _call(self, i: int) -> ToolCall:
