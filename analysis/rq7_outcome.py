@@ -46,6 +46,10 @@ def _scores(ctx: Context) -> pd.DataFrame | None:
         mask = [(r, g, str(t)) in keys for r, g, t in sc[["record_id", "generator", "trial"]].to_numpy()]
         sc.loc[np.array(mask, dtype=bool), "generation"] = "interactive"
     sc["base_id"] = sc["base_id"].astype(str)
+    # read-only GT (no state-changing step): state_match is true whatever was done; unknown in older runs
+    sc["read_only"] = sc["writes_done"].isna() if "writes_done" in sc else False
+    if "writes_done" not in sc:
+        sc["writes_done"] = np.nan
     sc["state"] = sc["state_match"].astype(bool).astype(float)
     return sc
 
@@ -67,9 +71,10 @@ def _state_tables(ctx: Context, sec: Section, sc: pd.DataFrame) -> None:
     for r in table.itertuples(index=False):
         sec.text.append(
             f"- {ctx.generator_label(str(r.generator))} ({r.generation}), {r.difficulty}: "
-            f"{fmt_ci(r.state_match_rate, r.ci_lo, r.ci_hi)}, writes done {100 * r.writes_done:.1f} %"
+            f"{fmt_ci(r.state_match_rate, r.ci_lo, r.ci_hi)}"
+            + ("" if np.isnan(r.writes_done) else f", writes done {100 * r.writes_done:.1f} %")
         )
-    long = sc[sc["writes_done"].notna()].melt(  # read-only GTs: state_match is vacuous, left out
+    long = sc[~sc["read_only"]].melt(  # read-only GTs: state_match is vacuous, left out
         id_vars=["base_id", "generation", "state_match"],
         value_vars=[c for c in PREDICTORS if c in sc],
         var_name="score",
@@ -104,7 +109,7 @@ def _judge_tables(ctx: Context, sec: Section) -> None:
         return
     sc = _scores(ctx)
     if sc is not None:  # state_match says nothing when the GT changes nothing (read-only requests)
-        read_only = sc.loc[sc["writes_done"].isna(), ["record_id", "generator", "trial"]].astype(str)
+        read_only = sc.loc[sc["read_only"], ["record_id", "generator", "trial"]].astype(str)
         drop = set(map(tuple, read_only.to_numpy()))
         keys = df[["record_id", "generator", "generator_trial"]].astype(str).to_numpy()
         mask = np.array([tuple(k) not in drop for k in keys], dtype=bool)
