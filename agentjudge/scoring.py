@@ -135,7 +135,7 @@ class PreparedRecord:
             for it in self.items
         )
         self.unique = len(self.set_e) == self.n  # no repeated tool: matching needs no bookkeeping
-        self.gt_state: Any = _UNSET  # GT end state, filled by state_match on first use
+        self.gt_state: Any = _UNSET  # (GT end state, GT write steps), filled by outcome() on first use
 
 
 def _eq_implies_match(v: Any) -> bool:
