@@ -9,10 +9,12 @@ from __future__ import annotations
 PREDICTION_COLUMNS: tuple[str, ...] = (
     "record_id", "base_id", "difficulty", "generator", "trial", "calls_json", "raw_output", "error",
     "simulated", "prompt_tokens", "completion_tokens", "cost_usd", "cached",
+    "generation", "turns", "stop_reason", "trajectory_json",  # interactive generation (null single-shot)
 )  # fmt: skip
 SCORE_COLUMNS: tuple[str, ...] = (
     "record_id", "base_id", "domain", "topology", "difficulty", "generator", "trial", "scoring_mode",
     "p_tool", "p_param", "p_seq", "p_cov", "p_value", "p_seq_dag", "state_match", "source",
+    "writes_done",
 )  # fmt: skip
 JUDGMENT_COLUMNS: tuple[str, ...] = (
     "record_id", "base_id", "domain", "topology", "difficulty", "generator", "generator_trial", "judge",

@@ -163,7 +163,7 @@ class PreparedRecord:
             for it in self.items
         )
         self.unique = len(self.set_e) == self.n  # no repeated tool: matching needs no bookkeeping
-        self.gt_state: Any = _UNSET  # GT end state, filled by state_match on first use
+        self.gt_state: Any = _UNSET  # (GT end state, GT write steps), filled by outcome() on first use
 
 
 def _eq_implies_match(v: Any) -> bool:
@@ -534,13 +534,16 @@ def _default_env_factory(record: Record) -> Any:
     return environment_for(record)
 
 
-def gt_end_state(record: Record, env_factory: Callable[[Record], Any] | None = None) -> dict[str, Any] | None:
-    """The snapshot after executing the GT calls on a fresh environment; None without an environment."""
+def _gt_trace(record: Record, env_factory: Callable[[Record], Any] | None) -> tuple[Any, tuple[int, ...]]:
+    """(GT end state, indices of the GT steps that change the state); (None, ()) without an environment.
+    A step is a write when executing it changes the snapshot: no tool metadata needed, any environment."""
     from agentjudge.dataset.env import ToolError
 
     env = (env_factory or _default_env_factory)(record)
     if env is None:
-        return None
+        return None, ()
+    writes: list[int] = []
+    before = env.snapshot()
     for i, step in enumerate(record.gt):
         try:
             env.execute(step.call)
@@ -548,8 +551,78 @@ def gt_end_state(record: Record, env_factory: Callable[[Record], Any] | None = N
             raise ValueError(
                 f"record {record.id}: GT step {i} ({step.call.name}) fails to execute: {exc}"
             ) from exc
-    snapshot: dict[str, Any] = env.snapshot()
-    return snapshot
+        after = env.snapshot()
+        if after != before:
+            writes.append(i)
+        before = after
+    return before, tuple(writes)
+
+
+def gt_end_state(record: Record, env_factory: Callable[[Record], Any] | None = None) -> dict[str, Any] | None:
+    """The snapshot after executing the GT calls on a fresh environment; None without an environment."""
+    state: dict[str, Any] | None = _gt_trace(record, env_factory)[0]
+    return state
+
+
+def _gt_prepared(
+    record: Record, env_factory: Any, prepared: PreparedRecord | None
+) -> tuple[Any, tuple[int, ...]]:
+    if prepared is not None and prepared.gt_state is not _UNSET:
+        return prepared.gt_state
+    trace = _gt_trace(record, env_factory)
+    if prepared is not None:
+        prepared.gt_state = trace
+    return trace
+
+
+def replayed_calls(prediction: Prediction) -> list[ToolCall]:
+    """The calls that reached the environment, in order: an interactive prediction's executed steps (its
+    failed calls included: the environment saw them), else the planned calls."""
+    if prediction.trajectory is not None:
+        return [s.call for s in prediction.trajectory.steps if s.executed]
+    return list(prediction.calls or [])
+
+
+def outcome(
+    record: Record,
+    calls: Sequence[ToolCall],
+    *,
+    env_factory: Callable[[Record], Any] | None = None,
+    prepared: PreparedRecord | None = None,
+) -> tuple[bool | None, float | None, list[int]]:
+    """Execute ``calls`` from the record's initial state: (state_match, writes_done, GT write steps done).
+
+    ``writes_done`` is the share of the GT's state-changing steps that some successful call reproduced
+    exactly (same tool, every GT argument value matched; each call counts once); None when the GT changes
+    nothing or there is no environment. A call the environment rejects (ToolError) counts for nothing."""
+    from agentjudge.dataset.env import ToolError
+
+    target, writes = _gt_prepared(record, env_factory, prepared)
+    if target is None:
+        return None, None, []
+    env = (env_factory or _default_env_factory)(record)
+    succeeded: list[ToolCall] = []
+    for call in calls:
+        try:
+            env.execute(call)
+        except ToolError:
+            continue
+        succeeded.append(call)
+    done: list[int] = []
+    used: set[int] = set()
+    for i in writes:
+        gt = record.gt[i].call
+        for j, call in enumerate(succeeded):
+            if j in used or call.name != gt.name:
+                continue
+            if all(
+                k in call.arguments and values_match(v, call.arguments[k]) for k, v in gt.arguments.items()
+            ):
+                used.add(j)
+                done.append(i)
+                break
+    share = len(done) / len(writes) if writes else None
+    return bool(env.snapshot() == target), share, done
 
 
 def state_match(
@@ -563,23 +636,7 @@ def state_match(
     the GT calls leave it in? None when the record has no executable environment. A predicted call the
     environment rejects (ToolError) fails and changes nothing; a failing GT call means a broken record.
     With ``prepared``, the GT end state is computed once per record and kept there (same env factory)."""
-    from agentjudge.dataset.env import ToolError
-
-    if prepared is not None and prepared.gt_state is not _UNSET:
-        target = prepared.gt_state
-    else:
-        target = gt_end_state(record, env_factory)
-        if prepared is not None:
-            prepared.gt_state = target
-    if target is None:
-        return None
-    env = (env_factory or _default_env_factory)(record)
-    for call in calls:
-        try:
-            env.execute(call)
-        except ToolError:
-            continue
-    return bool(env.snapshot() == target)
+    return outcome(record, calls, env_factory=env_factory, prepared=prepared)[0]
 
 
 def score_prediction(
@@ -590,12 +647,13 @@ def score_prediction(
     lenient: bool = False,
     prepared: PreparedRecord | None = None,
     with_state: bool = True,
-    state: bool | None = None,
+    state: tuple[bool | None, float | None] | bool | None = None,
     env_factory: Callable[[Record], Any] | None = None,
 ) -> Score:
     """Score one prediction. Failed predictions (``calls`` None) are not scored: the caller counts them.
-    ``state`` passes a state_match computed earlier (e.g. once for both modes); ``with_state=False``
-    skips it (state_match None)."""
+    ``state`` passes (state_match, writes_done) computed earlier (e.g. once for both modes; a bare bool is
+    state_match alone); ``with_state=False`` skips both (None). The §6 metrics are on every call made;
+    the outcome executes the calls that reached the environment (``replayed_calls``)."""
     if prediction.calls is None:
         raise ValueError(
             f"prediction {prediction.record_id} / {prediction.generator} / trial {prediction.trial} failed "
@@ -607,14 +665,18 @@ def score_prediction(
         )
     prep = prepared or prepare(record)
     values = score_prepared(prep, [(c.name, c.arguments) for c in prediction.calls], mode, lenient)
+    if isinstance(state, bool):
+        state = (state, None)
     if state is None and with_state:
-        state = state_match(record, prediction.calls, env_factory=env_factory, prepared=prep)
+        match, writes, _ = outcome(record, replayed_calls(prediction), env_factory=env_factory, prepared=prep)
+        state = (match, writes)
     return Score(
         record_id=prediction.record_id,
         generator=prediction.generator,
         trial=prediction.trial,
         scoring_mode=mode,
-        state_match=state,
+        state_match=state[0] if state else None,
+        writes_done=state[1] if state else None,
         **dict(zip(METRIC_FIELDS, values, strict=True)),
     )
 
@@ -633,4 +695,5 @@ def score_row(record: Record, difficulty: str, score: Score) -> dict[str, Any]:
         **{field: getattr(score, field) for field in METRIC_FIELDS},
         "state_match": score.state_match,
         "source": record.source,
+        "writes_done": score.writes_done,
     }

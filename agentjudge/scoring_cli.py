@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from agentjudge.columns import SCORE_COLUMNS
+from agentjudge.generators.interactive import read_trajectory
 from agentjudge.types import DIFFICULTIES, Prediction, Record, ScoringMode, ToolCall
 
 # the subset of a predictions file that scoring needs
@@ -83,6 +84,10 @@ def read_predictions(path: Path) -> list[Prediction]:
         except (TypeError, ValueError):
             raise ScoreInputError(f"{at}: field trial: {row['trial']!r} is not an integer") from None
         raw = row.get("raw_output")
+        try:
+            trajectory = read_trajectory(row, at)
+        except ValueError as exc:
+            raise ScoreInputError(str(exc)) from None
         out.append(
             Prediction(
                 record_id=str(row["record_id"]),
@@ -94,6 +99,7 @@ def read_predictions(path: Path) -> list[Prediction]:
                 error=error,
                 raw_output="" if _missing(raw) else str(raw),
                 simulated=bool(row.get("simulated") or False),
+                trajectory=trajectory,
             )  # fmt: skip
         )
     return out
@@ -122,11 +128,11 @@ def score_rows(
             continue
         if record.id not in prepared:
             prepared[record.id] = prepare(record)
-        state: bool | None = None
+        state: tuple[bool | None, float | None] | None = None
         for i, mode in enumerate(modes):
             s = score_prediction(record, p, mode, lenient=lenient, prepared=prepared[record.id],
                                  state=state, with_state=i == 0)  # fmt: skip
-            state = s.state_match
+            state = (s.state_match, s.writes_done)
             rows.append(score_row(record, p.difficulty, s))
     return rows, failed
 

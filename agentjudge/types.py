@@ -25,13 +25,17 @@ TOPOLOGIES: tuple[Topology, ...] = (
 )
 Metric = Literal["tool", "param", "seq", "cov"]
 METRICS: tuple[Metric, ...] = ("tool", "param", "seq", "cov")
-Condition = Literal["with_gt", "without_gt", "swapped_gt"]
+Condition = Literal["with_gt", "without_gt", "swapped_gt", "trajectory_with_gt", "trajectory_without_gt"]
 CONDITIONS: tuple[Condition, ...] = ("with_gt", "without_gt", "swapped_gt")
+# The judge sees the interactive trajectory (calls, outputs, errors, answer) and gives an outcome verdict too.
+TRAJECTORY_CONDITIONS: tuple[Condition, ...] = ("trajectory_with_gt", "trajectory_without_gt")
 ScoringMode = Literal["paper", "strict"]
 PromptFamily = Literal["paper", "agentjudge"]  # judge prompts: the published ones (SPEC §7a) or ours
 PROMPT_FAMILIES: tuple[PromptFamily, ...] = ("paper", "agentjudge")
 Source = Literal["synthetic", "imported"]  # our generator's records vs tasks people wrote elsewhere (BFCL)
 VERDICT_LEVELS: tuple[float, ...] = (0.0, 0.5, 1.0)
+Generation = Literal["single_shot", "interactive"]  # plan blind (published) / act on tool outputs
+StopReason = Literal["answered", "max_turns", "unparseable"]  # why an interactive episode ended
 
 
 class Strict(BaseModel):
@@ -133,6 +137,26 @@ class Usage(Strict):
     cached: bool = False
 
 
+class ToolStep(Strict):
+    """One executed call of an interactive episode: the tool's output, or its error message."""
+
+    turn: int
+    call: ToolCall
+    output: Any = None
+    error: str | None = None
+    executed: bool = True  # False: the arguments were not a JSON object, so nothing was run
+
+
+class Trajectory(Strict):
+    """An interactive episode: the messages exchanged, the executed steps, and why it ended."""
+
+    messages: list[dict[str, Any]]
+    steps: list[ToolStep]
+    turns: int
+    stop_reason: StopReason
+    answer: str = ""  # the agent's final text
+
+
 class Prediction(Strict):
     record_id: str
     base_id: str
@@ -144,6 +168,7 @@ class Prediction(Strict):
     error: str | None = None
     simulated: bool = False
     usage: Usage = Field(default_factory=Usage)
+    trajectory: Trajectory | None = None  # interactive generation only; ``calls`` = every call made
 
     @classmethod
     def for_task(cls, task: Task, generator: str, trial: int, **fields: Any) -> Prediction:
@@ -170,6 +195,7 @@ class Score(Strict):
     p_value: float
     p_seq_dag: float
     state_match: bool | None = None  # None when the record has no executable environment
+    writes_done: float | None = None  # share of the GT's state-changing calls done exactly (None: no writes)
 
 
 class ModelSettings(Strict):
@@ -190,6 +216,8 @@ class ModelSettings(Strict):
     concurrency: int = 8
     drop_params: bool = False
     native_tools: bool = True  # generators: function calling; False = ask for a raw JSON array of calls
+    generation: Generation = "single_shot"  # generators: interactive = calls executed, outputs shown
+    max_turns: int = Field(default=12, ge=1)  # interactive: model turns before the episode is cut off
     tier: int | None = None  # capability tier (1 = strongest) for the kappa-vs-tier-gap analysis
     extra: dict[str, Any] = Field(default_factory=dict)  # passed through to litellm.acompletion
 
@@ -222,6 +250,8 @@ class JudgeRequest(Strict):
     trial: int = 0
     # Only judges with needs_reference (baseline/ceiling, simjudge/*) read this; LLM judges never see it.
     reference: dict[ScoringMode, dict[Metric, float]] | None = None
+    trajectory: Trajectory | None = None  # trajectory conditions: what the judge is shown
+    outcome_reference: bool | None = None  # oracle baselines only: state_match of the prediction
 
 
 class JudgeResult(Strict):
@@ -233,6 +263,7 @@ class JudgeResult(Strict):
     usage: Usage = Field(default_factory=Usage)
     # Oracle baselines only: verdicts that differ by scoring mode (the reference differs by mode).
     mode_verdicts: dict[ScoringMode, dict[Metric, float]] | None = None
+    outcome: float | None = None  # trajectory conditions: "was the request accomplished?" (None: unparsed)
 
 
 @runtime_checkable

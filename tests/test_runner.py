@@ -32,6 +32,10 @@ PREDICTION_COLUMNS = [
     "completion_tokens",
     "cost_usd",
     "cached",
+    "generation",
+    "turns",
+    "stop_reason",
+    "trajectory_json",
 ]
 SCORE_COLUMNS = [
     "record_id",
@@ -50,6 +54,7 @@ SCORE_COLUMNS = [
     "p_seq_dag",
     "state_match",
     "source",
+    "writes_done",
 ]
 JUDGMENT_COLUMNS = [
     "record_id",

@@ -267,12 +267,13 @@ class DomainEnvironment:
     _op_assign = _op_update
 
     def _op_create(self, t: ToolSpec, ent: EntitySpec, a: dict[str, Any]) -> Any:
+        for fname, f in ent.fields.items():  # references first: a rejected call must not consume an id
+            if fname in a and f.gen == "ref":
+                self._fetch(f.entity or "", a[fname])
         rid = self._new_id(ent.prefix, ent.digits)
         rec: dict[str, Any] = {ent.id_key: rid}
         for fname, f in ent.fields.items():
             if fname in a:
-                if f.gen == "ref":
-                    self._fetch(f.entity or "", a[fname])
                 rec[fname] = a[fname]
             else:  # fields the caller does not supply get a deterministic default
                 rec[fname] = f.values[0] if f.values else (False if f.gen == "bool" else None)

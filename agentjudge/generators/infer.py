@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from agentjudge.columns import PREDICTION_COLUMNS
+from agentjudge.generators.interactive import OPTIONAL_PREDICTION_COLUMNS, read_trajectory, trajectory_fields
 from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelClient
 from agentjudge.types import (
@@ -53,6 +54,7 @@ def prediction_row(pred: Prediction) -> dict[str, Any]:
         "completion_tokens": pred.usage.completion_tokens,
         "cost_usd": pred.usage.cost_usd,
         "cached": pred.usage.cached,
+        **trajectory_fields(pred),
     }
 
 
@@ -62,7 +64,7 @@ def _none_if_nan(value: Any) -> Any:
 
 def row_to_prediction(row: dict[str, Any], where: str) -> Prediction:
     """A row back to a Prediction; ``where`` (file:line) names the bad row in errors."""
-    missing = [c for c in PREDICTION_COLUMNS if c not in row]
+    missing = [c for c in PREDICTION_COLUMNS if c not in row and c not in OPTIONAL_PREDICTION_COLUMNS]
     if missing:
         raise ValueError(f"{where}: missing column(s) {', '.join(missing)}")
     calls_json = _none_if_nan(row["calls_json"])
@@ -80,6 +82,7 @@ def row_to_prediction(row: dict[str, Any], where: str) -> Prediction:
         raw_output=_none_if_nan(row["raw_output"]) or "",
         error=_none_if_nan(row["error"]),
         simulated=bool(row["simulated"]),
+        trajectory=read_trajectory(row, where),
         usage=Usage(
             prompt_tokens=int(row["prompt_tokens"]),
             completion_tokens=int(row["completion_tokens"]),

@@ -304,6 +304,7 @@ class ConstantJudge:
             rationales={**dict.fromkeys(METRICS, self._rationale), "overall": self._rationale},
             parse_ok=True,
             raw_output=f"{self.name}: constant verdict {self.value:g}",
+            outcome=_outcome("constant", request, self.value),
         )
 
 
@@ -322,6 +323,7 @@ class RuleJudge:
             rationales=rationales,
             parse_ok=True,
             raw_output=f"{self.name}: rule checks (no GT used, condition ignored)",
+            outcome=_outcome("rule", request),
         )
 
 
@@ -361,7 +363,19 @@ class CeilingJudge:
             parse_ok=True,
             raw_output=f"{self.name}: {note}",
             mode_verdicts=mode_verdicts,
+            outcome=_outcome("ceiling", request),
         )
+
+
+def _outcome(kind: str, request: JudgeRequest, constant: float | None = None) -> float | None:
+    """Trajectory conditions only: the baseline's outcome verdict (judges/outcome_rules.py)."""
+    from agentjudge.types import TRAJECTORY_CONDITIONS
+
+    if request.condition not in TRAJECTORY_CONDITIONS:
+        return None
+    from agentjudge.judges.outcome_rules import baseline_outcome
+
+    return baseline_outcome(kind, request, constant)[0]
 
 
 _FACTORIES: dict[str, Callable[[str], Judge]] = {

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from agentjudge.judges.baselines import rule_verdicts
+from agentjudge.judges.baselines import _outcome, rule_verdicts
 from agentjudge.types import METRICS, GTStep, JudgeRequest, JudgeResult, Metric, ToolCall
 
 
@@ -80,4 +80,5 @@ class GTRuleJudge:
             rationales=rationales,
             parse_ok=True,
             raw_output=f"{self.name}: {how}",
+            outcome=_outcome("gt-rule", request),
         )

@@ -22,6 +22,8 @@ from typing import Any
 
 from agentjudge.judges.parse import ParsedVerdicts, parse_verdicts
 from agentjudge.judges.templates import DEFAULT_PROMPT_FAMILY, build_messages, reask_message
+from agentjudge.judges.trajectory import build_messages as trajectory_messages
+from agentjudge.judges.trajectory import is_trajectory, with_outcome
 from agentjudge.models.client import ModelCallError
 from agentjudge.types import METRICS, JudgeRequest, JudgeResult, ModelSettings, PromptFamily, Usage
 
@@ -77,7 +79,11 @@ class LLMJudge:
         self.name = settings.display_name
 
     async def __call__(self, request: JudgeRequest) -> JudgeResult:
-        messages: list[dict[str, Any]] = list(build_messages(request, self.prompt_family))
+        episode = is_trajectory(request.condition)  # judges that see outputs: + the outcome verdict
+        messages: list[dict[str, Any]] = list(
+            trajectory_messages(request) if episode else build_messages(request, self.prompt_family)
+        )
+        outcome: float | None = None
         settings = _call_settings(self.settings, request.variant.cot)
         texts: list[str] = []
         usage = Usage()
@@ -99,6 +105,8 @@ class LLMJudge:
             usage = _add_usage(usage, completion.usage, first=attempt == 0)
             texts.append(completion.text)
             parsed = parse_verdicts(completion.text, request.variant)
+            if episode:
+                parsed, outcome = with_outcome(parsed, completion.text, request.variant)
             if parsed.parse_ok or attempt == self.reask:
                 break
             messages = [
@@ -115,6 +123,7 @@ class LLMJudge:
             parse_ok=parsed.parse_ok,
             raw_output=self._joined(texts),
             usage=usage,
+            outcome=outcome,
         )
 
     @staticmethod

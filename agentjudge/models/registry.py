@@ -98,6 +98,8 @@ def make_generator(settings: ModelSettings, client: ModelClient) -> Generator:
     if model.startswith(("baseline/", "simjudge/")):
         kind = "baseline" if model.startswith("baseline/") else "simulated"
         raise ModelResolutionError(f"{model!r} is a {kind} judge, not a generator; use it under judges.")
+    if settings.generation == "interactive" or model.startswith("sim/agent-"):
+        return _interactive_generator(settings, client)
     if model.startswith("sim/"):
         try:
             from agentjudge.generators.simulated import make_simulated_generator
@@ -117,6 +119,31 @@ def make_generator(settings: ModelSettings, client: ModelClient) -> Generator:
     from agentjudge.generators.llm import LLMGenerator
 
     return LLMGenerator(settings, client)
+
+
+def _interactive_generator(settings: ModelSettings, client: ModelClient) -> Generator:
+    """``generation: interactive``: simulated agents (``sim/agent-*``) or an LLM in the episode loop."""
+    if settings.model.startswith("sim/"):
+        from agentjudge.generators.agent_sim import make_simulated_agent
+
+        try:
+            return _check(make_simulated_agent(settings), Generator, "Generator", settings)
+        except ValueError as exc:
+            raise ModelResolutionError(str(exc)) from exc
+    if _plugin_name(settings.model):
+        raise ModelResolutionError(
+            f"model {settings.model!r}: `generation: interactive` runs litellm models and sim/agent-* "
+            "profiles; a plug-in generator runs its own loop (leave generation at single_shot)"
+        )
+    from agentjudge.generators.interactive import make_interactive_llm_generator
+
+    return make_interactive_llm_generator(settings, client)
+
+
+def _plugin_name(model: str) -> bool:
+    from agentjudge.runner.models import model_kind
+
+    return model_kind(model) == "plugin"
 
 
 def make_judge(settings: ModelSettings, client: ModelClient) -> Judge:

@@ -35,6 +35,7 @@ ANALYSES: tuple[str, ...] = (
     "rq6_format",
     "robustness",
     "passk",
+    "rq7_outcome",
     "failures",
 )
 

@@ -24,7 +24,16 @@ from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import Pipeline
 from agentjudge.runner.store import UnitKey, open_readonly
 from agentjudge.runner.work import Dataset, judge_units, predict_units
-from agentjudge.types import JudgeRequest, ModelSettings, PromptFamily, PromptVariant, Record
+from agentjudge.types import (
+    TRAJECTORY_CONDITIONS,
+    JudgeRequest,
+    ModelSettings,
+    PromptFamily,
+    PromptVariant,
+    Record,
+    ToolStep,
+    Trajectory,
+)
 
 # A judge answer in the JSON format: four verdicts with a one-sentence justification each and an overall line.
 _JUDGE_ANSWER_CHARS = len(
@@ -66,6 +75,20 @@ def _judge_prompt_chars(
     from agentjudge.judges.templates import build_messages
 
     _, difficulty = data.locate(key.record_id)
+    if key.condition in TRAJECTORY_CONDITIONS:  # estimated on the GT episode (calls with their outputs)
+        from agentjudge.judges.trajectory import build_messages as episode_messages
+
+        steps = [ToolStep(turn=i + 1, call=s.call, output=s.output) for i, s in enumerate(record.gt)]
+        episode = Trajectory(messages=[], steps=steps, turns=len(steps) + 1, stop_reason="answered")
+        req = JudgeRequest(
+            task=data.task(record, difficulty),
+            calls=record.expected_calls,
+            variant=variant,
+            trajectory=episode,
+            gt=record.gt if key.condition == "trajectory_with_gt" else None,
+            condition=key.condition,
+        )
+        return sum(len(m["content"]) for m in episode_messages(req))
     gt = None
     if key.condition == "with_gt":
         gt = record.gt

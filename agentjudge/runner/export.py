@@ -18,11 +18,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from agentjudge.columns import JUDGMENT_COLUMNS, PREDICTION_COLUMNS, SCORE_COLUMNS
+from agentjudge.generators.interactive import trajectory_fields
 from agentjudge.runner.store import UnitKey, UnitRow, temperature_value
 from agentjudge.runner.work import _FIELD, Dataset, ScoreKey
 from agentjudge.scoring import score_row
 from agentjudge.types import (
     METRICS,
+    TRAJECTORY_CONDITIONS,
     ModelSettings,
     Prediction,
     PromptVariant,
@@ -34,13 +36,13 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
     **dict.fromkeys(
         ("record_id", "base_id", "domain", "topology", "difficulty", "generator", "judge", "condition",
          "prompt_format", "default_mode", "metric", "scoring_mode", "rationale", "judge_error", "calls_json",
-         "raw_output", "error", "source"),
+         "raw_output", "error", "source", "generation", "stop_reason", "trajectory_json"),
         pa.string(),
     ),
-    **dict.fromkeys(("trial", "generator_trial", "prompt_tokens", "completion_tokens"), pa.int64()),
+    **dict.fromkeys(("trial", "generator_trial", "prompt_tokens", "completion_tokens", "turns"), pa.int64()),
     **dict.fromkeys(
         ("cost_usd", "temperature", "reference", "verdict", "p_tool", "p_param", "p_seq", "p_cov", "p_value",
-         "p_seq_dag"),
+         "p_seq_dag", "writes_done"),
         pa.float64(),
     ),
     **dict.fromkeys(("simulated", "cached", "cot", "parse_ok", "state_match"), pa.bool_()),
@@ -104,6 +106,7 @@ def prediction_rows(units: dict[UnitKey, UnitRow], simulated: dict[str, bool]) -
                 "completion_tokens": usage.completion_tokens if usage else 0,
                 "cost_usd": usage.cost_usd if usage else 0.0,
                 "cached": usage.cached if usage else False,
+                **trajectory_fields(pred),
             }
         )
     return rows
@@ -169,18 +172,27 @@ def judgment_columns(
             key.trial,
         )
         modes = sorted(mode_scores)
-        n = len(METRICS) * len(modes)
+        state = mode_scores[modes[0]].state_match
+        # trajectory conditions: a fifth row per mode, the outcome verdict against state_match (issue 14)
+        metrics = (
+            (*METRICS, "outcome") if key.condition in TRAJECTORY_CONDITIONS and state is not None else METRICS
+        )
+        n = len(metrics) * len(modes)
         for name, value in zip(_CONSTANT_COLUMNS, constant, strict=True):
             cols[name].extend([value] * n)
         cols["parse_ok"].extend([parse_ok] * n)
         cols["source"].extend([record.source] * n)
         cols["judge_error"].extend([error] * n)
-        for metric in METRICS:
+        for metric in metrics:
             rationale = rationales.get(metric, "")
             for mode in modes:
-                verdict = mode_verdicts.get(mode, verdicts).get(metric) if ok else None
+                if metric == "outcome":
+                    verdict, ref = (result.get("outcome") if ok else None), float(bool(state))
+                else:
+                    verdict = mode_verdicts.get(mode, verdicts).get(metric) if ok else None
+                    ref = float(getattr(mode_scores[mode], fields[metric]))  # type: ignore[index]
                 cols["metric"].append(metric)
-                cols["reference"].append(float(getattr(mode_scores[mode], fields[metric])))
+                cols["reference"].append(ref)
                 cols["verdict"].append(None if verdict is None else float(verdict))
                 cols["scoring_mode"].append(mode)
                 cols["rationale"].append(rationale)

@@ -253,9 +253,13 @@ class _Grid:
     async def judge(self, key: UnitKey) -> engine.Outcome:
         model = self.judges[key.judge]
         score_key = (key.record_id, key.generator, key.generator_trial)
-        ref = reference(self.scores[score_key]) if getattr(model, "needs_reference", False) else None
+        oracle = getattr(model, "needs_reference", False)
+        ref = reference(self.scores[score_key]) if oracle else None
+        outcome_ref = next(iter(self.scores[score_key].values())).state_match if oracle else None
         pkey = UnitKey("predict", key.record_id, key.difficulty, key.generator, key.generator_trial)
-        request = judge_request(key, self.data, self.predictions[pkey], self.variants, self.partners, ref)
+        request = judge_request(
+            key, self.data, self.predictions[pkey], self.variants, self.partners, ref, outcome_ref
+        )
         res: JudgeResult = await model(request)
         result = res.model_dump(mode="json")
         if res.error is not None:

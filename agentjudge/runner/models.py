@@ -39,9 +39,10 @@ def model_kind(model: str) -> Kind:
 
 def sim_profiles() -> list[str]:
     """Profile names of the simulated generators (agentjudge/generators/profiles.yaml)."""
+    from agentjudge.generators.agent_sim import load_agent_profiles
     from agentjudge.generators.simulated import load_profiles
 
-    return sorted(load_profiles())
+    return sorted(load_profiles()) + sorted(load_agent_profiles())  # single-shot, then interactive agents
 
 
 def baseline_names() -> list[str]:

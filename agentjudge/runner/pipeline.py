@@ -37,6 +37,8 @@ ScoringChoice = Literal["paper", "strict", "both"]
 # pipeline does not force a fresh run folder.
 _COSMETIC_PIPELINE_FIELDS = ("name", "description", "concurrency", "max_cost_usd", "cache")
 _COSMETIC_MODEL_FIELDS = ("api_base", "api_key_env", "timeout_s", "max_retries", "concurrency")
+# Model fields added after runs existed: left out of the hash at their default (issue 14's generation mode).
+_LATER_MODEL_DEFAULTS: dict[str, Any] = {"generation": "single_shot", "max_turns": 12}
 
 
 _DEFAULT_CONDITIONS: tuple[Condition, ...] = ("with_gt", "without_gt")
@@ -218,6 +220,9 @@ def hashed_config(pipeline: Pipeline) -> dict[str, Any]:
         for entry in data[role]:
             for key in _COSMETIC_MODEL_FIELDS:
                 entry.pop(key, None)
+            for key, default in _LATER_MODEL_DEFAULTS.items():  # keeps older runs' hashes valid
+                if entry.get(key) == default:
+                    entry.pop(key)
     return data
 
 

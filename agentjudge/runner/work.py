@@ -15,6 +15,7 @@ from agentjudge.runner.pipeline import Pipeline
 from agentjudge.runner.store import UnitKey, temperature_key, temperature_value
 from agentjudge.types import (
     METRICS,
+    TRAJECTORY_CONDITIONS,
     Condition,
     Difficulty,
     JudgeRequest,
@@ -101,7 +102,9 @@ def predict_units(pipeline: Pipeline, data: Dataset) -> list[UnitKey]:
 
 
 def judge_units(pipeline: Pipeline, predictions: Iterable[UnitKey]) -> list[UnitKey]:
-    """Every judge x successful prediction x condition x variant x temperature x trial."""
+    """Every judge x successful prediction x condition x variant x temperature x trial (the trajectory
+    conditions only for interactive generators: a single-shot prediction has no outputs to show)."""
+    interactive = {g.display_name for g in pipeline.generators if g.generation == "interactive"}
     return [
         UnitKey(
             "judge",
@@ -118,6 +121,7 @@ def judge_units(pipeline: Pipeline, predictions: Iterable[UnitKey]) -> list[Unit
         for p in predictions
         for judge in pipeline.judges
         for condition in pipeline.conditions
+        if condition not in TRAJECTORY_CONDITIONS or p.generator in interactive
         for variant in pipeline.prompt_variants
         for temp in pipeline.temperatures
         for trial in range(pipeline.trials)
@@ -143,10 +147,10 @@ def compute_scores(
             prepared[record.id] = prepare(record)
         prep = prepared[record.id]
         per_mode: dict[ScoringMode, Score] = {}
-        state: bool | None = None
+        state: tuple[bool | None, float | None] | None = None
         for mode in modes:  # the end-state check does not depend on the mode: execute it once
             score = score_prediction(record, prediction, mode, lenient=lenient, prepared=prep, state=state)
-            state = score.state_match
+            state = (score.state_match, score.writes_done)
             per_mode[mode] = score
         out[(key.record_id, key.generator, key.generator_trial)] = per_mode
         if on_scored is not None:
@@ -169,13 +173,14 @@ def judge_request(
     variants: dict[str, PromptVariant],
     partners: dict[str, str],
     ref: dict[ScoringMode, dict[Metric, float]] | None,
+    outcome_ref: bool | None = None,
 ) -> JudgeRequest:
     from agentjudge.dataset.layout import expected_responses
 
     record, difficulty = data.locate(key.record_id)
     condition: Condition = key.condition  # type: ignore[assignment]
     shown: Record | None = None  # the record whose GT the judge sees
-    if condition == "with_gt":
+    if condition in ("with_gt", "trajectory_with_gt"):
         shown = record
     elif condition == "swapped_gt":
         shown = data.by_base[partners[record.id]]
@@ -189,4 +194,6 @@ def judge_request(
         temperature=temperature_value(key.temperature),
         trial=key.trial,
         reference=ref,
+        trajectory=prediction.trajectory if condition in TRAJECTORY_CONDITIONS else None,
+        outcome_reference=outcome_ref,
     )

@@ -1,0 +1,71 @@
+"""Outcome statistics (issue 14): how well a score or verdict predicts ``state_match``, with bootstrap CIs.
+
+One histogram per (group, cluster) of (score level, outcome) counts carries everything: accuracy and
+Cohen's κ of the binary call "accomplished" (score > 0.5: a three-level verdict of 1.0, a continuous one above
+the middle) and the AUC of the score itself (ties count one half), so each bootstrap draw is a weighted sum of
+those histograms -- the same resampled scenarios as every other figure of the report (``ClusterBootstrap``).
+Scores are put on a 0.01 grid for the AUC (three-level verdicts are unchanged; continuous ones are rounded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from agentjudge.stats.bootstrap import ClusterBootstrap, percentile_ci
+from agentjudge.stats.codes import group_codes
+
+LEVELS = 101  # the 0.01 grid
+
+
+def _stats(hist: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(accuracy, κ, AUC, n) from histograms (..., L, 2) of (score level, outcome) counts over ascending
+    levels; ``hi`` marks the levels called "accomplished"."""
+    neg, pos = hist[..., 0], hist[..., 1]
+    n = neg.sum(-1) + pos.sum(-1)
+    tp, fp = pos[..., hi].sum(-1), neg[..., hi].sum(-1)
+    fn, tn = pos[..., ~hi].sum(-1), neg[..., ~hi].sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc = (tp + tn) / n
+        expected = ((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp)) / (n * n)
+        kappa = np.where(expected < 1, (acc - expected) / (1 - expected), np.nan)
+        below = np.cumsum(neg, axis=-1) - neg  # negatives strictly below each level
+        auc = (pos * (below + 0.5 * neg)).sum(-1) / (pos.sum(-1) * neg.sum(-1))
+    return acc, kappa, auc, n
+
+
+def outcome_agreement(
+    df: pd.DataFrame, boot: ClusterBootstrap, by: Sequence[str], score: str, outcome: str = "outcome"
+) -> pd.DataFrame:
+    """Per ``by`` group: accuracy, κ and AUC of ``score`` (in [0, 1]) against the boolean ``outcome``,
+    each with its 95 % cluster-bootstrap CI; rows whose score or outcome is missing are left out and counted
+    (``n_missing``). Columns: *by, n, n_missing, positives, accuracy, kappa, auc (+ _lo/_hi each)."""
+    s = pd.to_numeric(df[score], errors="coerce").to_numpy(float)
+    y = df[outcome].astype("boolean")
+    keep = ~np.isnan(s) & y.notna().to_numpy()
+    gcodes, keys = group_codes(df, by)
+    n_groups, n_clusters = len(keys), len(boot.clusters)
+    ccodes = boot.cluster_codes(df["base_id"])
+    grid = np.rint(np.clip(s[keep], 0.0, 1.0) * (LEVELS - 1)).astype(np.int64)
+    present, level = np.unique(grid, return_inverse=True)  # only the levels used (3 for three-level verdicts)
+    n_levels, hi = max(len(present), 1), present > LEVELS // 2  # "accomplished": score > 0.5
+    truth = y.to_numpy(dtype=bool, na_value=False)[keep].astype(np.int64)
+    flat = ((gcodes[keep] * n_clusters + ccodes[keep]) * n_levels + level) * 2 + truth
+    size = n_groups * n_clusters * n_levels * 2
+    hist = np.bincount(flat, minlength=size).reshape(n_groups, n_clusters, -1).astype(float)
+    total = hist.sum(axis=1).reshape(n_groups, n_levels, 2)
+    drawn = np.einsum("bc,gcx->bgx", boot.weights, hist).reshape(boot.resamples, n_groups, n_levels, 2)
+    if not len(present):
+        hi = np.zeros(1, dtype=bool)
+    out = keys.copy()
+    est = _stats(total, hi)
+    draws = _stats(drawn, hi)
+    out["n"] = est[3].astype(int)
+    out["n_missing"] = np.bincount(gcodes, minlength=n_groups) - out["n"].to_numpy()
+    out["positives"] = total[..., 1].sum(-1).astype(int)
+    for name, e, d in zip(("accuracy", "kappa", "auc"), est[:3], draws[:3], strict=True):
+        lo, hi = percentile_ci(d)
+        out[name], out[f"{name}_lo"], out[f"{name}_hi"] = e, lo, hi
+    return out
