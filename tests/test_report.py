@@ -51,7 +51,7 @@ def test_all_files_written(report_dir: Path) -> None:
     assert "RQ4: this run has one temperature" in md
     rest = md[md.index("\n## Everything else") : md.index("\n## Run details")]
     assert len(ANALYSES) == rest.count("\n- **")  # one line per analysis, the rest folded in the HTML
-    assert html.count("<details><summary>" + "RQ") == 6  # each section folded (tables fold inside too)
+    assert html.count("<details><summary>" + "RQ") == 7  # each section folded (tables fold inside too)
 
 
 def test_headline_csv_equals_independent_recomputation(report_dir: Path) -> None:

@@ -32,14 +32,17 @@ RESAMPLES = 400
 SEED = 11
 
 
-def _plain_percentile_ci(df: pd.DataFrame, clusters: list[str], idx: np.ndarray) -> tuple[float, float]:
-    """Loop per resample: concatenate the rows of the drawn base ids, take the mean of ``mu``."""
+def _plain_percentile_ci(
+    df: pd.DataFrame, clusters: list[str], idx: np.ndarray, alpha: float
+) -> tuple[float, float]:
+    """Loop per resample: concatenate the rows of the drawn base ids, take the mean of ``mu``; the interval
+    reads the ``alpha / 2`` and ``1 - alpha / 2`` percentiles (the plan's tails: plain or expanded)."""
     rows = {b: part["mu"].dropna().to_numpy() for b, part in df.groupby("base_id", observed=True)}
     stats = []
     for draw in idx:
         cat = np.concatenate([rows.get(clusters[i], np.empty(0)) for i in draw])
         stats.append(cat.mean())
-    lo, hi = np.percentile(stats, [2.5, 97.5])
+    lo, hi = np.percentile(stats, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return float(lo), float(hi)
 
 
@@ -74,7 +77,7 @@ def test_clusters_are_base_ids_and_identical_variants_change_nothing() -> None:
     assert got3[["align", "ci_lo", "ci_hi"]].to_numpy() == pytest.approx(
         t1[["align", "ci_lo", "ci_hi"]].to_numpy()
     )
-    lo, hi = _plain_percentile_ci(three, list(boot.clusters), boot.idx)
+    lo, hi = _plain_percentile_ci(three, list(boot.clusters), boot.idx, boot.alpha)
     assert got3["ci_lo"].iloc[0] == pytest.approx(lo) and got3["ci_hi"].iloc[0] == pytest.approx(hi)
     # the record-level interval (what the bug computed) is clearly narrower: the checks above see it
     rec = ClusterBootstrap(three["record_id"].unique(), resamples=RESAMPLES, seed=SEED)
@@ -137,7 +140,7 @@ def test_report_context_resamples_base_scenarios(tmp_path: Path) -> None:
     clusters = list(three.boot.clusters.astype(str))
     main = three.main.assign(base_id=three.main["base_id"].astype(str))
     for (judge, cond), part in main.groupby(["judge", "condition"], observed=True):
-        lo, hi = _plain_percentile_ci(part, clusters, three.boot.idx)
+        lo, hi = _plain_percentile_ci(part, clusters, three.boot.idx, three.boot.alpha)
         row = h3.loc[(str(judge), str(cond))]
         assert (row["ci_lo"], row["ci_hi"]) == pytest.approx((lo, hi))
 
