@@ -1,0 +1,376 @@
+"""Gate 2, semantic part: does each query have exactly one right answer, and is hard harder than easy?
+
+Run by ``gates.run_gates`` on every record of one of our domains (it needs the domain's vocabulary and
+executable state; a foreign file gets no ``gate2:semantic`` entry in ``gates_run``). Reason codes:
+
+ambiguous_reference  a GT argument taken from an earlier output through a relation (the employee's
+                     desk-side technician) has an alternative of the same kind that the offered tools yield
+                     from the records in play (the ticket's assignee), and the query does not name the
+                     relation that picks the GT's value
+no_antecedent        "that X" / "those Xs" before any X was introduced, "the X" never introduced at all,
+                     or "for them" with no plural before it (``mentions.dangling``)
+order_contradiction  two GT calls that do not depend on each other are mentioned in the opposite order
+                     (the stated order: mention order, reversed for "… Before that, …" queries)
+unrequested_step     a read call whose output the query's request does not need (every value it feeds is
+                     stated) and that the query does not ask for
+not_harder           (hard only) fewer than two hardening operations relative to easy: fewer steps named
+                     explicitly, values only recoverable by reasoning, distracting detail
+
+``explicit_steps`` (which GT steps a query names) is public: the issue's per-topology explicitness table
+is computed with it (``bench/explicit_steps.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+import networkx as nx
+
+from agentjudge.dataset import mentions, resolve
+from agentjudge.types import DIFFICULTIES, Difficulty, GateFinding, Record
+
+SEMANTIC_CODES = (
+    "ambiguous_reference",
+    "no_antecedent",
+    "order_contradiction",
+    "unrequested_step",
+    "not_harder",
+)
+READ_OPS = ("search", "get", "list")
+LOOKUP = re.compile(
+    r"\b(?:look(?:ing)? up|find|get|fetch|retrieve|search|check|pull up|list|see|locate|identify|read|"
+    r"query|show|open|review|work out)\b"
+)
+BACKWARD_CUES = re.compile(r"\b(?:before that|prior to that|to get there, first|first, though)\b", re.I)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+MIN_HARDENING = 2
+
+
+@cache
+def _domain(slug: str) -> Any:
+    from agentjudge.dataset.domains import load_domain
+
+    return load_domain(slug)
+
+
+def _ours(record: Record) -> bool:
+    from agentjudge.dataset.engine import list_domains
+
+    return record.seed is not None and record.domain in list_domains()
+
+
+def _spec(record: Record, i: int) -> Any:
+    dom = _domain(record.domain)
+    name = record.gt[i].call.name
+    return next((t for t in dom.tools if t.name == name), None)
+
+
+def _context_spans(record: Record) -> list[str]:
+    dom = _domain(record.domain)
+    return [*dom.scenarios, *dom.distractors, *dom.personas, record.scenario]
+
+
+def _ancestors(record: Record) -> list[set[int]]:
+    g = nx.DiGraph()
+    g.add_nodes_from(range(len(record.gt)))
+    for v, step in enumerate(record.gt):
+        g.add_edges_from((u, v) for u in step.depends_on if 0 <= u < v)
+    return [nx.ancestors(g, v) for v in range(len(record.gt))]
+
+
+def _independent_pairs(record: Record) -> list[tuple[int, int]]:
+    anc = _ancestors(record)
+    n = len(record.gt)
+    return [(i, j) for i in range(n) for j in range(i + 1, n) if i not in anc[j]]
+
+
+# ---------------------------------------------------------------- relations (ambiguous_reference)
+
+
+def _relation_args(record: Record) -> list[tuple[int, str, str, str, str]]:
+    """(step, arg, value, relation noun, target kind) for each scalar argument that an earlier output
+    supplies through a relation field (a ref field of the record that output describes)."""
+    dom = _domain(record.domain)
+    out: list[tuple[int, str, str, str, str]] = []
+    for i, step in enumerate(record.gt):
+        for arg, value in step.call.arguments.items():
+            if not isinstance(value, str):
+                continue
+            for u in step.depends_on:
+                spec = _spec(record, u) if 0 <= u < i else None
+                output = record.gt[u].output if spec is not None else None
+                if spec is None or not isinstance(output, dict):
+                    continue
+                fields = dom.entities[spec.entity].fields
+                for key, got in output.items():
+                    f = fields.get(key)
+                    if got == value and f is not None and f.gen == "ref" and f.entity:
+                        out.append((i, arg, value, f.noun, f.entity))
+    return out
+
+
+def _ids_in_play(record: Record) -> dict[str, str]:
+    """id -> kind for every id of a domain entity in the GT's arguments and outputs."""
+    dom = _domain(record.domain)
+    prefixes = {ent.prefix + "-": kind for kind, ent in dom.entities.items()}
+    found: dict[str, str] = {}
+    for step in record.gt:
+        for leaf in resolve.leaves(step.call.arguments) + resolve.leaves(step.output):
+            if isinstance(leaf, str):
+                for prefix, kind in prefixes.items():
+                    if leaf.startswith(prefix) and leaf[len(prefix) :].isdigit():
+                        found.setdefault(leaf, kind)
+    return found
+
+
+def alternatives(record: Record, value: str, target: str, state: dict[str, Any]) -> set[str]:
+    """Other ids of kind ``target`` a reader could reach: ids of that kind already in play, and every
+    relation to ``target`` on a record in play whose read tool the record offers (executed = read from
+    the initial state, which is what that tool returns)."""
+    dom = _domain(record.domain)
+    offered = {t.name for t in record.tools}
+    readable = {t.entity for t in dom.tools if t.op == "get" and t.name in offered}
+    alts: set[str] = set()
+    for rid, kind in _ids_in_play(record).items():
+        if kind == target:
+            alts.add(rid)
+        row = state["entities"].get(kind, {}).get(rid)
+        if row is None or kind not in readable:
+            continue
+        for fname, f in dom.entities[kind].fields.items():
+            if f.gen == "ref" and f.entity == target and isinstance(row.get(fname), str):
+                alts.add(row[fname])
+    alts.discard(value)
+    return alts
+
+
+def _ambiguous(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
+    rels = _relation_args(record)
+    if not rels:
+        return []
+    from agentjudge.dataset.engine import make_environment
+
+    env = make_environment(record)
+    if env is None:
+        return []
+    findings = []
+    for i, arg, value, noun, target in rels:
+        alts = alternatives(record, value, target, env.state)
+        if not alts:
+            continue
+        for d, q in queries.items():
+            if not resolve.contains_phrase(q, noun):
+                findings.append(
+                    _f(
+                        "ambiguous_reference",
+                        f"step {i} {record.gt[i].call.name}.{arg} = {value!r} is the {noun!r} relation, "
+                        f"which the query never names; {len(alts)} other {target}(s) fit, e.g. {sorted(alts)[0]}",
+                        d,
+                    )
+                )
+    return findings
+
+
+# ---------------------------------------------------------------- steps named in the text
+
+
+def _stated_values(record: Record, i: int) -> list[str]:
+    """String argument values of step ``i`` that no other step uses: where the query names this step."""
+    mine = {str(v) for v in resolve.leaves(record.gt[i].call.arguments) if isinstance(v, str) and len(v) >= 3}
+    others = {
+        str(v)
+        for j, s in enumerate(record.gt)
+        if j != i
+        for v in resolve.leaves(s.call.arguments)
+        if isinstance(v, str)
+    }
+    deps = [record.gt[u].output for u in record.gt[i].depends_on if 0 <= u < len(record.gt)]
+    return sorted(v for v in mine - others if not any(resolve.in_output(v, o) for o in deps))
+
+
+def _position(query: str, value: str) -> int | None:
+    low = query.lower()
+    for form in (value.lower(), value.lower().replace("_", " ")):
+        m = re.search(r"(?<![\w-])" + re.escape(form) + r"(?![\w-])", low)
+        if m:
+            return m.start()
+    return None
+
+
+def _step_nouns(record: Record, i: int) -> tuple[str, ...]:
+    spec = _spec(record, i)
+    if spec is None:
+        return ()
+    ent = _domain(record.domain).entities[spec.entity]
+    return (ent.noun.lower(), ent.plural.lower())
+
+
+def explicit_steps(record: Record, query: str) -> list[bool]:
+    """Per GT step: does the query ask for it in words (not merely state its input as a fact)?
+
+    A look-up is named when one sentence has a look-up verb, the record's noun and what identifies the
+    look-up (the searched value; the relation noun; "details"/"record"); a change is named when its own
+    values (or, with none, its record's noun) appear."""
+    sentences = [s.lower() for s in _SENTENCE.split(query)]
+    relations = _relation_args(record)
+    out: list[bool] = []
+    for i, step in enumerate(record.gt):
+        spec = _spec(record, i)
+        nouns = _step_nouns(record, i)
+        if spec is None:
+            out.append(False)
+        elif spec.op in READ_OPS:
+            every: list[str] = []  # all of these in the sentence
+            some: list[str] = []  # and, if given, one of these
+            if spec.op == "search":
+                every = [str(v) for v in resolve.leaves(step.call.arguments)]
+            elif spec.op == "get":
+                rel = [noun for j, _, v, noun, _ in relations if i in record.gt[j].depends_on
+                       and isinstance(step.output, dict) and v in step.output.values()]
+                every, some = rel[:1], ([] if rel else ["details", "record", "open", "pull up"])
+            out.append(any(_names_lookup(s, nouns, every, some) for s in sentences))
+        else:
+            values = _stated_values(record, i)
+            low = query.lower()
+            if values:
+                out.append(any(_position(query, v) is not None for v in values))
+            else:
+                out.append(any(_has_word(low, n) for n in nouns))
+    return out
+
+
+def _has_word(text: str, word: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(word.lower())}(?![\w-])", text) is not None
+
+
+def _names_lookup(sentence: str, nouns: tuple[str, ...], every: list[str], some: list[str]) -> bool:
+    return (
+        LOOKUP.search(sentence) is not None
+        and any(_has_word(sentence, n) for n in nouns)
+        and all(_has_word(sentence, w) or _has_word(sentence, w.replace("_", " ")) for w in every)
+        and (not some or any(_has_word(sentence, w) for w in some))
+    )
+
+
+# ---------------------------------------------------------------- the checks
+
+
+def _f(code: str, detail: str, d: Difficulty | None) -> GateFinding:
+    return GateFinding(gate="gate2", code=code, difficulty=d, detail=detail)
+
+
+def _no_antecedent(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
+    voc = mentions.vocab(record.domain)
+    spans = _context_spans(record)
+    findings = []
+    for d, q in queries.items():
+        for ref in mentions.dangling(mentions.blank(q, spans), voc):
+            findings.append(_f("no_antecedent", f"{q[ref.start:ref.end]!r}: {ref.why.replace('_', ' ')}", d))
+    return findings
+
+
+def _order(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
+    pairs = _independent_pairs(record)
+    if not pairs:
+        return []
+    markers = {i: _stated_values(record, i) for i in range(len(record.gt))}
+    findings = []
+    for d, q in queries.items():
+        pos: dict[int, int] = {}
+        for i, values in markers.items():
+            found = [p for v in values if (p := _position(q, v)) is not None]
+            if found:
+                pos[i] = min(found)
+        backward = bool(BACKWARD_CUES.search(q))
+        for i, j in pairs:
+            if i in pos and j in pos and pos[i] != pos[j] and (pos[i] > pos[j]) != backward:
+                findings.append(
+                    _f(
+                        "order_contradiction",
+                        f"the query puts step {j} {record.gt[j].call.name} before step {i} "
+                        f"{record.gt[i].call.name}; the GT, free to choose, does the opposite",
+                        d,
+                    )
+                )
+                break
+    return findings
+
+
+def _necessary(record: Record, i: int, query: str) -> bool:
+    """A read is necessary when a later step that depends on it takes a value from its output that the
+    query does not state."""
+    out = record.gt[i].output
+    for j, step in enumerate(record.gt):
+        if j <= i or i not in step.depends_on:
+            continue
+        for leaf in resolve.leaves(step.call.arguments):
+            if resolve.is_checkable(leaf) and resolve.in_output(leaf, out) and not resolve.recoverable(leaf, query):
+                return True
+    return False
+
+
+def _unrequested(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
+    findings = []
+    reads = [i for i in range(len(record.gt)) if (s := _spec(record, i)) is not None and s.op in READ_OPS]
+    if not reads:
+        return []
+    for d, q in queries.items():
+        named = explicit_steps(record, q)
+        for i in reads:
+            if not named[i] and not _necessary(record, i, q):
+                findings.append(
+                    _f(
+                        "unrequested_step",
+                        f"step {i} {record.gt[i].call.name}: not asked for, and no value it yields is needed",
+                        d,
+                    )
+                )
+    return findings
+
+
+def hardening(record: Record, easy: str, hard: str) -> list[str]:
+    """The hardening operations the hard query applies relative to the easy one."""
+    ops = []
+    if sum(explicit_steps(record, hard)) < sum(explicit_steps(record, easy)):
+        ops.append("implicit_steps")
+    reworded = False
+    for step in record.gt:
+        for leaf in resolve.leaves(step.call.arguments):
+            if isinstance(leaf, bool) or not resolve.is_checkable(leaf):
+                continue
+            text = str(leaf)
+            if _position(easy, text) is not None and _position(hard, text) is None:
+                reworded = True
+    if reworded:
+        ops.append("values_by_reasoning")
+    dom = _domain(record.domain)
+    if any(x.strip().rstrip(".") in hard and x.strip().rstrip(".") not in easy for x in dom.distractors):
+        ops.append("distractors")
+    return ops
+
+
+def _not_harder(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
+    easy, hard = queries.get("easy"), queries.get("hard")
+    if not easy or not hard:
+        return []
+    ops = hardening(record, easy, hard)
+    if len(ops) >= MIN_HARDENING:
+        return []
+    return [_f("not_harder", f"hard applies {ops or 'no'} hardening relative to easy; needs {MIN_HARDENING}", "hard")]
+
+
+def semantic_findings(record: Record) -> tuple[list[GateFinding], bool]:
+    """(findings, ran). Skipped for records of no domain of ours (no vocabulary, no state)."""
+    if not _ours(record):
+        return [], False
+    queries = {d: q for d in DIFFICULTIES if (q := record.queries.get(d))}
+    findings = (
+        _ambiguous(record, queries)
+        + _no_antecedent(record, queries)
+        + _order(record, queries)
+        + _unrequested(record, queries)
+        + _not_harder(record, queries)
+    )
+    return findings, True
