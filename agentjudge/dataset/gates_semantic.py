@@ -69,7 +69,15 @@ def _spec(record: Record, i: int) -> Any:
 
 def _context_spans(record: Record) -> list[str]:
     dom = _domain(record.domain)
-    return [*dom.scenarios, *dom.distractors, *dom.personas, record.scenario]
+    conditions = [c for t in dom.tools if t.condition for c in (*t.condition.holds, *t.condition.absent)]
+    values = [
+        v
+        for step in record.gt
+        for v in resolve.leaves(step.call.arguments)
+        if isinstance(v, str) and (" " in v or "_" in v)
+    ]
+    values += [v.replace("_", " ") for v in values]  # the user's own words (a note, a template) refer to nothing
+    return [*dom.scenarios, *dom.distractors, *dom.personas, *conditions, record.scenario, *values]
 
 
 def _ancestors(record: Record) -> list[set[int]]:
@@ -213,6 +221,8 @@ def explicit_steps(record: Record, query: str) -> list[bool]:
     A look-up is named when one sentence has a look-up verb, the record's noun and what identifies the
     look-up (the searched value; the relation noun; "details"/"record"); a change is named when its own
     values (or, with none, its record's noun) appear."""
+    dom = _domain(record.domain)
+    query = mentions.blank(query, [*dom.scenarios, *dom.distractors, record.scenario])  # "review" there asks nothing
     sentences = [s.lower() for s in _SENTENCE.split(query)]
     relations = _relation_args(record)
     out: list[bool] = []
@@ -345,10 +355,35 @@ def hardening(record: Record, easy: str, hard: str) -> list[str]:
                 reworded = True
     if reworded:
         ops.append("values_by_reasoning")
+    if _fact_sentences(record, hard) > _fact_sentences(record, easy):
+        ops.append("values_as_facts")
     dom = _domain(record.domain)
     if any(x.strip().rstrip(".") in hard and x.strip().rstrip(".") not in easy for x in dom.distractors):
         ops.append("distractors")
     return ops
+
+
+_REQUEST = re.compile(
+    r"\b(?:please|can you|could you|would you|i'd like|i need|kindly|go ahead|set|change|update|create|"
+    r"raise|add|log|record|send|notify|alert|assign|hand|make|message|let|schedule|book|mark|move)\b",
+    re.I,
+)
+_STATES = re.compile(r"\b(?:is|are|concerns|about)\b|:", re.I)
+
+
+def _fact_sentences(record: Record, query: str) -> int:
+    """Sentences that state a value the user supplies without asking for anything ("The hostname is
+    WS-1.", "This is about case CAS-2."): a step's input given as a fact about the situation."""
+    values = [str(v) for step in record.gt for v in resolve.leaves(step.call.arguments) if isinstance(v, str)]
+    dom = _domain(record.domain)
+    text = mentions.blank(query, [*dom.scenarios, *dom.distractors, record.scenario])
+    count = 0
+    for sentence in _SENTENCE.split(text):
+        if LOOKUP.search(sentence.lower()) or _REQUEST.search(sentence) or not _STATES.search(sentence):
+            continue
+        if any(_position(sentence, v) is not None for v in values):
+            count += 1
+    return count
 
 
 def _not_harder(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:

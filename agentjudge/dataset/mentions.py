@@ -29,9 +29,10 @@ _DEMONSTRATIVE = re.compile(r"(?:\b(?:that|this|those|these)|\b(?:each|every one
 _INDEFINITE = re.compile(r"\b(?:a|an|new|another|every|each|all)\s+$")
 _DEFINITE = re.compile(r"\bthe\s+$")
 _IDENTIFYING = re.compile(
-    r"^(?:'s\s+[\w -]{1,40}?(?:\s+is\b|:)"  # the room's room code is RC-1 / the passenger's email: x
-    r"|\s+(?:record\s+)?(?:with|whose|for|named|called|of|on|linked to|in question|i mean)\b"
-    r"|\s+id\b|\s+number\b"
+    r"^(?:(?i:'s\s+[\w -]{1,40}?(?:\s+is\b|:))"  # the passenger's email address is x / … email: x
+    r"|(?i:(?:\s+(?!so\b|to\b|and\b)[\w-]+){1,3}(?:\s+is\b|:)\s)"  # the room code is RC-1
+    r"|(?i:\s+(?:record\s+)?(?:with|whose|for|named|called|of|on|linked to|in question|i mean)\b)"
+    r"|(?i:\s+id\b|\s+number\b)"
     r"|\s+[A-Z][A-Z0-9]*-[A-Z0-9-]+)"  # production line LIN-47453
 )
 _THEM = re.compile(r"\b(?:for|of|to|on|about) them\b")
