@@ -43,7 +43,9 @@ LOOKUP = re.compile(
     r"\b(?:look(?:ing)? up|find|get|fetch|retrieve|search|check|pull up|list|see|locate|identify|read|"
     r"query|show|open|review|work out)\b"
 )
-BACKWARD_CUES = re.compile(r"\b(?:before that|prior to that|to get there, first|first, though)\b", re.I)
+BACKWARD_CUES = re.compile(
+    r"\b(?:before that|prior to that|before doing that|ahead of that|to get there, first|for that, first)\b", re.I
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 MIN_HARDENING = 2
 
@@ -106,11 +108,16 @@ def _relation_args(record: Record) -> list[tuple[int, str, str, str, str]]:
         for arg, value in step.call.arguments.items():
             if not isinstance(value, str):
                 continue
-            for u in step.depends_on:
-                spec = _spec(record, u) if 0 <= u < i else None
-                output = record.gt[u].output if spec is not None else None
-                if spec is None or not isinstance(output, dict):
-                    continue
+            deps = [
+                (spec, record.gt[u].output)
+                for u in step.depends_on
+                if 0 <= u < i and (spec := _spec(record, u)) is not None and isinstance(record.gt[u].output, dict)
+            ]
+            # a value that some dependency returns as its own record id was found directly (a search by
+            # email), even if another record happens to point at it too
+            if any(out.get(dom.entities[spec.entity].id_key) == value for spec, out in deps):
+                continue
+            for spec, output in deps:
                 fields = dom.entities[spec.entity].fields
                 for key, got in output.items():
                     f = fields.get(key)
@@ -207,6 +214,12 @@ def _position(query: str, value: str) -> int | None:
     return None
 
 
+def _occurrences(query: str, value: str) -> int:
+    low = query.lower()
+    forms = {value.lower(), value.lower().replace("_", " ")}
+    return max(len(re.findall(r"(?<![\w-])" + re.escape(f) + r"(?![\w-])", low)) for f in forms)
+
+
 def _step_nouns(record: Record, i: int) -> tuple[str, ...]:
     spec = _spec(record, i)
     if spec is None:
@@ -290,7 +303,7 @@ def _order(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
     for d, q in queries.items():
         pos: dict[int, int] = {}
         for i, values in markers.items():
-            found = [p for v in values if (p := _position(q, v)) is not None]
+            found = [p for v in values if _occurrences(q, v) == 1 and (p := _position(q, v)) is not None]
             if found:
                 pos[i] = min(found)
         backward = bool(BACKWARD_CUES.search(q))
@@ -363,9 +376,11 @@ def hardening(record: Record, easy: str, hard: str) -> list[str]:
     return ops
 
 
-_REQUEST = re.compile(
-    r"\b(?:please|can you|could you|would you|i'd like|i need|kindly|go ahead|set|change|update|create|"
-    r"raise|add|log|record|send|notify|alert|assign|hand|make|message|let|schedule|book|mark|move)\b",
+_REQUEST = re.compile(r"\b(?:please|can you|could you|would you|i'd like|i need|kindly|go ahead)\b", re.I)
+_IMPERATIVE = re.compile(
+    r"^(?:\d+\)\s*|step \d+:\s*|[^,:]{0,30}[,:]\s*)?(?:and |also |then |plus, )?"
+    r"(?:set|change|update|create|open|raise|add|log|record|send|notify|alert|assign|hand|make|message|"
+    r"let|schedule|book|mark|move|work out|calculate)\b",
     re.I,
 )
 _STATES = re.compile(r"\b(?:is|are|concerns|about)\b|:", re.I)
@@ -379,7 +394,8 @@ def _fact_sentences(record: Record, query: str) -> int:
     text = mentions.blank(query, [*dom.scenarios, *dom.distractors, record.scenario])
     count = 0
     for sentence in _SENTENCE.split(text):
-        if LOOKUP.search(sentence.lower()) or _REQUEST.search(sentence) or not _STATES.search(sentence):
+        asks = LOOKUP.search(sentence.lower()) or _REQUEST.search(sentence) or _IMPERATIVE.match(sentence.strip())
+        if asks or not _STATES.search(sentence):
             continue
         if any(_position(sentence, v) is not None for v in values):
             count += 1

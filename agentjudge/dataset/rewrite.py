@@ -327,10 +327,10 @@ EASY_LEADS = (
     "Please do the following in order:",
     "In order, please:",
     "Here's the sequence:",
-    "Steps, in this order:",
+    "Steps, in sequence:",
     "Please work through these in order:",
     "What I need, step by step:",
-    "In this order, please:",
+    "In sequence, please:",
     "The to-do list, in order:",
 )
 EASY_FIRSTS = ("First", "To start", "To begin", "Start by this:", "First of all", "Step one")
@@ -381,7 +381,7 @@ MEDIUM_TAILS = (
     "Do them in whatever order makes sense.",
     "Please sort out the right order yourself.",
     "Work out the sequence yourself.",
-    "The order is up to you where it matters.",
+    "The sequence is up to you where it matters.",
     "You'll know which has to come first.",
     "",
     "",
