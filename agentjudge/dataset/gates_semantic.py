@@ -44,7 +44,10 @@ LOOKUP = re.compile(
     r"query|show|open|review|work out)\b"
 )
 BACKWARD_CUES = re.compile(
-    r"\b(?:before that|prior to that|before doing that|ahead of that|to get there, first|for that, first)\b", re.I
+    r"\b(?:before that|prior to that|before doing that|ahead of that|to get there, first|for that, first|"
+    r"as a first step toward that|leading up to that|even earlier|earlier still|preceding that|"
+    r"going back one more step)\b",
+    re.I,
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 MIN_HARDENING = 2

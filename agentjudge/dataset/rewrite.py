@@ -316,7 +316,7 @@ ANCHORS = (  # each must be read back by resolve.find_anchor ("today is", "it's"
     "It is {day} as I write this.",
     "Today's date is {day}.",
     "It's {day} today.",
-    "(Today is {day}.)",
+    "(Today: {day}.)",
     "Note that today is {day}.",
     "Bear in mind it's {day}.",
     "Context: it is {day}.",
@@ -355,13 +355,18 @@ MEDIUM_FIRST_CUES = (
     "Before doing that, ",
     "Ahead of that, ",
     "For that, first ",
+    "As a first step toward that, ",
+    "Leading up to that, ",
 )
-MEDIUM_MORE_CUES = (
+MEDIUM_MORE_CUES = (  # every cue here and above is one gates_semantic.BACKWARD_CUES reads as "reverse order"
     "And before that, ",
-    "Prior to that, ",
-    "Before that, ",
-    "Ahead of that, ",
-    "Before doing that, ",
+    "Even earlier, ",
+    "Earlier still, ",
+    "Preceding that, ",
+    "And ahead of that, ",
+    "Going back one more step, ",
+    "Before that step, ",
+    "And prior to that, ",
 )
 MEDIUM_JOINS = (
     "Also, ",
@@ -393,16 +398,16 @@ HARD_LEADS = (
     "Please ",
     "Could you ",
     "Would you ",
-    "I need you to ",
+    "Is it possible to ",
     "Go ahead and ",
     "Can I ask you to ",
-    "Would you mind if you ",
+    "If you could, ",
     "Kindly ",
     "I'm hoping you can ",
     "Could I get you to ",
 )
 HARD_MORE = ("and ", "also ", "then ", "after that, ", "and then ", "on top of that, ")
-QUESTION_LEADS = ("Can you ", "Could you ", "Would you ", "Can I ask you to ", "Could I get you to ")
+QUESTION_LEADS = ("Can you ", "Could you ", "Would you ", "Can I ask you to ", "Could I get you to ", "Is it possible to ")
 
 
 def _persona_forms(plan: QueryPlan) -> dict[str, str]:
