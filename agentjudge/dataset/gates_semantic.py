@@ -23,7 +23,7 @@ is computed with it (``bench/explicit_steps.py``).
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import networkx as nx
@@ -208,10 +208,16 @@ def _stated_values(record: Record, i: int) -> list[str]:
     return sorted(v for v in mine - others if not any(resolve.in_output(v, o) for o in deps))
 
 
+@lru_cache(maxsize=8192)
+def _word_rx(word: str) -> re.Pattern[str]:
+    """A whole-word matcher (compiled once: the checks look for the same few hundred words all the time)."""
+    return re.compile(r"(?<![\w-])" + re.escape(word.lower()) + r"(?![\w-])")
+
+
 def _position(query: str, value: str) -> int | None:
     low = query.lower()
     for form in (value.lower(), value.lower().replace("_", " ")):
-        m = re.search(r"(?<![\w-])" + re.escape(form) + r"(?![\w-])", low)
+        m = _word_rx(form).search(low)
         if m:
             return m.start()
     return None
@@ -220,7 +226,7 @@ def _position(query: str, value: str) -> int | None:
 def _occurrences(query: str, value: str) -> int:
     low = query.lower()
     forms = {value.lower(), value.lower().replace("_", " ")}
-    return max(len(re.findall(r"(?<![\w-])" + re.escape(f) + r"(?![\w-])", low)) for f in forms)
+    return max(len(_word_rx(f).findall(low)) for f in forms)
 
 
 def _step_nouns(record: Record, i: int) -> tuple[str, ...]:
@@ -268,7 +274,7 @@ def explicit_steps(record: Record, query: str) -> list[bool]:
 
 
 def _has_word(text: str, word: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(word.lower())}(?![\w-])", text) is not None
+    return _word_rx(word).search(text) is not None
 
 
 def _names_lookup(sentence: str, nouns: tuple[str, ...], every: list[str], some: list[str]) -> bool:
@@ -337,13 +343,15 @@ def _necessary(record: Record, i: int, query: str) -> bool:
     return False
 
 
-def _unrequested(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
+def _unrequested(
+    record: Record, queries: dict[Difficulty, str], named_by: dict[Difficulty, list[bool]]
+) -> list[GateFinding]:
     findings = []
     reads = [i for i in range(len(record.gt)) if (s := _spec(record, i)) is not None and s.op in READ_OPS]
     if not reads:
         return []
     for d, q in queries.items():
-        named = explicit_steps(record, q)
+        named = named_by[d]
         for i in reads:
             if not named[i] and not _necessary(record, i, q):
                 findings.append(
@@ -356,10 +364,14 @@ def _unrequested(record: Record, queries: dict[Difficulty, str]) -> list[GateFin
     return findings
 
 
-def hardening(record: Record, easy: str, hard: str) -> list[str]:
-    """The hardening operations the hard query applies relative to the easy one."""
+def hardening(
+    record: Record, easy: str, hard: str, named: tuple[list[bool], list[bool]] | None = None
+) -> list[str]:
+    """The hardening operations the hard query applies relative to the easy one (``named``: the
+    ``explicit_steps`` of easy and hard, when the caller has them already)."""
     ops = []
-    if sum(explicit_steps(record, hard)) < sum(explicit_steps(record, easy)):
+    named_easy, named_hard = named or (explicit_steps(record, easy), explicit_steps(record, hard))
+    if sum(named_hard) < sum(named_easy):
         ops.append("implicit_steps")
     reworded = False
     for step in record.gt:
@@ -405,11 +417,13 @@ def _fact_sentences(record: Record, query: str) -> int:
     return count
 
 
-def _not_harder(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
+def _not_harder(
+    record: Record, queries: dict[Difficulty, str], named_by: dict[Difficulty, list[bool]]
+) -> list[GateFinding]:
     easy, hard = queries.get("easy"), queries.get("hard")
     if not easy or not hard:
         return []
-    ops = hardening(record, easy, hard)
+    ops = hardening(record, easy, hard, (named_by["easy"], named_by["hard"]))
     if len(ops) >= MIN_HARDENING:
         return []
     return [_f("not_harder", f"hard applies {ops or 'no'} hardening relative to easy; needs {MIN_HARDENING}", "hard")]
@@ -420,11 +434,12 @@ def semantic_findings(record: Record) -> tuple[list[GateFinding], bool]:
     if not _ours(record):
         return [], False
     queries = {d: q for d in DIFFICULTIES if (q := record.queries.get(d))}
+    named_by = {d: explicit_steps(record, q) for d, q in queries.items()}
     findings = (
         _ambiguous(record, queries)
         + _no_antecedent(record, queries)
         + _order(record, queries)
-        + _unrequested(record, queries)
-        + _not_harder(record, queries)
+        + _unrequested(record, queries, named_by)
+        + _not_harder(record, queries, named_by)
     )
     return findings, True
