@@ -41,7 +41,7 @@ SEMANTIC_CODES = (
 READ_OPS = ("search", "get", "list")
 LOOKUP = re.compile(
     r"\b(?:look(?:ing)? up|find|get|fetch|retrieve|search|check|pull up|list|see|locate|identify|read|"
-    r"query|show|open|review|work out)\b"
+    r"query|show|review|work out)\b"
 )
 BACKWARD_CUES = re.compile(
     r"\b(?:before that|prior to that|before doing that|ahead of that|to get there, first|for that, first|"
@@ -50,6 +50,7 @@ BACKWARD_CUES = re.compile(
     re.I,
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_SENTENCES = re.compile(r"\S.*?(?:[.!?](?=\s|$)|$)")  # "mateo.holm@x.example" stays in one sentence
 MIN_HARDENING = 2
 
 
@@ -85,16 +86,26 @@ def _context_spans(record: Record) -> list[str]:
     return [*dom.scenarios, *dom.distractors, *dom.personas, *conditions, record.scenario, *values]
 
 
-def _ancestors(record: Record) -> list[set[int]]:
+def _ancestors(record: Record, query: str) -> list[set[int]]:
+    """Per step, the steps it really depends on for this query: an edge counts when the later step takes
+    from the earlier one's output a value the query does not state (a stated id needs no look-up first)."""
     g = nx.DiGraph()
     g.add_nodes_from(range(len(record.gt)))
     for v, step in enumerate(record.gt):
-        g.add_edges_from((u, v) for u in step.depends_on if 0 <= u < v)
+        g.add_edges_from((u, v) for u in step.depends_on if 0 <= u < v and _feeds(record, u, v, query))
     return [nx.ancestors(g, v) for v in range(len(record.gt))]
 
 
-def _independent_pairs(record: Record) -> list[tuple[int, int]]:
-    anc = _ancestors(record)
+def _feeds(record: Record, u: int, v: int, query: str) -> bool:
+    out = record.gt[u].output
+    return any(
+        resolve.is_checkable(leaf) and resolve.in_output(leaf, out) and not resolve.recoverable(leaf, query)
+        for leaf in resolve.leaves(record.gt[v].call.arguments)
+    )
+
+
+def _independent_pairs(record: Record, query: str) -> list[tuple[int, int]]:
+    anc = _ancestors(record, query)
     n = len(record.gt)
     return [(i, j) for i in range(n) for j in range(i + 1, n) if i not in anc[j]]
 
@@ -243,34 +254,84 @@ def explicit_steps(record: Record, query: str) -> list[bool]:
     A look-up is named when one sentence has a look-up verb, the record's noun and what identifies the
     look-up (the searched value; the relation noun; "details"/"record"); a change is named when its own
     values (or, with none, its record's noun) appear."""
+    return [pos is not None for pos in named_at(record, query)]
+
+
+def named_at(record: Record, query: str) -> list[int | None]:
+    """Per GT step: where the query names it (character offset), or None (see ``explicit_steps``)."""
     dom = _domain(record.domain)
-    query = mentions.blank(query, [*dom.scenarios, *dom.distractors, record.scenario])  # "review" there asks nothing
-    sentences = [s.lower() for s in _SENTENCE.split(query)]
+    # the scenario's "review" asks for nothing, and neither does the "appointment reminder" template
+    said = [
+        str(v)
+        for j, st in enumerate(record.gt)
+        if (sp := _spec(record, j)) is not None and sp.op not in READ_OPS
+        for v in resolve.leaves(st.call.arguments)
+        if isinstance(v, str) and (" " in v or "_" in v)
+    ]
+    query = mentions.blank(query, [*dom.scenarios, *dom.distractors, record.scenario, *said])
+    query = mentions.blank(query, [v.replace("_", " ") for v in said])
+    sentences = [(m.start(), m.group(0).lower()) for m in _SENTENCES.finditer(query)]
     relations = _relation_args(record)
-    out: list[bool] = []
+    low = query.lower()
+    searched = [
+        str(v)
+        for j, st in enumerate(record.gt)
+        if (sp := _spec(record, j)) is not None and sp.op == "search"
+        for v in resolve.leaves(st.call.arguments)
+    ]
+    out: list[int | None] = []
     for i, step in enumerate(record.gt):
         spec = _spec(record, i)
         nouns = _step_nouns(record, i)
         if spec is None:
-            out.append(False)
+            out.append(None)
         elif spec.op in READ_OPS:
             every: list[str] = []  # all of these in the sentence
             some: list[str] = []  # and, if given, one of these
             if spec.op == "search":
                 every = [str(v) for v in resolve.leaves(step.call.arguments)]
             elif spec.op == "get":
-                rel = [noun for j, _, v, noun, _ in relations if i in record.gt[j].depends_on
-                       and isinstance(step.output, dict) and v in step.output.values()]
-                every, some = rel[:1], ([] if rel else ["details", "record", "open", "pull up"])
-            out.append(any(_names_lookup(s, nouns, every, some) for s in sentences))
+                rel = [
+                    noun
+                    for j, _, v, noun, _ in relations
+                    if i in record.gt[j].depends_on and isinstance(step.output, dict) and v in step.output.values()
+                ]
+                own = [str(v) for v in resolve.leaves(step.call.arguments)]
+                every, some = rel[:1], ([] if rel else ["details", "record", *own])
+            # a search's sentence ("locate the line record for LN-1") names that search, not a later read
+            others = [] if spec.op == "search" else searched
+            out.append(
+                next(
+                    (
+                        at + _verb_at(s, nouns)
+                        for at, s in sentences
+                        if _names_lookup(s, nouns, every, some) and not any(_has_word(s, v) for v in others)
+                    ),
+                    None,
+                )
+            )
         else:
             values = _stated_values(record, i)
-            low = query.lower()
+            found = [p for v in values if (p := _position(query, v)) is not None]
             if values:
-                out.append(any(_position(query, v) is not None for v in values))
+                out.append(min(found) if found else None)
             else:
-                out.append(any(_has_word(low, n) for n in nouns))
+                out.append(next((m.start() for n in nouns if (m := _word_rx(n).search(low))), None))
     return out
+
+
+def _lookups(sentence: str) -> list[re.Match[str]]:
+    """Look-up verbs in a sentence, except "could I get you to …", which asks and looks nothing up."""
+    return [m for m in LOOKUP.finditer(sentence) if sentence[m.end() : m.end() + 4] != " you"]
+
+
+def _verb_at(sentence: str, nouns: tuple[str, ...]) -> int:
+    """Offset of the look-up verb that governs one of ``nouns`` ("… change X and list the cases": at
+    "list"), so two requests in one sentence keep their order."""
+    for m in _lookups(sentence):
+        if any(_word_rx(n).search(sentence[m.start() : m.start() + 40]) for n in nouns):
+            return m.start()
+    return 0
 
 
 def _has_word(text: str, word: str) -> bool:
@@ -279,7 +340,7 @@ def _has_word(text: str, word: str) -> bool:
 
 def _names_lookup(sentence: str, nouns: tuple[str, ...], every: list[str], some: list[str]) -> bool:
     return (
-        LOOKUP.search(sentence) is not None
+        bool(_lookups(sentence))
         and any(_has_word(sentence, n) for n in nouns)
         and all(_has_word(sentence, w) or _has_word(sentence, w.replace("_", " ")) for w in every)
         and (not some or any(_has_word(sentence, w) for w in some))
@@ -304,17 +365,19 @@ def _no_antecedent(record: Record, queries: dict[Difficulty, str]) -> list[GateF
 
 
 def _order(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
-    pairs = _independent_pairs(record)
-    if not pairs:
-        return []
     markers = {i: _stated_values(record, i) for i in range(len(record.gt))}
+    reads = {i for i in range(len(record.gt)) if (sp := _spec(record, i)) is not None and sp.op in READ_OPS}
     findings = []
     for d, q in queries.items():
+        pairs = _independent_pairs(record, q)
         pos: dict[int, int] = {}
+        named = named_at(record, q)
         for i, values in markers.items():
             found = [p for v in values if _occurrences(q, v) == 1 and (p := _position(q, v)) is not None]
             if found:
                 pos[i] = min(found)
+            elif i in reads and (at := named[i]) is not None:
+                pos[i] = at  # a look-up with no value of its own: the sentence that asks for it
         backward = bool(BACKWARD_CUES.search(q))
         for i, j in pairs:
             if i in pos and j in pos and pos[i] != pos[j] and (pos[i] > pos[j]) != backward:

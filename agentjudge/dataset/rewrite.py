@@ -44,6 +44,9 @@ LOOKUP_VERBS = (
 )
 
 
+SHORT_WORDS = frozenset({"low", "new", "raw", "red", "off", "on", "yes", "no", "all", "any", "top"})
+
+
 class RenderError(ValueError):
     """A plan that cannot be worded (a phrasing names a placeholder with no slot)."""
 
@@ -123,6 +126,8 @@ class _Renderer:
         if (m := resolve.ISO_DATETIME.match(text)) is not None:
             date = self._date(dt.date.fromisoformat(m.group(1)))
             return f"{date} at {resolve.format_time(int(m.group(2)), int(m.group(3)))}"
+        if kind == "enum" and len(text) <= 3 and text.isalnum() and text.lower() not in SHORT_WORDS:
+            return text.upper()  # "set the business unit to it" reads as a pronoun; "to IT" does not
         if kind == "enum" and self.difficulty != "easy":
             return text.replace("_", " ")
         return text
@@ -198,9 +203,16 @@ def _dependents(plan: QueryPlan) -> dict[int, set[int]]:
 
 
 def _ancestors(plan: QueryPlan) -> dict[int, set[int]]:
-    """step -> every step it transitively depends on."""
+    """step -> every step it really depends on (transitively): through a value the user does not state.
+    "Look up order ORD-1 and change its quantity" has no real dependency (the id is given), so a
+    medium query must not list the change before the look-up."""
+    stated = {repr(x.value) for p in plan.steps for x in p.slots if x.source == "query"}
     direct = {
-        s.step: {x.from_step for x in s.slots if x.source == "step" and x.from_step is not None}
+        s.step: {
+            x.from_step
+            for x in s.slots
+            if x.source == "step" and x.from_step is not None and repr(x.value) not in stated
+        }
         for s in plan.steps
     }
     out: dict[int, set[int]] = {}
