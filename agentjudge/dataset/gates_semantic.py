@@ -268,6 +268,7 @@ def named_at(record: Record, query: str) -> list[int | None]:
         for v in resolve.leaves(st.call.arguments)
         if isinstance(v, str) and (" " in v or "_" in v)
     ]
+    original = query
     query = mentions.blank(query, [*dom.scenarios, *dom.distractors, record.scenario, *said])
     query = mentions.blank(query, [v.replace("_", " ") for v in said])
     sentences = [(m.start(), m.group(0).lower()) for m in _SENTENCES.finditer(query)]
@@ -312,7 +313,7 @@ def named_at(record: Record, query: str) -> list[int | None]:
             )
         else:
             values = _stated_values(record, i)
-            found = [p for v in values if (p := _position(query, v)) is not None]
+            found = [p for v in values if (p := _position(original, v)) is not None]
             if values:
                 out.append(min(found) if found else None)
             else:
