@@ -50,7 +50,11 @@ def main() -> None:
         records_with.update({code for code, _ in found})
         by_difficulty.update(found)
     print(f"{args.records}: {len(records)} records\n")
-    print(f"{'topology':22s}" + "".join(f"{d:>10s}" for d in DIFFICULTIES) + "   (share of GT steps named explicitly)")
+    print(
+        f"{'topology':22s}"
+        + "".join(f"{d:>10s}" for d in DIFFICULTIES)
+        + "   (share of GT steps named explicitly)"
+    )
     for t in [*TOPOLOGIES, "all"]:
         keys = TOPOLOGIES if t == "all" else [t]
         cells = []
@@ -59,7 +63,9 @@ def main() -> None:
             n = sum(total[(x, d)] for x in keys)
             cells.append(f"{k / n:10.1%}" if n else f"{'-':>10s}")
         print(f"{t:22s}" + "".join(cells))
-    print(f"\n{'reason code':22s}{'findings':>10s}{'records':>10s}" + "".join(f"{d:>8s}" for d in DIFFICULTIES))
+    print(
+        f"\n{'reason code':22s}{'findings':>10s}{'records':>10s}" + "".join(f"{d:>8s}" for d in DIFFICULTIES)
+    )
     for code in SEMANTIC_CODES:
         per = "".join(f"{by_difficulty[(code, d)]:8d}" for d in DIFFICULTIES)
         print(f"{code:22s}{findings[code]:10d}{records_with[code]:10d}{per}")

@@ -46,7 +46,12 @@ def with_query(record: Record, difficulty: str, text: str) -> Record:
 
 
 def test_shipped_records_pass_every_semantic_check() -> None:
-    for domain, topology in [("itsm", "diamond"), ("hr", "linear"), ("legal", "fan_in"), ("mfg", "loop_like")]:
+    for domain, topology in [
+        ("itsm", "diamond"),
+        ("hr", "linear"),
+        ("legal", "fan_in"),
+        ("mfg", "loop_like"),
+    ]:
         record = shipped(domain, topology, 0)
         assert codes(record) == Counter(), record.queries
         assert "gate2:semantic" in run_gates(record).gates_run
@@ -60,7 +65,11 @@ def _diamond_with_alternative() -> tuple[Record, int, str, set[str]]:
         record = shipped("itsm", "diamond", index)
         names = [s.call.name for s in record.gt]
         offered = {t.name for t in record.tools}
-        if "notify_technician" not in names or "list_employee_tickets" not in names or "get_ticket" not in offered:
+        if (
+            "notify_technician" not in names
+            or "list_employee_tickets" not in names
+            or "get_ticket" not in offered
+        ):
             continue
         env = make_environment(record)
         assert env is not None
@@ -79,7 +88,9 @@ def test_ambiguous_reference_when_the_relation_is_dropped() -> None:
     assert env is not None
     assert rivals <= alternatives(record, recipient, "technician", env.state)
     assert "desk-side technician" in record.queries["hard"]
-    corrupted = with_query(record, "hard", record.queries["hard"].replace("desk-side technician", "usual contact"))
+    corrupted = with_query(
+        record, "hard", record.queries["hard"].replace("desk-side technician", "usual contact")
+    )
     found = [f for f in semantic_findings(corrupted)[0] if f.code == "ambiguous_reference"]
     assert found and found[0].difficulty == "hard" and "desk-side technician" in found[0].detail
 
@@ -142,7 +153,9 @@ def test_unrequested_step_when_a_lookup_is_neither_asked_nor_needed() -> None:
     asked = f"Support case {case}: please check its details and set its value to {value}."
     not_asked = f"Support case {case} is the one. Please set its value to {value}."
     assert codes(with_query(record, "hard", asked))["unrequested_step"] == 0
-    found = [f for f in semantic_findings(with_query(record, "hard", not_asked))[0] if f.code == "unrequested_step"]
+    found = [
+        f for f in semantic_findings(with_query(record, "hard", not_asked))[0] if f.code == "unrequested_step"
+    ]
     assert len(found) == 1 and "get_case" in found[0].detail
 
 

@@ -17,18 +17,33 @@ from typing import Any
 from agentjudge.types import DIFFICULTIES, TOPOLOGIES, Difficulty, Record
 
 CHECKLIST = (
-    ("ambiguous", "Does some argument have a second plausible value given only the query and the tools "
-     "(e.g. a recipient: the employee's desk technician vs the ticket's assignee) that the query does not rule out?"),
-    ("no-antecedent", 'Is there a reference ("that X", "those Xs", "the X\'s Y", "for them") that points at '
-     "nothing the query introduced or states?"),
-    ("order-contradiction", "Does the query state an order for two calls that do not depend on each other, "
-     "which the GT does not follow?"),
-    ("unrequested-step", "Is there a GT call that the query neither asks for nor needs (a look-up for a value "
-     "the query already gives)?"),
+    (
+        "ambiguous",
+        "Does some argument have a second plausible value given only the query and the tools "
+        "(e.g. a recipient: the employee's desk technician vs the ticket's assignee) that the query "
+        "does not rule out?",
+    ),
+    (
+        "no-antecedent",
+        'Is there a reference ("that X", "those Xs", "the X\'s Y", "for them") that points at '
+        "nothing the query introduced or states?",
+    ),
+    (
+        "order-contradiction",
+        "Does the query state an order for two calls that do not depend on each other, "
+        "which the GT does not follow?",
+    ),
+    (
+        "unrequested-step",
+        "Is there a GT call that the query neither asks for nor needs (a look-up for a value "
+        "the query already gives)?",
+    ),
 )
 
 
-def sample(records: list[Record], n: int, seed: int, difficulties: list[Difficulty]) -> list[tuple[Record, Difficulty]]:
+def sample(
+    records: list[Record], n: int, seed: int, difficulties: list[Difficulty]
+) -> list[tuple[Record, Difficulty]]:
     """``n`` (record, difficulty) pairs, round-robin over topologies, then over the difficulties given."""
     rng = random.Random(seed)
     pools: dict[str, list[Record]] = {t: [r for r in records if r.topology == t] for t in TOPOLOGIES}

@@ -82,7 +82,9 @@ def _context_spans(record: Record) -> list[str]:
         for v in resolve.leaves(step.call.arguments)
         if isinstance(v, str) and (" " in v or "_" in v)
     ]
-    values += [v.replace("_", " ") for v in values]  # the user's own words (a note, a template) refer to nothing
+    values += [
+        v.replace("_", " ") for v in values
+    ]  # the user's own words (a note, a template) refer to nothing
     return [*dom.scenarios, *dom.distractors, *dom.personas, *conditions, record.scenario, *values]
 
 
@@ -125,7 +127,9 @@ def _relation_args(record: Record) -> list[tuple[int, str, str, str, str]]:
             deps = [
                 (spec, record.gt[u].output)
                 for u in step.depends_on
-                if 0 <= u < i and (spec := _spec(record, u)) is not None and isinstance(record.gt[u].output, dict)
+                if 0 <= u < i
+                and (spec := _spec(record, u)) is not None
+                and isinstance(record.gt[u].output, dict)
             ]
             # a value that some dependency returns as its own record id was found directly (a search by
             # email), even if another record happens to point at it too
@@ -195,7 +199,8 @@ def _ambiguous(record: Record, queries: dict[Difficulty, str]) -> list[GateFindi
                     _f(
                         "ambiguous_reference",
                         f"step {i} {record.gt[i].call.name}.{arg} = {value!r} is the {noun!r} relation, "
-                        f"which the query never names; {len(alts)} other {target}(s) fit, e.g. {sorted(alts)[0]}",
+                        f"which the query never names; {len(alts)} other {target}(s) fit, "
+                        f"e.g. {sorted(alts)[0]}",
                         d,
                     )
                 )
@@ -295,7 +300,9 @@ def named_at(record: Record, query: str) -> list[int | None]:
                 rel = [
                     noun
                     for j, _, v, noun, _ in relations
-                    if i in record.gt[j].depends_on and isinstance(step.output, dict) and v in step.output.values()
+                    if i in record.gt[j].depends_on
+                    and isinstance(step.output, dict)
+                    and v in step.output.values()
                 ]
                 own = [str(v) for v in resolve.leaves(step.call.arguments)]
                 every, some = rel[:1], ([] if rel else ["details", "record", *own])
@@ -361,7 +368,9 @@ def _no_antecedent(record: Record, queries: dict[Difficulty, str]) -> list[GateF
     findings = []
     for d, q in queries.items():
         for ref in mentions.dangling(mentions.blank(q, spans), voc):
-            findings.append(_f("no_antecedent", f"{q[ref.start:ref.end]!r}: {ref.why.replace('_', ' ')}", d))
+            findings.append(
+                _f("no_antecedent", f"{q[ref.start : ref.end]!r}: {ref.why.replace('_', ' ')}", d)
+            )
     return findings
 
 
@@ -402,7 +411,11 @@ def _necessary(record: Record, i: int, query: str) -> bool:
         if j <= i or i not in step.depends_on:
             continue
         for leaf in resolve.leaves(step.call.arguments):
-            if resolve.is_checkable(leaf) and resolve.in_output(leaf, out) and not resolve.recoverable(leaf, query):
+            if (
+                resolve.is_checkable(leaf)
+                and resolve.in_output(leaf, out)
+                and not resolve.recoverable(leaf, query)
+            ):
                 return True
     return False
 
@@ -473,7 +486,11 @@ def _fact_sentences(record: Record, query: str) -> int:
     text = mentions.blank(query, [*dom.scenarios, *dom.distractors, record.scenario])
     count = 0
     for sentence in _SENTENCE.split(text):
-        asks = LOOKUP.search(sentence.lower()) or _REQUEST.search(sentence) or _IMPERATIVE.match(sentence.strip())
+        asks = (
+            LOOKUP.search(sentence.lower())
+            or _REQUEST.search(sentence)
+            or _IMPERATIVE.match(sentence.strip())
+        )
         if asks or not _STATES.search(sentence):
             continue
         if any(_position(sentence, v) is not None for v in values):
@@ -490,7 +507,13 @@ def _not_harder(
     ops = hardening(record, easy, hard, (named_by["easy"], named_by["hard"]))
     if len(ops) >= MIN_HARDENING:
         return []
-    return [_f("not_harder", f"hard applies {ops or 'no'} hardening relative to easy; needs {MIN_HARDENING}", "hard")]
+    return [
+        _f(
+            "not_harder",
+            f"hard applies {ops or 'no'} hardening relative to easy; needs {MIN_HARDENING}",
+            "hard",
+        )
+    ]
 
 
 def semantic_findings(record: Record) -> tuple[list[GateFinding], bool]:

@@ -25,7 +25,9 @@ from functools import cache
 
 from agentjudge.dataset.domains import load_domain
 
-_DEMONSTRATIVE = re.compile(r"(?:\b(?:that|this|those|these)|\b(?:each|every one|all|any) of (?:those|these))\s+$")
+_DEMONSTRATIVE = re.compile(
+    r"(?:\b(?:that|this|those|these)|\b(?:each|every one|all|any) of (?:those|these))\s+$"
+)
 _INDEFINITE = re.compile(r"\b(?:a|an|new|another|every|each|all)\s+$")
 _DEFINITE = re.compile(r"\bthe\s+$")
 _IDENTIFYING = re.compile(

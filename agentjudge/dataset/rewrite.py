@@ -346,7 +346,15 @@ EASY_LEADS = (
     "The to-do list, in order:",
 )
 EASY_FIRSTS = ("First", "To start", "To begin", "Start by this:", "First of all", "Step one")
-EASY_THENS = ("Then", "Next", "After that", "Once that's done", "Following that", "After this", "Then, please")
+EASY_THENS = (
+    "Then",
+    "Next",
+    "After that",
+    "Once that's done",
+    "Following that",
+    "After this",
+    "Then, please",
+)
 EASY_LASTS = ("Finally", "Lastly", "To finish", "Last of all", "At the end", "To wrap up")
 MEDIUM_GOALS = (
     "What I need is to ",
@@ -419,7 +427,14 @@ HARD_LEADS = (
     "Could I get you to ",
 )
 HARD_MORE = ("and ", "also ", "then ", "after that, ", "and then ", "on top of that, ")
-QUESTION_LEADS = ("Can you ", "Could you ", "Would you ", "Can I ask you to ", "Could I get you to ", "Is it possible to ")
+QUESTION_LEADS = (
+    "Can you ",
+    "Could you ",
+    "Would you ",
+    "Can I ask you to ",
+    "Could I get you to ",
+    "Is it possible to ",
+)
 
 
 def _persona_forms(plan: QueryPlan) -> dict[str, str]:
@@ -547,7 +562,11 @@ def _id_fact(slot: Slot, r: _Renderer) -> str:
     noun = slot.noun.strip()
     record = noun[4:-3] if noun.startswith("the ") and noun.endswith(" id") else noun
     return r.rng.choice(
-        [f"{noun} is {slot.value}", f"this is about {record} {slot.value}", f"it concerns {record} {slot.value}"]
+        [
+            f"{noun} is {slot.value}",
+            f"this is about {record} {slot.value}",
+            f"it concerns {record} {slot.value}",
+        ]
     )
 
 
@@ -599,13 +618,14 @@ def render_queries(plan: QueryPlan, seed: int) -> dict[Difficulty, str]:
     )
     hard_text = _render_hard(plan, _Renderer(plan, "hard", random.Random(f"{seed}:hard")))
     return {
-        d: _resolve_references(plan, _tidy(text))
-        for d, text in (("easy", easy_text), ("medium", medium_text), ("hard", hard_text))
+        "easy": _resolve_references(plan, _tidy(easy_text)),
+        "medium": _resolve_references(plan, _tidy(medium_text)),
+        "hard": _resolve_references(plan, _tidy(hard_text)),
     }
 
 
 def _resolve_references(plan: QueryPlan, text: str) -> str:
-    """"that X" / "those Xs" said before any X was introduced (a goal-first medium query names the goal
+    """ "that X" / "those Xs" said before any X was introduced (a goal-first medium query names the goal
     before its prerequisites) becomes "the X" / "the Xs", which a reader resolves from what follows."""
     if not plan.domain:
         return text
