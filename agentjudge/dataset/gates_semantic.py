@@ -62,9 +62,10 @@ def _domain(slug: str) -> Any:
 
 
 def _ours(record: Record) -> bool:
-    from agentjudge.dataset.engine import list_domains
+    """A record built from one of our domain files (the checks need its nouns and its seeded state)."""
+    from agentjudge.dataset.domains import DOMAIN_DIR
 
-    return record.seed is not None and record.domain in list_domains()
+    return record.seed is not None and (DOMAIN_DIR / f"{record.domain}.yaml").is_file()
 
 
 def _spec(record: Record, i: int) -> Any:
@@ -189,12 +190,21 @@ def _ambiguous(record: Record, queries: dict[Difficulty, str]) -> list[GateFindi
     if env is None:
         return []
     findings = []
+    # one value may be reachable through several relations (the ticket's assignee is also the employee's
+    # desk-side technician): naming any one of them picks it
+    nouns_of: dict[tuple[int, str, str], list[str]] = {}
+    for i, arg, value, noun, _ in rels:
+        nouns_of.setdefault((i, arg, value), []).append(noun)
+    done: set[tuple[int, str, str]] = set()
     for i, arg, value, noun, target in rels:
+        if (i, arg, value) in done:
+            continue
+        done.add((i, arg, value))
         alts = alternatives(record, value, target, env.state)
         if not alts:
             continue
         for d, q in queries.items():
-            if not resolve.contains_phrase(q, noun):
+            if not any(resolve.contains_phrase(q, n) for n in nouns_of[(i, arg, value)]):
                 findings.append(
                     _f(
                         "ambiguous_reference",

@@ -109,8 +109,8 @@ def dangling(text: str, voc: Vocab) -> list[Dangling]:
             introduced |= rel
             continue
         kinds = voc.kinds[form]
-        if form in voc.plurals:
-            plural_at.append(m.start())
+        if form in voc.plurals or re.search(r"\b(?:every|each|all)\s+$", before):
+            plural_at.append(m.start())  # "every payment" is as plural as "the payments"
         if _DEMONSTRATIVE.search(before):
             if not kinds & introduced:
                 phrase = text[max(0, m.start() - 6) : m.end()].strip()
