@@ -250,3 +250,48 @@ def test_no_opener_closer_or_filler_phrase_in_more_than_five_percent_of_queries(
     for text, share in top:
         print(f"  {share:6.2%}  {text}")
     assert top[0][1] <= 0.05, top[0]
+
+
+# ------------------------------------------------------------------ audit verb
+
+
+def test_audit_prints_a_topology_stratified_gradable_sample(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from agentjudge.cli import app
+    from agentjudge.types import TOPOLOGIES
+
+    runner = CliRunner()
+    mini = Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl"
+    result = runner.invoke(
+        app, ["audit", str(mini), "--n", "12", "--seed", "3", "--difficulty", "hard,medium"]
+    )
+    assert result.exit_code == 0, result.output
+    headers = re.findall(r"^## \d+\. (\S+):(\w+)  \((\w+), (\w+)\)$", result.output, re.M)
+    assert len(headers) == 12
+    assert Counter(t for _, _, t, _ in headers) == Counter({t: 2 for t in TOPOLOGIES})
+    assert Counter(d for _, d, _, _ in headers) == Counter({"hard": 6, "medium": 6})
+    assert len({rid for rid, _, _, _ in headers}) == 12  # drawn without replacement
+    for key in (
+        "QUERY:",
+        "TOOLS:",
+        "GT (in order):",
+        "[ambiguous]",
+        "[no-antecedent]",
+        "[order-contradiction]",
+    ):
+        assert result.output.count(key) == 12, key
+    again = runner.invoke(
+        app, ["audit", str(mini), "--n", "12", "--seed", "3", "--difficulty", "hard,medium"]
+    )
+    assert again.output == result.output
+    other = runner.invoke(
+        app, ["audit", str(mini), "--n", "12", "--seed", "4", "--difficulty", "hard,medium"]
+    )
+    assert other.output != result.output
+    bad = runner.invoke(app, ["audit", str(mini), "--difficulty", "extreme"])
+    assert bad.exit_code == 2 and "--difficulty" in bad.output
+    missing = runner.invoke(app, ["audit", str(tmp_path / "none.jsonl")])
+    assert missing.exit_code == 2 and "Traceback" not in missing.output
