@@ -272,15 +272,19 @@ def do_update(
     if value is None:
         value = new_value(ctx, ent, f, {ctx.table(t.entity)[rid][f]})
     noun = ent.fields[f].noun
+    # "the machine's machine status" reads as a slip: a field noun that already names the record stands alone
+    named = noun.lower().startswith(ent.noun.lower() + " ")
     if each:
         say = [
             f"set the {noun} of each of those {ent.plural} to {{{f}}}",
             f"change every one of those {ent.plural} to {noun} {{{f}}}",
-            f"update each {ent.noun}'s {noun} to {{{f}}}",
+            f"update the {noun} of each {ent.noun} to {{{f}}}"
+            if named
+            else f"update each {ent.noun}'s {noun} to {{{f}}}",
         ]
     else:
         say = [
-            f"set the {ent.noun}'s {noun} to {{{f}}}",
+            f"set the {noun} to {{{f}}}" if named else f"set the {ent.noun}'s {noun} to {{{f}}}",
             f"change the {noun} of the {ent.noun} to {{{f}}}",
             f"update the {ent.noun} so its {noun} is {{{f}}}",
         ]

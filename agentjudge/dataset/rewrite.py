@@ -345,7 +345,7 @@ EASY_LEADS = (
     "In sequence, please:",
     "The to-do list, in order:",
 )
-EASY_FIRSTS = ("First", "To start", "To begin", "Start by this:", "First of all", "Step one")
+EASY_FIRSTS = ("First", "To start", "To begin", "Start here:", "First of all", "Step one")
 EASY_THENS = (
     "Then",
     "Next",
@@ -550,7 +550,7 @@ def _relation_fact(plan: QueryPlan, step: PlanStep, r: _Renderer) -> str | None:
         ls = step.listing
         return r.rng.choice(
             [
-                f"the {ls.plural} in question are all the {ls.plural} on that {ls.parent}",
+                f"the {ls.plural} in question are all the {ls.plural} linked to that {ls.parent}",
                 f"the {ls.plural} I mean are every {ls.child} linked to that {ls.parent}",
                 f"by the {ls.plural} I mean all of that {ls.parent}'s {ls.plural}",
             ]
