@@ -56,6 +56,21 @@ def validate(path: Annotated[Path, typer.Argument(help="records.jsonl in the pub
 
 
 @app.command()
+def audit(
+    data: Annotated[Path, typer.Argument(help="records.jsonl in the published layout.")],
+    n: Annotated[int, typer.Option("--n", help="How many records to print.")] = 60,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    difficulty: Annotated[
+        str, typer.Option(help="Comma-separated difficulties, cycled over the sample.")
+    ] = "hard",
+) -> None:
+    """Print a topology-stratified sample (query, tools, GT, checklist) for a person to grade."""
+    from agentjudge.dataset.audit import audit_cli
+
+    raise typer.Exit(audit_cli(data, n=n, seed=seed, difficulty=difficulty))
+
+
+@app.command()
 def infer(
     data: Annotated[Path, typer.Argument(help="records.jsonl")],
     generator: Annotated[

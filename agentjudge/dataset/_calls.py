@@ -16,7 +16,7 @@ from typing import Any, Literal
 from agentjudge.dataset.domains import DomainSpec, EntitySpec, ToolSpec, load_domain
 from agentjudge.dataset.engine import DomainEnvironment
 from agentjudge.dataset.env import ToolError
-from agentjudge.dataset.plan import PlanStep, Slot
+from agentjudge.dataset.plan import Listing, PlanStep, Relation, Slot
 from agentjudge.types import GTStep, ToolCall
 
 SlotKind = Literal["text", "id", "number", "date", "enum", "bool", "list"]
@@ -101,6 +101,9 @@ class Ctx:
         slots: list[Slot],
         phrasings: list[str],
         conditional: bool = False,
+        relation: Relation | None = None,
+        listing: Listing | None = None,
+        fact_phrasings: list[str] | None = None,
     ) -> Any:
         try:
             out = self.env.execute(ToolCall(name=t.name, arguments=args))
@@ -117,7 +120,15 @@ class Ctx:
             )
         )
         self.plan.append(
-            PlanStep(step=len(self.gt) - 1, phrasings=phrasings, slots=slots, conditional=conditional)
+            PlanStep(
+                step=len(self.gt) - 1,
+                phrasings=phrasings,
+                slots=slots,
+                conditional=conditional,
+                relation=relation,
+                listing=listing,
+                fact_phrasings=fact_phrasings or [],
+            )
         )
         self.used.add(t.name)
         return out
@@ -172,9 +183,9 @@ def do_search(ctx: Ctx, kind: str, rid: str | None = None) -> tuple[str, int]:
     f = t.field or ""
     value = ctx.table(kind)[rid][f]
     noun = ent.fields[f].noun
-    slot = Slot(
-        arg=f, value=value, source="query", noun=f"the {ent.noun}'s {noun}", kind=KIND[ent.fields[f].gen]
-    )
+    # "the room's room code" reads as a slip: a field noun that already names the record stands alone
+    said = f"the {noun}" if noun.lower().startswith(ent.noun.lower() + " ") else f"the {ent.noun}'s {noun}"
+    slot = Slot(arg=f, value=value, source="query", noun=said, kind=KIND[ent.fields[f].gen])
     out = ctx.call(
         t,
         {f: value},
@@ -204,6 +215,7 @@ def do_get(ctx: Ctx, kind: str, rid: str, frm: int | None, ref_field: str | None
             f"pull up the {ent.noun}'s record to find its {rn}",
             f"find out the {rn} on that {ent.noun}",
         ]
+    generic = say
     if frm is None:  # the user states the id
         what = f"its {ent.fields[ref_field].noun}" if ref_field else "its details"
         say = [
@@ -211,7 +223,18 @@ def do_get(ctx: Ctx, kind: str, rid: str, frm: int | None, ref_field: str | None
             f"pull up {ent.noun} {{{ent.id_key}}}" + (f" and find {what}" if ref_field else ""),
             f"open the record of {ent.noun} {{{ent.id_key}}} to see {what}",
         ]
-    return ctx.call(t, {ent.id_key: rid}, [_id_slot(ent, rid, frm)], say)
+    relation = None
+    if ref_field is not None:
+        target = ctx.dom.entities[ent.fields[ref_field].entity or ""].noun
+        relation = Relation(source=ent.noun, noun=ent.fields[ref_field].noun, target=target)
+    return ctx.call(
+        t,
+        {ent.id_key: rid},
+        [_id_slot(ent, rid, frm)],
+        say,
+        relation=relation,
+        fact_phrasings=generic if frm is None else None,
+    )
 
 
 def do_list(ctx: Ctx, t: ToolSpec, pid: str, frm: int | None) -> list[str]:
@@ -230,7 +253,8 @@ def do_list(ctx: Ctx, t: ToolSpec, pid: str, frm: int | None) -> list[str]:
             )
             for s in say
         ]
-    out = ctx.call(t, {parent.id_key: pid}, [_id_slot(parent, pid, frm)], say)
+    listing = Listing(child=child.noun, plural=child.plural, parent=parent.noun)
+    out = ctx.call(t, {parent.id_key: pid}, [_id_slot(parent, pid, frm)], say, listing=listing)
     return out[child.ids_key]
 
 
@@ -248,15 +272,19 @@ def do_update(
     if value is None:
         value = new_value(ctx, ent, f, {ctx.table(t.entity)[rid][f]})
     noun = ent.fields[f].noun
+    # "the machine's machine status" reads as a slip: a field noun that already names the record stands alone
+    named = noun.lower().startswith(ent.noun.lower() + " ")
     if each:
         say = [
             f"set the {noun} of each of those {ent.plural} to {{{f}}}",
             f"change every one of those {ent.plural} to {noun} {{{f}}}",
-            f"update each {ent.noun}'s {noun} to {{{f}}}",
+            f"update the {noun} of each {ent.noun} to {{{f}}}"
+            if named
+            else f"update each {ent.noun}'s {noun} to {{{f}}}",
         ]
     else:
         say = [
-            f"set the {ent.noun}'s {noun} to {{{f}}}",
+            f"set the {noun} to {{{f}}}" if named else f"set the {ent.noun}'s {noun} to {{{f}}}",
             f"change the {noun} of the {ent.noun} to {{{f}}}",
             f"update the {ent.noun} so its {noun} is {{{f}}}",
         ]
@@ -414,6 +442,6 @@ def do_aggregate(ctx: Ctx, t: ToolSpec, ids: list[str], frm: int) -> None:
         [
             f"work out the total {noun} across those {ent.plural}",
             f"add up the {noun} of those {ent.plural}",
-            f"calculate the combined {noun} for them",
+            f"calculate the combined {noun} for those {ent.plural}",
         ],
     )

@@ -100,6 +100,7 @@ def _assemble(
         version=DATASET_VERSION,
     )
     plan = QueryPlan(
+        domain=domain,
         domain_title=domain_title(domain),
         persona=rng.choice(dom.personas),
         scenario=scenario,

@@ -16,6 +16,9 @@ gate2  insufficient         (per difficulty) a value the user must supply is not
                             must supply is given relative to a "today" the query never states
        unnatural_length     (per difficulty) the query is too short or too long to be a person's request
        schema_field_in_query, raw_json_in_query, tool_name_in_query (the last at medium/hard only)
+       ambiguous_reference, no_antecedent, order_contradiction, unrequested_step, not_harder: one right
+                            answer per query and a hard query that is harder (``gates_semantic``; records
+                            of our own domains only, ``gate2:semantic`` in ``gates_run`` when it ran)
 
 Imported records (``source="imported"``, e.g. BFCL) are checked the same way, with what their format
 adds: any accepted value may ground an argument and one the answer marks optional ("") needs none; their
@@ -469,4 +472,9 @@ def run_gates(record: Record) -> ValidationReport:
             continue
         findings += _gate2_sufficiency(record, d, query, supplied) + _gate2_naturalness(record, d, query)
         gates_run.append(f"gate2:{d}")
+    from agentjudge.dataset.gates_semantic import semantic_findings
+
+    semantic, ran_semantic = semantic_findings(record)
+    findings += semantic
+    gates_run += ["gate2:semantic"] if ran_semantic else []
     return ValidationReport(gates_run=gates_run, findings=findings)

@@ -24,14 +24,38 @@ class Slot(Strict):
     kind: Literal["text", "id", "number", "date", "enum", "bool", "list"] = "text"
 
 
+class Relation(Strict):
+    """A look-up that follows a reference: the employee's (``source``) desk-side technician (``noun``), a
+    technician (``target``). A hard query that leaves the look-up implicit still names the relation, so
+    the one right recipient is the one the query describes."""
+
+    source: str
+    noun: str
+    target: str
+
+
+class Listing(Strict):
+    """A look-up that lists a record's children: every ticket (``child``/``plural``) of the employee."""
+
+    child: str
+    plural: str
+    parent: str
+
+
 class PlanStep(Strict):
     step: int  # index into Record.gt
     phrasings: list[str]  # alternative imperative phrasings with {arg} placeholders, e.g. "look up {email}"
     slots: list[Slot]
     conditional: bool = False  # optional_enrichment's extra step
+    relation: Relation | None = None
+    listing: Listing | None = None
+    # phrasings without the stated id, for a hard query that states the id as a fact ("Case CAS-1 is the
+    # one.") and then asks "check that case's details"
+    fact_phrasings: list[str] = []
 
 
 class QueryPlan(Strict):
+    domain: str = ""  # slug: the rewriter reads its own text with the domain's nouns (``mentions``)
     domain_title: str
     persona: str  # who is asking: "a service-desk lead"
     scenario: str  # one or two sentences of context

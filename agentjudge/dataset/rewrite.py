@@ -15,12 +15,13 @@ not shipped.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import random
 import re
 import string
 from typing import Any
 
-from agentjudge.dataset import resolve
+from agentjudge.dataset import mentions, resolve
 from agentjudge.dataset.plan import PlanStep, QueryPlan, Slot
 from agentjudge.types import Difficulty
 
@@ -41,6 +42,9 @@ LOOKUP_VERBS = (
     "query",
     "show",
 )
+
+
+SHORT_WORDS = frozenset({"low", "new", "raw", "red", "off", "on", "yes", "no", "all", "any", "top"})
 
 
 class RenderError(ValueError):
@@ -122,6 +126,8 @@ class _Renderer:
         if (m := resolve.ISO_DATETIME.match(text)) is not None:
             date = self._date(dt.date.fromisoformat(m.group(1)))
             return f"{date} at {resolve.format_time(int(m.group(2)), int(m.group(3)))}"
+        if kind == "enum" and len(text) <= 3 and text.isalnum() and text.lower() not in SHORT_WORDS:
+            return text.upper()  # "set the business unit to it" reads as a pronoun; "to IT" does not
         if kind == "enum" and self.difficulty != "easy":
             return text.replace("_", " ")
         return text
@@ -196,6 +202,38 @@ def _dependents(plan: QueryPlan) -> dict[int, set[int]]:
     return out
 
 
+def _ancestors(plan: QueryPlan) -> dict[int, set[int]]:
+    """step -> every step it really depends on (transitively): through a value the user does not state.
+    "Look up order ORD-1 and change its quantity" has no real dependency (the id is given), so a
+    medium query must not list the change before the look-up."""
+    stated = {repr(x.value) for p in plan.steps for x in p.slots if x.source == "query"}
+    direct = {
+        s.step: {
+            x.from_step
+            for x in s.slots
+            if x.source == "step" and x.from_step is not None and repr(x.value) not in stated
+        }
+        for s in plan.steps
+    }
+    out: dict[int, set[int]] = {}
+    for step in sorted(direct):
+        out[step] = set()
+        for u in direct[step]:
+            out[step] |= {u} | out.get(u, set())
+    return out
+
+
+def _needed(plan: QueryPlan, step: PlanStep) -> bool:
+    """A look-up is needed when a later step takes from its output a value the user does not state (an
+    id the user gives needs no look-up; the hard query then asks for that look-up or leaves it out)."""
+    stated = {repr(s.value) for p in plan.steps for s in p.slots if s.source == "query"}
+    return any(
+        slot.source == "step" and slot.from_step == step.step and repr(slot.value) not in stated
+        for other in plan.steps
+        for slot in other.slots
+    )
+
+
 def _is_lookup(step: PlanStep) -> bool:
     first = step.phrasings[0].strip().lower() if step.phrasings else ""
     return any(first.startswith(verb) for verb in LOOKUP_VERBS)
@@ -236,32 +274,198 @@ def _loop_key(step: PlanStep) -> tuple[Any, ...]:
     return (tuple(step.phrasings), values, step.conditional)
 
 
+# Phrase banks. Every fixed phrase is one of many, so none reaches 5 % of queries (tests/test_rewrite.py
+# prints the most frequent openers and closers with their shares and checks the bound).
+GREETINGS = (
+    "Hi, {persona} here.",
+    "Hello, this is {persona_a}.",
+    "Hey there, {persona} speaking.",
+    "Good morning, {persona} here.",
+    "Quick one from {persona_a}.",
+    "Writing as {persona_a} in {title}.",
+    "I'm {persona_a} in {title}.",
+    "I'm {persona_a} on the {title} side.",
+    "{persona_A} in {title} here.",
+    "This is {persona_a} from {title}.",
+)
+SELF_TAGS = (
+    "(I work as {persona_a}.)",
+    "(I'm {persona_a} here.)",
+    "(For context, I'm {persona_a}.)",
+    "(My role: {persona}.)",
+    "(Asking as {persona_a}.)",
+)
+CLOSINGS = (
+    "Thanks!",
+    "Thank you.",
+    "Let me know once it's done.",
+    "Appreciate it.",
+    "Thanks a lot.",
+    "Many thanks.",
+    "Cheers.",
+    "Thanks in advance.",
+    "Ping me when that's finished.",
+    "Tell me when it's through.",
+    "A quick confirmation afterwards would help.",
+    "Please confirm when you're done.",
+    "That's all for now.",
+    "That should be everything.",
+    "Much appreciated.",
+    "Thanks for handling this.",
+    "I owe you one.",
+    "Let me know if anything looks off.",
+    "Shout if something blocks you.",
+    "Thanks, that helps a lot.",
+    "Grateful for the help.",
+    "Let me know how it goes.",
+    "Send me a short note when it's done.",
+    "That's it from me.",
+)
+ANCHORS = (  # each must be read back by resolve.find_anchor ("today is", "it's", "it is", "today's date is")
+    "Today is {day}.",
+    "For reference, today is {day}.",
+    "(It's {day}.)",
+    "It is {day} as I write this.",
+    "Today's date is {day}.",
+    "It's {day} today.",
+    "(Today: {day}.)",
+    "Note that today is {day}.",
+    "Bear in mind it's {day}.",
+    "Context: it is {day}.",
+    "For the dates below, today is {day}.",
+    "Just so you know, today is {day}.",
+)
+EASY_LEADS = (
+    "Please do the following in order:",
+    "In order, please:",
+    "Here's the sequence:",
+    "Steps, in sequence:",
+    "Please work through these in order:",
+    "What I need, step by step:",
+    "In sequence, please:",
+    "The to-do list, in order:",
+)
+EASY_FIRSTS = ("First", "To start", "To begin", "Start here:", "First of all", "Step one")
+EASY_THENS = (
+    "Then",
+    "Next",
+    "After that",
+    "Once that's done",
+    "Following that",
+    "After this",
+    "Then, please",
+)
+EASY_LASTS = ("Finally", "Lastly", "To finish", "Last of all", "At the end", "To wrap up")
+MEDIUM_GOALS = (
+    "What I need is to ",
+    "Main thing: ",
+    "I need you to ",
+    "The goal is to ",
+    "Ultimately I want to ",
+    "End result: please ",
+    "The point is to ",
+    "What matters is that you ",
+    "In the end, please ",
+    "Bottom line: ",
+)
+MEDIUM_FIRST_CUES = (
+    "Before that, ",
+    "To get there, first ",
+    "Prior to that, ",
+    "Before doing that, ",
+    "Ahead of that, ",
+    "For that, first ",
+    "As a first step toward that, ",
+    "Leading up to that, ",
+)
+MEDIUM_MORE_CUES = (  # every cue here and above is one gates_semantic.BACKWARD_CUES reads as "reverse order"
+    "And before that, ",
+    "Even earlier, ",
+    "Earlier still, ",
+    "Preceding that, ",
+    "And ahead of that, ",
+    "Going back one more step, ",
+    "Before that step, ",
+    "And prior to that, ",
+)
+MEDIUM_JOINS = (
+    "Also, ",
+    "And ",
+    "Oh, and ",
+    "Plus, ",
+    "On top of that, ",
+    "Besides that, ",
+    "As well, ",
+    "In addition, ",
+    "Alongside that, ",
+    "And also ",
+    "Additionally, ",
+    "Another thing: ",
+)
+MEDIUM_TAILS = (
+    "Do them in whatever order makes sense.",
+    "Please sort out the right order yourself.",
+    "Work out the sequence yourself.",
+    "The sequence is up to you where it matters.",
+    "You'll know which has to come first.",
+    "",
+    "",
+    "",
+)
+HARD_LEADS = (
+    "Can you ",
+    "I'd like you to ",
+    "Please ",
+    "Could you ",
+    "Would you ",
+    "Is it possible to ",
+    "Go ahead and ",
+    "Can I ask you to ",
+    "If you could, ",
+    "Kindly ",
+    "I'm hoping you can ",
+    "Could I get you to ",
+)
+HARD_MORE = ("and ", "also ", "then ", "after that, ", "and then ", "on top of that, ")
+QUESTION_LEADS = (
+    "Can you ",
+    "Could you ",
+    "Would you ",
+    "Can I ask you to ",
+    "Could I get you to ",
+    "Is it possible to ",
+)
+
+
+def _persona_forms(plan: QueryPlan) -> dict[str, str]:
+    persona_a = plan.persona.strip()
+    persona = _strip_article(persona_a)
+    return {
+        "persona": persona,
+        "persona_a": persona_a,
+        "persona_A": persona_a[:1].upper() + persona_a[1:],
+        "title": plan.domain_title,
+    }
+
+
 def _opening(plan: QueryPlan, r: _Renderer) -> str:
-    persona = _strip_article(plan.persona)
-    scenario = plan.scenario.strip()
-    forms = [
-        f"I'm {plan.persona.strip()} in {plan.domain_title}. {_sentence(scenario)}",
-        f"{_sentence(scenario)}",
-        f"Hi, {persona} here. {_sentence(scenario)}",
-        f"{_sentence(scenario)} (I work as {plan.persona.strip()}.)",
-    ]
-    return r.rng.choice(forms)
+    scenario = _sentence(plan.scenario.strip())
+    forms = _persona_forms(plan)
+    style = r.rng.randrange(4)
+    if style == 0:
+        return scenario
+    if style == 1:
+        return r.rng.choice(GREETINGS).format(**forms) + " " + scenario
+    return scenario + " " + r.rng.choice(SELF_TAGS).format(**forms)
 
 
 def _anchor(r: _Renderer) -> str:
     day = resolve.format_date_long(r.today, with_weekday=True)
-    return r.rng.choice(
-        [
-            f"Today is {day}.",
-            f"For reference, today is {day}.",
-            f"(It's {day}.)",
-            f"It is {day} as I write this.",
-        ]
-    )
+    return r.rng.choice(ANCHORS).format(day=day)
 
 
 def _closing(r: _Renderer) -> str:
-    return r.rng.choice(["", "", "Thanks!", "Thank you.", "Let me know once it's done.", "Appreciate it."])
+    return "" if r.rng.random() < 0.3 else r.rng.choice(CLOSINGS)
 
 
 def _render_easy(plan: QueryPlan, r: _Renderer) -> str:
@@ -272,16 +476,18 @@ def _render_easy(plan: QueryPlan, r: _Renderer) -> str:
     style = r.rng.randrange(3)
     if style == 0:
         body = " ".join(f"{i + 1}) {_sentence(c)}" for i, c in enumerate(clauses))
-        body = r.rng.choice(["Please do the following in order:", "In order, please:"]) + " " + body
+        body = r.rng.choice(EASY_LEADS) + " " + body
     elif style == 1:
         body = " ".join(f"Step {i + 1}: {_sentence(c)}" for i, c in enumerate(clauses))
     else:
-        firsts = ["First", "To start"]
-        thens = ["Then", "Next", "After that"]
-        parts = [f"{r.rng.choice(firsts)}, {clauses[0]}"] if clauses else []
-        parts += [f"{r.rng.choice(thens)}, {c}" for c in clauses[1:-1]]
+
+        def cue(word: str) -> str:
+            return word if word.endswith(":") else word + ","
+
+        parts = [f"{cue(r.rng.choice(EASY_FIRSTS))} {clauses[0]}"] if clauses else []
+        parts += [f"{cue(r.rng.choice(EASY_THENS))} {c}" for c in clauses[1:-1]]
         if len(clauses) > 1:
-            parts.append(f"{r.rng.choice(['Finally', 'Lastly'])}, {clauses[-1]}")
+            parts.append(f"{cue(r.rng.choice(EASY_LASTS))} {clauses[-1]}")
         body = " ".join(_sentence(p) for p in parts)
     note = _condition_note(plan, r)
     return " ".join(x for x in (_opening(plan, r), body, note, _closing(r)) if x)
@@ -296,24 +502,72 @@ def _render_medium(plan: QueryPlan, r: _Renderer, easy_choice: dict[int, str]) -
     order = [s.step for s in steps]
     if r.rng.random() < 0.5 and len(order) > 1:  # goal first, then its prerequisites backwards
         goal, rest = order[-1], order[-2::-1]
-        lead = r.rng.choice(["What I need is to ", "Main thing: ", "I need you to ", "The goal is to "])
-        body = _sentence(lead + rendered[goal])
-        cues = [r.rng.choice(["Before that, ", "To get there, first "])]
-        cues += [r.rng.choice(["And before that, ", "Prior to that, "]) for _ in rest[1:]]
+        body = _sentence(r.rng.choice(MEDIUM_GOALS) + rendered[goal])
+        cues = [r.rng.choice(MEDIUM_FIRST_CUES)]
+        cues += [r.rng.choice(MEDIUM_MORE_CUES) for _ in rest[1:]]
         body += " " + " ".join(_sentence(cue + rendered[s]) for cue, s in zip(cues, rest, strict=True))
     else:
-        shuffled = order[:]
-        while len(shuffled) > 1 and shuffled == order:
-            r.rng.shuffle(shuffled)
-        joins = ["Also, ", "And ", "Oh, and ", "Plus, "]
+        shuffled = _out_of_order(plan, order, r.rng)
         parts = [_sentence(rendered[shuffled[0]])]
-        parts += [_sentence(r.rng.choice(joins) + rendered[s]) for s in shuffled[1:]]
-        tail = r.rng.choice(
-            ["Do them in whatever order makes sense.", "Please sort out the right order yourself.", ""]
-        )
-        body = " ".join(parts) + " " + tail
+        parts += [_sentence(r.rng.choice(MEDIUM_JOINS) + rendered[s]) for s in shuffled[1:]]
+        body = " ".join(parts) + " " + r.rng.choice(MEDIUM_TAILS)
     note = _condition_note(plan, r)
     return " ".join(x for x in (_opening(plan, r), body.strip(), note, _closing(r)) if x)
+
+
+def _out_of_order(plan: QueryPlan, order: list[int], rng: random.Random) -> list[int]:
+    """A mention order other than the GT's that never swaps two steps which do not depend on each other:
+    a listed order is read as the order to follow, and the GT of independent calls is what it is."""
+    anc = _ancestors(plan)
+
+    def keeps_independent(perm: tuple[int, ...]) -> bool:
+        return all(
+            perm.index(a) < perm.index(b)
+            for a, b in itertools.combinations(order, 2)
+            if a not in anc.get(b, set())
+        )
+
+    perms = [list(p) for p in itertools.permutations(order) if list(p) != order and keeps_independent(p)]
+    return rng.choice(perms) if perms else order
+
+
+def _relation_fact(plan: QueryPlan, step: PlanStep, r: _Renderer) -> str | None:
+    """What an implicit look-up contributes in words: which record the later request is about."""
+    if step.relation is not None:
+        rel = step.relation
+        if rel.noun.lower() == rel.target.lower():
+            what = f"the {rel.target} on that {rel.source}'s record"
+        else:
+            what = f"the {rel.source}'s {rel.noun}"
+        return r.rng.choice(
+            [
+                f"the {rel.target} in question is {what}",
+                f"the {rel.target} I mean is {what}",
+                f"by the {rel.target} I mean {what}",
+            ]
+        )
+    if step.listing is not None:
+        ls = step.listing
+        return r.rng.choice(
+            [
+                f"the {ls.plural} in question are all the {ls.plural} linked to that {ls.parent}",
+                f"the {ls.plural} I mean are every {ls.child} linked to that {ls.parent}",
+                f"by the {ls.plural} I mean all of that {ls.parent}'s {ls.plural}",
+            ]
+        )
+    return None
+
+
+def _id_fact(slot: Slot, r: _Renderer) -> str:
+    noun = slot.noun.strip()
+    record = noun[4:-3] if noun.startswith("the ") and noun.endswith(" id") else noun
+    return r.rng.choice(
+        [
+            f"{noun} is {slot.value}",
+            f"this is about {record} {slot.value}",
+            f"it concerns {record} {slot.value}",
+        ]
+    )
 
 
 def _render_hard(plan: QueryPlan, r: _Renderer) -> str:
@@ -322,19 +576,26 @@ def _render_hard(plan: QueryPlan, r: _Renderer) -> str:
     asks: list[str] = []
     for step in _merge_loops(plan):
         implicit = (
-            not step.conditional and dependents.get(step.step) and _is_lookup(step) and r.rng.random() < 0.85
+            not step.conditional and dependents.get(step.step) and _is_lookup(step) and _needed(plan, step)
         )
         if implicit:
             facts += [r.fact(s) for s in step.slots if s.source == "query"]
+            if (relation := _relation_fact(plan, step, r)) is not None:
+                facts.append(relation)
             continue
+        if step.fact_phrasings and all(s.kind == "id" for s in step.slots if s.source == "query"):
+            # an id the user gives is said as a fact, and the request refers back to it
+            facts += [_id_fact(s, r) for s in step.slots if s.source == "query"]
+            kept = [s for s in step.slots if not (s.source == "query" and s.kind == "id")]
+            step = step.model_copy(update={"phrasings": step.fact_phrasings, "slots": kept})
         _, clause = r.phrase(step)
         asks.append(_condition_clause(plan, r, clause) if step.conditional else clause)
     sentences = [_sentence(f) for f in facts]
     if asks:
-        lead = r.rng.choice(["Can you ", "I'd like you to ", "Please ", "Could you "])
-        ask = lead + _join(asks[:2]) + ("?" if lead in ("Can you ", "Could you ") else "")
+        lead = r.rng.choice(HARD_LEADS)
+        ask = lead + _join(asks[:2]) + ("?" if lead in QUESTION_LEADS else "")
         sentences.append(_sentence(ask))
-        sentences += [_sentence(r.rng.choice(["and ", "also ", "then "]) + a) for a in asks[2:]]
+        sentences += [_sentence(r.rng.choice(HARD_MORE) + a) for a in asks[2:]]
     note = _condition_note(plan, r)
     if note:
         sentences.insert(r.rng.randint(0, len(sentences)), note)
@@ -356,7 +617,38 @@ def render_queries(plan: QueryPlan, seed: int) -> dict[Difficulty, str]:
         plan, _Renderer(plan, "medium", random.Random(f"{seed}:medium")), easy.chosen
     )
     hard_text = _render_hard(plan, _Renderer(plan, "hard", random.Random(f"{seed}:hard")))
-    return {"easy": _tidy(easy_text), "medium": _tidy(medium_text), "hard": _tidy(hard_text)}
+    return {
+        "easy": _resolve_references(plan, _tidy(easy_text)),
+        "medium": _resolve_references(plan, _tidy(medium_text)),
+        "hard": _resolve_references(plan, _tidy(hard_text)),
+    }
+
+
+def _resolve_references(plan: QueryPlan, text: str) -> str:
+    """ "that X" / "those Xs" said before any X was introduced (a goal-first medium query names the goal
+    before its prerequisites) becomes "the X" / "the Xs", which a reader resolves from what follows."""
+    if not plan.domain:
+        return text
+    voc = mentions.vocab(plan.domain)
+    values = [
+        str(x.value)
+        for p in plan.steps
+        for x in p.slots
+        if x.source == "query" and isinstance(x.value, str) and (" " in x.value or "_" in x.value)
+    ]
+    spans = [plan.scenario, *plan.distractors, plan.persona, plan.condition_text or ""]
+    spans += values + [v.replace("_", " ") for v in values]
+    for _ in range(12):
+        bad = [d for d in mentions.dangling(mentions.blank(text, spans), voc) if d.why == "demonstrative"]
+        if not bad:
+            break
+        head = re.sub(
+            r"\b(?:([Tt])hat|([Tt])his|([Tt])hose|([Tt])hese)\s+$",
+            lambda m: ("T" if (m.group(0)[0] == "T") else "t") + "he ",
+            text[: bad[0].start],
+        )
+        text = head + text[bad[0].start :]
+    return text
 
 
 # Relative dates are wrapped in these marks while rendering, so that only the prepositions in front of
@@ -364,7 +656,7 @@ def render_queries(plan: QueryPlan, seed: int) -> dict[Difficulty, str]:
 # subject "route change for today".
 REL_OPEN, REL_CLOSE = "\x02", "\x03"
 _ON_RELATIVE = re.compile(r"\b(?:on|for) (?=\x02(?!this coming))")
-_A_AN = re.compile(r"\b([Aa])(?= (?!one\b|once\b)[aeioAEIO][a-z])")
+_A_AN = re.compile(r"\b([Aa])(?= (?:(?!one\b|once\b)[aeioAEIO][a-z]|u(?:p|rg|nder|n(?!i))[a-z]))")
 _TO_IN = re.compile(r"\b(to|by|until|before) \x02in (a|\w+(?:-\w+)?) (days?|weeks?)\x03")
 
 

@@ -1,0 +1,112 @@
+"""`agentjudge audit DATA`: a stratified sample of records printed for a person to grade.
+
+The gates read queries with heuristics; a human audit is how we learn whether those heuristics match a
+careful reader. This verb prints, for each sampled record at one difficulty, exactly what a judge would
+see (the query and the tools) plus the GT trace, followed by the checklist of issue 10, so the same audit
+can be repeated on any split with any seed. Sampling is stratified by topology (round-robin over the six,
+each drawn without replacement with a seeded RNG), so small topologies are not crowded out.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from agentjudge.types import DIFFICULTIES, TOPOLOGIES, Difficulty, Record
+
+CHECKLIST = (
+    (
+        "ambiguous",
+        "Does some argument have a second plausible value given only the query and the tools "
+        "(e.g. a recipient: the employee's desk technician vs the ticket's assignee) that the query "
+        "does not rule out?",
+    ),
+    (
+        "no-antecedent",
+        'Is there a reference ("that X", "those Xs", "the X\'s Y", "for them") that points at '
+        "nothing the query introduced or states?",
+    ),
+    (
+        "order-contradiction",
+        "Does the query state an order for two calls that do not depend on each other, "
+        "which the GT does not follow?",
+    ),
+    (
+        "unrequested-step",
+        "Is there a GT call that the query neither asks for nor needs (a look-up for a value "
+        "the query already gives)?",
+    ),
+)
+
+
+def sample(
+    records: list[Record], n: int, seed: int, difficulties: list[Difficulty]
+) -> list[tuple[Record, Difficulty]]:
+    """``n`` (record, difficulty) pairs, round-robin over topologies, then over the difficulties given."""
+    rng = random.Random(seed)
+    pools: dict[str, list[Record]] = {t: [r for r in records if r.topology == t] for t in TOPOLOGIES}
+    for pool in pools.values():
+        rng.shuffle(pool)
+    out: list[tuple[Record, Difficulty]] = []
+    k = 0
+    while len(out) < n and any(pools.values()):
+        for t in TOPOLOGIES:
+            if len(out) >= n:
+                break
+            if pools[t]:
+                out.append((pools[t].pop(), difficulties[k % len(difficulties)]))
+                k += 1
+    return out
+
+
+def _short(value: Any, limit: int = 220) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def render(record: Record, d: Difficulty, number: int) -> str:
+    lines = [f"## {number}. {record.record_id(d)}  ({record.topology}, {record.domain})", "", "QUERY:"]
+    lines += [record.queries.get(d, "(missing)"), "", "TOOLS:"]
+    for t in record.tools:
+        params = t.parameters.get("properties", {})
+        required = set(t.parameters.get("required", []))
+        args = ", ".join(f"{k}{'' if k in required else '?'}" for k in params)
+        lines.append(f"- {t.name}({args}): {t.description}")
+    lines += ["", "GT (in order):"]
+    for i, step in enumerate(record.gt):
+        deps = f" [uses output of {', '.join(map(str, step.depends_on))}]" if step.depends_on else ""
+        lines.append(f"{i}. {step.call.name}({_short(step.call.arguments)}){deps}")
+        lines.append(f"   -> {_short(step.output)}")
+    lines += ["", "CHECKLIST (answer yes/no; a yes needs a one-line reason):"]
+    lines += [f"- [{key}] {question}" for key, question in CHECKLIST]
+    return "\n".join(lines) + "\n"
+
+
+def audit_cli(path: Path, n: int, seed: int, difficulty: str) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+
+    from agentjudge.dataset.layout import LayoutError, read_records
+
+    console = Console(soft_wrap=True, highlight=False)
+    wanted = [d.strip() for d in difficulty.split(",") if d.strip()]
+    bad = [d for d in wanted if d not in DIFFICULTIES]
+    if bad or not wanted or n < 1:
+        why = f"--difficulty must list {', '.join(DIFFICULTIES)}" if bad or not wanted else "--n must be >= 1"
+        console.print(f"[red]error:[/] {why}")
+        return 2
+    try:
+        records = read_records(path)
+    except LayoutError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        return 2
+    if not records:
+        console.print(f"[red]error:[/] {escape(str(path))}: no records in the file")
+        return 2
+    picked = sample(records, n, seed, wanted)  # type: ignore[arg-type]
+    print(f"# Audit of {len(picked)} records from {path} (seed {seed}, difficulties {','.join(wanted)})\n")
+    for i, (record, d) in enumerate(picked, 1):
+        print(render(record, d, i))
+    return 0

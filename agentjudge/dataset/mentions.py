@@ -1,0 +1,135 @@
+"""Where a query names the records of a domain, and which of those names have nothing to point at.
+
+A person reading "alert the technician to those tickets" asks: which tickets? This module reads a query
+the way that person does, with only the domain's vocabulary (entity nouns, their plurals, and the nouns
+of the relations between entities such as "desk-side technician"):
+
+- a demonstrative ("that ticket", "those tickets", "each of those tickets") needs the kind to have been
+  introduced *earlier* in the query;
+- a bare definite ("the employee's work location") needs the kind to be introduced somewhere in the query
+  (a goal-first medium query may name the goal before its prerequisites);
+- "for them" needs an earlier plural.
+
+A kind is introduced by an indefinite ("a new ticket", "every booking"), by an identifying modifier ("the
+passenger with email …", "the supplier record for VND-1", "production line LIN-4", "the room's room code
+is …", "the technician in question is …"), or by a relation noun ("its desk-side technician" introduces a
+technician). The gate (``gates_semantic``) and the rewriter share this code, so a wording the rewriter
+emits is read exactly as the gate reads it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+from agentjudge.dataset.domains import load_domain
+
+_DEMONSTRATIVE = re.compile(
+    r"(?:\b(?:that|this|those|these)|\b(?:each|every one|all|any) of (?:those|these))\s+$"
+)
+_INDEFINITE = re.compile(r"\b(?:a|an|new|another|every|each|all)\s+$")
+_DEFINITE = re.compile(r"\bthe\s+$")
+_IDENTIFYING = re.compile(
+    r"^(?:(?i:'s\s+[\w -]{1,40}?(?:\s+is\b|:))"  # the passenger's email address is x / … email: x
+    r"|(?i:(?:\s+(?!so\b|to\b|and\b)[\w-]+){1,3}(?:\s+is\b|:)\s)"  # the room code is RC-1
+    r"|(?i:\s+(?:record\s+)?(?:with|whose|for|named|called|of|on|linked to|in question|i mean)\b)"
+    r"|(?i:\s+id\b|\s+number\b)"
+    r"|\s+[A-Z][A-Z0-9]*-[A-Z0-9-]+)"  # production line LIN-47453
+)
+_THEM = re.compile(r"\b(?:for|of|to|on|about) them\b")
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """A domain's names for its records: surface form -> kinds, and which forms are plural/relations."""
+
+    kinds: dict[str, frozenset[str]]  # entity noun or plural -> kinds it names
+    relations: dict[str, frozenset[str]]  # relation (ref field) noun -> kinds it introduces
+    plurals: frozenset[str]
+    pattern: re.Pattern[str]
+
+
+@cache
+def vocab(slug: str) -> Vocab:
+    dom = load_domain(slug)
+    kinds: dict[str, set[str]] = {}
+    relations: dict[str, set[str]] = {}
+    plurals: set[str] = set()
+    for kind, ent in dom.entities.items():
+        kinds.setdefault(ent.noun.lower(), set()).add(kind)
+        kinds.setdefault(ent.plural.lower(), set()).add(kind)
+        plurals.add(ent.plural.lower())
+        for f in ent.fields.values():
+            if f.gen == "ref" and f.entity:
+                relations.setdefault(f.noun.lower(), set()).add(f.entity)
+    forms = sorted(set(kinds) | set(relations), key=lambda s: (-len(s), s))
+    pattern = re.compile(r"\b(" + "|".join(re.escape(f) for f in forms) + r")\b")
+    return Vocab(
+        kinds={k: frozenset(v) for k, v in kinds.items()},
+        relations={k: frozenset(v) for k, v in relations.items()},
+        plurals=frozenset(plurals),
+        pattern=pattern,
+    )
+
+
+@dataclass(frozen=True)
+class Dangling:
+    """A reference with nothing to point at: its span in the query and why."""
+
+    start: int
+    end: int
+    phrase: str
+    why: str  # "demonstrative" | "never_introduced" | "pronoun"
+
+
+def blank(text: str, spans: list[str]) -> str:
+    """``text`` with every occurrence of each context string (scenario, distractors) replaced by spaces,
+    so their incidental nouns ("the coffee machine") neither introduce nor dangle; positions are kept."""
+    for s in spans:
+        s = s.strip().rstrip(".")
+        if len(s) >= 8:
+            text = text.replace(s, " " * len(s))
+    return text
+
+
+def dangling(text: str, voc: Vocab) -> list[Dangling]:
+    """References in ``text`` that a reader cannot resolve (see the module docstring)."""
+    low = text.lower()
+    introduced: set[str] = set()
+    pending: list[tuple[int, int, str, frozenset[str]]] = []
+    out: list[Dangling] = []
+    plural_at: list[int] = []
+    for m in voc.pattern.finditer(low):
+        form = m.group(1)
+        before, after = low[max(0, m.start() - 40) : m.start()], text[m.end() : m.end() + 60]
+        rel = voc.relations.get(form)
+        possessive = before.endswith("'s ") or re.search(r"\b(?:its|their|his|her)\s+$", before)
+        if rel is not None and (form not in voc.kinds or possessive):
+            introduced |= rel
+            continue
+        kinds = voc.kinds[form]
+        if form in voc.plurals or re.search(r"\b(?:every|each|all)\s+$", before):
+            plural_at.append(m.start())  # "every payment" is as plural as "the payments"
+        if _DEMONSTRATIVE.search(before):
+            if not kinds & introduced:
+                phrase = text[max(0, m.start() - 6) : m.end()].strip()
+                out.append(Dangling(m.start(), m.end(), phrase, "demonstrative"))
+                introduced |= kinds  # reported once per kind
+            continue
+        if _INDEFINITE.search(before) or _IDENTIFYING.match(after):
+            introduced |= kinds
+            continue
+        if kinds & introduced:
+            continue
+        if _DEFINITE.search(before):
+            pending.append((m.start(), m.end(), text[max(0, m.start() - 4) : m.end()], kinds))
+    for t in _THEM.finditer(low):
+        if not any(p < t.start() for p in plural_at):
+            out.append(Dangling(t.start(), t.end(), t.group(0), "pronoun"))
+    reported: set[frozenset[str]] = set()
+    for start, end, phrase, kinds in pending:
+        if not kinds & introduced and kinds not in reported:
+            reported.add(kinds)
+            out.append(Dangling(start, end, phrase, "never_introduced"))
+    return sorted(out, key=lambda d: d.start)
