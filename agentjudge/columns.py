@@ -8,7 +8,7 @@ from __future__ import annotations
 
 PREDICTION_COLUMNS: tuple[str, ...] = (
     "record_id", "base_id", "difficulty", "generator", "trial", "calls_json", "raw_output", "error",
-    "simulated", "prompt_tokens", "completion_tokens", "cost_usd", "cached",
+    "simulated", "prompt_tokens", "completion_tokens", "cost_usd", "cached", "cached_prompt_tokens",
 )  # fmt: skip
 SCORE_COLUMNS: tuple[str, ...] = (
     "record_id", "base_id", "domain", "topology", "difficulty", "generator", "trial", "scoring_mode",

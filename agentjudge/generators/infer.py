@@ -53,6 +53,7 @@ def prediction_row(pred: Prediction) -> dict[str, Any]:
         "completion_tokens": pred.usage.completion_tokens,
         "cost_usd": pred.usage.cost_usd,
         "cached": pred.usage.cached,
+        "cached_prompt_tokens": pred.usage.cached_prompt_tokens,
     }
 
 
@@ -62,7 +63,8 @@ def _none_if_nan(value: Any) -> Any:
 
 def row_to_prediction(row: dict[str, Any], where: str) -> Prediction:
     """A row back to a Prediction; ``where`` (file:line) names the bad row in errors."""
-    missing = [c for c in PREDICTION_COLUMNS if c not in row]
+    # cached_prompt_tokens came later (issue 18): files written before it are still read
+    missing = [c for c in PREDICTION_COLUMNS if c not in row and c != "cached_prompt_tokens"]
     if missing:
         raise ValueError(f"{where}: missing column(s) {', '.join(missing)}")
     calls_json = _none_if_nan(row["calls_json"])
@@ -85,6 +87,7 @@ def row_to_prediction(row: dict[str, Any], where: str) -> Prediction:
             completion_tokens=int(row["completion_tokens"]),
             cost_usd=float(row["cost_usd"]),
             cached=bool(row["cached"]),
+            cached_prompt_tokens=int(_none_if_nan(row.get("cached_prompt_tokens")) or 0),
         ),
     )
 

@@ -37,7 +37,9 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
          "raw_output", "error"),
         pa.string(),
     ),
-    **dict.fromkeys(("trial", "generator_trial", "prompt_tokens", "completion_tokens"), pa.int64()),
+    **dict.fromkeys(
+        ("trial", "generator_trial", "prompt_tokens", "completion_tokens", "cached_prompt_tokens"), pa.int64()
+    ),
     **dict.fromkeys(
         ("cost_usd", "temperature", "reference", "verdict", "p_tool", "p_param", "p_seq", "p_cov", "p_value",
          "p_seq_dag"),
@@ -104,6 +106,7 @@ def prediction_rows(units: dict[UnitKey, UnitRow], simulated: dict[str, bool]) -
                 "completion_tokens": usage.completion_tokens if usage else 0,
                 "cost_usd": usage.cost_usd if usage else 0.0,
                 "cached": usage.cached if usage else False,
+                "cached_prompt_tokens": usage.cached_prompt_tokens if usage else 0,
             }
         )
     return rows
