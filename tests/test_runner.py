@@ -32,6 +32,7 @@ PREDICTION_COLUMNS = [
     "completion_tokens",
     "cost_usd",
     "cached",
+    "cached_prompt_tokens",
 ]
 SCORE_COLUMNS = [
     "record_id",

@@ -275,6 +275,12 @@ def dry_run_report(
         style="bold",
     )
     console.print(table)
+    total_line = (
+        f"total: {sum(r['calls'] for r in rows)} calls; ~${totals['cost_usd']:,.2f} at list price, "
+        f"~${totals['cost_cached_usd']:,.2f} with prefix caching, ~${totals['cost_batch_usd']:,.2f} in "
+        "batch mode, for models with a known price"
+    )
+    console.print(escape(total_line), soft_wrap=True)
     notes = [
         f"prompt family {pipe.prompt_family}, judge tool rendering {pipe.judge_tool_rendering}",
         "judge calls assume every prediction succeeds",
