@@ -154,6 +154,7 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
         return count
 
     overhead: dict[tuple[str, int], int] = {}
+    counts: dict[str, dict[str, int]] = defaultdict(dict)  # per model string: piece -> tokens
     for unit in units:
         who = (unit.stage, unit.generator if unit.stage == "predict" else unit.judge)
         model = settings[who]
@@ -183,7 +184,7 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
         prompt = memo[memo_key]
         cache = caches.get(who)
         if cache is None:
-            cache = caches[who] = PrefixCache(counter(model.model))
+            cache = caches[who] = PrefixCache(counter(model.model), _tokens=counts[model.model])
         depth = prompt.breakpoint if needs_cache_breakpoint(model.model) else prompt.shared
         if prices(model.model).cache_read is None:
             depth = 0

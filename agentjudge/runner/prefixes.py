@@ -81,6 +81,7 @@ class PrefixCache:
 
     count: Callable[[str], int]  # tokens of one piece for this model
     seen: set[int] = field(default_factory=set)
+    # piece -> tokens; pass one dict to every model with the same model string (counting is the slow part)
     _tokens: dict[str, int] = field(default_factory=dict)
 
     def tokens(self, piece: str) -> int:
