@@ -1,4 +1,4 @@
-"""Issue 18: prompts laid out for provider prefix caching, cached-token accounting, grid order, dry-run prices.
+"""Issue 18: prompts laid out for prefix caching, cached-token accounting, grid order, dry-run prices.
 
 Through the loopback server: every judge call on one record (generators x conditions x variants) starts with
 the same bytes (system message, then the record's tools and query), the calls of one record arrive together,
@@ -65,7 +65,8 @@ def test_shared_prefix_order_and_cached_token_accounting_through_the_loopback(
     tmp_path: Path, fake_llm: Any
 ) -> None:
     # The provider reports 1,536 of 2,000 prompt tokens as read from its prefix cache on every call.
-    usage = {"prompt_tokens": 2000, "completion_tokens": 100, "prompt_tokens_details": {"cached_tokens": 1536}}
+    details = {"cached_tokens": 1536}
+    usage = {"prompt_tokens": 2000, "completion_tokens": 100, "prompt_tokens_details": details}
     fake_llm.set_responder(lambda req: Reply(text=VERDICT, usage=usage))
     judge = fake_llm.settings(model="openai/gpt-4o", name="judge-a", concurrency=1)
     pipeline = _pipeline(tmp_path, judge.model_dump(exclude_defaults=True))
@@ -101,7 +102,11 @@ def test_shared_prefix_order_and_cached_token_accounting_through_the_loopback(
 async def test_client_records_cached_tokens_per_call(fake_llm: Any) -> None:
     fake_llm.queue(
         "ok",
-        usage={"prompt_tokens": 3000, "completion_tokens": 10, "prompt_tokens_details": {"cached_tokens": 2048}},
+        usage={
+            "prompt_tokens": 3000,
+            "completion_tokens": 10,
+            "prompt_tokens_details": {"cached_tokens": 2048},
+        },
     )
     fake_llm.queue("ok", usage={"prompt_tokens": 3000, "completion_tokens": 10})
     client = ModelClient(cache=None)
@@ -143,7 +148,12 @@ def _request(condition: str = "with_gt", **variant: Any) -> JudgeRequest:
     call = ToolCall(name="get_ticket", arguments={"id": "T-1"})
     return JudgeRequest(
         task=Task(
-            record_id="r:easy", base_id="r", difficulty="easy", query="Show T-1.", system_prompt="", tools=[tool]
+            record_id="r:easy",
+            base_id="r",
+            difficulty="easy",
+            query="Show T-1.",
+            system_prompt="",
+            tools=[tool],
         ),
         calls=[call],
         gt=[GTStep(call=call, output={"assignee_id": "u-1"})] if condition != "without_gt" else None,
