@@ -2,8 +2,10 @@
 
 Why files and not strings in code: each prompt-variant dimension (condition, format, chain of thought,
 default mode) is a research variable, so each value lives in its own file that a person can read and edit.
-The assembly is deterministic, puts the static instructions first (system message, then the tool
-schemas) and the per-request untrusted content last, so provider prompt caching can reuse the prefix.
+The assembly is deterministic and laid out for provider prefix caching (issue 18): the system message (role,
+metric definitions, rubric) is the same for the whole run; the user message starts with the record's tools
+and query, byte-identical for every judge call on the record; the per-call parts (condition, default rule,
+format, chain of thought, reference, calls) come last.
 
 Two prompt families (``PromptFamily``, pipeline key ``prompt_family``): ``agentjudge`` is ours (a system
 message built from the variant files, then a user message with the data); ``paper`` follows the facts of the
