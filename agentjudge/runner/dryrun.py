@@ -91,6 +91,12 @@ def _judge_pieces(
     return split_messages(messages, breakpoint_after=TAG_QUERY if family == "agentjudge" else None)
 
 
+def _shared_strings(prompt: PromptPieces, texts: dict[str, str]) -> PromptPieces:
+    """The same prompt with every piece replaced by the first equal string seen (memory, not content)."""
+    pieces = tuple(texts.setdefault(p, p) for p in prompt.pieces)
+    return PromptPieces(pieces, prompt.shared, prompt.breakpoint, prompt.messages)
+
+
 def _price(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
     p = prices(model)
     if p.input is None or p.output is None:
@@ -143,6 +149,7 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
     caches: dict[tuple[str, str], PrefixCache] = {}
     counted = {"tokenizer": 0, "chars/4": 0}
     memo: dict[tuple[Any, ...], PromptPieces] = {}
+    texts: dict[str, str] = {}  # one object per distinct piece text (a record's tools recur in every prompt)
     answers: dict[tuple[str, int], int] = {}
 
     def counter(model: str) -> Any:
@@ -166,12 +173,12 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
         if unit.stage == "predict":
             memo_key: tuple[Any, ...] = ("p", unit.record_id, model.native_tools)
             if memo_key not in memo:
-                memo[memo_key] = _generator_pieces(model, data, unit)
+                memo[memo_key] = _shared_strings(_generator_pieces(model, data, unit), texts)
             answer = json.dumps([c.model_dump() for c in record.expected_calls])
         else:
             memo_key = ("j", unit.record_id, unit.condition, unit.variant)
             if memo_key not in memo:
-                memo[memo_key] = _judge_pieces(
+                pieces = _judge_pieces(
                     record,
                     unit,
                     data,
@@ -180,6 +187,7 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
                     pipe.prompt_family,
                     pipe.judge_tool_rendering,
                 )
+                memo[memo_key] = _shared_strings(pieces, texts)
             answer = _JUDGE_ANSWER * (_COT_FACTOR if variants[unit.variant].cot else 1)
         prompt = memo[memo_key]
         cache = caches.get(who)
