@@ -10,6 +10,11 @@ PREDICTION_COLUMNS: tuple[str, ...] = (
     "record_id", "base_id", "difficulty", "generator", "trial", "calls_json", "raw_output", "error",
     "simulated", "prompt_tokens", "completion_tokens", "cost_usd", "cached",
     "generation", "turns", "stop_reason", "trajectory_json",  # interactive generation (null single-shot)
+    "cached_prompt_tokens",  # prompt tokens the provider served from its prefix cache
+)  # fmt: skip
+# prediction columns added after the first release: files written before them are still read
+LATER_PREDICTION_COLUMNS: tuple[str, ...] = (
+    "generation", "turns", "stop_reason", "trajectory_json", "cached_prompt_tokens",
 )  # fmt: skip
 SCORE_COLUMNS: tuple[str, ...] = (
     "record_id", "base_id", "domain", "topology", "difficulty", "generator", "trial", "scoring_mode",

@@ -134,6 +134,8 @@ class Usage(Strict):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    cached_prompt_tokens: int = 0  # of prompt_tokens, read from the provider's prefix cache
+    cache_saved_usd: float = 0.0  # list price of those tokens minus what they cost
     cached: bool = False
 
 

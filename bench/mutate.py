@@ -63,8 +63,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             Edit(
                 "agentjudge/report/context.py",
-                'boot = ClusterBootstrap(data["base_id"].cat.categories,',
-                'boot = ClusterBootstrap(data["record_id"].cat.categories,',
+                'boot = ClusterBootstrap(\n        data["base_id"].cat.categories,',
+                'boot = ClusterBootstrap(\n        data["record_id"].cat.categories,',
             ),
             Edit(
                 "agentjudge/stats/bootstrap.py",
@@ -81,8 +81,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             Edit(
                 "agentjudge/report/context.py",
-                'boot = ClusterBootstrap(data["base_id"].cat.categories,',
-                'boot = ClusterBootstrap(data["record_id"].cat.categories,',
+                'boot = ClusterBootstrap(\n        data["base_id"].cat.categories,',
+                'boot = ClusterBootstrap(\n        data["record_id"].cat.categories,',
             ),
             Edit(
                 "analysis/_common.py",
@@ -350,8 +350,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             Edit(
                 "agentjudge/runner/work.py",
-                "gt = data.by_base[partners[record.id]].gt",
-                "gt = data.by_base[record.id].gt",
+                "shown = data.by_base[partners[record.id]]",
+                "shown = data.by_base[record.id]",
             ),
         ),
         "tests/test_runner.py::test_conditions_show_own_no_or_swapped_gt",

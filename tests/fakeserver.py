@@ -58,7 +58,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     finish_reason: str | None = None
-    usage: dict[str, int] | None = None
+    usage: dict[str, Any] | None = None
 
 
 Responder = Callable[[dict[str, Any]], "str | Reply | dict[str, Any]"]
@@ -162,7 +162,7 @@ class FakeLLM:
         headers: dict[str, str] | None = None,
         delay: float = 0.0,
         finish_reason: str | None = None,
-        usage: dict[str, int] | None = None,
+        usage: dict[str, Any] | None = None,
         times: int = 1,
     ) -> None:
         """Queue an answer (text and/or tool calls, or a raw body) for the next request(s)."""

@@ -36,6 +36,7 @@ PREDICTION_COLUMNS = [
     "turns",
     "stop_reason",
     "trajectory_json",
+    "cached_prompt_tokens",
 ]
 SCORE_COLUMNS = [
     "record_id",

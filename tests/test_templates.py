@@ -128,8 +128,8 @@ def test_order_static_first_untrusted_last() -> None:
 def test_without_gt_has_no_reference_and_uses_its_condition_file() -> None:
     system, user = (m["content"] for m in build_messages(make_request("without_gt")))
     assert f"<{TAG_REFERENCE}>" not in user
-    assert load_template("condition_without_gt.md") in system
-    assert load_template("condition_with_gt.md") not in system
+    assert load_template("condition_without_gt.md") in user
+    assert load_template("condition_with_gt.md") not in system + user
 
 
 def test_swapped_gt_identical_to_with_gt_apart_from_gt_content() -> None:
@@ -160,13 +160,17 @@ def test_swapped_gt_identical_to_with_gt_apart_from_gt_content() -> None:
     ],
 )
 def test_variant_files(variant: dict[str, object], included: list[str], excluded: list[str]) -> None:
-    system = build_messages(make_request(**variant))[0]["content"]
-    assert load_template("system.md") in system
+    system, user = (m["content"] for m in build_messages(make_request(**variant)))
+    assert system.startswith(load_template("system.md"))
+    # the rubric belongs to the static system message; the per-variant instructions follow the record's data
+    assert ("rubric_three_level.md" in included) == (load_template("rubric_three_level.md") in system)
     for name in included:
-        assert load_template(name) in system, name
+        assert load_template(name) in system + user, name
+        if name != "rubric_three_level.md":
+            assert user.index(load_template(name)) > user.index(f"</{TAG_QUERY}>"), name
     for name in excluded:
-        assert load_template(name) not in system, name
-    assert "<!--" not in system  # people's comments are stripped
+        assert load_template(name) not in system + user, name
+    assert "<!--" not in system + user  # people's comments are stripped
 
 
 def test_json_format_asks_for_documented_shape() -> None:
@@ -194,7 +198,7 @@ def test_prompts_dir_env_override_and_errors(tmp_path: Path, monkeypatch: pytest
     shutil.copytree(prompts_dir(), copy)
     (copy / "cot_off.md").write_text("EDITED: verdicts only.", encoding="utf-8")
     monkeypatch.setenv(templates.PROMPTS_ENV, str(copy))
-    assert "EDITED: verdicts only." in build_messages(make_request())[0]["content"]
+    assert "EDITED: verdicts only." in build_messages(make_request())[1]["content"]
     (copy / "user.md").write_text("no markers at all", encoding="utf-8")
     with pytest.raises(ValueError, match="lacks required marker"):
         build_messages(make_request())

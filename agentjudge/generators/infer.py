@@ -17,8 +17,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from agentjudge.columns import PREDICTION_COLUMNS
-from agentjudge.generators.interactive import OPTIONAL_PREDICTION_COLUMNS, read_trajectory, trajectory_fields
+from agentjudge.columns import LATER_PREDICTION_COLUMNS, PREDICTION_COLUMNS
+from agentjudge.generators.interactive import read_trajectory, trajectory_fields
 from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelClient
 from agentjudge.types import (
@@ -55,6 +55,7 @@ def prediction_row(pred: Prediction) -> dict[str, Any]:
         "cost_usd": pred.usage.cost_usd,
         "cached": pred.usage.cached,
         **trajectory_fields(pred),
+        "cached_prompt_tokens": pred.usage.cached_prompt_tokens,
     }
 
 
@@ -64,7 +65,7 @@ def _none_if_nan(value: Any) -> Any:
 
 def row_to_prediction(row: dict[str, Any], where: str) -> Prediction:
     """A row back to a Prediction; ``where`` (file:line) names the bad row in errors."""
-    missing = [c for c in PREDICTION_COLUMNS if c not in row and c not in OPTIONAL_PREDICTION_COLUMNS]
+    missing = [c for c in PREDICTION_COLUMNS if c not in row and c not in LATER_PREDICTION_COLUMNS]
     if missing:
         raise ValueError(f"{where}: missing column(s) {', '.join(missing)}")
     calls_json = _none_if_nan(row["calls_json"])
@@ -88,6 +89,7 @@ def row_to_prediction(row: dict[str, Any], where: str) -> Prediction:
             completion_tokens=int(row["completion_tokens"]),
             cost_usd=float(row["cost_usd"]),
             cached=bool(row["cached"]),
+            cached_prompt_tokens=int(_none_if_nan(row.get("cached_prompt_tokens")) or 0),
         ),
     )
 

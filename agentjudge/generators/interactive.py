@@ -290,14 +290,6 @@ def trajectory_fields(prediction: Prediction | None) -> dict[str, Any]:
     }
 
 
-OPTIONAL_PREDICTION_COLUMNS = (
-    "generation",
-    "turns",
-    "stop_reason",
-    "trajectory_json",
-)  # absent in older files
-
-
 def read_trajectory(row: dict[str, Any], where: str) -> Trajectory | None:
     """A predictions-table row's trajectory (None for single-shot rows and files without the column)."""
     text = row.get("trajectory_json")

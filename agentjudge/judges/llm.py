@@ -7,7 +7,10 @@ quoting the parse problem; the raw text of every attempt is kept and the number 
 report can count both the first-answer parse failures and the ones re-asking rescued.
 
 The prompt family (``paper`` = the published prompts' facts, ``agentjudge`` = ours; SPEC §7a) is a judge
-attribute, ``agentjudge`` unless the caller sets it: the grid sets it from the pipeline's ``prompt_family``.
+attribute, ``agentjudge`` unless the caller sets it: the grid sets it from the pipeline's ``prompt_family``
+(and ``tool_rendering`` from ``judge_tool_rendering``). For providers that cache prefixes only at explicit
+breakpoints (Anthropic), an ``agentjudge`` prompt is sent with ``cache_control`` on the record's tools and
+query, the last block every judge call on the record shares.
 
 Chain of thought is a prompt variant (``cot_on.md`` / ``cot_off.md``). For reasoning models the provider's
 thinking switch is a separate matter, passed only when the model's settings ask for it:
@@ -21,7 +24,14 @@ from __future__ import annotations
 from typing import Any
 
 from agentjudge.judges.parse import ParsedVerdicts, parse_verdicts
-from agentjudge.judges.templates import DEFAULT_PROMPT_FAMILY, build_messages, reask_message
+from agentjudge.judges.templates import (
+    DEFAULT_PROMPT_FAMILY,
+    ToolRendering,
+    build_messages,
+    needs_cache_breakpoint,
+    reask_message,
+    with_cache_breakpoint,
+)
 from agentjudge.judges.trajectory import build_messages as trajectory_messages
 from agentjudge.judges.trajectory import is_trajectory, with_outcome
 from agentjudge.models.client import ModelCallError
@@ -53,6 +63,8 @@ def _add_usage(total: Usage, more: Usage, first: bool) -> Usage:
         prompt_tokens=total.prompt_tokens + more.prompt_tokens,
         completion_tokens=total.completion_tokens + more.completion_tokens,
         cost_usd=total.cost_usd + more.cost_usd,
+        cached_prompt_tokens=total.cached_prompt_tokens + more.cached_prompt_tokens,
+        cache_saved_usd=total.cache_saved_usd + more.cache_saved_usd,
         cached=more.cached if first else (total.cached and more.cached),
     )
 
@@ -76,13 +88,18 @@ class LLMJudge:
         self.client = client
         self.reask = reask
         self.prompt_family: PromptFamily = prompt_family  # the grid sets it from the pipeline
+        self.tool_rendering: ToolRendering = "full"  # likewise (pipeline key judge_tool_rendering)
         self.name = settings.display_name
 
     async def __call__(self, request: JudgeRequest) -> JudgeResult:
         episode = is_trajectory(request.condition)  # judges that see outputs: + the outcome verdict
         messages: list[dict[str, Any]] = list(
-            trajectory_messages(request) if episode else build_messages(request, self.prompt_family)
+            trajectory_messages(request)
+            if episode
+            else build_messages(request, self.prompt_family, self.tool_rendering)
         )
+        if not episode and self.prompt_family == "agentjudge" and needs_cache_breakpoint(self.settings.model):
+            messages = with_cache_breakpoint(messages, request, self.tool_rendering)
         outcome: float | None = None
         settings = _call_settings(self.settings, request.variant.cot)
         texts: list[str] = []

@@ -2,8 +2,10 @@
 
 Why files and not strings in code: each prompt-variant dimension (condition, format, chain of thought,
 default mode) is a research variable, so each value lives in its own file that a person can read and edit.
-The assembly is deterministic, puts the static instructions first (system message, then the tool
-schemas) and the per-request untrusted content last, so provider prompt caching can reuse the prefix.
+The assembly is deterministic and laid out for provider prefix caching (issue 18): the system message (role,
+metric definitions, rubric) is the same for the whole run; the user message starts with the record's tools
+and query, byte-identical for every judge call on the record; the per-call parts (condition, default rule,
+format, chain of thought, reference, calls) come last.
 
 Two prompt families (``PromptFamily``, pipeline key ``prompt_family``): ``agentjudge`` is ours (a system
 message built from the variant files, then a user message with the data); ``paper`` follows the facts of the
@@ -32,6 +34,7 @@ from agentjudge.types import GTStep, JudgeRequest, PromptFamily, PromptVariant, 
 PROMPTS_ENV = "AGENTJUDGE_PROMPTS"
 DEFAULT_PROMPT_FAMILY: PromptFamily = "agentjudge"
 VerdictScale = Literal["three_level", "continuous"]
+ToolRendering = Literal["full", "compact"]
 
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _MARKER = re.compile(r"\{\{(\w+)\}\}")
@@ -133,7 +136,12 @@ def block(tag: str, body: str) -> str:
     return f"<{tag}>\n{body}\n</{tag}>"
 
 
-def _tool_payload(tool: ToolSchema) -> dict[str, Any]:
+def _tool_payload(tool: ToolSchema, rendering: ToolRendering = "full") -> dict[str, Any]:
+    """A tool schema for the judge. ``compact`` drops the ``returns`` block and the per-parameter
+    descriptions (the metric definitions in the rubric say what is judged; names, types, required
+    lists and enums stay), keeping the tool's own one-line description."""
+    if rendering == "compact":
+        return {"name": tool.name, "description": tool.description, "parameters": _compact(tool.parameters)}
     payload: dict[str, Any] = {
         "name": tool.name,
         "description": tool.description,
@@ -142,6 +150,31 @@ def _tool_payload(tool: ToolSchema) -> dict[str, Any]:
     if tool.returns:
         payload["returns"] = tool.returns
     return payload
+
+
+_SCHEMA_PROSE = ("description", "title", "examples")
+
+
+def _compact(schema: Any) -> Any:
+    """A JSON schema without its prose keys (``description``, ``title``, ``examples``) at every depth.
+
+    Keys under ``properties`` are parameter names, never prose: a parameter called ``description`` stays.
+    Values of ``enum``/``const``/``default``/``required`` are data and are kept as they are."""
+    if isinstance(schema, list):
+        return [_compact(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _SCHEMA_PROSE and isinstance(value, str | list):
+            continue
+        if key in ("properties", "patternProperties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {name: _compact(sub) for name, sub in value.items()}
+        elif key in ("enum", "const", "default", "required"):
+            out[key] = value
+        else:
+            out[key] = _compact(value)
+    return out
 
 
 def _calls_payload(calls: list[ToolCall]) -> list[dict[str, Any]]:
@@ -161,11 +194,21 @@ def _gt_payload(gt: list[GTStep]) -> list[dict[str, Any]]:
     ]
 
 
-def system_prompt(variant: PromptVariant, condition: str) -> str:
-    """The static instructions for one (variant, condition): role, rubric, condition, default, format, CoT."""
+def system_prompt(variant: PromptVariant, condition: str | None = None) -> str:
+    """The system message: the role and metric definitions, then the rubric (three-level variants).
+
+    It is the same for every record, condition and chain-of-thought setting, so a provider's prefix cache
+    reuses it across the whole run (``condition`` is accepted for callers of the older signature and
+    does not change the text).
+    """
     parts = [load_template("system.md")]
     if verdict_scale(variant) == "three_level":
         parts.append(load_template("rubric_three_level.md"))
+    return "\n\n".join(parts)
+
+
+def review_instructions(variant: PromptVariant, condition: str) -> str:
+    """The per-call instructions (condition, default, format, CoT), placed after the record's data."""
     condition_text = load_template(f"condition_{condition}.md")
     if condition == "swapped_gt" and condition_text != load_template("condition_with_gt.md"):
         # the C3 anchoring control is only valid if the judge cannot tell it from with_gt
@@ -173,15 +216,21 @@ def system_prompt(variant: PromptVariant, condition: str) -> str:
             f"{prompts_dir()}: condition_swapped_gt.md must read exactly like condition_with_gt.md "
             "(comments aside); the swapped GT has to be presented as the reference"
         )
-    parts.append(condition_text)
-    parts.append(load_template(f"default_{variant.default_mode}.md"))
-    parts.append(load_template(f"format_{variant.prompt_format}.md"))
-    parts.append(load_template("cot_on.md" if variant.cot else "cot_off.md"))
+    parts = [
+        condition_text,
+        load_template(f"default_{variant.default_mode}.md"),
+        load_template(f"format_{variant.prompt_format}.md"),
+        load_template("cot_on.md" if variant.cot else "cot_off.md"),
+    ]
     return "\n\n".join(parts)
 
 
-def user_prompt(request: JudgeRequest) -> str:
-    """Tool schemas first, then the per-request untrusted blocks; a reference block iff a GT is shown."""
+def user_parts(request: JudgeRequest, tool_rendering: ToolRendering = "full") -> tuple[str, str]:
+    """The user message in two parts: (the record's tools and query, shared by every judge call on the
+    record; the per-call rest: instructions, reference block iff a GT is shown, the calls).
+
+    The first part is byte-identical across generators, conditions and variants of one record: it is the
+    part a ``cache_control`` breakpoint marks (``cache_blocks``)."""
     if request.condition == "without_gt":
         if request.gt is not None:
             raise ValueError(
@@ -193,19 +242,34 @@ def user_prompt(request: JudgeRequest) -> str:
             raise ValueError(
                 f"{request.task.record_id}: a {request.condition} judge request needs a GT trace"
             )
-        reference = "\n" + fill(
+        reference = fill(
             "reference_block.md", {"gt": block(TAG_REFERENCE, _json_lines(_gt_payload(request.gt)))}
         )
-        reference += "\n"
-    return fill(
+        reference += "\n\n"
+    shared = fill(
+        "user_record.md",
+        {
+            "tools": block(
+                TAG_TOOLS, _json_lines([_tool_payload(t, tool_rendering) for t in request.task.tools])
+            ),
+            "query": block(TAG_QUERY, safe_json(request.task.query)),
+        },
+    )
+    rest = fill(
         "user.md",
         {
-            "tools": block(TAG_TOOLS, _json_lines([_tool_payload(t) for t in request.task.tools])),
-            "query": block(TAG_QUERY, safe_json(request.task.query)),
+            "instructions": review_instructions(request.variant, request.condition),
             "reference": reference,
             "calls": block(TAG_CALLS, _json_lines(_calls_payload(request.calls))),
         },
     )
+    return shared, rest
+
+
+def user_prompt(request: JudgeRequest, tool_rendering: ToolRendering = "full") -> str:
+    """The record's tools and query first, then the per-call instructions, reference and calls."""
+    shared, rest = user_parts(request, tool_rendering)
+    return shared + "\n\n" + rest
 
 
 def _check_gt(request: JudgeRequest) -> None:
@@ -267,19 +331,51 @@ def paper_prompt(request: JudgeRequest) -> str:
 
 
 def build_messages(
-    request: JudgeRequest, family: PromptFamily = DEFAULT_PROMPT_FAMILY
+    request: JudgeRequest,
+    family: PromptFamily = DEFAULT_PROMPT_FAMILY,
+    tool_rendering: ToolRendering = "full",
 ) -> list[dict[str, str]]:
     """The chat messages for one judge request (deterministic: same request, same messages).
 
-    ``agentjudge``: system + user; ``paper``: one user message, no system message (as published)."""
+    ``agentjudge``: system (role, rubric) + user (the record's tools and query, then the per-call
+    instructions, reference and calls); ``paper``: one user message, no system message, the published
+    order. ``tool_rendering`` (pipeline key ``judge_tool_rendering``) applies to ``agentjudge`` only: the
+    ``paper`` family shows the tools as the published records list them."""
     if family == "paper":
         return [{"role": "user", "content": paper_prompt(request)}]
     if family != "agentjudge":
         raise ValueError(f"unknown prompt family {family!r} (expected 'paper' or 'agentjudge')")
     return [
-        {"role": "system", "content": system_prompt(request.variant, request.condition)},
-        {"role": "user", "content": user_prompt(request)},
+        {"role": "system", "content": system_prompt(request.variant)},
+        {"role": "user", "content": user_prompt(request, tool_rendering)},
     ]
+
+
+def needs_cache_breakpoint(model: str) -> bool:
+    """Providers whose prefix cache works only at explicit ``cache_control`` breakpoints (Anthropic's
+    models, also through Bedrock and Vertex); OpenAI, DeepSeek and vLLM cache prefixes automatically."""
+    provider, _, rest = model.partition("/")
+    return provider == "anthropic" or (provider in ("bedrock", "vertex_ai") and "claude" in rest)
+
+
+def with_cache_breakpoint(
+    messages: list[dict[str, Any]], request: JudgeRequest, tool_rendering: ToolRendering = "full"
+) -> list[dict[str, Any]]:
+    """``agentjudge`` messages with the user message split into two text blocks, the first (the record's
+    tools and query, the last byte-stable block) carrying ``cache_control: ephemeral``.
+
+    The text the model reads is unchanged: the two blocks are the two halves of the same user message."""
+    shared, rest = user_parts(request, tool_rendering)
+    user = messages[1]
+    if user.get("content") != shared + "\n\n" + rest:
+        raise ValueError(
+            "with_cache_breakpoint expects the messages build_messages made for the same request"
+        )
+    blocks = [
+        {"type": "text", "text": shared, "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "\n\n" + rest},
+    ]
+    return [messages[0], {"role": "user", "content": blocks}, *messages[2:]]
 
 
 def reask_message(problems: list[str], family: PromptFamily = DEFAULT_PROMPT_FAMILY) -> dict[str, str]:

@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from agentjudge.models.cache import CallCache, cache_key
+from agentjudge.models.tokens import cache_saving
 from agentjudge.types import ModelSettings, Strict, Usage
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,9 @@ class ModelStats:
     retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0  # of prompt_tokens, served from the provider's prefix cache
     cost_usd: float = 0.0
+    cache_saved_usd: float = 0.0  # what those cached tokens would have cost more at list price
     unknown_cost_calls: int = 0  # answers whose price litellm does not know (cost counted as 0.0)
 
     @property
@@ -116,6 +119,16 @@ class ClientStats:
             return out
 
         return {"total": row(self.total), "per_model": {k: row(v) for k, v in sorted(self.per_model.items())}}
+
+
+def cached_prompt_tokens(usage: dict[str, Any]) -> tuple[int, int]:
+    """(prompt tokens read from the provider's prefix cache, prompt tokens written to it) of one answer.
+
+    OpenAI-style usage reports reads as ``prompt_tokens_details.cached_tokens``; Anthropic's as
+    ``cache_read_input_tokens`` and writes as ``cache_creation_input_tokens`` (litellm passes both on)."""
+    details = usage.get("prompt_tokens_details") or {}
+    read = int(details.get("cached_tokens") or 0) or int(usage.get("cache_read_input_tokens") or 0)
+    return read, int(usage.get("cache_creation_input_tokens") or 0)
 
 
 _LITELLM: Any = None
@@ -350,7 +363,7 @@ class ModelClient:
                     response = await asyncio.wait_for(
                         litellm.acompletion(**kwargs), timeout=settings.timeout_s + 5.0
                     )
-                completion = self._to_completion(litellm, response, secrets)
+                completion = self._to_completion(litellm, response, secrets, settings.model)
             except ModelCallError as exc:  # empty answer: retrying a deterministic call will not help
                 stats.failures += 1
                 raise ModelCallError(exc.kind, attempts, exc.message) from None
@@ -371,13 +384,15 @@ class ModelClient:
                 continue
             stats.prompt_tokens += completion.usage.prompt_tokens
             stats.completion_tokens += completion.usage.completion_tokens
+            stats.cached_prompt_tokens += completion.usage.cached_prompt_tokens
             stats.cost_usd += completion.usage.cost_usd
+            stats.cache_saved_usd += completion.usage.cache_saved_usd
             if not completion.cost_known:
                 stats.unknown_cost_calls += 1
             return completion
 
     @staticmethod
-    def _to_completion(litellm: Any, response: Any, secrets: list[str]) -> Completion:
+    def _to_completion(litellm: Any, response: Any, secrets: list[str], model: str = "") -> Completion:
         raw: dict[str, Any] = json.loads(_scrub(json.dumps(response.model_dump(), default=str), secrets))
         choices = raw.get("choices") or []
         if not choices:
@@ -406,6 +421,8 @@ class ModelClient:
             known = value is not None
         except Exception:  # noqa: BLE001 - unknown model price: recorded as unknown, not guessed
             cost, known = 0.0, False
+        cache_read, cache_write = cached_prompt_tokens(usage_raw)
+        model = model or str(raw.get("model") or "")
         return Completion(
             text=text,
             tool_calls=tool_calls,
@@ -414,6 +431,10 @@ class ModelClient:
                 prompt_tokens=int(usage_raw.get("prompt_tokens") or 0),
                 completion_tokens=int(usage_raw.get("completion_tokens") or 0),
                 cost_usd=cost,
+                cached_prompt_tokens=cache_read,
+                cache_saved_usd=cache_saving(model, cache_read, cache_write)
+                if known and cache_read + cache_write
+                else 0.0,
                 cached=False,
             ),
             cost_known=known,

@@ -1,12 +1,18 @@
-"""``agentjudge run --dry-run``: how many calls, roughly how many tokens and dollars, before spending any.
+"""``agentjudge run --dry-run``: how many calls, how many tokens and dollars, before spending any.
 
-Nothing is written and no model is constructed. Token counts are estimates: chars/4 of the exact prompts
-the run would send (generator messages from ``LLMGenerator.messages``, judge messages from
-``judges.templates.build_messages``), where the judges' inputs use the GT calls as a stand-in for the
-predictions that do not exist yet. Completion tokens are chars/4 of a plausible answer: the GT calls for
-a generator, and for a judge a JSON verdict with one-sentence rationales (x3 with chain-of-thought).
-Judge counts assume every prediction succeeds. Prices come from litellm's bundled cost map; a model it does
-not know is reported as "unknown", never as $0.
+Nothing is written and no model is constructed. Tokens are counted by each model's tokenizer through
+``litellm.token_counter`` (``models.tokens.count_tokens``; chars/4 only where litellm fails, and then the
+footnote says so) on the exact prompts the run would send (generator messages from
+``LLMGenerator.messages``, judge messages from ``judges.templates.build_messages``), where the judges'
+inputs use the GT calls as a stand-in for the predictions that do not exist yet. Completion tokens are
+those of a plausible answer: the GT calls for a generator, and for a judge a JSON verdict with one-sentence
+rationales (x3 with chain-of-thought). Judge counts assume every prediction succeeds.
+
+Three prices per model, all from litellm's bundled cost map (a model it does not know is "unknown", never
+$0): the list price; with prefix caching, replaying the run's calls in the runner's order and pricing the
+shared prefixes each call would find cached (``runner.prefixes``) at the cache-read price; and in batch
+mode, at litellm's batch prices where it lists them, else the provider's documented 50 % (the footnote says
+which), without caching.
 """
 
 from __future__ import annotations
@@ -20,10 +26,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from agentjudge.judges.templates import needs_cache_breakpoint
+from agentjudge.models.tokens import count_tokens, prices
 from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import Pipeline
+from agentjudge.runner.prefixes import PrefixCache, PromptPieces, split_messages
 from agentjudge.runner.store import UnitKey, open_readonly
-from agentjudge.runner.work import Dataset, judge_units, predict_units
+from agentjudge.runner.work import Dataset, judge_units, predict_units, prefix_order
 from agentjudge.types import (
     TRAJECTORY_CONDITIONS,
     JudgeRequest,
@@ -36,43 +45,42 @@ from agentjudge.types import (
 )
 
 # A judge answer in the JSON format: four verdicts with a one-sentence justification each and an overall line.
-_JUDGE_ANSWER_CHARS = len(
-    json.dumps(
-        {
-            m: {"verdict": 1.0, "justification": "x" * 110}
-            for m in ("tool_selection", "parameter_structure", "sequence_accuracy", "query_coverage")
-        }
-        | {"overall": "x" * 160}
-    )
+_JUDGE_ANSWER = json.dumps(
+    {
+        m: {"verdict": 1.0, "justification": "x" * 110}
+        for m in ("tool_selection", "parameter_structure", "sequence_accuracy", "query_coverage")
+    }
+    | {"overall": "x" * 160}
 )
 _COT_FACTOR = 3
+_JUDGE_ANSWER_CHARS = len(_JUDGE_ANSWER)
 
 
-def _tokens(chars: int) -> int:
-    return (chars + 3) // 4
-
-
-def _generator_prompt_chars(settings: ModelSettings, data: Dataset, key: UnitKey) -> int:
+def _generator_pieces(settings: ModelSettings, data: Dataset, key: UnitKey) -> PromptPieces:
+    """The generator's prompt: (tools sent as a parameter,) the system message, the user's query."""
     from agentjudge.generators.llm import LLMGenerator, openai_tools
 
     record, difficulty = data.locate(key.record_id)
     task = data.task(record, difficulty)
     messages = LLMGenerator(settings, None).messages(task)  # type: ignore[arg-type]  # no call is made
-    chars = sum(len(m["content"]) for m in messages)
-    if settings.native_tools:
-        chars += len(json.dumps(openai_tools(task.tools)))
-    return chars
+    prompt = split_messages(messages)
+    shared = 2  # the system message (record prompt, rules, schemas) is the same for every difficulty
+    if settings.native_tools:  # providers put the tool list before the messages
+        tools = json.dumps(openai_tools(task.tools))
+        return PromptPieces((tools, *prompt.pieces), shared + 1, 0, prompt.messages)
+    return PromptPieces(prompt.pieces, shared, 0, prompt.messages)
 
 
-def _judge_prompt_chars(
+def _judge_pieces(
     record: Record,
     key: UnitKey,
     data: Dataset,
     variant: PromptVariant,
     partners: dict[str, str],
     family: PromptFamily = "agentjudge",
-) -> int:
-    from agentjudge.judges.templates import build_messages
+    tool_rendering: str = "full",
+) -> PromptPieces:
+    from agentjudge.judges.templates import TAG_QUERY, build_messages
 
     _, difficulty = data.locate(key.record_id)
     if key.condition in TRAJECTORY_CONDITIONS:  # estimated on the GT episode (calls with their outputs)
@@ -88,7 +96,7 @@ def _judge_prompt_chars(
             gt=record.gt if key.condition == "trajectory_with_gt" else None,
             condition=key.condition,
         )
-        return sum(len(m["content"]) for m in episode_messages(req))
+        return split_messages(episode_messages(req))
     gt = None
     if key.condition == "with_gt":
         gt = record.gt
@@ -101,22 +109,39 @@ def _judge_prompt_chars(
         condition=key.condition,  # type: ignore[arg-type]
         variant=variant,
     )
-    return sum(len(m["content"]) for m in build_messages(request, family))
+    messages = build_messages(request, family, tool_rendering)  # type: ignore[arg-type]
+    # ours marks the end of the record's tools and query for providers that need a breakpoint
+    return split_messages(messages, breakpoint_after=TAG_QUERY if family == "agentjudge" else None)
+
+
+def _shared_strings(prompt: PromptPieces, texts: dict[str, str]) -> PromptPieces:
+    """The same prompt with every piece replaced by the first equal string seen (memory, not content)."""
+    pieces = tuple(texts.setdefault(p, p) for p in prompt.pieces)
+    return PromptPieces(pieces, prompt.shared, prompt.breakpoint, prompt.messages)
 
 
 def _price(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-    import os
-
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    try:
-        prompt_cost, completion_cost = litellm.cost_per_token(
-            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
-        )
-    except Exception:  # noqa: BLE001 - litellm raises several types for "not in the cost map"
+    p = prices(model)
+    if p.input is None or p.output is None:
         return None
-    return float(prompt_cost) + float(completion_cost)
+    return prompt_tokens * p.input + completion_tokens * p.output
+
+
+def _cached_price(model: str, prompt: int, read: int, written: int, completion: int) -> float | None:
+    p = prices(model)
+    if p.input is None or p.output is None:
+        return None
+    cost = (prompt - read) * p.input + read * (p.cache_read if p.cache_read is not None else p.input)
+    if p.cache_write is not None:
+        cost += written * (p.cache_write - p.input)
+    return cost + completion * p.output
+
+
+def _batch_price(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    p = prices(model)
+    if p.batch_input is None or p.batch_output is None:
+        return None
+    return prompt_tokens * p.batch_input + completion_tokens * p.batch_output
 
 
 def _done_units(rundir: Path) -> set[tuple[Any, ...]]:
@@ -134,89 +159,180 @@ def _done_units(rundir: Path) -> set[tuple[Any, ...]]:
 
 
 def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Path) -> list[dict[str, Any]]:
-    """Per model: calls still to make and estimated prompt/completion tokens and cost."""
+    """Per model: calls still to make, prompt/cached/completion tokens and the three prices."""
     done = _done_units(rundir)
     preds = predict_units(pipe, data)
     units = [u for u in [*preds, *judge_units(pipe, preds)] if u.row() not in done]
+    units.sort(key=prefix_order)  # the order the runner makes the calls in: what the cache sees
     variants = {v.key: v for v in pipe.prompt_variants}
     settings = {("predict", m.display_name): m for m in pipe.generators}
     settings |= {("judge", m.display_name): m for m in pipe.judges}
-    calls: dict[tuple[str, str], int] = defaultdict(int)
-    prompt_chars: dict[tuple[str, str], int] = defaultdict(int)
-    completion_chars: dict[tuple[str, str], int] = defaultdict(int)
-    memo: dict[tuple[Any, ...], int] = {}
+    zero = dict.fromkeys(("calls", "prompt", "read", "written", "completion"), 0)
+    tally: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: dict(zero))
+    caches: dict[tuple[str, str], PrefixCache] = {}
+    counted = {"tokenizer": 0, "chars/4": 0}
+    memo: dict[tuple[Any, ...], PromptPieces] = {}
+    texts: dict[str, str] = {}  # one object per distinct piece text (a record's tools recur in every prompt)
+    answers: dict[tuple[str, int], int] = {}
+
+    def counter(model: str) -> Any:
+        def count(text: str) -> int:
+            n, by_tokenizer = count_tokens(model, text=text)
+            counted["tokenizer" if by_tokenizer else "chars/4"] += 1
+            return n
+
+        return count
+
+    overhead: dict[tuple[str, int], int] = {}
+    counts: dict[str, dict[str, int]] = defaultdict(dict)  # per model string: piece -> tokens
     for unit in units:
         who = (unit.stage, unit.generator if unit.stage == "predict" else unit.judge)
         model = settings[who]
-        calls[who] += 1
+        t = tally[who]
+        t["calls"] += 1
         if model_kind(model.model) in ("sim", "simjudge", "baseline"):
             continue  # in-process: no tokens, no money
         record, _ = data.locate(unit.record_id)
         if unit.stage == "predict":
             memo_key: tuple[Any, ...] = ("p", unit.record_id, model.native_tools)
             if memo_key not in memo:
-                memo[memo_key] = _generator_prompt_chars(model, data, unit)
-            prompt_chars[who] += memo[memo_key]
-            completion_chars[who] += len(json.dumps([c.model_dump() for c in record.expected_calls]))
+                memo[memo_key] = _shared_strings(_generator_pieces(model, data, unit), texts)
+            answer = json.dumps([c.model_dump() for c in record.expected_calls])
         else:
             memo_key = ("j", unit.record_id, unit.condition, unit.variant)
             if memo_key not in memo:
-                memo[memo_key] = _judge_prompt_chars(
-                    record, unit, data, variants[unit.variant], partners, pipe.prompt_family
+                pieces = _judge_pieces(
+                    record,
+                    unit,
+                    data,
+                    variants[unit.variant],
+                    partners,
+                    pipe.prompt_family,
+                    pipe.judge_tool_rendering,
                 )
-            prompt_chars[who] += memo[memo_key]
-            cot = variants[unit.variant].cot
-            completion_chars[who] += _JUDGE_ANSWER_CHARS * (_COT_FACTOR if cot else 1)
+                memo[memo_key] = _shared_strings(pieces, texts)
+            answer = _JUDGE_ANSWER * (_COT_FACTOR if variants[unit.variant].cot else 1)
+        prompt = memo[memo_key]
+        cache = caches.get(who)
+        if cache is None:
+            cache = caches[who] = PrefixCache(counter(model.model), _tokens=counts[model.model])
+        depth = prompt.breakpoint if needs_cache_breakpoint(model.model) else prompt.shared
+        if prices(model.model).cache_read is None:
+            depth = 0
+        tokens, read, written = cache.send(prompt, depth)
+        if (model.model, prompt.messages) not in overhead:
+            empty = [{"role": "user", "content": ""}] * prompt.messages
+            overhead[(model.model, prompt.messages)] = count_tokens(model.model, messages=empty)[0]
+        t["prompt"] += tokens + overhead[(model.model, prompt.messages)]
+        t["read"] += read
+        t["written"] += written
+        if (model.model, len(answer)) not in answers:
+            answers[(model.model, len(answer))] = cache.count(answer)
+        t["completion"] += answers[(model.model, len(answer))]
     rows = []
     for (stage, name), model in settings.items():
         kind = model_kind(model.model)
-        p_tok, c_tok = _tokens(prompt_chars[(stage, name)]), _tokens(completion_chars[(stage, name)])
-        cost: float | None = (
-            0.0 if kind in ("sim", "simjudge", "baseline") else _price(model.model, p_tok, c_tok)
-        )
+        t = tally[(stage, name)]
+        free = kind in ("sim", "simjudge", "baseline")
+        args = (model.model, t["prompt"], t["completion"])
         rows.append(
             {
                 "model": name,
                 "role": "generator" if stage == "predict" else "judge",
                 "kind": kind,
-                "calls": calls[(stage, name)],
-                "prompt_tokens": p_tok,
-                "completion_tokens": c_tok,
-                "cost_usd": cost,
+                "calls": t["calls"],
+                "prompt_tokens": t["prompt"],
+                "cached_prompt_tokens": t["read"],
+                "completion_tokens": t["completion"],
+                "cost_usd": 0.0 if free else _price(*args),
+                "cost_cached_usd": 0.0
+                if free
+                else _cached_price(model.model, t["prompt"], t["read"], t["written"], t["completion"]),
+                "cost_batch_usd": 0.0 if free else _batch_price(*args),
+                "batch_source": "-" if free else prices(model.model).batch_source,
             }
         )
+    rows.append({"model": "_counted", **counted})  # how the tokens were counted, for the footnote
     return rows
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:,.2f}"
 
 
 def dry_run_report(
     pipe: Pipeline, data: Dataset, rundir: Path, console: Console, partners: dict[str, str] | None = None
 ) -> int:
     rows = estimate(pipe, data, partners or {}, rundir)
+    counted = rows.pop()
     table = Table(title=f"Dry run of {pipe.name}: calls still to make (nothing is spent or written)")
-    for col in ("model", "role", "kind", "calls", "~prompt tokens", "~completion tokens", "~cost $"):
+    columns = ("model", "role", "kind", "calls", "prompt tokens", "cached share", "completion tokens")
+    for col in (*columns, "list $", "cached $", "batch $"):
         table.add_column(col, justify="left" if col in ("model", "role", "kind") else "right")
-    known = 0.0
-    unknown = []
+    totals: dict[str, float] = defaultdict(float)
+    unknown: dict[str, list[str]] = defaultdict(list)
+    sources: dict[str, list[str]] = defaultdict(list)
     for r in rows:
-        cost = r["cost_usd"]
-        if cost is None:
-            unknown.append(r["model"])
-        else:
-            known += cost
+        for col in ("cost_usd", "cost_cached_usd", "cost_batch_usd"):
+            if r[col] is None:
+                unknown[col].append(r["model"])
+            else:
+                totals[col] += r[col]
+        if r["batch_source"] not in ("-", "none"):
+            sources[r["batch_source"]].append(r["model"])
+        share = r["cached_prompt_tokens"] / r["prompt_tokens"] if r["prompt_tokens"] else 0.0
         table.add_row(
             escape(r["model"]),
             r["role"],
             r["kind"],
-            str(r["calls"]),
-            str(r["prompt_tokens"]),
-            str(r["completion_tokens"]),
-            "unknown" if cost is None else f"{cost:.4f}",
+            f"{r['calls']:,}",
+            f"{r['prompt_tokens']:,}",
+            f"{share:.0%}",
+            f"{r['completion_tokens']:,}",
+            _money(r["cost_usd"]),
+            _money(r["cost_cached_usd"]),
+            _money(r["cost_batch_usd"]),
         )
+    prompt = sum(r["prompt_tokens"] for r in rows)
+    cached = sum(r["cached_prompt_tokens"] for r in rows)
+    table.add_row(
+        "total",
+        "",
+        "",
+        f"{sum(r['calls'] for r in rows):,}",
+        f"{prompt:,}",
+        f"{cached / prompt:.0%}" if prompt else "0%",
+        f"{sum(r['completion_tokens'] for r in rows):,}",
+        *(_money(totals[c]) for c in ("cost_usd", "cost_cached_usd", "cost_batch_usd")),
+        style="bold",
+    )
     console.print(table)
-    total_calls = sum(r["calls"] for r in rows)
-    line = f"total: {total_calls} calls, ~${known:.4f} for models with a known price"
-    if unknown:
-        line += f"; price unknown for {', '.join(unknown)}"
-    line += ". Judge calls assume every prediction succeeds; tokens are chars/4 estimates."
-    console.print(escape(line), soft_wrap=True)
+    total_line = (
+        f"total: {sum(r['calls'] for r in rows)} calls; ~${totals['cost_usd']:,.2f} at list price, "
+        f"~${totals['cost_cached_usd']:,.2f} with prefix caching, ~${totals['cost_batch_usd']:,.2f} in "
+        "batch mode, for models with a known price"
+    )
+    console.print(escape(total_line), soft_wrap=True)
+    notes = [
+        f"prompt family {pipe.prompt_family}, judge tool rendering {pipe.judge_tool_rendering}",
+        "judge calls assume every prediction succeeds",
+        "tokens counted by litellm.token_counter (the model's tokenizer where litellm has one)"
+        + (
+            f"; chars/4 for {counted['chars/4']} text(s) litellm could not count"
+            if counted["chars/4"]
+            else ""
+        ),
+        "cached $: shared prefixes (>= 1,024 tokens, 128-token steps) at litellm's cache-read price, "
+        "assuming a record's calls run within the cache lifetime (the grid order keeps them together)",
+        "batch $: without caching; "
+        + (
+            "; ".join(f"{src} for {', '.join(names)}" for src, names in sorted(sources.items()))
+            or "no batch prices"
+        ),
+    ]
+    label = {"cost_usd": "list $", "cost_cached_usd": "cached $", "cost_batch_usd": "batch $"}
+    for col, names in unknown.items():
+        notes.append(f"{label[col]}: price unknown for {', '.join(names)} (not counted in the total)")
+    for note in notes:
+        console.print(escape("- " + note), soft_wrap=True)
     return 0

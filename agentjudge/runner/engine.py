@@ -29,6 +29,7 @@ from rich.progress import (
 from rich.text import Text
 
 from agentjudge.runner.store import RunStore, Status, UnitKey, now
+from agentjudge.runner.work import prefix_order
 from agentjudge.types import Usage
 
 
@@ -116,7 +117,9 @@ async def run_units(
 ) -> None:
     """Run ``units`` (already filtered to what is pending); commit each as it finishes."""
     queues: dict[str, list[UnitKey]] = defaultdict(list)
-    for unit in sorted(units, reverse=True):  # workers pop from the end: sorted order of coordinates
+    # workers pop from the end: each model takes its units in prefix order (calls sharing a prompt
+    # prefix close together in time, so a provider's prefix cache hits; see work.prefix_order)
+    for unit in sorted(units, key=prefix_order, reverse=True):
         queues[model_of(unit)].append(unit)
     bar = progress.add_task(stage, total=len(units))
 

@@ -39,7 +39,10 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
          "raw_output", "error", "source", "generation", "stop_reason", "trajectory_json"),
         pa.string(),
     ),
-    **dict.fromkeys(("trial", "generator_trial", "prompt_tokens", "completion_tokens", "turns"), pa.int64()),
+    **dict.fromkeys(
+        ("trial", "generator_trial", "prompt_tokens", "completion_tokens", "turns", "cached_prompt_tokens"),
+        pa.int64(),
+    ),
     **dict.fromkeys(
         ("cost_usd", "temperature", "reference", "verdict", "p_tool", "p_param", "p_seq", "p_cov", "p_value",
          "p_seq_dag", "writes_done"),
@@ -107,6 +110,7 @@ def prediction_rows(units: dict[UnitKey, UnitRow], simulated: dict[str, bool]) -
                 "cost_usd": usage.cost_usd if usage else 0.0,
                 "cached": usage.cached if usage else False,
                 **trajectory_fields(pred),
+                "cached_prompt_tokens": usage.cached_prompt_tokens if usage else 0,
             }
         )
     return rows

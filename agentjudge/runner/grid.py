@@ -196,6 +196,8 @@ def _build_models(pipe: Pipeline, data: Dataset, client: Any) -> tuple[dict[str,
             judge.reask = pipe.reask
         if hasattr(judge, "prompt_family"):
             judge.prompt_family = pipe.prompt_family
+        if hasattr(judge, "tool_rendering"):
+            judge.tool_rendering = pipe.judge_tool_rendering
         judges[settings.display_name] = judge
     return gens, judges
 

@@ -69,6 +69,8 @@ class Pipeline(Strict):
     prompt_variants: list[PromptVariant] = Field(default_factory=lambda: [PromptVariant()], min_length=1)
     # judge prompts: `paper` = the published prompts (SPEC §7a), `agentjudge` = ours (prompts/README.md)
     prompt_family: PromptFamily = "agentjudge"
+    # tool schemas in `agentjudge` judge prompts: `full` (with returns and descriptions) or `compact`
+    judge_tool_rendering: Literal["full", "compact"] = "full"
     temperatures: list[float | None] = Field(
         default_factory=lambda: list(_DEFAULT_TEMPERATURES), min_length=1
     )
@@ -216,6 +218,8 @@ def hashed_config(pipeline: Pipeline) -> dict[str, Any]:
     data["dataset"] = {"sha256": _file_digest(pipeline.dataset)}
     if data["prompt_family"] == "agentjudge":
         del data["prompt_family"]  # the default: run folders made before the key existed still resume
+    if data["judge_tool_rendering"] == "full":
+        del data["judge_tool_rendering"]  # likewise
     for role in ("generators", "judges"):
         for entry in data[role]:
             for key in _COSMETIC_MODEL_FIELDS:

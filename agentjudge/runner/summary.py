@@ -2,7 +2,8 @@
 
 Two sources, on purpose: the runner's own tallies (units done/failed, parse failures, tokens of the results)
 cover every model, including simulated and baseline ones that never reach the model client; the client's
-counters (calls including re-asks and cache hits, money actually spent) cover the models that call an API.
+counters (calls including re-asks and cache hits, money actually spent, prompt tokens the provider served
+from its prefix cache and the money that saved) cover the models that call an API.
 """
 
 from __future__ import annotations
@@ -38,9 +39,18 @@ def summary_rows(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: A
                     "parse_failures": tally.parse_failures,
                     "tokens": tally.prompt_tokens + tally.completion_tokens,
                     "cost_usd": stats.cost_usd if stats is not None else tally.cost_usd,
+                    # prompt tokens the provider served from its prefix cache, and what that saved
+                    "cached_prompt_tokens": stats.cached_prompt_tokens if stats is not None else 0,
+                    "prompt_tokens": stats.prompt_tokens if stats is not None else tally.prompt_tokens,
+                    "cache_saved_usd": stats.cache_saved_usd if stats is not None else 0.0,
                 }
             )
     return rows
+
+
+def _share(part: float, whole: float) -> str:
+    """Cached share of the prompt tokens sent to the provider ("-" when nothing was sent)."""
+    return f"{part / whole:.0%}" if whole else "-"
 
 
 def summary_table(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: Any) -> Table:
@@ -55,7 +65,9 @@ def summary_table(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: 
         "cache hits",
         "parse fail",
         "tokens",
+        "cached share",
         "cost $",
+        "saved $",
     ):
         table.add_column(col, justify="left" if col in ("model", "role", "kind") else "right")
     total = {
@@ -66,6 +78,9 @@ def summary_table(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: 
         "parse_failures": 0,
         "tokens": 0,
         "cost_usd": 0.0,
+        "cached_prompt_tokens": 0,
+        "prompt_tokens": 0,
+        "cache_saved_usd": 0.0,
     }
     for row in summary_rows(pipe, tallies, client_stats):
         for key in total:
@@ -80,14 +95,18 @@ def summary_table(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: 
             "-" if row["cache_hits"] is None else str(row["cache_hits"]),
             str(row["parse_failures"]),
             str(row["tokens"]),
+            _share(row["cached_prompt_tokens"], row["prompt_tokens"]),
             f"{row['cost_usd']:.4f}",
+            f"{row['cache_saved_usd']:.4f}",
         )
     table.add_row(
         "total",
         "",
         "",
         *(str(total[k]) for k in ("done", "failed", "calls", "cache_hits", "parse_failures", "tokens")),
+        _share(total["cached_prompt_tokens"], total["prompt_tokens"]),
         f"{total['cost_usd']:.4f}",
+        f"{total['cache_saved_usd']:.4f}",
         style="bold",
     )
     return table

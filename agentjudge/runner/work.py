@@ -128,6 +128,30 @@ def judge_units(pipeline: Pipeline, predictions: Iterable[UnitKey]) -> list[Unit
     ]
 
 
+def prefix_order(unit: UnitKey) -> tuple[Any, ...]:
+    """The order a model works through its units: calls that share a prompt prefix next to each other.
+
+    Judge prompts of one base scenario share its tools (and, per difficulty, its query); per condition and
+    variant they share the instructions and the reference; only the calls under review differ between
+    generators. So the key is base, difficulty, condition, variant, temperature, trial, and the generator
+    last: every judge call on one record is made in one stretch, while the provider's prefix cache (a few
+    minutes' lifetime) still holds the record. Predictions of one base (all difficulties) likewise.
+    """
+    base = unit.record_id.rpartition(":")[0]
+    return (
+        unit.stage,
+        base,
+        unit.difficulty,
+        unit.condition,
+        unit.variant,
+        unit.temperature,
+        unit.trial,
+        unit.generator,
+        unit.generator_trial,
+        unit.judge,
+    )
+
+
 def compute_scores(
     data: Dataset,
     predictions: dict[UnitKey, Prediction],

@@ -1,0 +1,102 @@
+"""Token counts and the per-token prices that depend on how a prompt is served (list, cached, batch).
+
+One small place for both because the dry run, the run summary and the spending cap all need the same
+numbers: tokens counted by the model's own tokenizer through ``litellm.token_counter`` (tiktoken for
+OpenAI models; litellm falls back to a generic tokenizer for models it has none for, and we fall back to
+chars/4 only when litellm itself fails), and prices from litellm's bundled cost map, which lists a
+cache-read price (``cache_read_input_token_cost``), a cache-write price for providers that charge one
+(``cache_creation_input_token_cost``, Anthropic) and batch prices (``*_cost_per_token_batches``) per model.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+# Providers whose batch API halves the list price (their pricing pages: OpenAI Batch API, Anthropic
+# Message Batches, Google Vertex/Gemini batch prediction). Used only when litellm lists no batch price.
+DOCUMENTED_BATCH_DISCOUNT = {"openai": 0.5, "azure": 0.5, "anthropic": 0.5, "vertex_ai": 0.5, "gemini": 0.5}
+# The shortest prefix a provider caches (OpenAI: 1,024 tokens; Anthropic: 1,024 for most models).
+MIN_CACHED_PREFIX_TOKENS = 1024
+
+
+def _litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    return litellm
+
+
+def count_tokens(
+    model: str, *, text: str | None = None, messages: list[dict[str, Any]] | None = None
+) -> tuple[int, bool]:
+    """(tokens, counted_by_tokenizer) for a text or a list of chat messages as ``model`` would count them.
+
+    ``counted_by_tokenizer`` is False when litellm could not count and chars/4 was used instead."""
+    try:
+        if messages is not None:
+            return int(_litellm().token_counter(model=model, messages=messages)), True
+        return int(_litellm().token_counter(model=model, text=text or "")), True
+    except Exception:  # noqa: BLE001 - any tokenizer failure falls back to the rough estimate, flagged
+        chars = len(text or "") + sum(len(str(m.get("content") or "")) for m in messages or [])
+        return (chars + 3) // 4, False
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD per token for one model; ``None`` where litellm's map has no such price."""
+
+    input: float | None
+    output: float | None
+    cache_read: float | None
+    cache_write: float | None
+    batch_input: float | None
+    batch_output: float | None
+    batch_source: str  # "litellm" (listed batch prices), "documented 50%" or "none"
+
+
+@lru_cache(maxsize=256)
+def prices(model: str) -> Prices:
+    """The prices litellm's local cost map lists for ``model`` (provider prefix included or not)."""
+    litellm = _litellm()
+    info: dict[str, Any] | None = None
+    for name in (model, model.partition("/")[2]):
+        if name and name in litellm.model_cost:
+            info = litellm.model_cost[name]
+            break
+    if info is None:
+        try:
+            info = dict(litellm.get_model_info(model))
+        except Exception:  # noqa: BLE001 - not in the cost map
+            info = {}
+    inp, out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    b_in, b_out = info.get("input_cost_per_token_batches"), info.get("output_cost_per_token_batches")
+    source = "litellm" if b_in is not None and b_out is not None else "none"
+    if source == "none" and inp is not None and out is not None:
+        provider = model.partition("/")[0] if "/" in model else str(info.get("litellm_provider") or "")
+        factor = DOCUMENTED_BATCH_DISCOUNT.get(provider)
+        if factor is not None:
+            b_in, b_out, source = inp * factor, out * factor, "documented 50%"
+    return Prices(
+        input=inp,
+        output=out,
+        cache_read=info.get("cache_read_input_token_cost"),
+        cache_write=info.get("cache_creation_input_token_cost"),
+        batch_input=b_in if source != "none" else None,
+        batch_output=b_out if source != "none" else None,
+        batch_source=source,
+    )
+
+
+def cache_saving(model: str, cache_read_tokens: int, cache_write_tokens: int = 0) -> float:
+    """Money a call saved through the prefix cache: read tokens at list minus cache-read price, less the
+    premium paid for written tokens where the provider charges one. 0.0 when the prices are unknown."""
+    p = prices(model)
+    if p.input is None:
+        return 0.0
+    saved = cache_read_tokens * (p.input - (p.cache_read if p.cache_read is not None else p.input))
+    if p.cache_write is not None:
+        saved -= cache_write_tokens * (p.cache_write - p.input)
+    return saved

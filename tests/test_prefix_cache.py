@@ -1,0 +1,298 @@
+"""Issue 18: prompts laid out for prefix caching, cached-token accounting, grid order, dry-run prices.
+
+Through the loopback server: every judge call on one record (generators x conditions x variants) starts with
+the same bytes (system message, then the record's tools and query), the calls of one record arrive together,
+and cached tokens reported in the provider's usage are recorded and priced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from fakeserver import Reply
+
+from agentjudge.judges.templates import (
+    TAG_QUERY,
+    TAG_TOOLS,
+    build_messages,
+    needs_cache_breakpoint,
+    user_parts,
+    with_cache_breakpoint,
+)
+from agentjudge.models.client import ModelClient, cached_prompt_tokens
+from agentjudge.models.tokens import cache_saving, count_tokens, prices
+from agentjudge.runner.grid import run_cli
+from agentjudge.runner.prefixes import PrefixCache, PromptPieces, cacheable, split_messages
+from agentjudge.runner.store import UnitKey
+from agentjudge.runner.work import prefix_order
+from agentjudge.types import GTStep, JudgeRequest, PromptVariant, Task, ToolCall, ToolSchema
+
+MINI = Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl"
+VERDICT = json.dumps({m: {"verdict": 1.0, "justification": "fine"} for m in ("tool", "param", "seq", "cov")})
+GPT4O_IN, GPT4O_CACHED, GPT4O_OUT = 2.5e-6, 1.25e-6, 1e-5  # litellm's local cost map, per token
+
+
+def _pipeline(folder: Path, judge: dict[str, Any], **fields: Any) -> Path:
+    data = {
+        "name": "prefix-grid",
+        "dataset": str(MINI),
+        "limit": 2,
+        "difficulties": ["easy", "hard"],
+        "generators": ["sim/weak", "sim/perfect"],
+        "judges": [judge],
+        "conditions": ["with_gt", "without_gt"],
+        "prompt_variants": [{"prompt_format": "json"}, {"prompt_format": "json", "cot": True}],
+        "concurrency": 1,
+        "cache": "cache.sqlite",
+        **fields,
+    }
+    path = folder / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _query_of(request: dict[str, Any]) -> str:
+    user = request["messages"][1]["content"]
+    return user[user.index(f"<{TAG_QUERY}>") : user.index(f"</{TAG_QUERY}>")]
+
+
+def test_shared_prefix_order_and_cached_token_accounting_through_the_loopback(
+    tmp_path: Path, fake_llm: Any
+) -> None:
+    # The provider reports 1,536 of 2,000 prompt tokens as read from its prefix cache on every call.
+    details = {"cached_tokens": 1536}
+    usage = {"prompt_tokens": 2000, "completion_tokens": 100, "prompt_tokens_details": details}
+    fake_llm.set_responder(lambda req: Reply(text=VERDICT, usage=usage))
+    judge = fake_llm.settings(model="openai/gpt-4o", name="judge-a", concurrency=1)
+    pipeline = _pipeline(tmp_path, judge.model_dump(exclude_defaults=True))
+    assert run_cli(pipeline, tmp_path / "run") == 0
+
+    requests = fake_llm.requests
+    per_record = 2 * 2 * 2  # generators x conditions x variants
+    assert len(requests) == 2 * 2 * per_record  # 2 base scenarios x 2 difficulties
+    # one system message for the whole run: the longest shared prefix of all
+    assert len({r["messages"][0]["content"] for r in requests}) == 1
+    # grid order: the calls of one record arrive in one stretch, the records of one base together
+    queries = [_query_of(r) for r in requests]
+    stretches = [q for i, q in enumerate(queries) if i == 0 or q != queries[i - 1]]
+    assert len(stretches) == len(set(queries)) == 4
+    for query in set(queries):
+        users = [r["messages"][1]["content"] for r in requests if _query_of(r) == query]
+        assert len(users) == per_record
+        common = os.path.commonprefix(users)
+        record_part = users[0][: users[0].index(f"</{TAG_QUERY}>") + len(f"</{TAG_QUERY}>")]
+        assert common.startswith(record_part)  # tools + query: byte-identical for all 8 calls
+        assert users[0].index(f"<{TAG_TOOLS}>") < users[0].index(f"<{TAG_QUERY}>")
+        assert "Reference trace" not in common and "agent_calls" not in common  # per-call parts last
+
+    meta = json.loads((tmp_path / "run" / "meta.json").read_text())
+    (row,) = [r for r in meta["last_invocation"]["per_model"] if r["model"] == "judge-a"]
+    n = len(requests)
+    assert row["cached_prompt_tokens"] == 1536 * n and row["prompt_tokens"] == 2000 * n
+    # litellm.completion_cost prices the cached tokens at the cache-read price; saved = the difference
+    assert row["cost_usd"] == pytest.approx(n * (464 * GPT4O_IN + 1536 * GPT4O_CACHED + 100 * GPT4O_OUT))
+    assert row["cache_saved_usd"] == pytest.approx(n * 1536 * (GPT4O_IN - GPT4O_CACHED))
+
+
+async def test_client_records_cached_tokens_per_call(fake_llm: Any) -> None:
+    fake_llm.queue(
+        "ok",
+        usage={
+            "prompt_tokens": 3000,
+            "completion_tokens": 10,
+            "prompt_tokens_details": {"cached_tokens": 2048},
+        },
+    )
+    fake_llm.queue("ok", usage={"prompt_tokens": 3000, "completion_tokens": 10})
+    client = ModelClient(cache=None)
+    settings = fake_llm.settings(model="openai/gpt-4o")
+    first = await client.complete(settings, [{"role": "user", "content": "hi"}])
+    second = await client.complete(settings, [{"role": "user", "content": "hi again"}])
+    assert first.usage.cached_prompt_tokens == 2048
+    assert first.usage.cost_usd == pytest.approx(952 * GPT4O_IN + 2048 * GPT4O_CACHED + 10 * GPT4O_OUT)
+    assert second.usage.cached_prompt_tokens == 0 and second.usage.cache_saved_usd == 0.0
+    assert second.usage.cost_usd == pytest.approx(3000 * GPT4O_IN + 10 * GPT4O_OUT)
+
+
+def test_anthropic_usage_fields_and_saving_with_a_write_premium() -> None:
+    usage = {"prompt_tokens": 5000, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 500}
+    assert cached_prompt_tokens(usage) == (1000, 500)
+    assert cached_prompt_tokens({"prompt_tokens": 10}) == (0, 0)
+    # claude-sonnet-4-5 in litellm's map: input 3e-6, cache read 3e-7, cache write 3.75e-6 per token
+    assert cache_saving("anthropic/claude-sonnet-4-5", 1000, 500) == pytest.approx(
+        1000 * (3e-6 - 3e-7) - 500 * (3.75e-6 - 3e-6)
+    )
+    assert cache_saving("openai/REPLACE-ME-unknown", 1000) == 0.0
+
+
+def _request(condition: str = "with_gt", **variant: Any) -> JudgeRequest:
+    tool = ToolSchema(
+        name="get_ticket",
+        description="Fetch a ticket.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "description": "The ticket id."},
+                "description": {"type": "string", "description": "A parameter that is called description."},
+                "priority": {"type": "string", "enum": ["low", "high"], "description": "How urgent."},
+            },
+            "required": ["id"],
+        },
+        returns={"type": "object", "properties": {"assignee_id": {"type": "string"}}},
+    )
+    call = ToolCall(name="get_ticket", arguments={"id": "T-1"})
+    return JudgeRequest(
+        task=Task(
+            record_id="r:easy",
+            base_id="r",
+            difficulty="easy",
+            query="Show T-1.",
+            system_prompt="",
+            tools=[tool],
+        ),
+        calls=[call],
+        gt=[GTStep(call=call, output={"assignee_id": "u-1"})] if condition != "without_gt" else None,
+        condition=condition,  # type: ignore[arg-type]
+        variant=PromptVariant(**variant),
+    )
+
+
+def test_anthropic_breakpoint_marks_the_record_part_and_keeps_the_text() -> None:
+    request = _request()
+    messages = build_messages(request)
+    marked = with_cache_breakpoint(messages, request)
+    shared, rest = user_parts(request)
+    blocks = marked[1]["content"]
+    assert blocks[0] == {"type": "text", "text": shared, "cache_control": {"type": "ephemeral"}}
+    assert "cache_control" not in blocks[1]
+    assert "".join(b["text"] for b in blocks) == messages[1]["content"]
+    assert shared.endswith(f"</{TAG_QUERY}>")
+    assert needs_cache_breakpoint("anthropic/claude-sonnet-4-5")
+    assert needs_cache_breakpoint("bedrock/anthropic.claude-3-5-sonnet")
+    assert not needs_cache_breakpoint("openai/gpt-4o") and not needs_cache_breakpoint("hosted_vllm/q")
+
+
+def test_record_part_is_identical_across_conditions_and_variants() -> None:
+    parts = [
+        user_parts(_request(c, **v))[0]
+        for c in ("with_gt", "without_gt", "swapped_gt")
+        for v in ({}, {"cot": True}, {"prompt_format": "freeform", "default_mode": "0.5"})
+    ]
+    assert len(set(parts)) == 1
+
+
+def test_compact_tool_rendering_drops_returns_and_parameter_prose_only() -> None:
+    request = _request()
+    full = build_messages(request)[1]["content"]
+    compact = build_messages(request, "agentjudge", "compact")[1]["content"]
+    block = compact[compact.index(f"<{TAG_TOOLS}>") + len(TAG_TOOLS) + 3 : compact.index(f"</{TAG_TOOLS}>")]
+    (tool,) = json.loads(block)
+    assert tool == {
+        "name": "get_ticket",
+        "description": "Fetch a ticket.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "description": {"type": "string"},  # a parameter's NAME is never dropped
+                "priority": {"type": "string", "enum": ["low", "high"]},
+            },
+            "required": ["id"],
+        },
+    }
+    assert '"returns"' in full and len(compact) < len(full)
+    # the paper family shows tools as the published records did, whatever the rendering option
+    assert build_messages(request, "paper", "compact") == build_messages(request, "paper")
+
+
+def _unit(base: str, difficulty: str, generator: str, condition: str) -> UnitKey:
+    return UnitKey("judge", f"{base}:{difficulty}", difficulty, generator, 0, "j", condition, "v", "", 0)
+
+
+def test_prefix_order_groups_a_record_then_its_condition_then_generators() -> None:
+    units = [
+        _unit(b, d, g, c)
+        for b in ("b", "a")
+        for g in ("g2", "g1")
+        for c in ("without_gt", "with_gt")
+        for d in ("hard", "easy")
+    ]
+    ordered = [(u.record_id, u.condition, u.generator) for u in sorted(units, key=prefix_order)]
+    expected = [
+        (f"{b}:{d}", c, g)
+        for b in ("a", "b")
+        for d in ("easy", "hard")
+        for c in ("with_gt", "without_gt")
+        for g in ("g1", "g2")
+    ]
+    assert ordered == expected
+    # the plain coordinate order interleaves conditions between generators: the prefix order does not
+    plain = [(u.record_id, u.condition, u.generator) for u in sorted(units)]
+    assert plain[:2] == [("a:easy", "with_gt", "g1"), ("a:easy", "without_gt", "g1")]
+
+
+def test_prefix_cache_replay_hand_computed() -> None:
+    cache = PrefixCache(count=len)  # one token per character
+    system, record, calls = "S" * 1100, "T" * 500, "<agent_calls>\nx\n</agent_calls>"
+    prompt = PromptPieces(("\x00role:system", system, "\x00role:user", record, calls), shared=4)
+    assert cache.send(prompt, depth=4) == (1600 + len(calls), 0, 1536)  # first call: nothing to read
+    assert cache.send(prompt, depth=4) == (1600 + len(calls), 1536, 0)  # 1,024 + 4 x 128 of 1,600
+    other = PromptPieces(("\x00role:system", system, "\x00role:user", "U" * 500, calls), shared=4)
+    assert cache.send(other, depth=4)[1] == 1024  # only the 1,100-token system text is shared
+    assert cache.send(prompt, depth=0)[1:] == (0, 0)  # a provider without caching reads nothing
+    assert cacheable(1023) == 0 and cacheable(1024) == 1024 and cacheable(1151) == 1024
+
+
+def test_split_messages_puts_the_calls_block_outside_the_shared_prefix() -> None:
+    request = _request()
+    prompt = split_messages(build_messages(request), breakpoint_after=TAG_QUERY)
+    assert prompt.pieces[prompt.shared].startswith("<agent_calls>")
+    assert prompt.pieces[prompt.breakpoint - 1].startswith(f"<{TAG_QUERY}>")
+    assert "".join(p for p in prompt.pieces if not p.startswith("\x00")) == "".join(
+        m["content"] for m in build_messages(request)
+    )
+
+
+def test_dry_run_counts_with_the_tokenizer_and_prices_three_ways(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentjudge.runner.dryrun import estimate
+    from agentjudge.runner.grid import _prepare
+
+    judge = {"model": "openai/gpt-4o", "name": "big"}
+    pipe, data, partners = _prepare(
+        _pipeline(tmp_path, judge, generators=["sim/weak"], difficulties=["easy"], prompt_variants=[{}]),
+        None,
+        None,
+        None,
+    )
+    rows = {r["model"]: r for r in estimate(pipe, data, partners, tmp_path / "none")}
+    big = rows["big"]
+    assert big["calls"] == 2 * 2  # 2 records x 2 conditions
+    # tokens: within 1 % of litellm.token_counter over the exact messages the run sends
+    exact = 0
+    for record in data.records:
+        for condition in ("with_gt", "without_gt"):
+            request = JudgeRequest(
+                task=data.task(record, "easy"),
+                calls=record.expected_calls,
+                gt=record.gt if condition == "with_gt" else None,
+                condition=condition,  # type: ignore[arg-type]
+                variant=PromptVariant(),
+            )
+            exact += count_tokens("openai/gpt-4o", messages=build_messages(request))[0]
+    assert big["prompt_tokens"] == pytest.approx(exact, rel=0.01)
+    p = prices("openai/gpt-4o")
+    assert p.batch_source == "litellm"
+    list_price = big["prompt_tokens"] * GPT4O_IN + big["completion_tokens"] * GPT4O_OUT
+    assert big["cost_usd"] == pytest.approx(list_price)
+    assert big["cost_batch_usd"] == pytest.approx(list_price / 2)  # gpt-4o's listed batch prices are half
+    assert 0 < big["cached_prompt_tokens"] < big["prompt_tokens"]
+    saved = big["cached_prompt_tokens"] * (GPT4O_IN - GPT4O_CACHED)
+    assert big["cost_cached_usd"] == pytest.approx(list_price - saved)
+    assert rows["sim/weak"]["cost_usd"] == 0.0
