@@ -208,7 +208,7 @@ class _Renderer:
         if slot.source != "step" or slot.kind not in ("id", "list"):  # the recipient, or what it is about
             return []
         out: list[int] = []
-        direct = self.linked.get(slot.from_step)
+        direct = self.linked.get(slot.from_step) if slot.from_step is not None else None
         if direct is not None and (slot.kind == "list" or slot.noun == f"the {direct.target} id"):
             out.append(slot.from_step or 0)
         value = slot.value[0] if isinstance(slot.value, list) and len(slot.value) == 1 else slot.value
@@ -227,9 +227,8 @@ class _Renderer:
             for src in self._found_by(slot):
                 rel = self.linked[src]
                 named = f"{self._record(src, rel)}'s {rel.noun}"
-                clause = re.sub(
-                    rf"\b(?:[Tt]he|[Tt]hat) {re.escape(rel.target)}\b(?! id\b)", lambda _, n=named: n, clause
-                )
+                pattern = rf"\b(?:[Tt]he|[Tt]hat) {re.escape(rel.target)}\b(?! id\b)"
+                clause = re.sub(pattern, named.replace("\\", "\\\\"), clause)
         return clause
 
     def _record(self, step: int, rel: Relation) -> str:
