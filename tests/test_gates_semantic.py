@@ -225,6 +225,21 @@ def test_explicit_steps_counts_named_lookups_only() -> None:
     assert hard[-1]  # ... but always names what it wants done
 
 
+def test_explicit_steps_reads_a_record_named_by_its_role() -> None:
+    """ "Find out the desk-side technician on the asset's owner" asks for the employee look-up: the
+    employee is named by the role the asset gives it."""
+    for index in range(20):
+        record = shipped("itsm", "linear", index)
+        easy = record.queries["easy"]
+        if (
+            re.search(r"(?:on the asset's owner|the asset's owner's)", easy)
+            and "employee" not in easy.lower()
+        ):
+            assert all(explicit_steps(record, easy)), easy
+            return
+    pytest.fail("no itsm linear easy query names the employee as the asset's owner in 20 indices")
+
+
 def test_foreign_records_are_skipped_not_passed_silently() -> None:
     record = shipped("itsm", "linear", 0).model_copy(update={"seed": None})
     assert semantic_findings(record) == ([], False)
