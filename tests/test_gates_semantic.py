@@ -119,6 +119,56 @@ def test_no_antecedent_when_the_introducing_sentence_is_cut() -> None:
     assert codes(with_query(record, "hard", cut))["no_antecedent"] >= 1
 
 
+def test_a_role_relation_does_not_introduce_the_kind_it_points_at() -> None:
+    voc = mentions.vocab("grid")
+    # "area supervisor" is a crew lead, but the query never says so: "the crew lead" points at nothing
+    bad = (
+        "Find the substation whose station code is SS-1. Pull up the substation's record to find its area "
+        "supervisor. Send the crew lead a notification."
+    )
+    assert [(d.phrase, d.why) for d in mentions.dangling(bad, voc)] == [("the crew lead", "never_introduced")]
+    # a relation noun that names the kind does introduce it; so does a stated link
+    assert mentions.dangling("Find its assigned crew lead. Page the crew lead.", voc) == []
+    linked = (
+        "Substation SUB-1 is the one. The crew lead in question is the substation's area supervisor. Page "
+        "the crew lead."
+    )
+    assert mentions.dangling(linked, voc) == []
+
+
+@pytest.mark.parametrize(
+    ("domain", "relation", "kind"),
+    [
+        ("grid", "the substation's area supervisor", "crew lead"),
+        ("airline", "the passenger's assigned service contact", "crew member"),
+    ],
+)
+def test_no_antecedent_when_a_role_recipient_is_named_by_its_kind(
+    domain: str, relation: str, kind: str
+) -> None:
+    """The audit's two defects (grid-0163, airline-0001, medium): "send the crew lead a notification"
+    after a separate "find its area supervisor". The builder now names the recipient by the relation;
+    putting the old kind noun back must fail the gate."""
+    for topology in ("linear", "diamond", "fan_out"):
+        for index in range(12):
+            record = shipped(domain, topology, index)  # type: ignore[arg-type]
+            medium = record.queries["medium"]
+            said = re.compile(rf"(send|[Nn]otify|[Aa]lert) {re.escape(relation)}")
+            if not said.search(medium):
+                continue
+            assert codes(record)["no_antecedent"] == 0
+            old = said.sub(rf"\1 the {kind}", medium, count=1)
+            assert old != medium
+            found = [
+                f
+                for f in semantic_findings(with_query(record, "medium", old))[0]
+                if f.code == "no_antecedent"
+            ]
+            assert [(f.difficulty, f.detail) for f in found] == [("medium", f"'{kind}': never introduced")]
+            return
+    pytest.fail(f"no {domain} medium query notifies {relation!r} in the indices searched")
+
+
 def test_order_contradiction_when_independent_calls_are_listed_backwards() -> None:
     record = shipped("legal", "fan_in", 0)
     names = [s.call.name for s in record.gt]
@@ -173,6 +223,21 @@ def test_explicit_steps_counts_named_lookups_only() -> None:
     assert all(easy)
     assert sum(hard) < sum(easy)  # hard leaves the look-ups implicit
     assert hard[-1]  # ... but always names what it wants done
+
+
+def test_explicit_steps_reads_a_record_named_by_its_role() -> None:
+    """ "Find out the desk-side technician on the asset's owner" asks for the employee look-up: the
+    employee is named by the role the asset gives it."""
+    for index in range(20):
+        record = shipped("itsm", "linear", index)
+        easy = record.queries["easy"]
+        if (
+            re.search(r"(?:on the asset's owner|the asset's owner's)", easy)
+            and "employee" not in easy.lower()
+        ):
+            assert all(explicit_steps(record, easy)), easy
+            return
+    pytest.fail("no itsm linear easy query names the employee as the asset's owner in 20 indices")
 
 
 def test_foreign_records_are_skipped_not_passed_silently() -> None:

@@ -259,8 +259,18 @@ def _step_nouns(record: Record, i: int) -> tuple[str, ...]:
     spec = _spec(record, i)
     if spec is None:
         return ()
-    ent = _domain(record.domain).entities[spec.entity]
-    return (ent.noun.lower(), ent.plural.lower())
+    dom = _domain(record.domain)
+    ent = dom.entities[spec.entity]
+    # a record found through a role relation is named by it ("the asset's owner" is the employee)
+    roles = sorted(
+        {
+            f.noun.lower()
+            for other in dom.entities.values()
+            for f in other.fields.values()
+            if f.gen == "ref" and f.entity == spec.entity and not mentions.names_kind(f.noun, ent.noun)
+        }
+    )
+    return (ent.noun.lower(), ent.plural.lower(), *roles)
 
 
 def explicit_steps(record: Record, query: str) -> list[bool]:

@@ -12,9 +12,12 @@ of the relations between entities such as "desk-side technician"):
 
 A kind is introduced by an indefinite ("a new ticket", "every booking"), by an identifying modifier ("the
 passenger with email …", "the supplier record for VND-1", "production line LIN-4", "the room's room code
-is …", "the technician in question is …"), or by a relation noun ("its desk-side technician" introduces a
-technician). The gate (``gates_semantic``) and the rewriter share this code, so a wording the rewriter
-emits is read exactly as the gate reads it.
+is …", "the technician in question is …"), or by a relation noun that names the kind ("its desk-side
+technician" introduces a technician). A relation noun that names a role but not the kind ("its area
+supervisor", a crew lead) introduces nothing: "the crew lead" after it points at no crew lead the reader
+was told about, so the rewriter names such a record by the relation ("the substation's area supervisor").
+The gate (``gates_semantic``) and the rewriter share this code, so a wording the rewriter emits is read
+exactly as the gate reads it.
 """
 
 from __future__ import annotations
@@ -61,8 +64,12 @@ def vocab(slug: str) -> Vocab:
         kinds.setdefault(ent.plural.lower(), set()).add(kind)
         plurals.add(ent.plural.lower())
         for f in ent.fields.values():
-            if f.gen == "ref" and f.entity:
+            if f.gen == "ref" and f.entity and names_kind(f.noun, dom.entities[f.entity].noun):
+                # "its desk-side technician" introduces a technician; "its area supervisor" does not
+                # introduce "the crew lead" (a reader is never told the supervisor is a crew lead)
                 relations.setdefault(f.noun.lower(), set()).add(f.entity)
+            elif f.gen == "ref" and f.entity:
+                relations.setdefault(f.noun.lower(), set())
     forms = sorted(set(kinds) | set(relations), key=lambda s: (-len(s), s))
     pattern = re.compile(r"\b(" + "|".join(re.escape(f) for f in forms) + r")\b")
     return Vocab(
@@ -71,6 +78,11 @@ def vocab(slug: str) -> Vocab:
         plurals=frozenset(plurals),
         pattern=pattern,
     )
+
+
+def names_kind(relation_noun: str, kind_noun: str) -> bool:
+    """Whether a relation's noun says what kind of record it points at ("assigned crew lead" → crew lead)."""
+    return re.search(r"\b" + re.escape(kind_noun.lower()) + r"\b", relation_noun.lower()) is not None
 
 
 @dataclass(frozen=True)
@@ -88,8 +100,9 @@ def blank(text: str, spans: list[str]) -> str:
     so their incidental nouns ("the coffee machine") neither introduce nor dangle; positions are kept."""
     for s in spans:
         s = s.strip().rstrip(".")
-        if len(s) >= 8:
-            text = text.replace(s, " " * len(s))
+        if len(s) >= 8:  # also as a sentence opens it: "the client does not want …" → "The client …"
+            for form in {s, s[:1].upper() + s[1:]}:
+                text = text.replace(form, " " * len(form))
     return text
 
 

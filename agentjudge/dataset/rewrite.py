@@ -22,7 +22,7 @@ import string
 from typing import Any
 
 from agentjudge.dataset import mentions, resolve
-from agentjudge.dataset.plan import PlanStep, QueryPlan, Slot
+from agentjudge.dataset.plan import PlanStep, QueryPlan, Relation, Slot
 from agentjudge.types import Difficulty
 
 LOOKUP_VERBS = (
@@ -89,6 +89,20 @@ class _Renderer:
         self.today = dt.date.fromisoformat(plan.reference_date[:10])
         self.said: dict[str, str] = {}
         self.chosen: dict[int, str] = {}  # step -> template used, so medium can pick another
+        # look-ups of a role relation ("area supervisor", a crew lead) whose result a later request names
+        # by that relation: every one in easy and medium, the ones a hard query asks for explicitly (an
+        # implicit one leaves a fact "the crew lead in question is …" instead)
+        self.linked: dict[int, Relation] = {}
+        if difficulty != "hard":
+            for s in plan.steps:
+                self.link(s)
+
+    def link(self, step: PlanStep) -> None:
+        """Remember a look-up of a relation whose noun does not say what it points at ("its desk-side
+        technician" already introduces a technician; "its area supervisor" does not introduce a crew lead)."""
+        rel = step.relation
+        if rel is not None and not mentions.names_kind(rel.noun, rel.target):
+            self.linked[step.step] = rel
 
     # ------------------------------------------------------------ values
 
@@ -180,11 +194,53 @@ class _Renderer:
                     f"step {step.step}: phrasing {template!r} names {{{name}}} but no slot {name!r}"
                 )
             values[name] = self.value(slot) if slot.source == "query" else self.reference(slot)
-        clause = template.format(**values)
+        clause = self._link(step, template.format(**values))
         missing = [s for s in step.slots if s.source == "query" and s.arg not in _placeholders(template)]
         for slot in missing:
             clause += f", with {_strip_article(slot.noun)} {self.value(slot)}"
         return template, clause
+
+    def _found_by(self, slot: Slot) -> list[int]:
+        """The linked look-ups whose result this slot's record may be: the recipient itself, or the same
+        record passed on by a later step ("about the asset owner" after the owner's record was opened). A
+        look-up's result is the id of its relation's kind that a later step takes from it; only a clause
+        naming that kind ("the asset owner") is reworded, so a candidate that is not meant changes nothing."""
+        if slot.source != "step" or slot.kind not in ("id", "list"):  # the recipient, or what it is about
+            return []
+        out: list[int] = []
+        direct = self.linked.get(slot.from_step) if slot.from_step is not None else None
+        if direct is not None and (slot.kind == "list" or slot.noun == f"the {direct.target} id"):
+            out.append(slot.from_step or 0)
+        value = slot.value[0] if isinstance(slot.value, list) and len(slot.value) == 1 else slot.value
+        for src, rel in self.linked.items():
+            for other in self.plan.steps:
+                for x in other.slots:
+                    if x.from_step == src and x.noun == f"the {rel.target} id" and x.value == value:
+                        out.append(src)
+        return list(dict.fromkeys(out))
+
+    def _link(self, step: PlanStep, clause: str) -> str:
+        """A record found through a relation is named by that relation: "send the substation's area
+        supervisor a notification", never "send the crew lead …" after "find its area supervisor" (the
+        reader is never told the supervisor is a crew lead, nor which crew lead is meant)."""
+        for slot in step.slots:
+            for src in self._found_by(slot):
+                rel = self.linked[src]
+                named = f"{self._record(src, rel)}'s {rel.noun}"
+                pattern = rf"\b(?:[Tt]he|[Tt]hat) {re.escape(rel.target)}\b(?! id\b)"
+                clause = re.sub(pattern, named.replace("\\", "\\\\"), clause)
+        return clause
+
+    def _record(self, step: int, rel: Relation) -> str:
+        """How the source record of a relation look-up is named: "the substation", or by its own linked
+        relation when it was found through one ("the host's owner", then "the host's owner's security
+        contact")."""
+        by_step = {s.step: s for s in self.plan.steps}
+        for slot in by_step[step].slots if step in by_step else []:
+            for src in self._found_by(slot) if slot.kind == "id" else []:
+                if src != step and self.linked[src].target == rel.source:
+                    return f"{self._record(src, self.linked[src])}'s {self.linked[src].noun}"
+        return f"the {rel.source}"
 
     def fact(self, slot: Slot) -> str:
         """A query-sourced value stated as a fact about the situation (hard: the look-up stays implicit)."""
@@ -583,6 +639,7 @@ def _render_hard(plan: QueryPlan, r: _Renderer) -> str:
             if (relation := _relation_fact(plan, step, r)) is not None:
                 facts.append(relation)
             continue
+        r.link(step)  # asked for in words: later requests name its result by the relation
         if step.fact_phrasings and all(s.kind == "id" for s in step.slots if s.source == "query"):
             # an id the user gives is said as a fact, and the request refers back to it
             facts += [_id_fact(s, r) for s in step.slots if s.source == "query"]
