@@ -180,6 +180,9 @@ class ModelSettings(Strict):
     drop_params: bool = False
     native_tools: bool = True  # generators: function calling; False = ask for a raw JSON array of calls
     tier: int | None = None  # capability tier (1 = strongest) for the kappa-vs-tier-gap analysis
+    structured_output: bool = False  # send the answer's JSON Schema as response_format (json_schema)
+    input_cost_per_token: float | None = None  # USD; overrides litellm's price (needed for --max-cost
+    output_cost_per_token: float | None = None  # on models litellm has no price for)
     extra: dict[str, Any] = Field(default_factory=dict)  # passed through to litellm.acompletion
 
     @property
