@@ -87,6 +87,8 @@ def infer(
     trials: Annotated[int, typer.Option(min=1)] = 1,
     api_base: Annotated[str | None, typer.Option()] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    probe: Annotated[bool, PROBE] = False,
+    skip_invalid: Annotated[bool, SKIP_INVALID] = False,
 ) -> None:
     """Run one generator over a dataset and write its predictions (a stage of its own)."""
     from agentjudge.generators.infer import infer_cli
@@ -101,6 +103,8 @@ def infer(
                 trials=trials,
                 api_base=api_base,
                 no_cache=no_cache,
+                probe=probe,
+                skip_invalid=skip_invalid,
             )
         )
     )
@@ -235,6 +239,7 @@ def taubench(
     ] = None,
     api_base: Annotated[str | None, typer.Option(help="API base for --judge models.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    probe: Annotated[bool, PROBE] = False,
 ) -> None:
     """τ-bench track: judge real multi-turn agent trajectories and relate verdicts to τ-bench's reward."""
     from agentjudge.taubench import taubench_cli
@@ -242,7 +247,13 @@ def taubench(
     raise typer.Exit(
         _guarded(
             lambda: taubench_cli(
-                data=data, out=out, judges=judge, api_base=api_base, conditions=condition, no_cache=no_cache
+                data=data,
+                out=out,
+                judges=judge,
+                api_base=api_base,
+                conditions=condition,
+                no_cache=no_cache,
+                probe=probe,
             )
         )
     )

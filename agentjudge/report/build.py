@@ -126,6 +126,11 @@ def report_cli(rundir: Path, resamples: int, seed: int) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = rundir / "report"
+    from agentjudge.fserrors import out_path_problem
+
+    if (problem := out_path_problem(out, "dir")) is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     failed = write_report(ctx, out)
     print(
         f"report written to {out / 'report.html'} and {out / 'report.md'}"
