@@ -145,6 +145,9 @@ def parse_pipeline(data: Any, path: Path) -> Pipeline:
     if pipeline.cache is not None:
         updates["cache"] = (base / pipeline.cache).resolve()
     pipeline = pipeline.model_copy(update=updates)
+    from agentjudge.runner.models import add_plugin_folders
+
+    add_plugin_folders(base)  # module:factory plugins may sit next to the pipeline file
     check_models(pipeline, str(path))
     return pipeline
 
