@@ -19,3 +19,5 @@ JUDGMENT_COLUMNS: tuple[str, ...] = (
     "condition", "prompt_format", "cot", "default_mode", "temperature", "trial", "metric", "reference",
     "verdict", "parse_ok", "scoring_mode", "rationale", "judge_error",
 )  # fmt: skip
+# Written by the exporter after JUDGMENT_COLUMNS; optional for readers (run folders from before it lack it).
+JUDGMENT_OPTIONAL_COLUMNS: tuple[str, ...] = ("structured_output",)

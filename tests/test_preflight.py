@@ -212,3 +212,42 @@ def test_fs_error_escaping_a_verb_is_one_line_rc2(capsys: pytest.CaptureFixture[
         "finished units are kept)"
     ]
     assert TEST_KEY_ENV  # the fixture's key variable is set for every test (conftest)
+
+
+def test_structured_output_sends_the_schema_and_is_recorded(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    """A judge with structured_output gets response_format json_schema; the column says so; the report's
+    failures section compares parse-failure rates with and without it."""
+
+    def responder(req: dict[str, Any]) -> str:
+        if "response_format" in req:
+            return _verdict_json(1.0)
+        return "I think it is fine." if "C-101" in json.dumps(req["messages"]) else _verdict_json(1.0)
+
+    fake_llm.set_responder(responder)
+    judges = [
+        fake_llm.settings(model="openai/so", name="so", structured_output=True).model_dump(
+            exclude_defaults=True
+        ),
+        fake_llm.settings(model="openai/plain", name="plain").model_dump(exclude_defaults=True),
+    ]
+    pipeline = write_pipeline(tmp_path, generators=["sim/perfect"], judges=judges, conditions=["with_gt"])
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    sent = {r["model"]: r.get("response_format") for r in fake_llm.requests}
+    assert sent["plain"] is None
+    schema = sent["so"]["json_schema"]["schema"]
+    assert sent["so"]["type"] == "json_schema" and set(schema["required"]) == {
+        "tool",
+        "param",
+        "seq",
+        "cov",
+        "overall",
+    }
+    judg = read(tmp_path / "run", "judgments")
+    assert judg.groupby("judge").structured_output.all().to_dict() == {"so": True, "plain": False}
+    from agentjudge.report.build import report_cli
+
+    assert report_cli(tmp_path / "run", resamples=20, seed=0) in (0, 1)
+    md = (tmp_path / "run" / "report" / "report.md").read_text()
+    # plain: 2 of its 8 prompts mention C-101 (test-0001 easy and hard): 2 x 4 of 8 x 4 metric verdicts
+    assert "so: unparseable verdicts with structured output 0.0 % of 32, without n/a." in md
+    assert "plain: unparseable verdicts with structured output n/a, without 25.0 % of 32." in md

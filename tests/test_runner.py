@@ -72,6 +72,7 @@ JUDGMENT_COLUMNS = [
     "scoring_mode",
     "rationale",
     "judge_error",
+    "structured_output",
 ]
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from agentjudge.columns import JUDGMENT_COLUMNS, PREDICTION_COLUMNS, SCORE_COLUMNS
+from agentjudge.columns import JUDGMENT_COLUMNS, JUDGMENT_OPTIONAL_COLUMNS, PREDICTION_COLUMNS, SCORE_COLUMNS
 from agentjudge.runner.store import UnitKey, UnitRow, temperature_value
 from agentjudge.runner.work import _FIELD, Dataset, ScoreKey
 from agentjudge.scoring import score_row
@@ -43,7 +43,9 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
          "p_seq_dag"),
         pa.float64(),
     ),
-    **dict.fromkeys(("simulated", "cached", "cot", "parse_ok", "state_match"), pa.bool_()),
+    **dict.fromkeys(
+        ("simulated", "cached", "cot", "parse_ok", "state_match", "structured_output"), pa.bool_()
+    ),
 }  # fmt: skip
 
 
@@ -53,7 +55,7 @@ def _schema(columns: tuple[str, ...]) -> pa.Schema:
 
 PREDICTION_SCHEMA = _schema(PREDICTION_COLUMNS)
 SCORE_SCHEMA = _schema(SCORE_COLUMNS)
-JUDGMENT_SCHEMA = _schema(JUDGMENT_COLUMNS)
+JUDGMENT_SCHEMA = _schema(JUDGMENT_COLUMNS + JUDGMENT_OPTIONAL_COLUMNS)
 
 # Columns that are the same for every metric/mode row of one judge unit, in schema order.
 _CONSTANT_COLUMNS = JUDGMENT_SCHEMA.names[:14]
@@ -174,6 +176,7 @@ def judgment_columns(
             cols[name].extend([value] * n)
         cols["parse_ok"].extend([parse_ok] * n)
         cols["judge_error"].extend([error] * n)
+        cols["structured_output"].extend([rationales.get("_structured_output") == "1"] * n)
         for metric in METRICS:
             rationale = rationales.get(metric, "")
             for mode in modes:
