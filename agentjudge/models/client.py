@@ -438,10 +438,12 @@ class ModelClient:
         if prices is None or out_tokens is None:
             missing = "a price" if prices is None else "a max_tokens"
             self.cost_gate.refused += 1
+            self.stats.model(settings.display_name).calls -= 1  # not a call: nothing was asked
             raise ModelCallError("cost_cap", 0, f"not sent: --max-cost needs {missing} for {settings.model}")
         worst = prompt_token_bound(settings, fields["messages"], fields["tools"]) * prices[0]
         worst += out_tokens * prices[1]
         if not await self.cost_gate.reserve(worst):
+            self.stats.model(settings.display_name).calls -= 1  # not a call: nothing was asked
             gate = self.cost_gate
             raise ModelCallError(
                 "cost_cap",

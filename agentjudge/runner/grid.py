@@ -109,19 +109,6 @@ def model_info(models: list[ModelSettings]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _prepare(
-    pipeline_path: Path,
-    judges: list[str] | None,
-    generators: list[str] | None,
-    api_base: str | None,
-    skip_invalid: bool = False,
-) -> tuple[Pipeline, Dataset, dict[str, str]]:
-    pipeline = override_models(load_pipeline(pipeline_path), judges, generators, api_base)
-    data = load_dataset(pipeline, skip_invalid)
-    partners = swap_partners(data.records) if "swapped_gt" in pipeline.conditions else {}
-    return pipeline, data, partners
-
-
 def run_cli(
     pipeline: Path,
     out: Path,
@@ -140,14 +127,17 @@ def run_cli(
     console = Console()
     if not console.is_terminal:  # logs and pipes: wide enough that model names are not truncated
         console = Console(width=160)
-    try:
-        pipe, data, partners = _prepare(Path(pipeline), judges, generators, api_base, skip_invalid)
+    try:  # the models first: a placeholder or a missing key is reported before the dataset is read
+        pipe = override_models(load_pipeline(Path(pipeline)), judges, generators, api_base)
+        if max_cost is not None:
+            pipe = pipe.model_copy(update={"max_cost_usd": max_cost})
+        problems = _preflight(pipe, Path(pipeline), judges, generators, Path(out), probe)
+        if not problems:
+            data = load_dataset(pipe, skip_invalid)
+            partners = swap_partners(data.records) if "swapped_gt" in pipe.conditions else {}
     except (PipelineError, GridError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
-    if max_cost is not None:
-        pipe = pipe.model_copy(update={"max_cost_usd": max_cost})
-    problems = _preflight(pipe, Path(pipeline), judges, generators, Path(out), probe)
     if problems:
         for line in problems:
             console.print(f"[red]error:[/red] {escape(line)}", highlight=False, soft_wrap=True)
