@@ -166,6 +166,8 @@ def score_cli(data: Path, predictions: Path, out: Path, mode: str, lenient: bool
     try:
         records = read_records(data)
         preds = read_predictions(predictions)
+        if not preds:
+            raise ValueError(f"{predictions}: no predictions")
         rows, failed = score_rows(records, preds, modes, lenient)
         write_scores(rows, out)
     except ValueError as exc:  # LayoutError, ScoreInputError, a broken GT trace

@@ -251,3 +251,18 @@ def test_structured_output_sends_the_schema_and_is_recorded(tmp_path: Path, fake
     # plain: 2 of its 8 prompts mention C-101 (test-0001 easy and hard): 2 x 4 of 8 x 4 metric verdicts
     assert "so: unparseable verdicts with structured output 0.0 % of 32, without n/a." in md
     assert "plain: unparseable verdicts with structured output n/a, without 25.0 % of 32." in md
+
+
+def test_empty_inputs_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from agentjudge.generators.infer import infer_cli
+    from agentjudge.scoring_cli import score_cli
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    records = tmp_path / "records.jsonl"
+    write_records(records, make_records())
+    assert infer_cli(empty, "sim/weak", tmp_path / "p.jsonl") == 2
+    assert score_cli(records, empty, tmp_path / "s.parquet", "both", False) == 2
+    err = capsys.readouterr()
+    assert f"{empty}: no records" in err.err + err.out and f"{empty}: no predictions" in err.err
+    assert not (tmp_path / "p.jsonl").exists() and not (tmp_path / "s.parquet").exists()

@@ -246,7 +246,9 @@ def model_prices(settings: ModelSettings) -> tuple[float, float] | None:
     except Exception:  # noqa: BLE001 - litellm raises several types for "not in the cost map"
         return None
     prompt, completion = info.get("input_cost_per_token"), info.get("output_cost_per_token")
-    return None if prompt is None or completion is None else (float(prompt), float(completion))
+    if not prompt and not completion:  # missing, or listed at $0: not a price a hard cap can rely on
+        return None
+    return float(prompt or 0.0), float(completion or 0.0)
 
 
 def max_completion_tokens(settings: ModelSettings) -> int | None:
