@@ -194,7 +194,7 @@ def _shipped_copy(tmp_path: Path, name: str) -> Path:
 def test_shipped_pipelines_are_valid(tmp_path: Path, name: str) -> None:
     pipe = load_pipeline(_shipped_copy(tmp_path, name))
     assert pipe.generators and pipe.judges
-    if name != "quickstart.yaml":  # placeholders the user must replace are clearly marked
+    if name not in ("quickstart.yaml", "local.yaml"):  # placeholders the user must replace are marked
         assert all("REPLACE-ME" in m.model for m in pipe.judges)
 
 

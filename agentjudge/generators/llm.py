@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any
 
-from agentjudge.models.client import Completion, ModelCallError, ModelClient
+from agentjudge.models.client import Completion, ModelCallError, ModelClient, schema_response_format
 from agentjudge.types import ModelSettings, Prediction, Task, ToolCall, ToolSchema, Usage
 
 SINGLE_SHOT_RULES = (
@@ -194,7 +194,11 @@ class LLMGenerator:
         temperature = self.settings.temperature if self.settings.temperature is not None else 0.0
         tools = openai_tools(task.tools) if self.settings.native_tools and task.tools else None
         structured = self.settings.structured_output and not self.settings.native_tools
-        schema = {"type": "json_schema", "json_schema": {"name": "tool_calls", "schema": CALLS_SCHEMA}}
+        schema = (
+            schema_response_format(self.settings, "tool_calls", CALLS_SCHEMA, strict=False)
+            if structured
+            else None
+        )
         try:
             completion = await self.client.complete(
                 self.settings,
@@ -202,7 +206,7 @@ class LLMGenerator:
                 tools=tools,
                 temperature=temperature,
                 sample_index=trial,
-                response_format=schema if structured else None,
+                response_format=schema,
             )
         except ModelCallError as exc:
             return self._prediction(task, trial, calls=None, error=f"call_failed[{exc.kind}]: {exc}")

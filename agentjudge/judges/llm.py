@@ -19,7 +19,7 @@ from typing import Any
 
 from agentjudge.judges.parse import ParsedVerdicts, parse_verdicts
 from agentjudge.judges.templates import build_messages, reask_message
-from agentjudge.models.client import ModelCallError
+from agentjudge.models.client import ModelCallError, schema_response_format
 from agentjudge.types import METRICS, JudgeRequest, JudgeResult, ModelSettings, Usage
 
 _METRIC_SCHEMA = {
@@ -65,10 +65,7 @@ def response_format(settings: ModelSettings, request: JudgeRequest) -> dict[str,
     variant = request.variant
     if not settings.structured_output or variant.prompt_format != "json" or variant.cot:
         return None
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": "judge_verdicts", "schema": VERDICT_SCHEMA, "strict": True},
-    }
+    return schema_response_format(settings, "judge_verdicts", VERDICT_SCHEMA)
 
 
 def _add_usage(total: Usage, more: Usage, first: bool) -> Usage:

@@ -237,6 +237,16 @@ def _scrub(text: str, secrets: list[str]) -> str:
     return text
 
 
+def schema_response_format(
+    settings: ModelSettings, name: str, schema: dict[str, Any], strict: bool = True
+) -> dict[str, Any]:
+    """``response_format`` carrying ``schema`` in the wire form ``settings.structured_output`` names
+    (``strict`` only for schemas that meet OpenAI's strict rules: every key required, no extra keys)."""
+    if settings.structured_output == "json_object":
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}}
+
+
 def model_prices(settings: ModelSettings) -> tuple[float, float] | None:
     """USD per (prompt, completion) token: the pipeline's price if given, else litellm's; None if unknown."""
     if settings.input_cost_per_token is not None and settings.output_cost_per_token is not None:
