@@ -266,3 +266,19 @@ def test_empty_inputs_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
     err = capsys.readouterr()
     assert f"{empty}: no records" in err.err + err.out and f"{empty}: no predictions" in err.err
     assert not (tmp_path / "p.jsonl").exists() and not (tmp_path / "s.parquet").exists()
+
+
+async def test_generator_structured_output_json_object_form(fake_llm: FakeLLM) -> None:
+    """llama-cpp-python's server wants {"type": "json_object", "schema": ...}; the answer's {"calls": [...]}
+    is read as the call list."""
+    from agentjudge.generators.llm import CALLS_SCHEMA, LLMGenerator
+    from agentjudge.models.client import ModelClient
+    from agentjudge.runner.work import Dataset
+
+    data = Dataset(make_records())
+    record = data.records[0]
+    fake_llm.queue(json.dumps({"calls": [{"name": "get_customer", "arguments": {"customer_id": "C-100"}}]}))
+    settings = fake_llm.settings(native_tools=False, structured_output="json_object")
+    pred = await LLMGenerator(settings, ModelClient())(data.task(record, "easy"), 0)
+    assert fake_llm.requests[0]["response_format"] == {"type": "json_object", "schema": CALLS_SCHEMA}
+    assert pred.error is None and [c.name for c in pred.calls or []] == ["get_customer"]
