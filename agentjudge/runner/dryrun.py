@@ -142,6 +142,8 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
         kind = model_kind(model.model)
         p_tok, c_tok = _tokens(prompt_chars[(stage, name)]), _tokens(completion_chars[(stage, name)])
         cost: float | None = 0.0 if kind in ("sim", "baseline") else _price(model.model, p_tok, c_tok)
+        if model.input_cost_per_token is not None and model.output_cost_per_token is not None:
+            cost = p_tok * model.input_cost_per_token + c_tok * model.output_cost_per_token  # given price
         rows.append(
             {
                 "model": name,
