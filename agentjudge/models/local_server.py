@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import signal
 import socket
 import subprocess
 import sys
@@ -108,6 +109,8 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=8089)
     parser.add_argument("--n-ctx", type=int, default=8192)
     args = parser.parse_args()
+    # `kill PID` (SIGTERM) must stop the server too: SystemExit lets the context manager stop it
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         with llama_server(port=args.port, n_ctx=args.n_ctx) as base:
             print(f"serving {MODEL_ALIAS} at {base} (Ctrl-C stops it)", flush=True)
