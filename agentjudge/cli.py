@@ -1,12 +1,15 @@
 """Command-line interface. Each verb is a thin shell over one library function, imported lazily so
 ``agentjudge --help`` stays fast and never imports litellm.
 
-Exit codes: 0 success, 1 the work ran but found failures (e.g. records failing a gate), 2 bad input.
+Exit codes (README, "Exit codes"): 0 success; 1 the work ran but some units/records failed or the cost cap
+stopped it; 2 bad input, a failed preflight or a file-system error (one line naming the path, never a
+traceback); 130 interrupted.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -21,6 +24,26 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+PROBE = typer.Option("--probe", help="Preflight: also make one 1-token call per API model.")
+SKIP_INVALID = typer.Option("--skip-invalid", help="Leave out records failing Gate 1 (default: refuse).")
+
+
+def _guarded(call: Callable[[], int]) -> int:
+    """Run a verb; a file-system error that escaped it (disk full, locked database, ...) is exit 2 with
+    one line naming the path, Ctrl-C is exit 130."""
+    from agentjudge.fserrors import FS_ERRORS, describe
+
+    try:
+        return call()
+    except FS_ERRORS as exc:
+        typer.echo(f"error: {describe(exc)}", err=True)
+        return 2
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        return 130
+
+
 cache_app = typer.Typer(help="Inspect or clear the model-call cache.", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
 import_app = typer.Typer(
@@ -44,7 +67,9 @@ def generate(
     """Synthesize the dataset: tools, executed GT traces, three difficulty queries, both gates."""
     from agentjudge.dataset.generate import generate_cli
 
-    raise typer.Exit(generate_cli(out=out, size=size, seed=seed, llm=llm, api_base=api_base))
+    raise typer.Exit(
+        _guarded(lambda: generate_cli(out=out, size=size, seed=seed, llm=llm, api_base=api_base))
+    )
 
 
 @app.command()
@@ -52,7 +77,7 @@ def validate(path: Annotated[Path, typer.Argument(help="records.jsonl in the pub
     """Run Gate 1 and Gate 2 on a file; exit 0 all pass, 1 some fail, 2 unreadable input."""
     from agentjudge.dataset.validate import validate_cli
 
-    raise typer.Exit(validate_cli(path))
+    raise typer.Exit(_guarded(lambda: validate_cli(path)))
 
 
 @app.command()
@@ -67,7 +92,7 @@ def audit(
     """Print a topology-stratified sample (query, tools, GT, checklist) for a person to grade."""
     from agentjudge.dataset.audit import audit_cli
 
-    raise typer.Exit(audit_cli(data, n=n, seed=seed, difficulty=difficulty))
+    raise typer.Exit(_guarded(lambda: audit_cli(data, n=n, seed=seed, difficulty=difficulty)))
 
 
 @app.command()
@@ -81,19 +106,25 @@ def infer(
     trials: Annotated[int, typer.Option(min=1)] = 1,
     api_base: Annotated[str | None, typer.Option()] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    probe: Annotated[bool, PROBE] = False,
+    skip_invalid: Annotated[bool, SKIP_INVALID] = False,
 ) -> None:
     """Run one generator over a dataset and write its predictions (a stage of its own)."""
     from agentjudge.generators.infer import infer_cli
 
     raise typer.Exit(
-        infer_cli(
-            data=data,
-            generator=generator,
-            out=out,
-            difficulties=difficulty,
-            trials=trials,
-            api_base=api_base,
-            no_cache=no_cache,
+        _guarded(
+            lambda: infer_cli(
+                data=data,
+                generator=generator,
+                out=out,
+                difficulties=difficulty,
+                trials=trials,
+                api_base=api_base,
+                no_cache=no_cache,
+                probe=probe,
+                skip_invalid=skip_invalid,
+            )
         )
     )
 
@@ -109,7 +140,9 @@ def score(
     """Score predictions with the programmatic scorer (§6)."""
     from agentjudge.scoring_cli import score_cli
 
-    raise typer.Exit(score_cli(data=data, predictions=predictions, out=out, mode=mode, lenient=lenient))
+    raise typer.Exit(
+        _guarded(lambda: score_cli(data=data, predictions=predictions, out=out, mode=mode, lenient=lenient))
+    )
 
 
 @app.command()
@@ -128,26 +161,37 @@ def run(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Count calls and estimate cost; spend nothing.")
     ] = False,
-    max_cost: Annotated[float | None, typer.Option(help="Stop before spending more than this (USD).")] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            help="Hard cap on money spent by this invocation (USD); no call is sent that could pass it."
+        ),
+    ] = None,
     force_new: Annotated[
         bool, typer.Option("--force-new", help="Start over although the config changed.")
     ] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read the call cache.")] = False,
+    probe: Annotated[bool, PROBE] = False,
+    skip_invalid: Annotated[bool, SKIP_INVALID] = False,
 ) -> None:
     """Infer, score and judge every cell of a pipeline grid; resumes where it stopped."""
     from agentjudge.runner.grid import run_cli
 
     raise typer.Exit(
-        run_cli(
-            pipeline=pipeline,
-            out=out,
-            judges=judge,
-            generators=generator,
-            api_base=api_base,
-            dry_run=dry_run,
-            max_cost=max_cost,
-            force_new=force_new,
-            no_cache=no_cache,
+        _guarded(
+            lambda: run_cli(
+                pipeline=pipeline,
+                out=out,
+                judges=judge,
+                generators=generator,
+                api_base=api_base,
+                dry_run=dry_run,
+                max_cost=max_cost,
+                force_new=force_new,
+                no_cache=no_cache,
+                probe=probe,
+                skip_invalid=skip_invalid,
+            )
         )
     )
 
@@ -164,7 +208,7 @@ def report(
     """Write RUNDIR/report/: report.md, report.html, tables/*.csv, figures/*.png."""
     from agentjudge.report.build import report_cli
 
-    raise typer.Exit(report_cli(rundir=rundir, resamples=resamples, seed=seed, ci=ci))
+    raise typer.Exit(_guarded(lambda: report_cli(rundir=rundir, resamples=resamples, seed=seed, ci=ci)))
 
 
 @app.command()
@@ -184,7 +228,9 @@ def compare(
     """One first screen across runs (judges labelled by run), with paired deltas where records overlap."""
     from agentjudge.report.compare import compare_cli
 
-    raise typer.Exit(compare_cli(rundirs=rundirs, out=out, resamples=resamples, seed=seed, ci=ci))
+    raise typer.Exit(
+        _guarded(lambda: compare_cli(rundirs=rundirs, out=out, resamples=resamples, seed=seed, ci=ci))
+    )
 
 
 @app.command("human-sample")
@@ -200,7 +246,9 @@ def human_sample(
     """Write a stratified sample of scored predictions for human annotators."""
     from agentjudge.human import sample_cli
 
-    raise typer.Exit(sample_cli(rundir=rundir, n=n, seed=seed, out=out, difficulty=difficulty))
+    raise typer.Exit(
+        _guarded(lambda: sample_cli(rundir=rundir, n=n, seed=seed, out=out, difficulty=difficulty))
+    )
 
 
 @app.command("human-agree")
@@ -213,7 +261,9 @@ def human_agree(
     """Agreement of the programmatic reference with human labels, per metric and topology, with CIs."""
     from agentjudge.human import agree_cli
 
-    raise typer.Exit(agree_cli(rundir=rundir, labels=labels, resamples=resamples, seed=seed))
+    raise typer.Exit(
+        _guarded(lambda: agree_cli(rundir=rundir, labels=labels, resamples=resamples, seed=seed))
+    )
 
 
 @app.command()
@@ -233,13 +283,22 @@ def taubench(
     ] = None,
     api_base: Annotated[str | None, typer.Option(help="API base for --judge models.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    probe: Annotated[bool, PROBE] = False,
 ) -> None:
     """τ-bench track: judge real multi-turn agent trajectories and relate verdicts to τ-bench's reward."""
     from agentjudge.taubench import taubench_cli
 
     raise typer.Exit(
-        taubench_cli(
-            data=data, out=out, judges=judge, api_base=api_base, conditions=condition, no_cache=no_cache
+        _guarded(
+            lambda: taubench_cli(
+                data=data,
+                out=out,
+                judges=judge,
+                api_base=api_base,
+                conditions=condition,
+                no_cache=no_cache,
+                probe=probe,
+            )
         )
     )
 
@@ -258,7 +317,7 @@ def import_bfcl(
     """BFCL tasks + accepted answers → records (human query, every accepted value kept, no environment)."""
     from agentjudge.dataset.bfcl import import_cli
 
-    raise typer.Exit(import_cli(tasks=tasks, answers=answers, out=out, category=category))
+    raise typer.Exit(_guarded(lambda: import_cli(tasks=tasks, answers=answers, out=out, category=category)))
 
 
 @cache_app.command("stats")
@@ -268,7 +327,7 @@ def cache_stats(
     """Entries, size and hit counts of the call cache."""
     from agentjudge.models.cache import stats_cli
 
-    raise typer.Exit(stats_cli(path))
+    raise typer.Exit(_guarded(lambda: stats_cli(path)))
 
 
 @cache_app.command("clear")
@@ -279,7 +338,7 @@ def cache_clear(
     """Delete cached model answers (all, or one model's)."""
     from agentjudge.models.cache import clear_cli
 
-    raise typer.Exit(clear_cli(path, model=model))
+    raise typer.Exit(_guarded(lambda: clear_cli(path, model=model)))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -28,3 +28,5 @@ JUDGMENT_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 # ``source``: "synthetic" (our generator) or "imported" (tasks people wrote elsewhere, e.g. BFCL); added after
 # the first release, so readers treat a missing column as all "synthetic".
+# Written by the exporter after JUDGMENT_COLUMNS; optional for readers (run folders from before it lack it).
+JUDGMENT_OPTIONAL_COLUMNS: tuple[str, ...] = ("structured_output",)

@@ -107,8 +107,14 @@ def select_sample(scores: pd.DataFrame, n: int, seed: int, difficulty: str | Non
 
 
 def sample_cli(rundir: Path, n: int, seed: int, out: Path | None, difficulty: str = "hard") -> int:
-    """Write the annotators' CSV; exit 2 on an unusable run folder."""
+    """Write the annotators' CSV; exit 2 on an unusable run folder or output path."""
+    from agentjudge.fserrors import out_path_problem
+
     rundir = Path(rundir)
+    target = Path(out) if out is not None else rundir / "human" / "sample.csv"
+    if (problem := out_path_problem(target, "file")) is not None:
+        print(f"error: --out {problem}", file=sys.stderr)
+        return 2
     try:
         meta = json.loads((rundir / "meta.json").read_text()) if (rundir / "meta.json").exists() else {}
         for name in ("scores.parquet", "predictions.parquet"):

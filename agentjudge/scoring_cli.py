@@ -164,9 +164,16 @@ def score_cli(data: Path, predictions: Path, out: Path, mode: str, lenient: bool
     if out.suffix not in (".parquet", ".csv"):
         print(f"error: {out}: output must end in .parquet or .csv", file=sys.stderr)
         return 2
+    from agentjudge.fserrors import out_path_problem
+
+    if (problem := out_path_problem(out, "file")) is not None:
+        print(f"error: --out {problem}", file=sys.stderr)
+        return 2
     try:
         records = read_records(data)
         preds = read_predictions(predictions)
+        if not preds:
+            raise ValueError(f"{predictions}: no predictions")
         rows, failed = score_rows(records, preds, modes, lenient)
         write_scores(rows, out)
     except ValueError as exc:  # LayoutError, ScoreInputError, a broken GT trace

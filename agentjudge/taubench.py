@@ -438,8 +438,14 @@ def taubench_cli(
     api_base: str | None,
     conditions: list[str] | None,
     no_cache: bool = False,
+    probe: bool = False,
 ) -> int:
     from rich.console import Console
+    from rich.markup import escape
+
+    from agentjudge.fserrors import out_path_problem
+    from agentjudge.models.failures import FailureLog
+    from agentjudge.models.preflight import ModelUse, preflight
 
     console = Console()
     try:
@@ -453,10 +459,22 @@ def taubench_cli(
             f"[red]error:[/red] --condition {bad[0]!r}: the τ-bench track has with_gt and without_gt"
         )
         return 2
+    if not episodes:
+        console.print(f"[red]error:[/red] {data}: no episodes")
+        return 2
+    settings = [ModelSettings(model=m, api_base=api_base) for m in (judges or DEFAULT_JUDGES)]
+    uses = [ModelUse("judge", s, f"--judge[{i}]") for i, s in enumerate(settings)]
+    problems = preflight(uses, probe=probe)
+    out_problem = out_path_problem(out, "dir")
+    problems += [f"--out {out_problem}"] if out_problem else []
+    if problems:
+        for line in problems:
+            console.print(f"[red]error:[/red] {escape(line)}", highlight=False, soft_wrap=True)
+        console.print(f"preflight: {len(problems)} problem(s); nothing was run or written.")
+        return 2
     tools = infer_tool_schemas(episodes)
     items = [to_item(ep, tools) for ep in episodes]
     ep_table = episodes_table(items)
-    settings = [ModelSettings(model=m, api_base=api_base) for m in (judges or DEFAULT_JUDGES)]
     conds: list[Condition] = list(conditions or ["with_gt", "without_gt"])  # type: ignore[arg-type]
     judgments = asyncio.run(judge_items(items, settings, conds, no_cache=no_cache))
     summary = summarize(ep_table, judgments)
@@ -467,6 +485,15 @@ def taubench_cli(
     (out / "summary.md").write_text(_markdown(summary, data))
     console.print(_markdown(summary, data))
     failed = int(judgments["verdict"].isna().sum())
+    log = FailureLog()
+    per_unit = judgments.drop_duplicates(["judge", "condition", "record_id"])
+    for row in per_unit.itertuples():
+        if isinstance(row.judge_error, str):
+            log.add(str(row.judge), row.judge_error)
+        elif not row.parse_ok and row.judge in (judges or []):
+            log.add(str(row.judge), row.rationale or "answer could not be parsed", "parse")
+    if log:
+        console.print(escape(log.report()), highlight=False, soft_wrap=True)
     if failed:
         console.print(
             f"[yellow]{failed} judgments failed (parse or transport); see judgments.parquet[/yellow]"

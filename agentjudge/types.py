@@ -221,6 +221,11 @@ class ModelSettings(Strict):
     generation: Generation = "single_shot"  # generators: interactive = calls executed, outputs shown
     max_turns: int = Field(default=12, ge=1)  # interactive: model turns before the episode is cut off
     tier: int | None = None  # capability tier (1 = strongest) for the kappa-vs-tier-gap analysis
+    # send the answer's JSON Schema as response_format: true/"json_schema" (OpenAI, vLLM, Ollama, llama.cpp's
+    # llama-server) or "json_object" ({"type": "json_object", "schema": ...}: llama-cpp-python's server)
+    structured_output: bool | Literal["json_schema", "json_object"] = False
+    input_cost_per_token: float | None = None  # USD; overrides litellm's price (needed for --max-cost
+    output_cost_per_token: float | None = None  # on models litellm has no price for)
     extra: dict[str, Any] = Field(default_factory=dict)  # passed through to litellm.acompletion
 
     @property

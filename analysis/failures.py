@@ -52,4 +52,36 @@ def analyze(ctx: Context) -> Section:
             f"Highest failure rate: {w['judge']} / {w['condition']} / {w['prompt_format']}: "
             f"{100 * w['failure_rate']:.1f} %."
         )
+    _structured_output(ctx.df, sec)
     return sec
+
+
+def _structured_output(df: pd.DataFrame, sec: Section) -> None:
+    """Parse-failure rate of answered calls with and without ``structured_output`` (the JSON Schema sent
+    as response_format), per judge; only when some judgments used it."""
+    if "structured_output" not in df.columns or not df["structured_output"].fillna(False).astype(bool).any():
+        return
+    answered = ~df["has_error"].to_numpy()
+    tmp = pd.DataFrame(
+        {
+            "judge": df["judge"].astype(str).to_numpy()[answered],
+            "structured_output": df["structured_output"].fillna(False).astype(bool).to_numpy()[answered],
+            "parse_failed": ~df["ok"].to_numpy()[answered],
+        }
+    )
+    t = (
+        tmp.groupby(["judge", "structured_output"])
+        .agg(verdict_rows=("parse_failed", "size"), parse_failures=("parse_failed", "sum"))
+        .reset_index()
+    )
+    t["parse_failure_rate"] = t["parse_failures"] / t["verdict_rows"]
+    sec.tables["structured_output"] = t
+    for judge, rows in t.groupby("judge"):
+        rates = {
+            bool(r.structured_output): f"{100 * r.parse_failure_rate:.1f} % of {r.verdict_rows:,}"
+            for r in rows.itertuples()
+        }
+        sec.text.append(
+            f"{judge}: unparseable verdicts with structured output {rates.get(True, 'n/a')}, "
+            f"without {rates.get(False, 'n/a')}."
+        )

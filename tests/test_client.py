@@ -165,6 +165,7 @@ async def test_key_never_in_errors_or_cache(fake_llm: FakeLLM, cache_path: Path)
     assert TEST_KEY not in str(err.value) and TEST_KEY not in err.value.message
     assert "***" in err.value.message
     fake_llm.queue(f"echo {TEST_KEY}")  # even a model that echoes the key does not put it on disk
+    client = fast_client(cache)  # a fresh client: the 401 stopped this model in the first one
     out = await client.complete(fake_llm.settings(), [{"role": "user", "content": "another"}])
     assert TEST_KEY not in out.model_dump_json()
     cache.close()
@@ -228,14 +229,28 @@ async def test_sample_index_gives_distinct_entries(fake_llm: FakeLLM) -> None:
 
 
 async def test_failures_are_not_cached(fake_llm: FakeLLM) -> None:
-    fake_llm.fail_next(status=400)
+    fake_llm.fail_next(status=503)
     fake_llm.queue("fine now")
     cache = CallCache()
     client = fast_client(cache)
     with pytest.raises(ModelCallError):
-        await client.complete(fake_llm.settings(), MSG)
+        await client.complete(fake_llm.settings(max_retries=0), MSG)
     assert len(cache) == 0
-    assert (await client.complete(fake_llm.settings(), MSG)).text == "fine now"
+    assert (await client.complete(fake_llm.settings(max_retries=0), MSG)).text == "fine now"
+
+
+async def test_bad_request_stops_the_model_without_sending_more(fake_llm: FakeLLM) -> None:
+    fake_llm.fail_next(status=400, message="unknown parameter")
+    fake_llm.queue("never asked")
+    client = fast_client()
+    with pytest.raises(ModelCallError) as first:
+        await client.complete(fake_llm.settings(), MSG)
+    with pytest.raises(ModelCallError) as second:
+        await client.complete(fake_llm.settings(), [{"role": "user", "content": "other"}])
+    assert (first.value.kind, first.value.attempts) == ("bad_request", 1)
+    assert second.value.kind == "bad_request" and second.value.attempts == 0
+    assert "not sent" in second.value.message and "unknown parameter" in second.value.message
+    assert len(fake_llm.requests) == 1
 
 
 async def test_concurrency_limit_per_model(fake_llm: FakeLLM) -> None:
@@ -299,5 +314,5 @@ async def test_unset_key_env_is_a_config_error(fake_llm: FakeLLM, monkeypatch: p
     monkeypatch.delenv("AGENTJUDGE_TEST_KEY")
     with pytest.raises(ModelCallError) as err:
         await fast_client().complete(fake_llm.settings(), MSG)
-    assert err.value.kind == "config" and "AGENTJUDGE_TEST_KEY" in err.value.message
+    assert err.value.kind == "auth" and "AGENTJUDGE_TEST_KEY" in err.value.message
     assert fake_llm.requests == []

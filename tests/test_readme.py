@@ -33,3 +33,45 @@ def test_readme_plugin_example_runs_through_the_registry(tmp_path: Path, monkeyp
     assert result.verdicts == {"tool": 0.5, "param": None, "seq": None, "cov": 1.0}
     assert not result.parse_ok
     assert "delete_all" in result.rationales["tool"]
+
+
+def test_readme_plugin_example_followed_literally_as_a_user(tmp_path: Path) -> None:
+    """As a user would: mypkg/judges.py in a fresh folder, named in a pipeline next to it and with
+    --judge, run by the installed `agentjudge` script from that folder (no PYTHONPATH)."""
+    import os
+    import subprocess
+
+    import yaml
+
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"```python\n(# mypkg/judges\.py\n.*?)```", text, re.S)
+    assert block, "README lost its plug-in example"
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "judges.py").write_text(block.group(1), encoding="utf-8")
+    records = README.parent / "data" / "mini" / "records.jsonl"
+    pipeline = {
+        "name": "plugin",
+        "dataset": str(records),
+        "limit": 2,
+        "difficulties": ["easy"],
+        "generators": ["sim/perfect"],
+        "judges": [{"model": "mypkg.judges:make", "name": "names"}],
+        "conditions": ["without_gt"],
+    }
+    (tmp_path / "pipeline.yaml").write_text(yaml.safe_dump(pipeline), encoding="utf-8")
+    script = Path(sys.executable).with_name("agentjudge")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["AGENTJUDGE_CACHE"] = str(tmp_path / "cache.sqlite")
+    for args in (
+        ["run", "pipeline.yaml", "--out", "run1"],
+        ["run", "pipeline.yaml", "--out", "run2", "--judge", "mypkg.judges:make"],
+    ):
+        done = subprocess.run(
+            [str(script), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "No module named" not in done.stdout + done.stderr
+    import pandas as pd
+
+    assert set(pd.read_parquet(tmp_path / "run1" / "judgments.parquet").judge) == {"names"}
+    assert set(pd.read_parquet(tmp_path / "run2" / "judgments.parquet").judge) == {"mypkg.judges:make"}

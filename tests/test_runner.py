@@ -80,6 +80,7 @@ JUDGMENT_COLUMNS = [
     "rationale",
     "judge_error",
     "source",
+    "structured_output",
 ]
 
 
@@ -118,14 +119,14 @@ def make_record(index: int, topology: str) -> Record:
             first,
             GTStep(
                 call=ToolCall(name="list_orders", arguments={"customer_id": cid, "status": "open"}),
-                output=[{"id": "O-1"}],
+                output=[{"id": "O-1", "email": f"c{index}@example.com"}],
                 depends_on=[0],
                 description="open orders",
             ),
             GTStep(
                 call=ToolCall(name="send_email", arguments={"to": f"c{index}@example.com", "body": "O-1"}),
                 output={"sent": True},
-                depends_on=[0, 1],
+                depends_on=[1],  # a single chain: Gate 1's linear shape
                 description="email the list",
             ),
         ]
@@ -296,13 +297,16 @@ def test_rerun_of_finished_grid_does_nothing_and_exports_identically(tmp_path: P
     pd.testing.assert_frame_equal(first, read(rundir, "judgments"))
 
 
-def test_dry_run_writes_nothing_and_counts_calls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_dry_run_writes_nothing_and_counts_calls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-never-sent")
     pipeline = write_pipeline(
         tmp_path,
         judges=[
             "baseline/rule",
             {"model": "openai/gpt-4o-mini", "name": "mini"},
-            {"model": "openai/REPLACE-ME-judge", "name": "placeholder"},
+            {"model": "hosted_vllm/no-price-known", "name": "placeholder"},
         ],
         prompt_variants=[{"prompt_format": "json"}, {"prompt_format": "freeform", "cot": True}],
     )
@@ -565,7 +569,7 @@ def test_llm_generator_failures_are_retried_on_the_next_run(tmp_path: Path, fake
         text = json.dumps(req["messages"])
         customer = next(c for c in ("C-100", "C-101", "C-102", "C-103") if c in text)
         if customer in down:
-            return {"status": 400, "text": "bad request (scripted)"}
+            return {"status": 503, "text": "overloaded (scripted)"}  # retryable: other units go on
         return json.dumps([{"name": "get_customer", "arguments": {"customer_id": customer}}])
 
     fake_llm.set_responder(responder)

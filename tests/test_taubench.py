@@ -140,3 +140,19 @@ def test_bad_file_names_episode_and_field(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["taubench", str(path), "--out", str(tmp_path / "out")])
     assert result.exit_code == 2
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_rejected_key_prints_failures_by_model_and_reason(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentjudge.taubench import taubench_cli
+
+    small = tmp_path / "three.json"
+    small.write_text(json.dumps(json.loads(DATA.read_text())[:3]))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-rejected-by-the-server")
+    fake_llm.set_responder(lambda req: {"status": 401, "body": json.dumps({"error": {"message": "bad key"}})})
+    code = taubench_cli(small, tmp_path / "out", ["openai/test-model"], fake_llm.base_url, ["without_gt"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "failures by model and reason:" in out and "openai/test-model: auth x3" in out
+    assert len(fake_llm.requests) <= 3  # none retried; once stopped, the rest are not sent

@@ -251,9 +251,29 @@ def generate_cli(out: Path, size: str, seed: int, llm: str | None, api_base: str
     if size not in SIZES:
         console.print(f"[red]error:[/] --size must be one of {', '.join(SIZES)}, got {size!r}")
         return 2
+    from agentjudge.fserrors import out_path_problem
+
+    if (problem := out_path_problem(out, "dir")) is not None:
+        console.print(f"[red]error:[/] --out {escape(problem)}")
+        return 2
+    if llm is not None:  # fail fast on a model that cannot work, never fall back to the deterministic text
+        from agentjudge.models.preflight import ModelUse, preflight
+        from agentjudge.types import ModelSettings
+
+        problems = preflight([ModelUse("generator", ModelSettings(model=llm, api_base=api_base), "--llm")])
+        if problems:
+            for line in problems:
+                console.print(f"[red]error:[/] {escape(line)}")
+            console.print(f"preflight: {len(problems)} problem(s); nothing was generated or written.")
+            return 2
+    from agentjudge.models.client import ModelCallError
+
     started = time.perf_counter()
     try:
         manifest = generate(out, size, seed, llm=llm, api_base=api_base)
+    except ModelCallError as exc:
+        console.print(f"[red]--llm {escape(str(llm))} stopped, nothing written:[/] {escape(str(exc))}")
+        return 1
     except GenerationError as exc:
         console.print(f"[red]generation failed, nothing written:[/] {escape(str(exc))}")
         return 1
@@ -282,4 +302,13 @@ def generate_cli(out: Path, size: str, seed: int, llm: str | None, api_base: str
             f"LLM rewrites by {llm}: failed (deterministic fallback) {manifest['rewrites']['failed']}"
         )
     console.print(f"sha256 {manifest['sha256']}")
+    reasons = (manifest.get("rewrites") or {}).get("failed", {}) or {}
+    call_failures = {
+        k: n for k, n in reasons.get("failed_attempts_by_reason", {}).items() if "model_error" in k
+    }
+    if call_failures:
+        console.print(
+            f"[yellow]some LLM calls failed {call_failures}; those queries kept the deterministic text[/]"
+        )
+        return 1
     return 0

@@ -80,7 +80,7 @@ async def rewrite_record(
 ) -> tuple[Record, dict[str, int]]:
     """(record with LLM queries where they passed Gate 2, failure counts per reason code)."""
     from agentjudge.dataset.gates import run_gates
-    from agentjudge.models.client import ModelCallError
+    from agentjudge.models.client import MODEL_FATAL_KINDS, ModelCallError
 
     failures: dict[str, int] = {}
     queries = dict(record.queries)
@@ -95,6 +95,8 @@ async def rewrite_record(
                     sample_index=attempt,
                 )
             except ModelCallError as exc:
+                if exc.kind in MODEL_FATAL_KINDS:  # every other call would fail alike: stop, no fallback
+                    raise
                 failures[f"model_error:{exc.kind}"] = failures.get(f"model_error:{exc.kind}", 0) + 1
                 continue
             candidate = record.model_copy(update={"queries": {**queries, difficulty: clean(completion.text)}})

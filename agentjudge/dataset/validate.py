@@ -85,3 +85,27 @@ def validate_cli(path: Path) -> int:
         if total > printed:
             console.print(f"… {total - printed} more findings not shown (all are counted above)")
     return 0 if not failing else 1
+
+
+def gate1_failures(records: list[Record]) -> dict[str, list[str]]:
+    """Records that fail Gate 1, as ``{id: ["gate1:code detail", ...]}``: ``run`` and ``infer`` refuse
+    them (a record whose tool schema is invalid cannot be graded), or skip them with ``--skip-invalid``."""
+    out: dict[str, list[str]] = {}
+    for record, report in zip(records, check_records(records), strict=True):
+        bad = [f"gate1:{f.code} {f.detail}" for f in report.findings if f.gate == "gate1"]
+        if bad:
+            out[record.id] = bad
+    return out
+
+
+def gate1_message(path: Path | str, failing: dict[str, list[str]], total: int) -> str:
+    """One line per failing record (at most 10) and what to do about it."""
+    lines = [
+        f"{path}: {len(failing)} of {total} record(s) fail Gate 1 (run `agentjudge validate {path}`); "
+        "fix them or pass --skip-invalid to leave them out"
+    ]
+    for rid, findings in list(failing.items())[:10]:
+        lines.append(f"{path}: record {rid}: {findings[0]}")
+    if len(failing) > 10:
+        lines.append(f"... and {len(failing) - 10} more record(s)")
+    return "\n".join(lines)

@@ -15,12 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from agentjudge.columns import LATER_PREDICTION_COLUMNS, PREDICTION_COLUMNS
+from agentjudge.dataset.validate import gate1_failures, gate1_message
+from agentjudge.fserrors import out_path_problem
 from agentjudge.generators.interactive import read_trajectory, trajectory_fields
 from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelClient
+from agentjudge.models.failures import FailureLog
+from agentjudge.models.preflight import ModelUse, preflight
 from agentjudge.types import (
     DIFFICULTIES,
     Difficulty,
@@ -184,8 +189,11 @@ def infer_cli(
     trials: int = 1,
     api_base: str | None = None,
     no_cache: bool = False,
+    probe: bool = False,
+    skip_invalid: bool = False,
 ) -> int:
-    """CLI body. 0 all predictions succeeded, 1 some failed (recorded in the file), 2 bad input."""
+    """CLI body. 0 all predictions succeeded, 1 some failed (recorded in the file), 2 bad input (also: a
+    failed preflight, records failing Gate 1 without ``--skip-invalid``, an unwritable ``--out``)."""
     console = Console(stderr=True, soft_wrap=True)
     from agentjudge.dataset.layout import read_records
     from agentjudge.models.registry import ModelResolutionError, make_generator
@@ -203,8 +211,26 @@ def infer_cli(
     except (OSError, ValueError) as exc:
         console.print(f"[red]cannot read {data}: {exc}[/red]")
         return 2
-    client = ModelClient(cache=CallCache(), read_cache=not no_cache)
+    if not records:
+        console.print(f"[red]{data}: no records[/red]")
+        return 2
+    failing = gate1_failures(records)
+    if failing and not skip_invalid:
+        console.print(f"[red]{escape(gate1_message(data, failing, len(records)))}[/red]")
+        return 2
+    if failing:
+        records = [r for r in records if r.id not in failing]
+        console.print(f"--skip-invalid: {len(failing)} record(s) failing Gate 1 left out")
     settings = ModelSettings(model=generator, api_base=api_base)
+    problems = preflight([ModelUse("generator", settings, "--generator")], probe=probe)
+    out_problem = out_path_problem(out, "file")
+    problems += [f"--out {out_problem}"] if out_problem else []
+    if problems:
+        for line in problems:
+            console.print(f"[red]error:[/red] {escape(line)}", highlight=False)
+        console.print(f"preflight: {len(problems)} problem(s); nothing was run or written.")
+        return 2
+    client = ModelClient(cache=CallCache(), read_cache=not no_cache)
     try:
         gen = make_generator(settings, client)
     except ModelResolutionError as exc:
@@ -268,6 +294,8 @@ def infer_cli(
         f"tokens {total.prompt_tokens} in / {total.completion_tokens} out, cost ${total.cost_usd:.4f}"
         + (f" ({total.unknown_cost_calls} answers without a known price)" if total.unknown_cost_calls else "")
     )
-    for p in failed[:5]:
-        console.print(f"  [yellow]{p.record_id} trial {p.trial}: {p.error[:200] if p.error else ''}[/yellow]")
+    log = FailureLog()
+    log.extend((p.generator, p.error) for p in failed)
+    if log:
+        console.print(escape(log.report()), highlight=False)
     return 1 if failed else 0

@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any
 
-from agentjudge.models.client import Completion, ModelCallError, ModelClient
+from agentjudge.models.client import Completion, ModelCallError, ModelClient, schema_response_format
 from agentjudge.types import ModelSettings, Prediction, Task, ToolCall, ToolSchema, Usage
 
 SINGLE_SHOT_RULES = (
@@ -33,6 +33,20 @@ JSON_OUTPUT_RULES = (
     '[{"name": "<tool name>", "arguments": {<parameter>: <value>, ...}}, ...] in execution order. '
     "Answer [] if no tool is needed."
 )
+CALLS_SCHEMA: dict[str, Any] = {  # structured output for the JSON-output mode: {"calls": [...]}
+    "type": "object",
+    "properties": {
+        "calls": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
+                "required": ["name", "arguments"],
+            },
+        }
+    },
+    "required": ["calls"],
+}
 _FENCE_RE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 
 
@@ -179,9 +193,20 @@ class LLMGenerator:
     async def __call__(self, task: Task, trial: int) -> Prediction:
         temperature = self.settings.temperature if self.settings.temperature is not None else 0.0
         tools = openai_tools(task.tools) if self.settings.native_tools and task.tools else None
+        structured = self.settings.structured_output and not self.settings.native_tools
+        schema = (
+            schema_response_format(self.settings, "tool_calls", CALLS_SCHEMA, strict=False)
+            if structured
+            else None
+        )
         try:
             completion = await self.client.complete(
-                self.settings, self.messages(task), tools=tools, temperature=temperature, sample_index=trial
+                self.settings,
+                self.messages(task),
+                tools=tools,
+                temperature=temperature,
+                sample_index=trial,
+                response_format=schema,
             )
         except ModelCallError as exc:
             return self._prediction(task, trial, calls=None, error=f"call_failed[{exc.kind}]: {exc}")

@@ -34,9 +34,24 @@ from agentjudge.judges.templates import (
 )
 from agentjudge.judges.trajectory import build_messages as trajectory_messages
 from agentjudge.judges.trajectory import is_trajectory, with_outcome
-from agentjudge.models.client import ModelCallError
+from agentjudge.models.client import ModelCallError, schema_response_format
 from agentjudge.types import METRICS, JudgeRequest, JudgeResult, ModelSettings, PromptFamily, Usage
 
+_METRIC_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "verdict": {"type": "number", "enum": [0.0, 0.5, 1.0]},
+        "justification": {"type": "string"},
+    },
+    "required": ["verdict", "justification"],
+    "additionalProperties": False,
+}
+VERDICT_SCHEMA: dict[str, Any] = {  # the shape prompts/format_json.md asks for
+    "type": "object",
+    "properties": {**{m: _METRIC_SCHEMA for m in METRICS}, "overall": {"type": "string"}},
+    "required": [*METRICS, "overall"],
+    "additionalProperties": False,
+}
 THINKING_ON_KEY = "judge_thinking_on"
 THINKING_OFF_KEY = "judge_thinking_off"
 ATTEMPT_SEPARATOR = "\n\n===== agentjudge: re-ask {n} =====\n\n"
@@ -56,6 +71,16 @@ def _call_settings(settings: ModelSettings, cot: bool) -> ModelSettings:
     if extra == settings.extra:
         return settings
     return settings.model_copy(update={"extra": extra})
+
+
+def response_format(settings: ModelSettings, request: JudgeRequest) -> dict[str, Any] | None:
+    """The verdict JSON Schema as ``response_format`` when ``settings.structured_output`` is on and the
+    variant asks for JSON without chain of thought (reasoning written before the verdicts would not fit a
+    schema-constrained answer). None otherwise."""
+    variant = request.variant
+    if not settings.structured_output or variant.prompt_format != "json" or variant.cot:
+        return None
+    return schema_response_format(settings, "judge_verdicts", VERDICT_SCHEMA)
 
 
 def _add_usage(total: Usage, more: Usage, first: bool) -> Usage:
@@ -102,18 +127,24 @@ class LLMJudge:
             messages = with_cache_breakpoint(messages, request, self.tool_rendering)
         outcome: float | None = None
         settings = _call_settings(self.settings, request.variant.cot)
+        schema = response_format(settings, request)
         texts: list[str] = []
         usage = Usage()
         parsed: ParsedVerdicts | None = None
         for attempt in range(self.reask + 1):
             try:
                 completion = await self.client.complete(
-                    settings, messages, temperature=request.temperature, sample_index=request.trial
+                    settings,
+                    messages,
+                    temperature=request.temperature,
+                    sample_index=request.trial,
+                    response_format=schema,
                 )
             except ModelCallError as exc:
                 return JudgeResult(
                     verdicts=dict.fromkeys(METRICS),
-                    rationales=self._meta(parsed, attempt, texts),
+                    rationales=self._meta(parsed, attempt, texts)
+                    | {"_structured_output": str(int(bool(schema)))},
                     parse_ok=False,
                     raw_output=self._joined(texts),
                     error=f"{exc.kind}: {exc.message}",
@@ -134,6 +165,7 @@ class LLMJudge:
         assert parsed is not None  # the loop ran at least once and either returned or parsed
         rationales = dict(parsed.rationales)
         rationales.update(self._meta(parsed, len(texts) - 1, texts))
+        rationales["_structured_output"] = str(int(schema is not None))
         return JudgeResult(
             verdicts=parsed.verdicts,
             rationales=rationales,

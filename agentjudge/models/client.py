@@ -11,6 +11,10 @@ are easy to get wrong once per call site and easy to get right once. Everything 
   jitter (Retry-After honoured, capped); errors caused by the request (400/401/403/404/422) are not.
 * After the last attempt ``ModelCallError(kind, attempts, message)`` is raised; an empty answer is an error
   too, never returned in place of one. Messages are scrubbed of the key.
+* Errors that no retry can fix (auth: 401/403/missing key; bad_request/not_found: 400/404/422) stop the
+  model: every later call to the same (model, api_base) fails at once with the first error, unsent.
+* ``cost_cap`` (``--max-cost``) is a hard cap: each call reserves its worst-case price (prompt tokens by
+  litellm's tokenizer + ``max_tokens``) before it is sent; a call that does not fit is not sent.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from agentjudge.types import ModelSettings, Strict, Usage
 log = logging.getLogger(__name__)
 
 RETRYABLE_KINDS = frozenset({"rate_limit", "server_error", "timeout", "connection", "malformed_response"})
+MODEL_FATAL_KINDS = frozenset({"auth", "bad_request", "not_found"})  # never retried; stop the model
+_AUTH_MARKERS = ("api_key client option must be set", "missing credentials", "no api key", "invalid api key")
 MAX_BACKOFF_S = 30.0  # cap for one sleep, Retry-After included
 BASE_BACKOFF_S = 0.5
 
@@ -56,8 +62,8 @@ class Completion(Strict):
 
 
 class ModelCallError(Exception):
-    """A model call that failed for good. ``kind`` is one of RETRYABLE_KINDS or bad_request, auth,
-    not_found, empty_response, config (api_key_env unset), other."""
+    """A model call that failed for good. ``kind`` is one of RETRYABLE_KINDS or bad_request, auth (also
+    a missing key), not_found, empty_response, cost_cap (not sent: over ``--max-cost``), other."""
 
     def __init__(self, kind: str, attempts: int, message: str) -> None:
         super().__init__(f"{kind} after {attempts} attempt(s): {message}")
@@ -170,7 +176,11 @@ def classify(exc: BaseException) -> str:
         return "timeout"
     if status == 429 or "RateLimit" in name:
         return "rate_limit"
-    if status in (401, 403) or name in ("AuthenticationError", "PermissionDeniedError"):
+    if (
+        status in (401, 403)
+        or name in ("AuthenticationError", "PermissionDeniedError")
+        or any(marker in text for marker in _AUTH_MARKERS)  # litellm wraps a missing key as a 500
+    ):
         return "auth"
     if status == 404 or name == "NotFoundError":
         return "not_found"
@@ -240,6 +250,87 @@ def _scrub(text: str, secrets: list[str]) -> str:
     return text
 
 
+def schema_response_format(
+    settings: ModelSettings, name: str, schema: dict[str, Any], strict: bool = True
+) -> dict[str, Any]:
+    """``response_format`` carrying ``schema`` in the wire form ``settings.structured_output`` names
+    (``strict`` only for schemas that meet OpenAI's strict rules: every key required, no extra keys)."""
+    if settings.structured_output == "json_object":
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}}
+
+
+def model_prices(settings: ModelSettings) -> tuple[float, float] | None:
+    """USD per (prompt, completion) token: the pipeline's price if given, else litellm's; None if unknown."""
+    if settings.input_cost_per_token is not None and settings.output_cost_per_token is not None:
+        return settings.input_cost_per_token, settings.output_cost_per_token
+    try:
+        info = _litellm().get_model_info(settings.model)
+    except Exception:  # noqa: BLE001 - litellm raises several types for "not in the cost map"
+        return None
+    prompt, completion = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    if not prompt and not completion:  # missing, or listed at $0: not a price a hard cap can rely on
+        return None
+    return float(prompt or 0.0), float(completion or 0.0)
+
+
+def max_completion_tokens(settings: ModelSettings) -> int | None:
+    """The most tokens one answer can have: ``max_tokens`` if set, else the model's limit if litellm knows."""
+    if settings.max_tokens is not None:
+        return settings.max_tokens
+    try:
+        info = _litellm().get_model_info(settings.model)
+    except Exception:  # noqa: BLE001
+        return None
+    value = info.get("max_output_tokens") or info.get("max_tokens")
+    return int(value) if value else None
+
+
+def prompt_token_bound(settings: ModelSettings, messages: list[dict[str, Any]], tools: Any = None) -> int:
+    """An upper estimate of a prompt's tokens: litellm's tokenizer count, or chars/3 if that is higher
+    (a model whose tokenizer litellm does not have is counted with a stand-in that may undercount)."""
+    chars = len(json.dumps(messages, ensure_ascii=False)) + (len(json.dumps(tools)) if tools else 0)
+    try:
+        counted = int(_litellm().token_counter(model=settings.model, messages=messages, tools=tools))
+    except Exception:  # noqa: BLE001 - no tokenizer: the character bound alone
+        counted = 0
+    return max(counted, chars // 3 + 1)
+
+
+@dataclass
+class CostGate:
+    """``--max-cost`` for one invocation: money spent plus money reserved by calls in flight never
+    exceeds ``cap``. A call that would fit once the calls in flight have settled waits for them; one that
+    cannot fit even then is refused."""
+
+    cap: float
+    spent: float = 0.0
+    reserved: float = 0.0
+    refused: int = 0  # calls not sent because they did not fit
+    _changed: asyncio.Condition | None = field(default=None, repr=False)
+
+    def _condition(self) -> asyncio.Condition:
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    async def reserve(self, amount: float) -> bool:
+        async with self._condition():
+            while self.spent + self.reserved + amount > self.cap + 1e-12:
+                if self.reserved <= 0 or self.spent + amount > self.cap + 1e-12:
+                    self.refused += 1
+                    return False
+                await self._condition().wait()
+            self.reserved += amount
+            return True
+
+    async def settle(self, reserved: float, actual: float) -> None:
+        async with self._condition():
+            self.reserved -= reserved
+            self.spent += actual
+            self._condition().notify_all()
+
+
 class ModelClient:
     """Async client shared by every generator and judge of a run (one per process is the intent)."""
 
@@ -249,9 +340,12 @@ class ModelClient:
         *,
         read_cache: bool = True,
         backoff_base_s: float = BASE_BACKOFF_S,
+        max_cost_usd: float | None = None,
     ) -> None:
         self.cache = cache
         self.read_cache = read_cache
+        self.cost_gate = None if max_cost_usd is None else CostGate(max_cost_usd)
+        self.stopped: dict[tuple[str, str | None], ModelCallError] = {}  # model-fatal first errors
         self.backoff_base_s = backoff_base_s  # first retry waits ~this long, doubling; tests use a few ms
         self.stats = ClientStats()
         self._semaphores: dict[tuple[int, str, str | None], asyncio.Semaphore] = {}
@@ -270,9 +364,11 @@ class ModelClient:
         tools: list[dict[str, Any]] | None,
         temperature: float | None,
         sample_index: int,
+        response_format: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Everything that changes the answer (the cache key's content). No credentials by construction."""
-        return {
+        optional = {} if response_format is None else {"response_format": response_format}
+        return optional | {
             "model": settings.model,
             "api_base": settings.api_base,
             "messages": messages,
@@ -292,6 +388,7 @@ class ModelClient:
         tools: list[dict[str, Any]] | None = None,
         temperature: float | None = None,
         sample_index: int = 0,
+        response_format: dict[str, Any] | None = None,
     ) -> Completion:
         """One chat completion, from the cache when allowed, else from the provider with retries.
 
@@ -300,7 +397,7 @@ class ModelClient:
         """
         stats = self.stats.model(settings.display_name)
         stats.calls += 1
-        fields = self.request_fields(settings, messages, tools, temperature, sample_index)
+        fields = self.request_fields(settings, messages, tools, temperature, sample_index, response_format)
         key = cache_key(fields)
         if self.cache is not None and self.read_cache:
             hit = self.cache.get(key)
@@ -313,18 +410,73 @@ class ModelClient:
                 stats.cache_hits += 1
                 cached.usage = cached.usage.model_copy(update={"cached": True, "cost_usd": 0.0})
                 return cached
+        earlier = self.stopped.get((settings.model, settings.api_base))
+        if earlier is not None:
+            stats.failures += 1
+            raise ModelCallError(earlier.kind, 0, f"not sent, the model is stopped: {earlier.message}")
         api_key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
         if settings.api_key_env and not api_key:
             stats.failures += 1
-            raise ModelCallError(
-                "config", 0, f"environment variable {settings.api_key_env} (api_key_env) is not set or empty"
+            raise self._stop(
+                settings,
+                ModelCallError(
+                    "auth",
+                    0,
+                    f"environment variable {settings.api_key_env} (api_key_env) is not set or empty",
+                ),
             )
+        reserved = await self._reserve(settings, fields)
         secrets = _secrets(api_key)
         kwargs = self._kwargs(settings, fields, api_key)
-        completion = await self._call_with_retries(settings, kwargs, secrets, stats)
+        try:
+            completion = await self._call_with_retries(settings, kwargs, secrets, stats)
+        except ModelCallError as exc:
+            if self.cost_gate is not None:  # a refused request is not billed; a timed-out one may have been
+                await self.cost_gate.settle(reserved, reserved if exc.kind == "timeout" else 0.0)
+            raise (self._stop(settings, exc) if exc.kind in MODEL_FATAL_KINDS else exc) from None
+        if self.cost_gate is not None:
+            billed = completion.usage.cost_usd
+            if completion.usage.prompt_tokens == 0 and completion.usage.completion_tokens == 0:
+                billed = reserved  # the server reported no usage: assume the worst case was spent
+            elif billed > reserved:
+                log.warning(
+                    "%s: a call cost $%.6f, more than its reserved worst case $%.6f",
+                    settings.display_name,
+                    billed,
+                    reserved,
+                )
+            await self.cost_gate.settle(reserved, billed)
         if self.cache is not None:
             self.cache.put(key, settings.model, json.loads(_scrub(completion.model_dump_json(), secrets)))
         return completion
+
+    def _stop(self, settings: ModelSettings, exc: ModelCallError) -> ModelCallError:
+        """Remember a model-fatal error: later calls to this model fail with it at once, unsent."""
+        self.stopped.setdefault((settings.model, settings.api_base), exc)
+        return exc
+
+    async def _reserve(self, settings: ModelSettings, fields: dict[str, Any]) -> float:
+        """Reserve the call's worst-case price under ``--max-cost``; raise ``cost_cap`` if it does not fit."""
+        if self.cost_gate is None:
+            return 0.0
+        prices, out_tokens = model_prices(settings), max_completion_tokens(settings)
+        if prices is None or out_tokens is None:
+            missing = "a price" if prices is None else "a max_tokens"
+            self.cost_gate.refused += 1
+            self.stats.model(settings.display_name).calls -= 1  # not a call: nothing was asked
+            raise ModelCallError("cost_cap", 0, f"not sent: --max-cost needs {missing} for {settings.model}")
+        worst = prompt_token_bound(settings, fields["messages"], fields["tools"]) * prices[0]
+        worst += out_tokens * prices[1]
+        if not await self.cost_gate.reserve(worst):
+            self.stats.model(settings.display_name).calls -= 1  # not a call: nothing was asked
+            gate = self.cost_gate
+            raise ModelCallError(
+                "cost_cap",
+                0,
+                f"not sent: worst case ${worst:.6f} does not fit under --max-cost ${gate.cap:.4f} "
+                f"(spent ${gate.spent:.6f}, reserved ${gate.reserved:.6f})",
+            )
+        return worst
 
     @staticmethod
     def _kwargs(settings: ModelSettings, fields: dict[str, Any], api_key: str | None) -> dict[str, Any]:
@@ -348,6 +500,8 @@ class ModelClient:
             kwargs["api_key"] = api_key
         if settings.drop_params:
             kwargs["drop_params"] = True
+        if fields.get("response_format") is not None:
+            kwargs["response_format"] = copy.deepcopy(fields["response_format"])
         return kwargs
 
     async def _call_with_retries(
@@ -363,7 +517,7 @@ class ModelClient:
                     response = await asyncio.wait_for(
                         litellm.acompletion(**kwargs), timeout=settings.timeout_s + 5.0
                     )
-                completion = self._to_completion(litellm, response, secrets, settings.model)
+                completion = self._to_completion(litellm, response, secrets, settings)
             except ModelCallError as exc:  # empty answer: retrying a deterministic call will not help
                 stats.failures += 1
                 raise ModelCallError(exc.kind, attempts, exc.message) from None
@@ -392,7 +546,9 @@ class ModelClient:
             return completion
 
     @staticmethod
-    def _to_completion(litellm: Any, response: Any, secrets: list[str], model: str = "") -> Completion:
+    def _to_completion(
+        litellm: Any, response: Any, secrets: list[str], settings: ModelSettings | None = None
+    ) -> Completion:
         raw: dict[str, Any] = json.loads(_scrub(json.dumps(response.model_dump(), default=str), secrets))
         choices = raw.get("choices") or []
         if not choices:
@@ -412,24 +568,31 @@ class ModelClient:
             raise ModelCallError("empty_response", 1, f"no text and no tool calls (finish_reason={reason})")
         usage_raw = raw.get("usage") or {}
         cost, known = 0.0, True
-        try:
-            hidden = getattr(response, "_hidden_params", {}) or {}
-            value = hidden.get("response_cost")
-            if value is None:
-                value = litellm.completion_cost(completion_response=response)
-            cost = float(value or 0.0)
-            known = value is not None
-        except Exception:  # noqa: BLE001 - unknown model price: recorded as unknown, not guessed
-            cost, known = 0.0, False
+        prompt_n = int(usage_raw.get("prompt_tokens") or 0)
+        completion_n = int(usage_raw.get("completion_tokens") or 0)
+        if settings is not None and settings.input_cost_per_token is not None:  # the pipeline's own price
+            cost = prompt_n * settings.input_cost_per_token + completion_n * (
+                settings.output_cost_per_token or 0.0
+            )
+        else:
+            try:
+                hidden = getattr(response, "_hidden_params", {}) or {}
+                value = hidden.get("response_cost")
+                if value is None:
+                    value = litellm.completion_cost(completion_response=response)
+                cost = float(value or 0.0)
+                known = value is not None
+            except Exception:  # noqa: BLE001 - unknown model price: recorded as unknown, not guessed
+                cost, known = 0.0, False
         cache_read, cache_write = cached_prompt_tokens(usage_raw)
-        model = model or str(raw.get("model") or "")
+        model = (settings.model if settings is not None else "") or str(raw.get("model") or "")
         return Completion(
             text=text,
             tool_calls=tool_calls,
             finish_reason=choices[0].get("finish_reason"),
             usage=Usage(
-                prompt_tokens=int(usage_raw.get("prompt_tokens") or 0),
-                completion_tokens=int(usage_raw.get("completion_tokens") or 0),
+                prompt_tokens=prompt_n,
+                completion_tokens=completion_n,
                 cost_usd=cost,
                 cached_prompt_tokens=cache_read,
                 cache_saved_usd=cache_saving(model, cache_read, cache_write)

@@ -47,6 +47,9 @@ def _load_factory(spec: str) -> Callable[..., Any] | None:
     if match is None:
         return None
     module_name, attr = match["module"], match["attr"]
+    from agentjudge.runner.models import add_plugin_folders
+
+    add_plugin_folders()  # the current folder, as the README's plug-in example expects
     top = module_name.split(".")[0]
     if importlib.util.find_spec(top) is None:
         raise ModelResolutionError(

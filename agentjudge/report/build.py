@@ -210,6 +210,11 @@ def report_cli(rundir: Path, resamples: int, seed: int, ci: str = "expanded") ->
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = rundir / "report"
+    from agentjudge.fserrors import out_path_problem
+
+    if (problem := out_path_problem(out, "dir")) is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     sources = [str(s) for s in ctx.data["source"].cat.categories if (ctx.data["source"] == s).any()]
     if len(sources) > 1:  # never pool synthetic and imported records: one full report per source
         failed = write_report(ctx, out, names=("sources",), sources=sources)

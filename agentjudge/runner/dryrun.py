@@ -235,6 +235,12 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
         t = tally[(stage, name)]
         free = kind in ("sim", "simjudge", "baseline")
         args = (model.model, t["prompt"], t["completion"])
+        list_cost = _price(*args)
+        if model.input_cost_per_token is not None and model.output_cost_per_token is not None:
+            # the pipeline's own price wins for the list column (cached/batch stay litellm's, or unknown)
+            list_cost = (
+                t["prompt"] * model.input_cost_per_token + t["completion"] * model.output_cost_per_token
+            )
         rows.append(
             {
                 "model": name,
@@ -244,7 +250,7 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
                 "prompt_tokens": t["prompt"],
                 "cached_prompt_tokens": t["read"],
                 "completion_tokens": t["completion"],
-                "cost_usd": 0.0 if free else _price(*args),
+                "cost_usd": 0.0 if free else list_cost,
                 "cost_cached_usd": 0.0
                 if free
                 else _cached_price(model.model, t["prompt"], t["read"], t["written"], t["completion"]),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -28,6 +29,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from agentjudge.models.failures import FailureLog, is_model_fatal, reason_of
 from agentjudge.runner.store import RunStore, Status, UnitKey, now
 from agentjudge.runner.work import prefix_order
 from agentjudge.types import Usage
@@ -42,6 +44,7 @@ class Outcome:
     error: str | None
     usage: Usage = field(default_factory=Usage)
     parse_failed: bool = False
+    parse_note: str | None = None  # why the answer could not be read (for the failures list)
 
 
 @dataclass
@@ -59,19 +62,43 @@ class ModelTally:
 
 @dataclass
 class Budget:
-    """``--max-cost``: once the money spent in this invocation reaches the cap, no new unit starts.
-
-    Units already in flight finish (their answers are paid for anyway), so the final spend can exceed the
-    cap by at most the cost of the calls running at that moment. Cached answers cost nothing.
+    """``--max-cost`` as the runner sees it: no new unit starts once the cap is reached or a call was
+    refused by the model client's cost gate (which reserves each call's worst case before sending it, so
+    calls through ``ModelClient`` never overspend). Plugins that spend money elsewhere are counted after
+    the fact only. Cached answers cost nothing. A refused unit is not stored: a re-run picks it up.
     """
 
     cap: float | None
     spent: float = 0.0
     skipped: int = 0
+    refused: bool = False  # a call did not fit under the cap
 
     @property
     def exhausted(self) -> bool:
-        return self.cap is not None and self.spent >= self.cap
+        return self.refused or (self.cap is not None and self.spent >= self.cap)
+
+
+@dataclass
+class RunLog:
+    """What went wrong in this invocation: failures by model and reason, and models stopped early
+    (an auth or bad-request failure is repeated by every other call of that model, so they are not made)."""
+
+    failures: FailureLog = field(default_factory=FailureLog)
+    stopped: dict[str, str] = field(default_factory=dict)  # model -> the error that stopped it
+    not_run: dict[str, int] = field(default_factory=dict)  # model -> units left because it was stopped
+    console: Console | None = None
+
+    def stop(self, model: str, error: str) -> None:
+        if model in self.stopped:
+            return
+        self.stopped[model] = error
+        if self.console is not None:
+            self.console.print(
+                f"[red]stopping {escape(model)}[/red] ({reason_of(error)}, not retried): "
+                f"{escape(error[:300])}; its remaining units are not run",
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 class RateColumn(ProgressColumn):
@@ -114,6 +141,7 @@ async def run_units(
     budget: Budget,
     tallies: dict[str, ModelTally],
     progress: Progress,
+    log: RunLog | None = None,
 ) -> None:
     """Run ``units`` (already filtered to what is pending); commit each as it finishes."""
     queues: dict[str, list[UnitKey]] = defaultdict(list)
@@ -122,11 +150,16 @@ async def run_units(
     for unit in sorted(units, key=prefix_order, reverse=True):
         queues[model_of(unit)].append(unit)
     bar = progress.add_task(stage, total=len(units))
+    log = log if log is not None else RunLog()
 
     async def worker(model: str, queue: list[UnitKey]) -> None:
         tally = tallies.setdefault(model, ModelTally())
         while queue:
             unit = queue.pop()
+            if model in log.stopped:
+                log.not_run[model] = log.not_run.get(model, 0) + 1
+                progress.advance(bar)
+                continue
             if budget.exhausted:
                 budget.skipped += 1
                 progress.advance(bar)
@@ -137,7 +170,18 @@ async def run_units(
                     outcome = await work(unit)
                 except Exception as exc:  # noqa: BLE001 - a unit's failure is recorded, never fatal to the grid
                     outcome = Outcome("failed", None, error_text(exc))
+            if outcome.status == "failed" and reason_of(outcome.error) == "cost_cap":
+                budget.refused = True  # not sent, nothing to store: the unit stays pending
+                budget.skipped += 1
+                progress.advance(bar)
+                continue
             store.finish(unit, outcome.status, outcome.result, outcome.error, started)
+            if outcome.status == "failed":
+                log.failures.add(model, outcome.error)
+                if is_model_fatal(outcome.error):
+                    log.stop(model, outcome.error or "")
+            elif outcome.parse_failed:
+                log.failures.add(model, outcome.parse_note or "answer could not be parsed", "parse")
             usage = outcome.usage
             tally.done += outcome.status == "done"
             tally.failed += outcome.status == "failed"

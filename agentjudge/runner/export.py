@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from agentjudge.columns import JUDGMENT_COLUMNS, PREDICTION_COLUMNS, SCORE_COLUMNS
+from agentjudge.columns import JUDGMENT_COLUMNS, JUDGMENT_OPTIONAL_COLUMNS, PREDICTION_COLUMNS, SCORE_COLUMNS
 from agentjudge.generators.interactive import trajectory_fields
 from agentjudge.runner.store import UnitKey, UnitRow, temperature_value
 from agentjudge.runner.work import _FIELD, Dataset, ScoreKey
@@ -48,7 +48,9 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
          "p_seq_dag", "writes_done"),
         pa.float64(),
     ),
-    **dict.fromkeys(("simulated", "cached", "cot", "parse_ok", "state_match"), pa.bool_()),
+    **dict.fromkeys(
+        ("simulated", "cached", "cot", "parse_ok", "state_match", "structured_output"), pa.bool_()
+    ),
 }  # fmt: skip
 
 
@@ -58,7 +60,7 @@ def _schema(columns: tuple[str, ...]) -> pa.Schema:
 
 PREDICTION_SCHEMA = _schema(PREDICTION_COLUMNS)
 SCORE_SCHEMA = _schema(SCORE_COLUMNS)
-JUDGMENT_SCHEMA = _schema(JUDGMENT_COLUMNS)
+JUDGMENT_SCHEMA = _schema(JUDGMENT_COLUMNS + JUDGMENT_OPTIONAL_COLUMNS)
 
 # Columns that are the same for every metric/mode row of one judge unit, in schema order.
 _CONSTANT_COLUMNS = JUDGMENT_SCHEMA.names[:14]
@@ -187,6 +189,7 @@ def judgment_columns(
         cols["parse_ok"].extend([parse_ok] * n)
         cols["source"].extend([record.source] * n)
         cols["judge_error"].extend([error] * n)
+        cols["structured_output"].extend([rationales.get("_structured_output") == "1"] * n)
         for metric in metrics:
             rationale = rationales.get(metric, "")
             for mode in modes:

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from agentjudge import __version__
+from agentjudge.fserrors import FS_ERRORS, describe
 from agentjudge.runner import engine
 from agentjudge.runner.export import export_run
 from agentjudge.runner.models import model_kind
@@ -48,9 +49,13 @@ from agentjudge.runner.work import (
 from agentjudge.types import JudgeResult, ModelSettings, Prediction, Score, ScoringMode
 
 
-def load_dataset(pipeline: Pipeline) -> Dataset:
-    """Read the pipeline's records (first ``limit`` base scenarios); layout errors become GridError."""
+def load_dataset(pipeline: Pipeline, skip_invalid: bool = False) -> Dataset:
+    """Read the pipeline's records (first ``limit`` base scenarios); layout errors become GridError.
+
+    Records failing Gate 1 are refused (a GridError listing them), or left out with ``skip_invalid``.
+    """
     from agentjudge.dataset.layout import LayoutError, read_records
+    from agentjudge.dataset.validate import gate1_failures, gate1_message
 
     try:
         records = read_records(pipeline.dataset)
@@ -60,7 +65,14 @@ def load_dataset(pipeline: Pipeline) -> Dataset:
         records = records[: pipeline.limit]
     if not records:
         raise GridError(f"{pipeline.dataset}: no records")
+    failing = gate1_failures(records)
+    if failing and not skip_invalid:
+        raise GridError(gate1_message(pipeline.dataset, failing, len(records)))
+    records = [r for r in records if r.id not in failing]
+    if not records:
+        raise GridError(f"{pipeline.dataset}: every record fails Gate 1; nothing to run")
     data = Dataset(records)
+    data.skipped_invalid = len(failing)
     for record in data.records:
         missing = [d for d in pipeline.difficulties if d not in record.queries]
         if missing:
@@ -97,15 +109,6 @@ def model_info(models: list[ModelSettings]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _prepare(
-    pipeline_path: Path, judges: list[str] | None, generators: list[str] | None, api_base: str | None
-) -> tuple[Pipeline, Dataset, dict[str, str]]:
-    pipeline = override_models(load_pipeline(pipeline_path), judges, generators, api_base)
-    data = load_dataset(pipeline)
-    partners = swap_partners(data.records) if "swapped_gt" in pipeline.conditions else {}
-    return pipeline, data, partners
-
-
 def run_cli(
     pipeline: Path,
     out: Path,
@@ -116,18 +119,32 @@ def run_cli(
     max_cost: float | None = None,
     force_new: bool = False,
     no_cache: bool = False,
+    probe: bool = False,
+    skip_invalid: bool = False,
 ) -> int:
-    """Exit code: 0 everything done, 1 some units failed or were not run (re-run to resume), 2 bad input."""
+    """Exit code: 0 everything done, 1 some units failed or were not run (re-run to resume), 2 bad input
+    (the pipeline, the dataset, a model's set-up found by the preflight, or the output folder)."""
     console = Console()
     if not console.is_terminal:  # logs and pipes: wide enough that model names are not truncated
         console = Console(width=160)
-    try:
-        pipe, data, partners = _prepare(Path(pipeline), judges, generators, api_base)
+    try:  # the models first: a placeholder or a missing key is reported before the dataset is read
+        pipe = override_models(load_pipeline(Path(pipeline)), judges, generators, api_base)
+        if max_cost is not None:
+            pipe = pipe.model_copy(update={"max_cost_usd": max_cost})
+        problems = _preflight(pipe, Path(pipeline), judges, generators, Path(out), probe)
+        if not problems:
+            data = load_dataset(pipe, skip_invalid)
+            partners = swap_partners(data.records) if "swapped_gt" in pipe.conditions else {}
     except (PipelineError, GridError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
-    if max_cost is not None:
-        pipe = pipe.model_copy(update={"max_cost_usd": max_cost})
+    if problems:
+        for line in problems:
+            console.print(f"[red]error:[/red] {escape(line)}", highlight=False, soft_wrap=True)
+        console.print(f"preflight: {len(problems)} problem(s); nothing was run or written.")
+        return 2
+    if data.skipped_invalid:
+        console.print(f"--skip-invalid: {data.skipped_invalid} record(s) failing Gate 1 left out")
     if dry_run:
         from agentjudge.runner.dryrun import dry_run_report
 
@@ -141,6 +158,33 @@ def run_cli(
             soft_wrap=True,
         )
         return 130
+
+
+def _preflight(
+    pipe: Pipeline,
+    pipeline_path: Path,
+    judges: list[str] | None,
+    generators: list[str] | None,
+    out: Path,
+    probe: bool,
+) -> list[str]:
+    """Every model of the run and the output folder, checked before any unit (``models.preflight``)."""
+    from agentjudge.fserrors import out_path_problem
+    from agentjudge.models.preflight import ModelUse, preflight
+
+    def where(flag: str, key: str, i: int) -> str:
+        return f"{flag}[{i}]" if flag else f"{pipeline_path}: {key}[{i}]"
+
+    uses = [
+        ModelUse("generator", s, where("--generator" if generators else "", "generators", i))
+        for i, s in enumerate(pipe.generators)
+    ] + [
+        ModelUse("judge", s, where("--judge" if judges else "", "judges", i))
+        for i, s in enumerate(pipe.judges)
+    ]
+    problems = preflight(uses, max_cost=pipe.max_cost_usd, probe=probe)
+    out_problem = out_path_problem(out, "dir")
+    return [*problems, *([f"--out {out_problem}"] if out_problem else [])]
 
 
 def _open_store(rundir: Path, pipe: Pipeline, force_new: bool, console: Console) -> RunStore | None:
@@ -223,12 +267,15 @@ class _Grid:
         self.budget = engine.Budget(pipe.max_cost_usd)
         self.tallies: dict[str, engine.ModelTally] = {}
         self.global_cap = asyncio.Semaphore(pipe.concurrency)
+        self.log = engine.RunLog()
         self.predictions: dict[UnitKey, Prediction] = {}
         self.scores: dict[ScoreKey, dict[ScoringMode, Score]] = {}
 
     async def _stage(self, name: str, units: list[UnitKey], model_of: Any, work: Any, progress: Any) -> None:
         status = self.store.statuses(units[0].stage) if units else {}
         pending = [u for u in units if status.get(u) != "done"]
+        if self.log.console is not None and not self.log.console.is_terminal:  # no progress bar: say it
+            self.log.console.print(f"{name}: {len(pending)} unit(s) to run of {len(units)}")
         await engine.run_units(
             name,
             pending,
@@ -240,6 +287,7 @@ class _Grid:
             self.budget,
             self.tallies,
             progress,
+            self.log,
         )
 
     async def predict(self, key: UnitKey) -> engine.Outcome:
@@ -266,10 +314,12 @@ class _Grid:
         result = res.model_dump(mode="json")
         if res.error is not None:
             return engine.Outcome("failed", result, res.error, res.usage)
-        return engine.Outcome("done", result, None, res.usage, parse_failed=not res.parse_ok)
+        note = res.rationales.get("_parse_problems") if not res.parse_ok else None
+        return engine.Outcome("done", result, None, res.usage, not res.parse_ok, note)
 
     async def run(self, console: Console) -> tuple[list[UnitKey], list[UnitKey]]:
         """predict -> score -> judge; returns the planned units of both stages."""
+        self.log.console = console
         wanted = predict_units(self.pipe, self.data)
         with engine.make_progress(console) as progress:
             await self._stage("predict", wanted, lambda u: u.generator, self.predict, progress)
@@ -356,13 +406,17 @@ async def _run(
     from agentjudge.models.client import ModelClient
     from agentjudge.models.registry import ModelResolutionError
 
-    client = ModelClient(cache=CallCache(pipe.cache), read_cache=not no_cache)
+    client = ModelClient(cache=CallCache(pipe.cache), read_cache=not no_cache, max_cost_usd=pipe.max_cost_usd)
     try:  # before the store is opened: a model that cannot be built leaves no trace in RUNDIR
         gens, judges = _build_models(pipe, data, client)
     except ModelResolutionError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
-    store = _open_store(rundir, pipe, force_new, console)
+    try:
+        store = _open_store(rundir, pipe, force_new, console)
+    except FS_ERRORS as exc:
+        console.print(f"[red]error:[/red] {escape(describe(exc, rundir / 'run.sqlite'))}", soft_wrap=True)
+        return 2
     if store is None:
         return 2
     try:
@@ -370,19 +424,39 @@ async def _run(
         wanted, jwanted = await grid.run(console)
         failed, missing = grid.export(rundir, wanted, jwanted)
         console.print(summary_table(pipe, grid.tallies, client.stats))
-        budget = grid.budget
-        if budget.skipped:
-            console.print(
-                f"[yellow]stopped at the cost cap[/yellow] (${budget.spent:.4f} spent of ${budget.cap:.4f}); "
-                f"{budget.skipped} unit(s) not run - re-run with a higher --max-cost to continue."
-            )
-        if failed or missing:
-            console.print(
-                f"{failed} unit(s) failed, {missing} not run; re-run the same command to retry them. "
-                f"Results so far: {escape(str(rundir))}"
-            )
-            return 1
-        console.print(f"done: {escape(str(rundir))}")
-        return 0
+        return _closing(grid, rundir, failed, missing, console)
+    except FS_ERRORS as exc:
+        console.print(f"[red]error:[/red] {escape(describe(exc, rundir))}", highlight=False, soft_wrap=True)
+        return 2
     finally:
         store.close()
+
+
+def _closing(grid: _Grid, rundir: Path, failed: int, missing: int, console: Console) -> int:
+    """The end of a run: failures by model and reason, stopped models, the cost cap, what to do next."""
+    log, budget, gate = grid.log, grid.budget, grid.client.cost_gate
+    if log.failures:
+        console.print(escape(log.failures.report()), highlight=False, soft_wrap=True)
+    for model, n in sorted(log.not_run.items()):
+        console.print(
+            f"{escape(model)}: stopped after {escape(log.stopped[model][:200])}; {n} unit(s) not run. "
+            "Fix the set-up (agentjudge run ... --dry-run --probe checks it), then re-run.",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if budget.skipped:
+        spent = gate.spent if gate is not None else budget.spent
+        console.print(
+            f"[yellow]stopped at the cost cap[/yellow] (${spent:.4f} spent of ${budget.cap:.4f} in this "
+            f"invocation); {budget.skipped} unit(s) left - re-run with a --max-cost for the rest.",
+            soft_wrap=True,
+        )
+    if failed or missing:
+        console.print(
+            f"{failed} unit(s) failed, {missing} not run; re-run the same command to retry them. "
+            f"Results so far: {escape(str(rundir))}",
+            soft_wrap=True,
+        )
+        return 1
+    console.print(f"done: {escape(str(rundir))}")
+    return 0

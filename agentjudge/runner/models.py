@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
 from functools import lru_cache
 from importlib import metadata
+from pathlib import Path
 from typing import Literal
 
 Kind = Literal["sim", "simjudge", "baseline", "plugin", "litellm"]
@@ -52,7 +54,18 @@ def baseline_names() -> list[str]:
     return sorted(name.removeprefix(PREFIX) for name in KNOWN_BASELINES)
 
 
+def add_plugin_folders(*folders: str | Path) -> None:
+    """Make ``module:factory`` plugins importable the way a user expects: from the current folder and the
+    pipeline file's folder (the ``agentjudge`` script, unlike ``python -m``, does not put the current folder
+    on the import path). Appended, so installed packages keep precedence."""
+    for folder in (Path.cwd(), *folders):
+        text = str(Path(folder).resolve())
+        if text not in sys.path:
+            sys.path.append(text)
+
+
 def _factory_problem(model: str) -> str | None:
+    add_plugin_folders()
     module_name, _, attr = model.partition(":")
     try:
         module = importlib.import_module(module_name)

@@ -36,9 +36,22 @@ ScoringChoice = Literal["paper", "strict", "both"]
 # config hash so that e.g. raising concurrency, moving a local server to another port, or renaming the
 # pipeline does not force a fresh run folder.
 _COSMETIC_PIPELINE_FIELDS = ("name", "description", "concurrency", "max_cost_usd", "cache")
-_COSMETIC_MODEL_FIELDS = ("api_base", "api_key_env", "timeout_s", "max_retries", "concurrency")
-# Model fields added after runs existed: left out of the hash at their default (issue 14's generation mode).
-_LATER_MODEL_DEFAULTS: dict[str, Any] = {"generation": "single_shot", "max_turns": 12}
+_COSMETIC_MODEL_FIELDS = (
+    "api_base", "api_key_env", "timeout_s", "max_retries", "concurrency", "input_cost_per_token",
+    "output_cost_per_token",
+)  # fmt: skip
+# Model fields added after runs existed: left out of the hash at their default so older run folders keep
+# their hash (generation mode, structured output).
+_LATER_MODEL_DEFAULTS: dict[str, Any] = {
+    "generation": "single_shot",
+    "max_turns": 12,
+    "structured_output": False,
+}
+# What a command-line --judge/--generator takes from the pipeline's first model of the same role.
+_INHERITED_FIELDS = (
+    "temperature", "max_tokens", "timeout_s", "max_retries", "concurrency", "drop_params", "native_tools",
+    "structured_output", "generation", "max_turns",
+)  # fmt: skip
 
 
 _DEFAULT_CONDITIONS: tuple[Condition, ...] = ("with_gt", "without_gt")
@@ -149,6 +162,9 @@ def parse_pipeline(data: Any, path: Path) -> Pipeline:
     if pipeline.cache is not None:
         updates["cache"] = (base / pipeline.cache).resolve()
     pipeline = pipeline.model_copy(update=updates)
+    from agentjudge.runner.models import add_plugin_folders
+
+    add_plugin_folders(base)  # module:factory plugins may sit next to the pipeline file
     check_models(pipeline, str(path))
     return pipeline
 
@@ -184,12 +200,23 @@ def load_pipeline(path: Path) -> Pipeline:
 def override_models(
     pipeline: Pipeline, judges: list[str] | None, generators: list[str] | None, api_base: str | None
 ) -> Pipeline:
-    """Apply ``--judge``/``--generator`` (which replace the pipeline's lists) and ``--api-base``."""
+    """Apply ``--judge``/``--generator`` (which replace the pipeline's lists) and ``--api-base``.
+
+    A command-line model inherits the settings of the pipeline's first model of the same role
+    (``_INHERITED_FIELDS``: concurrency, temperature, max_tokens, ...), and never more concurrency than the
+    pipeline's ``concurrency``: swapping the model must not change how hard a server is driven.
+    """
+
+    def cli_model(model: str, template: list[ModelSettings]) -> ModelSettings:
+        inherited = template[0].model_dump(include=set(_INHERITED_FIELDS)) if template else {}
+        inherited["concurrency"] = min(inherited.get("concurrency", 8), pipeline.concurrency)
+        return ModelSettings(model=model, api_base=api_base, **inherited)
+
     updates: dict[str, Any] = {}
     if judges:
-        updates["judges"] = [ModelSettings(model=m, api_base=api_base) for m in judges]
+        updates["judges"] = [cli_model(m, pipeline.judges) for m in judges]
     if generators:
-        updates["generators"] = [ModelSettings(model=m, api_base=api_base) for m in generators]
+        updates["generators"] = [cli_model(m, pipeline.generators) for m in generators]
     if not updates:
         return pipeline
     try:

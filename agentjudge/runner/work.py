@@ -40,6 +40,7 @@ class Dataset:
     """The records of one run, indexed the ways the stages need them."""
 
     records: list[Record]
+    skipped_invalid: int = 0  # records left out for failing Gate 1 (--skip-invalid)
 
     def __post_init__(self) -> None:
         self.by_base = {r.id: r for r in self.records}

@@ -1,0 +1,56 @@
+"""File-system errors as one line naming the path, exit code 2, checked before any work where possible.
+
+Why: an output path that is a file, a read-only folder, a full disk or a locked database is the user's to
+fix, and a 50-line traceback hides which path. Each writing verb checks its output path first
+(``out_path_problem``: nothing is created, so a refused run leaves nothing behind), and the CLI turns
+any ``FS_ERRORS`` that still escapes (e.g. the disk filling up mid-run) into ``describe(exc)``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+from pathlib import Path
+from typing import Literal
+
+FS_ERRORS: tuple[type[BaseException], ...] = (OSError, sqlite3.Error)
+
+
+def _nearest_existing(path: Path) -> Path:
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return probe
+
+
+def out_path_problem(path: Path, kind: Literal["dir", "file"]) -> str | None:
+    """Why ``path`` cannot be written as a folder (``dir``) or a file, or None. Creates nothing."""
+    path = Path(path)
+    if kind == "dir" and path.exists() and not path.is_dir():
+        return f"{path}: exists and is not a folder"
+    if kind == "file" and path.is_dir():
+        return f"{path}: is a folder, expected a file name"
+    existing = _nearest_existing(path if kind == "dir" else path.parent)
+    if not existing.is_dir():
+        return f"{path}: {existing} is a file, not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{path}: folder {existing} is not writable"
+    if kind == "file" and path.exists() and not os.access(path, os.W_OK):
+        return f"{path}: file is not writable"
+    return None
+
+
+def describe(exc: BaseException, path: Path | str | None = None) -> str:
+    """``PATH: reason`` from an OSError or sqlite3 error (``path`` when the error has none)."""
+    where = getattr(exc, "filename", None) or path or "(unknown path)"
+    if isinstance(exc, sqlite3.Error):
+        text = str(exc)
+        if "locked" in text:
+            text += " (another process is using it; wait for it or use another --out)"
+        return f"{where}: database error: {text}"
+    assert isinstance(exc, OSError)
+    reason = exc.strerror or str(exc)
+    if exc.errno == errno.ENOSPC:
+        reason += " (free some space, then re-run: finished units are kept)"
+    return f"{where}: {reason}"

@@ -1,0 +1,92 @@
+"""Why units failed, in a handful of reasons a person can act on, and the end-of-run list of them.
+
+Failures are stored as text (``Prediction.error``, ``JudgeResult.error``, a unit's error in run.sqlite); the
+text starts with the error kind the model client assigned (``"auth: ..."``, ``"call_failed[timeout]: ..."``,
+``"parse_error: ..."``). ``reason_of`` maps that text to one of ``REASONS``; ``FailureLog`` counts failures
+by (model, reason) and keeps the first message of each, so a run whose 2,700 units all failed for want of a
+key prints one line, not 2,700, and the line says which key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+REASONS = ("auth", "bad_request", "rate_limit", "server", "timeout", "parse", "cost_cap", "other")
+REASON_HELP = {
+    "auth": "401/403 or a missing key: check the key variable; never retried",
+    "bad_request": "400/404/422: the model name or a parameter is wrong; never retried",
+    "rate_limit": "429 after every retry",
+    "server": "5xx, refused connection or a broken/empty answer after every retry",
+    "timeout": "no answer within timeout_s after every retry",
+    "parse": "the answer could not be read",
+    "cost_cap": "not sent: over --max-cost",
+    "other": "see the message",
+}
+_KIND_TO_REASON = {
+    "auth": "auth",
+    "config": "auth",
+    "bad_request": "bad_request",
+    "not_found": "bad_request",
+    "rate_limit": "rate_limit",
+    "server_error": "server",
+    "connection": "server",
+    "malformed_response": "server",
+    "timeout": "timeout",
+    "empty_response": "parse",
+    "parse_error": "parse",
+    "bad_arguments": "parse",
+    "parse": "parse",
+    "cost_cap": "cost_cap",
+}
+_KIND_RE = re.compile(r"^\s*(?:call_failed\[(?P<bracket>\w+)\]|(?P<plain>\w+)):")
+
+
+def reason_of(error: str | None) -> str:
+    """The reason (one of ``REASONS``) of a stored failure text."""
+    if not error:
+        return "other"
+    match = _KIND_RE.match(error)
+    kind = (match["bracket"] or match["plain"]) if match else ""
+    return _KIND_TO_REASON.get(kind, "other")
+
+
+def is_model_fatal(error: str | None) -> bool:
+    """A failure that no retry can fix and that every other call to the same model would repeat."""
+    return reason_of(error) in ("auth", "bad_request")
+
+
+@dataclass
+class FailureLog:
+    """Failures by (model, reason): a count and the first message seen."""
+
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    examples: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def add(self, model: str, error: str | None, reason: str | None = None) -> None:
+        key = (model, reason or reason_of(error))
+        self.counts[key] = self.counts.get(key, 0) + 1
+        self.examples.setdefault(key, (error or "").strip().replace("\n", " "))
+
+    def extend(self, rows: Iterable[tuple[str, str | None]]) -> None:
+        for model, error in rows:
+            self.add(model, error)
+
+    def __bool__(self) -> bool:
+        return bool(self.counts)
+
+    def lines(self, width: int = 240) -> list[str]:
+        """``model  reason  count  e.g. message`` per group, sorted by model then reason order."""
+        order = {r: i for i, r in enumerate(REASONS)}
+        out = []
+        for model, reason in sorted(self.counts, key=lambda k: (k[0], order.get(k[1], 99))):
+            example = self.examples[(model, reason)]
+            if len(example) > width:
+                example = example[: width - 3] + "..."
+            n = self.counts[(model, reason)]
+            out.append(f"  {model}: {reason} x{n} ({REASON_HELP[reason]}); e.g. {example}")
+        return out
+
+    def report(self, title: str = "failures by model and reason") -> str:
+        return "\n".join([f"{title}:", *self.lines()]) if self else ""

