@@ -262,15 +262,14 @@ def test_dry_run_counts_with_the_tokenizer_and_prices_three_ways(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from agentjudge.runner.dryrun import estimate
-    from agentjudge.runner.grid import _prepare
+    from agentjudge.runner.grid import load_dataset
+    from agentjudge.runner.pipeline import load_pipeline
 
     judge = {"model": "openai/gpt-4o", "name": "big"}
-    pipe, data, partners = _prepare(
-        _pipeline(tmp_path, judge, generators=["sim/weak"], difficulties=["easy"], prompt_variants=[{}]),
-        None,
-        None,
-        None,
+    pipe = load_pipeline(
+        _pipeline(tmp_path, judge, generators=["sim/weak"], difficulties=["easy"], prompt_variants=[{}])
     )
+    data, partners = load_dataset(pipe), {}  # no swapped_gt condition: no partners
     rows = {r["model"]: r for r in estimate(pipe, data, partners, tmp_path / "none")}
     big = rows["big"]
     assert big["calls"] == 2 * 2  # 2 records x 2 conditions
