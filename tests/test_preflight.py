@@ -247,10 +247,11 @@ def test_structured_output_sends_the_schema_and_is_recorded(tmp_path: Path, fake
     from agentjudge.report.build import report_cli
 
     assert report_cli(tmp_path / "run", resamples=20, seed=0) in (0, 1)
-    md = (tmp_path / "run" / "report" / "report.md").read_text()
+    # the failures section is folded in report.html (report.md keeps one line per section)
+    html = (tmp_path / "run" / "report" / "report.html").read_text()
     # plain: 2 of its 8 prompts mention C-101 (test-0001 easy and hard): 2 x 4 of 8 x 4 metric verdicts
-    assert "so: unparseable verdicts with structured output 0.0 % of 32, without n/a." in md
-    assert "plain: unparseable verdicts with structured output n/a, without 25.0 % of 32." in md
+    assert "so: unparseable verdicts with structured output 0.0 % of 32, without n/a." in html
+    assert "plain: unparseable verdicts with structured output n/a, without 25.0 % of 32." in html
 
 
 def test_empty_inputs_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
