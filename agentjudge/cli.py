@@ -61,8 +61,13 @@ def audit(
     n: Annotated[int, typer.Option("--n", help="How many records to print.")] = 60,
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
     difficulty: Annotated[
-        str, typer.Option(help="Comma-separated difficulties, cycled over the sample.")
-    ] = "hard",
+        str | None,
+        typer.Option(
+            help="Comma-separated difficulties, cycled over the sample; every sampled record must have "
+            "them. Default: hard, or the hardest query a record has (imported human-written records: "
+            "their only query)."
+        ),
+    ] = None,
 ) -> None:
     """Print a topology-stratified sample (query, tools, GT, checklist) for a person to grade."""
     from agentjudge.dataset.audit import audit_cli
