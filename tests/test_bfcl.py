@@ -543,3 +543,15 @@ def test_audit_default_on_synthetic_records_is_hard() -> None:
     assert result.exit_code == 0, result.output
     assert re.findall(r"^## \d+\. \S+:(\w+) ", result.output, re.M) == ["hard"] * 6
     assert "without a" not in result.output
+
+
+def test_validate_counts_base_scenarios_and_records(bfcl_files: tuple[Path, Path], tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentjudge.cli import app
+
+    out = tmp_path / "out"
+    assert import_cli(*bfcl_files, out=out, category="multiple") == 0
+    result = CliRunner().invoke(app, ["validate", str(out / "records.jsonl")])
+    assert result.exit_code == 0, result.output
+    assert "3 base scenarios (3 records over 1 difficulty: easy); 3 pass, 0 fail" in result.output
