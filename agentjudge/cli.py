@@ -14,6 +14,10 @@ import typer
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+# Typer's rich help prints every option's type, so an on/off flag read `--dry-run <bool>` as if it took a
+# value; an empty metavar leaves its type column blank (plain click help never shows a flag's metavar).
+FLAG = ""
+
 app = typer.Typer(
     name="agentjudge",
     help="Benchmark how reliably LLM judges grade agents' tool calls.",
@@ -85,7 +89,9 @@ def infer(
     difficulty: Annotated[list[str] | None, typer.Option(help="Repeatable; default all three.")] = None,
     trials: Annotated[int, typer.Option(min=1)] = 1,
     api_base: Annotated[str | None, typer.Option()] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Do not read the call cache.", metavar=FLAG)
+    ] = False,
 ) -> None:
     """Run one generator over a dataset and write its predictions (a stage of its own)."""
     from agentjudge.generators.infer import infer_cli
@@ -109,7 +115,9 @@ def score(
     predictions: Annotated[Path, typer.Argument(help="predictions .jsonl or .parquet")],
     out: Annotated[Path, typer.Option(help="scores .parquet or .csv")],
     mode: Annotated[str, typer.Option(help="paper, strict or both")] = "both",
-    lenient: Annotated[bool, typer.Option(help="strict mode: schema-allowed extra keys score 1.0")] = False,
+    lenient: Annotated[
+        bool, typer.Option(help="strict mode: schema-allowed extra keys score 1.0", metavar=FLAG)
+    ] = False,
 ) -> None:
     """Score predictions with the programmatic scorer (§6)."""
     from agentjudge.scoring_cli import score_cli
@@ -131,13 +139,15 @@ def run(
         str | None, typer.Option(help="API base for models given with --judge/--generator.")
     ] = None,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Count calls and estimate cost; spend nothing.")
+        bool, typer.Option("--dry-run", help="Count calls and estimate cost; spend nothing.", metavar=FLAG)
     ] = False,
     max_cost: Annotated[float | None, typer.Option(help="Stop before spending more than this (USD).")] = None,
     force_new: Annotated[
-        bool, typer.Option("--force-new", help="Start over although the config changed.")
+        bool, typer.Option("--force-new", help="Start over although the config changed.", metavar=FLAG)
     ] = False,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read the call cache.")] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Do not read the call cache.", metavar=FLAG)
+    ] = False,
 ) -> None:
     """Infer, score and judge every cell of a pipeline grid; resumes where it stopped."""
     from agentjudge.runner.grid import run_cli
@@ -237,7 +247,9 @@ def taubench(
         list[str] | None, typer.Option(help="with_gt and/or without_gt (default both).")
     ] = None,
     api_base: Annotated[str | None, typer.Option(help="API base for --judge models.")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Do not read the call cache.", metavar=FLAG)
+    ] = False,
 ) -> None:
     """τ-bench track: judge real multi-turn agent trajectories and relate verdicts to τ-bench's reward."""
     from agentjudge.taubench import taubench_cli
@@ -278,7 +290,10 @@ def cache_stats(
 
 @cache_app.command("clear")
 def cache_clear(
-    path: Annotated[Path | None, typer.Option()] = None,
+    path: Annotated[
+        Path | None,
+        typer.Option(help="Cache file (default: $AGENTJUDGE_CACHE or ~/.cache/agentjudge/calls.sqlite)."),
+    ] = None,
     model: Annotated[str | None, typer.Option(help="Only entries of this model.")] = None,
 ) -> None:
     """Delete cached model answers (all, or one model's)."""
