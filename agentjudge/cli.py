@@ -17,6 +17,10 @@ import typer
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+# Typer's rich help prints every option's type, so an on/off flag read `--dry-run <bool>` as if it took a
+# value; an empty metavar leaves its type column blank (plain click help never shows a flag's metavar).
+FLAG = ""
+
 app = typer.Typer(
     name="agentjudge",
     help="Benchmark how reliably LLM judges grade agents' tool calls.",
@@ -25,8 +29,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-PROBE = typer.Option("--probe", help="Preflight: also make one 1-token call per API model.")
-SKIP_INVALID = typer.Option("--skip-invalid", help="Leave out records failing Gate 1 (default: refuse).")
+PROBE = typer.Option("--probe", help="Preflight: also make one 1-token call per API model.", metavar=FLAG)
+SKIP_INVALID = typer.Option(
+    "--skip-invalid", help="Leave out records failing Gate 1 (default: refuse).", metavar=FLAG
+)
 
 
 def _guarded(call: Callable[[], int]) -> int:
@@ -86,8 +92,13 @@ def audit(
     n: Annotated[int, typer.Option("--n", help="How many records to print.")] = 60,
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
     difficulty: Annotated[
-        str, typer.Option(help="Comma-separated difficulties, cycled over the sample.")
-    ] = "hard",
+        str | None,
+        typer.Option(
+            help="Comma-separated difficulties, cycled over the sample; every sampled record must have "
+            "them. Default: hard, or the hardest query a record has (imported human-written records: "
+            "their only query)."
+        ),
+    ] = None,
 ) -> None:
     """Print a topology-stratified sample (query, tools, GT, checklist) for a person to grade."""
     from agentjudge.dataset.audit import audit_cli
@@ -105,7 +116,9 @@ def infer(
     difficulty: Annotated[list[str] | None, typer.Option(help="Repeatable; default all three.")] = None,
     trials: Annotated[int, typer.Option(min=1)] = 1,
     api_base: Annotated[str | None, typer.Option()] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Do not read the call cache.", metavar=FLAG)
+    ] = False,
     probe: Annotated[bool, PROBE] = False,
     skip_invalid: Annotated[bool, SKIP_INVALID] = False,
 ) -> None:
@@ -135,7 +148,9 @@ def score(
     predictions: Annotated[Path, typer.Argument(help="predictions .jsonl or .parquet")],
     out: Annotated[Path, typer.Option(help="scores .parquet or .csv")],
     mode: Annotated[str, typer.Option(help="paper, strict or both")] = "both",
-    lenient: Annotated[bool, typer.Option(help="strict mode: schema-allowed extra keys score 1.0")] = False,
+    lenient: Annotated[
+        bool, typer.Option(help="strict mode: schema-allowed extra keys score 1.0", metavar=FLAG)
+    ] = False,
 ) -> None:
     """Score predictions with the programmatic scorer (§6)."""
     from agentjudge.scoring_cli import score_cli
@@ -159,7 +174,7 @@ def run(
         str | None, typer.Option(help="API base for models given with --judge/--generator.")
     ] = None,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Count calls and estimate cost; spend nothing.")
+        bool, typer.Option("--dry-run", help="Count calls and estimate cost; spend nothing.", metavar=FLAG)
     ] = False,
     max_cost: Annotated[
         float | None,
@@ -168,9 +183,11 @@ def run(
         ),
     ] = None,
     force_new: Annotated[
-        bool, typer.Option("--force-new", help="Start over although the config changed.")
+        bool, typer.Option("--force-new", help="Start over although the config changed.", metavar=FLAG)
     ] = False,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read the call cache.")] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Do not read the call cache.", metavar=FLAG)
+    ] = False,
     probe: Annotated[bool, PROBE] = False,
     skip_invalid: Annotated[bool, SKIP_INVALID] = False,
 ) -> None:
@@ -282,7 +299,9 @@ def taubench(
         list[str] | None, typer.Option(help="with_gt and/or without_gt (default both).")
     ] = None,
     api_base: Annotated[str | None, typer.Option(help="API base for --judge models.")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Do not read the call cache.", metavar=FLAG)
+    ] = False,
     probe: Annotated[bool, PROBE] = False,
 ) -> None:
     """τ-bench track: judge real multi-turn agent trajectories and relate verdicts to τ-bench's reward."""
@@ -332,7 +351,10 @@ def cache_stats(
 
 @cache_app.command("clear")
 def cache_clear(
-    path: Annotated[Path | None, typer.Option()] = None,
+    path: Annotated[
+        Path | None,
+        typer.Option(help="Cache file (default: $AGENTJUDGE_CACHE or ~/.cache/agentjudge/calls.sqlite)."),
+    ] = None,
     model: Annotated[str | None, typer.Option(help="Only entries of this model.")] = None,
 ) -> None:
     """Delete cached model answers (all, or one model's)."""

@@ -12,6 +12,23 @@ from agentjudge.report.context import Context, Section, fmt_pp
 from agentjudge.report.figures import grouped_bars
 from agentjudge.stats import GroupDraws, diff_table
 
+# What the report tells a person to add when a run has only one level of a prompt-variant factor. Each is a
+# complete, valid `prompt_variants` value (one entry per level; unset keys keep their defaults), checked by
+# tests/test_analysis_advice.py through load_pipeline.
+VARIANT_ADVICE: dict[str, str] = {
+    "cot": "prompt_variants: [{cot: false}, {cot: true}]",
+    "prompt_format": "prompt_variants: [{prompt_format: json}, {prompt_format: freeform}]",
+    "default_mode": 'prompt_variants: [{default_mode: "1.0"}, {default_mode: "0.5"}]',
+}
+
+
+def variant_advice(factor: str) -> str:
+    """One sentence with a pipeline snippet that adds the missing levels of ``factor``."""
+    return (
+        f"list one prompt variant per setting in the pipeline, e.g. `{VARIANT_ADVICE[factor]}` "
+        "(add the other keys of your existing variants to each entry)."
+    )
+
 
 def draws(ctx: Context, df: pd.DataFrame, by: Sequence[str], value: str = "mu") -> GroupDraws:
     return ctx.boot.ratio(df, list(by), value)

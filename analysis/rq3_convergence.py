@@ -8,7 +8,7 @@ from agentjudge.report.figures import grouped_bars, stacked_shares
 from agentjudge.stats import diff_table, snap
 from agentjudge.stats.codes import values_of
 
-from ._common import align_ci, draws, rankable_rows, with_labels
+from ._common import align_ci, draws, rankable_rows, variant_advice, with_labels
 
 LEVELS = ("0.0", "0.5", "1.0")
 
@@ -43,8 +43,7 @@ def _default_mode(ctx: Context, sec: Section) -> None:
     df = ctx.vary("default_mode")
     if "0.5" not in values_of(df["default_mode"]) or len(values_of(df["default_mode"])) < 2:
         sec.text.append(
-            '0.5-default prompt: this run has one default mode; add default_mode: ["1.0", "0.5"] '
-            "to the pipeline's prompt variants."
+            "0.5-default prompt: this run has one default mode; " + variant_advice("default_mode")
         )
         return
     strength = ctx.main.groupby("generator", observed=True)["reference"].mean().rename("strength")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agentjudge.report.context import Context, Section
 
-from ._common import variant_section
+from ._common import variant_advice, variant_section
 
 
 def analyze(ctx: Context) -> Section:
@@ -13,8 +13,7 @@ def analyze(ctx: Context) -> Section:
         "rq5",
         "RQ5: chain-of-thought",
         "cot",
-        lacking="RQ5: this run has one chain-of-thought setting; add cot: [false, true] to the prompt "
-        "variants.",
+        lacking="RQ5: this run has one chain-of-thought setting; " + variant_advice("cot"),
         explain="Alignment with chain-of-thought minus without, same judges and scenarios, paired "
         "bootstrap CI. "
         "Published: +0.11 pp on average.",

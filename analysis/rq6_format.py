@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from agentjudge.report.context import Context, Section
 
-from ._common import variant_section
+from ._common import variant_advice, variant_section
 
 
 def analyze(ctx: Context) -> Section:
@@ -16,8 +16,7 @@ def analyze(ctx: Context) -> Section:
         "rq6",
         "RQ6: prompt format (JSON vs free-form)",
         "prompt_format",
-        lacking="RQ6: this run has one prompt format; add prompt_format: [json, freeform] to the prompt "
-        "variants.",
+        lacking="RQ6: this run has one prompt format; " + variant_advice("prompt_format"),
         explain="Alignment with the free-form prompt minus the structured JSON prompt, paired bootstrap CI. "
         "Free-form verdicts are continuous (clamped to [0,1]), so they are not capped by the three-level "
         "ceiling. Published: JSON is the largest lever (+4.8 to +6.5 pp) but can reverse.",

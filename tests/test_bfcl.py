@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -499,3 +500,58 @@ def test_swapped_gt_partners_stay_within_a_source(records: list[Record]) -> None
         "multiple_0": "multiple_1",
         "multiple_1": "multiple_0",
     }
+
+
+# ------------------------------------------------------------------ audit on imported records
+def test_audit_shows_human_queries_and_refuses_a_difficulty_they_lack(
+    bfcl_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from agentjudge.cli import app
+
+    out = tmp_path / "out"
+    assert import_cli(*bfcl_files, out=out, category="multiple") == 0
+    data = str(out / "records.jsonl")
+    runner = CliRunner()
+
+    shown = runner.invoke(app, ["audit", data, "--n", "3", "--seed", "1"])
+    assert shown.exit_code == 0, shown.output
+    assert "(missing)" not in shown.output
+    assert "Play Taylor Swift for 20 minutes and Maroon 5 for 15 minutes." in shown.output
+    assert sorted(re.findall(r"^## \d+\. \S+:(\w+) ", shown.output, re.M)) == ["easy"] * 3
+    assert "3 record(s) without a hard query shown at the hardest query they have (3 human-written" in (
+        shown.output
+    )
+
+    refused = runner.invoke(app, ["audit", data, "--n", "3", "--difficulty", "hard"])
+    assert refused.exit_code == 2
+    assert "3 of 3 sampled records have no hard query" in refused.output
+    assert "has only: easy" in refused.output and "QUERY:" not in refused.output
+
+    asked = runner.invoke(app, ["audit", data, "--n", "3", "--difficulty", "easy"])
+    assert asked.exit_code == 0 and "without a" not in asked.output
+
+
+def test_audit_default_on_synthetic_records_is_hard() -> None:
+    from typer.testing import CliRunner
+
+    from agentjudge.cli import app
+
+    mini = Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl"
+    result = CliRunner().invoke(app, ["audit", str(mini), "--n", "6", "--seed", "0"])
+    assert result.exit_code == 0, result.output
+    assert re.findall(r"^## \d+\. \S+:(\w+) ", result.output, re.M) == ["hard"] * 6
+    assert "without a" not in result.output
+
+
+def test_validate_counts_base_scenarios_and_records(bfcl_files: tuple[Path, Path], tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentjudge.cli import app
+
+    out = tmp_path / "out"
+    assert import_cli(*bfcl_files, out=out, category="multiple") == 0
+    result = CliRunner().invoke(app, ["validate", str(out / "records.jsonl")])
+    assert result.exit_code == 0, result.output
+    assert "3 base scenarios (3 records over 1 difficulty: easy); 3 pass, 0 fail" in result.output

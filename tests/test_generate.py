@@ -132,7 +132,7 @@ def test_validate_exit_codes(tmp_path: Path) -> None:
     good = rendered_linear_record(0)
     result = runner.invoke(app, ["validate", str(_records_file(tmp_path, [good]))])
     assert result.exit_code == 0, result.output
-    assert "1 records, 1 pass, 0 fail" in result.output
+    assert "1 base scenario (3 records over 3 difficulties); 1 pass, 0 fail" in result.output
 
     medium = good.queries["medium"] + " Use schedule_callback."
     bad = good.model_copy(update={"id": "fixture-0002", "queries": {**good.queries, "medium": medium}})

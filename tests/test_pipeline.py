@@ -224,3 +224,22 @@ def test_quickstart_runs_offline(tmp_path: Path) -> None:
         "predict": {"planned": 60, "done": 60, "failed": 0},
         "judge": {"planned": 60 * 7 * 3 * 4 * 2, "done": 60 * 7 * 3 * 4 * 2, "failed": 0},
     }
+
+
+@pytest.mark.parametrize(("folder", "size"), [("full", "full"), ("mini", "mini")])
+def test_missing_dataset_hint_is_a_runnable_generate_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str, size: str
+) -> None:
+    """Without --size, generate writes the mini split: the hint must name the size the folder stands for."""
+    (tmp_path / "pipelines").mkdir()
+    path = tmp_path / "pipelines" / "p.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"name": "p", "dataset": f"../data/{folder}/records.jsonl", "generators": ["sim/weak"]}
+        ),
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(PipelineError) as err:
+        load_pipeline(path)
+    assert f"`agentjudge generate --size {size} --seed 0 --out data/{folder}`" in str(err.value)

@@ -84,14 +84,20 @@ def render(record: Record, d: Difficulty, number: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def audit_cli(path: Path, n: int, seed: int, difficulty: str) -> int:
+def difficulties_of(record: Record) -> list[Difficulty]:
+    """The difficulties a record has a query for (a human-written record: only its one query)."""
+    return [d for d in DIFFICULTIES if record.queries.get(d)]
+
+
+def audit_cli(path: Path, n: int, seed: int, difficulty: str | None) -> int:
+    """``difficulty`` None: each record at hard, or at the hardest query it has when it has no hard one."""
     from rich.console import Console
     from rich.markup import escape
 
     from agentjudge.dataset.layout import LayoutError, read_records
 
     console = Console(soft_wrap=True, highlight=False)
-    wanted = [d.strip() for d in difficulty.split(",") if d.strip()]
+    wanted = [d.strip() for d in (difficulty or "hard").split(",") if d.strip()]
     bad = [d for d in wanted if d not in DIFFICULTIES]
     if bad or not wanted or n < 1:
         why = f"--difficulty must list {', '.join(DIFFICULTIES)}" if bad or not wanted else "--n must be >= 1"
@@ -106,7 +112,28 @@ def audit_cli(path: Path, n: int, seed: int, difficulty: str) -> int:
         console.print(f"[red]error:[/] {escape(str(path))}: no records in the file")
         return 2
     picked = sample(records, n, seed, wanted)  # type: ignore[arg-type]
-    print(f"# Audit of {len(picked)} records from {path} (seed {seed}, difficulties {','.join(wanted)})\n")
+    lacking = [(r, d) for r, d in picked if d not in difficulties_of(r)]
+    if lacking and difficulty is not None:
+        record, d = lacking[0]
+        has = ", ".join(difficulties_of(record)) or "none"
+        human = " (human-written queries: one query, no rewrites)" if record.human_query else ""
+        console.print(
+            f"[red]error:[/] {escape(str(path))}: {len(lacking)} of {len(picked)} sampled records have no "
+            f"{d} query, e.g. record {record.id!r} has only: {has}{human}; leave out --difficulty to audit "
+            "each record at the difficulties it has"
+        )
+        return 2
+    picked = [(r, d if d in difficulties_of(r) else (difficulties_of(r) or [d])[-1]) for r, d in picked]
+    note = ""
+    if lacking:
+        n_human = sum(r.human_query for r, _ in lacking)
+        note = (
+            f"; {len(lacking)} record(s) without a {','.join(wanted)} query shown at the hardest query they "
+            f"have ({n_human} human-written: their only query)"
+        )
+    print(
+        f"# Audit of {len(picked)} records from {path} (seed {seed}, difficulties {','.join(wanted)}{note})\n"
+    )
     for i, (record, d) in enumerate(picked, 1):
         print(render(record, d, i))
     return 0

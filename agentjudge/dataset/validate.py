@@ -11,7 +11,7 @@ import multiprocessing as mp
 from collections import Counter
 from pathlib import Path
 
-from agentjudge.types import GateFinding, Record, ValidationReport
+from agentjudge.types import DIFFICULTIES, GateFinding, Record, ValidationReport
 
 PARALLEL_ABOVE = 400
 MAX_DETAIL_LINES = 200  # per-record reasons printed; the summary always counts everything
@@ -36,6 +36,15 @@ def check_records(records: list[Record], processes: int | None = None) -> list[V
         return [check_record(r) for r in records]
     with mp.get_context("fork").Pool(procs) as pool:
         return list(pool.imap(check_record, records, chunksize=32))
+
+
+def counted(records: list[Record]) -> str:
+    """The counting words of the report and README: base scenarios, and records = scenario x difficulty."""
+    levels = [d for d in DIFFICULTIES if any(r.queries.get(d) for r in records)]
+    n_queries = sum(1 for r in records for d in DIFFICULTIES if r.queries.get(d))
+    over = f"1 difficulty: {levels[0]}" if len(levels) == 1 else f"{len(levels)} difficulties"
+    noun = "base scenario" if len(records) == 1 else "base scenarios"
+    return f"{len(records)} {noun} ({n_queries} records over {over})"
 
 
 def validate_cli(path: Path) -> int:
@@ -63,7 +72,7 @@ def validate_cli(path: Path) -> int:
             by_code[(f.gate, f.code)] += 1
             records_by_code.setdefault((f.gate, f.code), set()).add(record.id)
     skipped_replay = sum(1 for rep in reports if rep.gates_run and "gate1:replay" not in rep.gates_run)
-    console.print(f"{path}: {len(records)} records, {len(records) - len(failing)} pass, {len(failing)} fail")
+    console.print(f"{path}: {counted(records)}; {len(records) - len(failing)} pass, {len(failing)} fail")
     if skipped_replay:
         console.print(f"replay skipped for {skipped_replay} records (no executable environment)")
     if by_code:

@@ -138,6 +138,21 @@ def _yaml_error(path: Path, exc: yaml.YAMLError) -> PipelineError:
     return PipelineError(f"{where}: invalid YAML: {problem}")
 
 
+def generate_hint(dataset: Path) -> str:
+    """A copy-pasteable ``generate`` command that writes ``dataset`` (path relative to the working folder).
+
+    The size is spelled out: without ``--size`` generate writes the mini split, which in a folder named
+    ``full`` would overwrite the committed full manifest with a mini one.
+    """
+    folder = dataset.parent
+    try:
+        shown = folder.relative_to(Path.cwd())
+    except ValueError:
+        shown = folder
+    size = "mini" if folder.name == "mini" else "full"
+    return f"agentjudge generate --size {size} --seed 0 --out {shown}"
+
+
 def parse_pipeline(data: Any, path: Path) -> Pipeline:
     """Validate already-parsed YAML; errors name ``path`` and each offending key."""
     if not isinstance(data, dict):
@@ -153,10 +168,11 @@ def parse_pipeline(data: Any, path: Path) -> Pipeline:
     base = path.parent
     dataset = (base / pipeline.dataset).resolve()
     if not dataset.is_file():
+        written = "" if dataset.name == "records.jsonl" else ", which writes records.jsonl there"
         raise PipelineError(
-            f"{path}: key `dataset`: file not found: {dataset} "
-            f"(build it with `agentjudge generate --out {dataset.parent}`, adding `--size full` for the "
-            "full dataset, or fix the path: it is relative to the pipeline file's folder)"
+            f"{path}: key `dataset`: file not found: {dataset} (build it with "
+            f"`{generate_hint(dataset)}`{written}, or fix the path: it is relative to the pipeline file's "
+            "folder)"
         )
     updates: dict[str, Any] = {"dataset": dataset}
     if pipeline.cache is not None:
