@@ -91,6 +91,9 @@ def analyze(ctx: Context) -> Section:
         "undefined (a judge that gives one verdict level on every shared row has no variance to agree on)."
     )
     pairs = pairwise_agreement(main, by=("condition",))
+    if pairs.empty:  # e.g. a comparison of runs whose judges graded different outputs
+        sec.lacking = "RQ2: no two rankable judges share a verdict row (same record, output and variant)."
+        return sec
     lin = pairwise_agreement(main, by=("condition",), weights="linear")
     pairs["kappa_linear"] = lin["kappa"].to_numpy()
     tiers = ctx.tiers()

@@ -132,3 +132,45 @@ def test_compare_joins_runs_with_paired_deltas(tmp_path: Path) -> None:
     assert other.shared_rows == len(both)
     assert other.delta == pytest.approx(sign * float((mu_a - mu_c).mean()))
     assert compare_cli([a], out, resamples=10, seed=0) == 2
+
+
+def test_compare_pools_variant_deltas_over_judges_with_both_levels(tmp_path: Path) -> None:
+    """Run A has CoT on and off, run B has CoT off only: the pooled CoT delta of the join is run A's."""
+    a, b = tmp_path / "cot", tmp_path / "plain"
+    both = [Variant(c, cot=cot) for c in ("with_gt", "without_gt") for cot in (False, True)]
+    write_run(a, SyntheticSpec(n_base=12, judges={"judge-a": 1, "judge-b": 2}, variants=both, seed=1))
+    write_run(b, SyntheticSpec(n_base=12, judges={"judge-c": 1}, seed=2))
+    out = tmp_path / "cmp"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert report_cli(a, resamples=50, seed=0) == 0
+        assert compare_cli([a, b], out, resamples=50, seed=0) == 0
+    joined = pd.read_csv(out / "tables" / "rq5_deltas_pooled.csv").set_index("condition")
+    single = pd.read_csv(a / "report" / "tables" / "rq5_deltas_pooled.csv").set_index("condition")
+    # hand computation over run A only: mean mu at cot=True minus mean mu at cot=False, rankable judges
+    raw = pd.read_parquet(a / "judgments.parquet")
+    raw = raw[(raw["scoring_mode"] == "strict") & raw["verdict"].notna()]
+    mu = 1 - (raw["reference"] - raw["verdict"]).abs()
+    for cond in ("with_gt", "without_gt"):
+        m = raw["condition"] == cond
+        want = mu[m & raw["cot"]].mean() - mu[m & ~raw["cot"]].mean()
+        assert joined.loc[cond, "delta"] == pytest.approx(want)
+        assert single.loc[cond, "delta"] == pytest.approx(want)
+        assert joined.loc[cond, "n_judges"] == 2 and joined.loc[cond, "judges_left_out"] == "judge-c"
+    md = (out / "report.md").read_text() + (out / "report.html").read_text()
+    assert "left out, one side only: judge-c" in md
+
+
+def test_variant_delta_is_na_when_no_judge_has_both_levels(tmp_path: Path) -> None:
+    a, b = tmp_path / "on", tmp_path / "off"
+    on = [Variant(c, cot=True) for c in ("with_gt", "without_gt")]
+    write_run(a, SyntheticSpec(n_base=12, judges={"judge-a": 1}, variants=on, seed=1))
+    write_run(b, SyntheticSpec(n_base=12, judges={"judge-c": 1}, seed=2))
+    out = tmp_path / "cmp"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert compare_cli([a, b], out, resamples=50, seed=0) == 0
+    html = (out / "report.html").read_text()
+    assert "pooled delta n/a (no rankable judge has verdicts at both levels" in html
+    pooled = pd.read_csv(out / "tables" / "rq5_deltas_pooled.csv")
+    assert pooled.empty
