@@ -10,7 +10,7 @@ import pandas as pd
 
 from agentjudge.report.context import Context, Section, fmt_pp
 from agentjudge.report.figures import grouped_bars
-from agentjudge.stats import GroupDraws, diff_table
+from agentjudge.stats import COORDS, GroupDraws, diff_table
 
 
 def draws(ctx: Context, df: pd.DataFrame, by: Sequence[str], value: str = "mu") -> GroupDraws:
@@ -49,6 +49,21 @@ def judge_kind(ctx: Context, judge: str) -> str:
     if ctx.is_baseline(judge):
         return "baseline"
     return "simulated" if ctx.is_simulated_judge(judge) else "judge"
+
+
+def run_of(main: pd.DataFrame) -> dict[str, str]:
+    """judge → run label in a ``compare`` join (empty for a single run folder)."""
+    if "run" not in main.columns:
+        return {}
+    return main.groupby("judge", observed=True)["run"].first().astype(str).to_dict()
+
+
+def share_rows(main: pd.DataFrame, a: str, b: str) -> bool:
+    """Do judges a and b have at least one verdict row in common (same record, output, variant, …)?"""
+    coords = [c for c in COORDS if c in main.columns]
+    left = main.loc[(main["judge"] == a).to_numpy(), coords].astype(str)
+    right = main.loc[(main["judge"] == b).to_numpy(), coords].astype(str)
+    return bool(pd.MultiIndex.from_frame(left).isin(pd.MultiIndex.from_frame(right)).any())
 
 
 def rankable_rows(ctx: Context, df: pd.DataFrame) -> pd.DataFrame:

@@ -174,3 +174,51 @@ def test_variant_delta_is_na_when_no_judge_has_both_levels(tmp_path: Path) -> No
     assert "pooled delta n/a (no rankable judge has verdicts at both levels" in html
     pooled = pd.read_csv(out / "tables" / "rq5_deltas_pooled.csv")
     assert pooled.empty
+
+
+def test_compare_without_shared_rows_has_no_paired_lead_or_recommendation(tmp_path: Path) -> None:
+    """Two runs graded different generator outputs: the order across runs has no paired CI."""
+    a, b = tmp_path / "old", tmp_path / "new"
+    write_run(a, SyntheticSpec(n_base=12, judges={"judge-a": 1}, generators={"sim/one": 0.8}, seed=1))
+    write_run(b, SyntheticSpec(n_base=12, judges={"judge-c": 1}, generators={"sim/two": 0.5}, seed=2))
+    out = tmp_path / "cmp"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert compare_cli([a, b], out, resamples=50, seed=0) == 0
+    rank = pd.read_csv(out / "tables" / "first_ranking.csv")
+    assert list(rank["run"]) != [rank["run"].iloc[0]] * 2 and len(rank) == 2
+    assert not rank["shares_rows_with_next"].iloc[0]
+    assert rank[["gap_ci_lo", "gap_ci_hi"]].iloc[0].isna().all()
+    md = (out / "report.md").read_text()
+    assert "n/a (no shared rows)" in md and "| — (last) |" in md
+    assert "WARNING: adjacent judges from different runs share no verdict rows" in md
+    assert "Overall: no recommendation between" in md and "significant" not in md.split("Overall:")[1][:400]
+    guide = pd.read_csv(out / "tables" / "guide.csv")
+    assert not guide["decisive"].any() and not guide["shares_rows"].any()
+
+
+def test_same_run_lead_keeps_its_paired_ci(normal: tuple[Path, str, str]) -> None:
+    d, md, _ = normal
+    rank = pd.read_csv(d / "report" / "tables" / "first_ranking.csv")
+    assert rank["shares_rows_with_next"].all() and np.isfinite(rank["gap_ci_lo"].iloc[0])
+    assert "| — (last) |" in md and "WARNING" not in md
+    assert "its CI excludes 0 (significant)" in md or "its CI contains 0 (not significant)" in md
+
+
+def test_skill_notes_distinguish_below_zero_from_base_rate() -> None:
+    from analysis.first_screen import _ranking_notes
+
+    rank = pd.DataFrame(
+        {
+            "judge": ["bad", "flat", "good"],
+            "skill": [-0.31, 0.02, 0.05],
+            "skill_ci_lo": [-0.55, -0.04, 0.01],
+            "skill_ci_hi": [-0.10, 0.08, 0.09],
+            "best_constant": ["1", "1", "1"],
+        }
+    )
+    notes = _ranking_notes(rank)
+    assert notes == [
+        "- bad: skill -0.31 [-0.55, -0.10] is below 0 — worse than a constant judge that always answers 1.",
+        "- flat: skill 0.02 [-0.04, 0.08] ≈ 0 — no better than the base rate (a constant judge).",
+    ]
