@@ -222,3 +222,27 @@ def test_skill_notes_distinguish_below_zero_from_base_rate() -> None:
         "- bad: skill -0.31 [-0.55, -0.10] is below 0 — worse than a constant judge that always answers 1.",
         "- flat: skill 0.02 [-0.04, 0.08] ≈ 0 — no better than the base rate (a constant judge).",
     ]
+
+
+def test_record_sources_alignment_equals_headline_on_single_source_run(tmp_path: Path) -> None:
+    """With CoT and temperature variants present, the sources section uses the headline's slice."""
+    variants = [
+        Variant(c, cot=cot, temperature=t)
+        for c in ("with_gt", "without_gt")
+        for cot, t in ((False, float("nan")), (True, float("nan")), (False, 0.7))
+    ]
+    code, md, html = _report(tmp_path, SyntheticSpec(n_base=12, judges=JUDGES, variants=variants), 50)
+    assert code == 0
+    tables = tmp_path / "report" / "tables"
+    src = pd.read_csv(tables / "alignment_by_source.csv")
+    head = pd.read_csv(tables / "headline.csv")
+    head = head[head["scoring_mode"] == "strict"]
+    keys = ["judge", "condition"]
+    both = src.merge(head, on=keys, suffixes=("_src", "_head"))
+    assert len(both) == len(head) == len(src) == 2 * len(JUDGES)
+    assert both["align_src"].to_numpy() == pytest.approx(both["align_head"].to_numpy())
+    assert both["ceiling_src"].to_numpy() == pytest.approx(both["ceiling_head"].to_numpy())
+    # the old section pooled every variant: the CoT / temperature rows would move these numbers
+    allrows = pd.read_parquet(tmp_path / "judgments.parquet")
+    assert allrows["cot"].any() and allrows["temperature"].notna().any()
+    assert "Record sources: all synthetic" in html and "synthetic vs imported" not in html
