@@ -246,3 +246,18 @@ def test_record_sources_alignment_equals_headline_on_single_source_run(tmp_path:
     allrows = pd.read_parquet(tmp_path / "judgments.parquet")
     assert allrows["cot"].any() and allrows["temperature"].notna().any()
     assert "Record sources: all synthetic" in html and "synthetic vs imported" not in html
+
+
+def test_calibration_judges_stay_out_of_rank_correlations_and_counts(tmp_path: Path) -> None:
+    judges = {"judge-a": 1, "judge-b": 2, "judge-c": 3, "baseline/always-1": 3, "baseline/ceiling": 3}
+    variants = [Variant(c, cot=cot) for c in ("with_gt", "without_gt") for cot in (False, True)]
+    code, md, html = _report(tmp_path, SyntheticSpec(n_base=12, judges=judges, variants=variants), 50)
+    assert code == 0
+    tables = tmp_path / "report" / "tables"
+    rankable = {"judge-a", "judge-b", "judge-c"}
+    assert set(pd.read_csv(tables / "robust_weightings.csv")["judge"]) == rankable
+    assert set(pd.read_csv(tables / "robust_binary_collapse.csv")["judge"]) == rankable
+    assert (pd.read_csv(tables / "robust_binary_rho.csv")["n_judges"] == 3).all()
+    assert "over 3 rankable judges" in html
+    # RQ5: 3 rankable judges × 2 conditions, not 5 × 2
+    assert "of 6; rankable judges only" in html and "of 10" not in html
