@@ -24,6 +24,7 @@ from agentjudge.stats import diff_table
 from agentjudge.types import DIFFICULTIES, METRICS
 
 from ._common import draws, judge_kind, rankable_rows, run_of, share_rows
+from .rq2_agreement import JURY_NA
 
 CONSTANTS = (0.0, 0.5, 1.0)
 MEANING = {
@@ -348,7 +349,8 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
                 rows.append(
                     (
                         f"pairwise judge agreement, {cond.replace('_', ' ')}",
-                        f"{100 * part['agreement'].mean():.1f} % ({ktxt}), {len(part)} pairs",
+                        f"{100 * part['agreement'].mean():.1f} % ({ktxt}), {len(part)} pair"
+                        + ("s" if len(part) != 1 else ""),
                         PUBLISHED[f"agreement_{cond}"],
                     )
                 )
@@ -364,7 +366,8 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
             rows.append(
                 (
                     f"soft jury vs best single judge ({r.condition})",
-                    f"jury {_pct(r.jury)} %, best {r.best_judge} {_pct(r.best_align)} %, Δ "
+                    (f"jury {_pct(r.jury)} %" if np.isfinite(r.jury) else f"jury {JURY_NA}")
+                    + f", best {r.best_judge} {_pct(r.best_align)} %, Δ "
                     f"{_pp(r.delta, r.ci_lo, r.ci_hi)} pp",
                     PUBLISHED["jury_vs_best"],
                 )

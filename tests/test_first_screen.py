@@ -261,3 +261,63 @@ def test_calibration_judges_stay_out_of_rank_correlations_and_counts(tmp_path: P
     assert "over 3 rankable judges" in html
     # RQ5: 3 rankable judges × 2 conditions, not 5 × 2
     assert "of 6; rankable judges only" in html and "of 10" not in html
+
+
+def test_small_wording_fixes(tmp_path: Path) -> None:
+    """Headline legend marks simulated and calibration judges; the recommendation names a simulated
+    leader; one topology is 'n/a: one topology'; no 'nan = model default'; singular 'pair'."""
+    from agentjudge.report.context import load_context
+    from analysis import headline, rq1_metrics_topologies
+
+    judges = {"simjudge/lenient": 1, "judge-b": 3, "baseline/always-1": 3, "baseline/ceiling": 3}
+    code, md, html = _report(tmp_path, SyntheticSpec(n_base=12, judges=judges), 50)
+    assert code == 0
+    ctx = load_context(tmp_path, resamples=20, seed=0)
+    legend = [
+        t.get_text() for t in headline.analyze(ctx).figures["headline"].axes[0].get_legend().get_texts()
+    ]
+    assert set(legend) == {
+        "simjudge/lenient (sim)",
+        "judge-b",
+        "baseline/always-1 (constant, calibration)",
+        "baseline/ceiling (oracle, calibration)",
+    }
+    assert "nan = model default" not in html and "1 pairs" not in html
+    assert "1 judge pair." in html and "), 1 pair |" in md
+    rank = pd.read_csv(tmp_path / "report" / "tables" / "first_ranking.csv")
+    assert rank["judge"].iloc[0] == "simjudge/lenient"  # tier 1 beats tier 3 in the synthetic run
+    assert "**simjudge/lenient** (a SIMULATED judge, not a model)" in md
+    one = ctx.main[ctx.main["topology"].astype(str) == str(ctx.main["topology"].iloc[0])]
+    ctx.__dict__["_store"]["main"] = one
+    text = " ".join(rq1_metrics_topologies.analyze(ctx).text)
+    assert "hardest / easiest topology n/a: one topology" in text and "easiest" not in text.replace(
+        "hardest / easiest", ""
+    )
+
+
+def test_undefined_jury_gives_its_reason(normal: tuple[Path, str, str]) -> None:
+    from agentjudge.report.context import Section, load_context
+    from analysis.first_screen import published_rows
+
+    d, _, _ = normal
+    ctx = load_context(d, resamples=10, seed=0)
+    jury = pd.DataFrame(
+        [
+            {
+                "condition": "with_gt",
+                "jury": np.nan,
+                "best_judge": "judge-a",
+                "best_align": 0.8,
+                "delta": np.nan,
+                "ci_lo": np.nan,
+                "ci_hi": np.nan,
+            }
+        ]
+    )
+    rq2 = Section("rq2", "RQ2")
+    rq2.tables["rq2_jury_vs_best"] = jury
+    rows = published_rows(ctx, {"rq2": rq2}, pd.DataFrame())
+    text = rows[rows["statistic"].str.startswith("soft jury")]["this run"].iloc[0]
+    assert text.startswith(
+        "jury n/a (no verdict row where every juror gave a parsed verdict), best judge-a 80.0 %"
+    )
