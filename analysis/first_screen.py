@@ -565,13 +565,11 @@ def _recommendation(ctx: Context, sections: dict[str, Section], rank: pd.DataFra
         lines.append(
             f"- {str(r.condition).replace('_', ' ')}, {r.difficulty}: {r.leader} {_pct(r.leader_align)} %, "
             f"runner-up {r.runner_up} {_pct(r.runner_up_align)} %; margin "
-            f"{fmt_pp(r.margin, r.margin_ci_lo, r.margin_ci_hi)} — "
             + (
-                "significant"
-                if r.decisive
-                else "n/a (no shared rows between their runs)"
+                f"{100 * r.margin:+.1f} pp, CI n/a (no shared rows between their runs): not comparable"
                 if not r.shares_rows
-                else "within noise"
+                else f"{fmt_pp(r.margin, r.margin_ci_lo, r.margin_ci_hi)} — "
+                + ("significant" if r.decisive else "within noise")
             )
         )
     return lines

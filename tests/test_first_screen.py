@@ -195,6 +195,7 @@ def test_compare_without_shared_rows_has_no_paired_lead_or_recommendation(tmp_pa
     assert "Overall: no recommendation between" in md and "significant" not in md.split("Overall:")[1][:400]
     guide = pd.read_csv(out / "tables" / "guide.csv")
     assert not guide["decisive"].any() and not guide["shares_rows"].any()
+    assert "CI n/a (no shared rows between their runs): not comparable" in md
 
 
 def test_same_run_lead_keeps_its_paired_ci(normal: tuple[Path, str, str]) -> None:
