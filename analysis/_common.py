@@ -10,7 +10,7 @@ import pandas as pd
 
 from agentjudge.report.context import Context, Section, fmt_pp
 from agentjudge.report.figures import grouped_bars
-from agentjudge.stats import GroupDraws, diff_table
+from agentjudge.stats import COORDS, GroupDraws, diff_table
 
 # What the report tells a person to add when a run has only one level of a prompt-variant factor. Each is a
 # complete, valid `prompt_variants` value (one entry per level; unset keys keep their defaults), checked by
@@ -68,6 +68,34 @@ def judge_kind(ctx: Context, judge: str) -> str:
     return "simulated" if ctx.is_simulated_judge(judge) else "judge"
 
 
+def run_of(main: pd.DataFrame) -> dict[str, str]:
+    """judge → run label in a ``compare`` join (empty for a single run folder)."""
+    if "run" not in main.columns:
+        return {}
+    return main.groupby("judge", observed=True)["run"].first().astype(str).to_dict()
+
+
+def share_rows(main: pd.DataFrame, a: str, b: str) -> bool:
+    """Do judges a and b have at least one verdict row in common (same record, output, variant, …)?"""
+    coords = [c for c in COORDS if c in main.columns]
+    left = main.loc[(main["judge"] == a).to_numpy(), coords].astype(str)
+    right = main.loc[(main["judge"] == b).to_numpy(), coords].astype(str)
+    return bool(pd.MultiIndex.from_frame(left).isin(pd.MultiIndex.from_frame(right)).any())
+
+
+FIGURE_MARK = {
+    "oracle": " (oracle, calibration)",
+    "constant": " (constant, calibration)",
+    "baseline": " (baseline)",
+    "simulated": " (sim)",
+}
+
+
+def figure_labels(ctx: Context, judges: Sequence[str]) -> dict[str, str]:
+    """Legend names that say which judges are simulated or calibration points, not models."""
+    return {j: j + FIGURE_MARK.get(judge_kind(ctx, j), "") for j in judges}
+
+
 def rankable_rows(ctx: Context, df: pd.DataFrame) -> pd.DataFrame:
     """Rows of rankable judges only: what pooled figures ("all judges") average over."""
     return df[df["judge"].isin(ctx.rankable_judges()).to_numpy()]
@@ -82,8 +110,34 @@ def _is(level: object, base: object) -> bool:
     return bool(level == base) or (bool(pd.isna(level)) and bool(pd.isna(base)))
 
 
+#: what identifies one verdict within a judge once the variant factors are fixed (trial is fixed by ``vary``)
+PAIR_KEY = ("judge", "record_id", "generator", "generator_trial", "condition", "metric")
+
+
+def paired_rows(df: pd.DataFrame, factor: str, level: object, base: object) -> pd.DataFrame:
+    """Rows at ``level`` and at ``base`` whose (judge, record, generator, condition, metric) has both.
+
+    Why: a joined comparison (or a partial grid) can hold judges or scenarios that ran only one side of a
+    variant; averaging each side over whatever it has is not a paired delta. Only the pairs count."""
+    at_level = df[_same_mask(df[factor], level)]
+    at_base = df[_same_mask(df[factor], base)]
+    key = [c for c in PAIR_KEY if c in df.columns]
+    lk = pd.MultiIndex.from_frame(at_level[key].astype(str))
+    bk = pd.MultiIndex.from_frame(at_base[key].astype(str))
+    return pd.concat([at_level[lk.isin(bk)], at_base[bk.isin(lk)]])
+
+
+def _same_mask(series: pd.Series, value: object) -> np.ndarray:
+    if isinstance(value, float) and np.isnan(value):
+        return np.asarray(series.isna().to_numpy(), dtype=bool)
+    return np.asarray((series == value).to_numpy(), dtype=bool)
+
+
 def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: str, explain: str) -> Section:
-    """RQ4–RQ6 share one shape: paired deltas (level − baseline level) per judge and condition."""
+    """RQ4–RQ6 share one shape: paired deltas (level − baseline level) per judge and condition.
+
+    Every delta, per judge and pooled, is taken over verdicts that exist at both levels for the same judge
+    (see ``paired_rows``); judges or scenarios with one side only are left out and counted."""
     sec = Section(key=key, title=title)
     df = ctx.vary(factor)
     levels = list(pd.unique(df[factor]))
@@ -92,32 +146,61 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
         sec.lacking = lacking
         return sec
     others = [lev for lev in levels if not _is(lev, base)]
-    gd = draws(ctx, df, ["condition", "judge", factor])
-    pooled_gd = draws(ctx, rankable_rows(ctx, df), ["condition", factor])
     sec.tables[f"{key}_alignment"] = with_labels(ctx, align_ci(ctx, df, ["condition", "judge", factor]))
+    rankable = set(ctx.rankable_judges())
     parts: list[pd.DataFrame] = []
     pooled: list[pd.DataFrame] = []
+    pooled_na: list[str] = []
     for lev in others:
-        for source, by, sink in ((gd, ["condition", "judge"], parts), (pooled_gd, ["condition"], pooled)):
-            t = diff_table(source, by, factor, lev, base)
+        paired = paired_rows(df, factor, lev, base)
+        unpaired = sorted(rankable & set(df["judge"].astype(str)) - set(paired["judge"].astype(str)))
+        if len(paired):
+            t = diff_table(
+                draws(ctx, paired, ["condition", "judge", factor]), ["condition", "judge"], factor, lev, base
+            )
             t.insert(0, "level", level_name(lev))
             t.insert(1, "baseline_level", level_name(base))
-            sink.append(t)
-    deltas = pd.concat(parts, ignore_index=True)
-    pooled_t = pd.concat(pooled, ignore_index=True)
+            parts.append(t)
+        ranked = rankable_rows(ctx, paired)
+        if ranked.empty:
+            pooled_na.append(
+                f"- {factor} {level_name(lev)} vs {level_name(base)}: pooled delta n/a (no rankable judge "
+                "has verdicts at both levels on the same scenarios)"
+            )
+            continue
+        t = diff_table(draws(ctx, ranked, ["condition", factor]), ["condition"], factor, lev, base)
+        t.insert(0, "level", level_name(lev))
+        t.insert(1, "baseline_level", level_name(base))
+        t["n_judges"] = ranked["judge"].nunique()
+        t["judges_left_out"] = ", ".join(unpaired)
+        pooled.append(t)
+    cols = ["level", "baseline_level", "condition", "judge", "delta", "ci_lo", "ci_hi", "n_level", "n_base"]
+    deltas = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+    pooled_t = (
+        pd.concat(pooled, ignore_index=True)
+        if pooled
+        else pd.DataFrame(columns=[c for c in cols if c != "judge"] + ["n_judges", "judges_left_out"])
+    )
     sec.tables[f"{key}_deltas"] = with_labels(ctx, deltas)
     sec.tables[f"{key}_deltas_pooled"] = pooled_t
     sec.text.append(explain)
     for r in pooled_t.itertuples(index=False):
+        left_out = f"; left out, one side only: {r.judges_left_out}" if r.judges_left_out else ""
         sec.text.append(
             f"- {r.condition}: {factor} {r.level} vs {r.baseline_level}: "
-            f"{fmt_pp(r.delta, r.ci_lo, r.ci_hi)} (pooled over rankable judges)"
+            f"{fmt_pp(r.delta, r.ci_lo, r.ci_hi)} (paired, pooled over {r.n_judges} rankable "
+            f"judge{'s' if r.n_judges != 1 else ''} with both levels{left_out})"
         )
-    sec.text.append(
-        f"- largest per-judge move: {100 * deltas['delta'].abs().max():.2f} pp "
-        f"({(deltas['ci_lo'] > 0).sum()} judge×condition deltas significantly > 0, "
-        f"{(deltas['ci_hi'] < 0).sum()} significantly < 0, of {len(deltas)})."
-    )
+    sec.text.extend(pooled_na)
+    ranked_d = deltas[deltas["judge"].astype(str).isin(rankable).to_numpy()]
+    if len(ranked_d):
+        sec.text.append(
+            f"- largest per-judge move: {100 * ranked_d['delta'].abs().max():.2f} pp "
+            f"({(ranked_d['ci_lo'] > 0).sum()} judge×condition deltas significantly > 0, "
+            f"{(ranked_d['ci_hi'] < 0).sum()} significantly < 0, of {len(ranked_d)}; rankable judges only)."
+        )
+    if deltas.empty:
+        return sec
     plot = deltas.assign(cell=deltas["condition"].astype(str) + " · " + deltas["level"].astype(str))
     sec.figures[f"{key}_deltas"] = grouped_bars(
         plot,

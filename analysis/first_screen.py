@@ -23,7 +23,8 @@ from agentjudge.report.context import Context, Section, fmt_ci, fmt_pp
 from agentjudge.stats import diff_table
 from agentjudge.types import DIFFICULTIES, METRICS
 
-from ._common import draws, judge_kind, rankable_rows
+from ._common import draws, judge_kind, rankable_rows, run_of, share_rows
+from .rq2_agreement import JURY_NA
 
 CONSTANTS = (0.0, 0.5, 1.0)
 MEANING = {
@@ -153,19 +154,32 @@ def ranking(ctx: Context, main: pd.DataFrame) -> pd.DataFrame:
         rows.append(row)
     t = pd.DataFrame(rows).sort_values("align", ascending=False, na_position="last").reset_index(drop=True)
     order = [int(align.lookup(judge=j)) for j in t["judge"]]
-    gaps, g_lo, g_hi = [], [], []
+    runs = run_of(df)
+    gaps, g_lo, g_hi, shared = [], [], [], []
     for pos, i in enumerate(order):
         if pos + 1 >= len(order):
             gaps.append(np.nan)
             g_lo.append(np.nan)
             g_hi.append(np.nan)
+            shared.append(True)
+            continue
+        a, b = t["judge"].iloc[pos], t["judge"].iloc[pos + 1]
+        gaps.append(align.estimate[i] - align.estimate[order[pos + 1]])
+        # judges of different runs that graded different outputs have no paired difference to resample
+        comparable = runs.get(a) == runs.get(b) or share_rows(df, a, b)
+        shared.append(comparable)
+        if not comparable:
+            g_lo.append(np.nan)
+            g_hi.append(np.nan)
             continue
         d = align.draws[:, i] - align.draws[:, order[pos + 1]]
         lo, hi = align.interval(d)
-        gaps.append(align.estimate[i] - align.estimate[order[pos + 1]])
         g_lo.append(lo[0])
         g_hi.append(hi[0])
     t["gap_to_next"], t["gap_ci_lo"], t["gap_ci_hi"] = gaps, g_lo, g_hi
+    t["shares_rows_with_next"] = shared
+    if runs:
+        t.insert(2, "run", [runs.get(j, "") for j in t["judge"]])
     t.insert(0, "rank", np.arange(1, len(t) + 1))
     return t
 
@@ -188,14 +202,62 @@ def _ranking_shown(t: pd.DataFrame) -> pd.DataFrame:
                 )
             ],
             "lead over next, pp [CI]": [
-                "" if not np.isfinite(g) else _pp(g, lo, hi)
-                for g, lo, hi in zip(t["gap_to_next"], t["gap_ci_lo"], t["gap_ci_hi"], strict=True)
+                "— (last)"
+                if pos == len(t) - 1
+                else "n/a (no shared rows)"
+                if not ok
+                else "n/a (no parsed verdict)"
+                if not np.isfinite(g)
+                else _pp(g, lo, hi)
+                for pos, (g, lo, hi, ok) in enumerate(
+                    zip(
+                        t["gap_to_next"],
+                        t["gap_ci_lo"],
+                        t["gap_ci_hi"],
+                        t["shares_rows_with_next"],
+                        strict=True,
+                    )
+                )
             ],
             "failed / verdict rows": [
                 f"{f:,} / {n + f:,}" for f, n in zip(t["n_failed"], t["n_verdicts"], strict=True)
             ],
         }
     )
+
+
+def _ranking_notes(rank: pd.DataFrame) -> list[str]:
+    """Warnings under the ranking: cross-run orders without shared rows, and judges without skill."""
+    out = []
+    if "run" in rank.columns:
+        apart = [
+            f"{a} ({ra}) / {b} ({rb})"
+            for a, ra, b, rb, ok in zip(
+                rank["judge"],
+                rank["run"],
+                rank["judge"].shift(-1),
+                rank["run"].shift(-1),
+                rank["shares_rows_with_next"],
+                strict=True,
+            )
+            if not ok
+        ]
+        if apart:
+            out.append(
+                "- WARNING: adjacent judges from different runs share no verdict rows (they graded different "
+                "records or generator outputs), so their order compares material as much as judges and "
+                "has no paired CI: " + "; ".join(apart) + "."
+            )
+    for r in rank[rank["skill"].notna() & rank["skill_ci_hi"].notna()].itertuples(index=False):
+        skill = f"{r.skill:.2f} [{r.skill_ci_lo:.2f}, {r.skill_ci_hi:.2f}]"
+        if r.skill_ci_hi < 0:
+            out.append(
+                f"- {r.judge}: skill {skill} is below 0 — worse than a constant judge that always answers "
+                f"{r.best_constant}."
+            )
+        elif r.skill_ci_lo <= 0 <= r.skill_ci_hi:
+            out.append(f"- {r.judge}: skill {skill} ≈ 0 — no better than the base rate (a constant judge).")
+    return out
 
 
 def calibration(ctx: Context, main: pd.DataFrame) -> pd.DataFrame:
@@ -287,7 +349,8 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
                 rows.append(
                     (
                         f"pairwise judge agreement, {cond.replace('_', ' ')}",
-                        f"{100 * part['agreement'].mean():.1f} % ({ktxt}), {len(part)} pairs",
+                        f"{100 * part['agreement'].mean():.1f} % ({ktxt}), {len(part)} pair"
+                        + ("s" if len(part) != 1 else ""),
                         PUBLISHED[f"agreement_{cond}"],
                     )
                 )
@@ -303,7 +366,8 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
             rows.append(
                 (
                     f"soft jury vs best single judge ({r.condition})",
-                    f"jury {_pct(r.jury)} %, best {r.best_judge} {_pct(r.best_align)} %, Δ "
+                    (f"jury {_pct(r.jury)} %" if np.isfinite(r.jury) else f"jury {JURY_NA}")
+                    + f", best {r.best_judge} {_pct(r.best_align)} %, Δ "
                     f"{_pp(r.delta, r.ci_lo, r.ci_hi)} pp",
                     PUBLISHED["jury_vs_best"],
                 )
@@ -430,9 +494,7 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
             "settled."
         )
         s.table("first_ranking", _ranking_shown(rank), rank)
-        low = rank[(rank["skill_ci_hi"] < 0.1) & rank["skill"].notna()]
-        for r in low.itertuples(index=False):
-            s.p(f"- {r.judge}: skill ≈ 0 — it has learned the base rate, not the task.")
+        s.p(*_ranking_notes(rank))
     cal = calibration(ctx, main)
     s.blocks.append(("h", "Calibration points (never ranked, pooled, on a jury or in κ)"))
     if cal.empty:
@@ -478,19 +540,36 @@ def _recommendation(ctx: Context, sections: dict[str, Section], rank: pd.DataFra
         return [f"No recommendation: {why}"]
     lines = []
     if len(rank) >= 2:
-        top = rank.iloc[0]
-        settled = top["gap_ci_lo"] > 0
-        lines.append(
-            f"Overall: **{top['judge']}** ({fmt_ci(top['align'], top['ci_lo'], top['ci_hi'])}); its lead "
-            "over "
-            f"{rank.iloc[1]['judge']} is {fmt_pp(top['gap_to_next'], top['gap_ci_lo'], top['gap_ci_hi'])} — "
-            + ("larger than its CI (significant)." if settled else "within noise (not significant).")
-        )
+        top, second = rank.iloc[0], rank.iloc[1]
+        kind = {
+            "simulated": " (a SIMULATED judge, not a model)",
+            "baseline": " (a baseline rule, not a model)",
+        }
+        name = f"**{top['judge']}**{kind.get(str(top['kind']), '')}"
+        if not top["shares_rows_with_next"]:
+            lines.append(
+                f"Overall: no recommendation between {name} "
+                f"({fmt_ci(top['align'], top['ci_lo'], top['ci_hi'])}) and {second['judge']}: they come "
+                "from different runs and share no verdict rows, so the "
+                f"{100 * top['gap_to_next']:+.1f} pp gap has no paired CI (n/a (no shared rows)) and may "
+                "reflect the material graded rather than the judges."
+            )
+        else:
+            settled = top["gap_ci_lo"] > 0
+            lines.append(
+                f"Overall: {name} ({fmt_ci(top['align'], top['ci_lo'], top['ci_hi'])}); its lead over "
+                f"{second['judge']} is {fmt_pp(top['gap_to_next'], top['gap_ci_lo'], top['gap_ci_hi'])} — "
+                + ("its CI excludes 0 (significant)." if settled else "its CI contains 0 (not significant).")
+            )
     for r in guide.tables["guide"].itertuples(index=False):
         lines.append(
             f"- {str(r.condition).replace('_', ' ')}, {r.difficulty}: {r.leader} {_pct(r.leader_align)} %, "
             f"runner-up {r.runner_up} {_pct(r.runner_up_align)} %; margin "
-            f"{fmt_pp(r.margin, r.margin_ci_lo, r.margin_ci_hi)} — "
-            + ("significant" if r.decisive else "within noise")
+            + (
+                f"{100 * r.margin:+.1f} pp, CI n/a (no shared rows between their runs): not comparable"
+                if not r.shares_rows
+                else f"{fmt_pp(r.margin, r.margin_ci_lo, r.margin_ci_hi)} — "
+                + ("significant" if r.decisive else "within noise")
+            )
         )
     return lines

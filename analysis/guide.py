@@ -9,7 +9,7 @@ from agentjudge.report.context import Context, Section, fmt_pp
 from agentjudge.stats.codes import codes_for
 from agentjudge.types import DIFFICULTIES
 
-from ._common import draws
+from ._common import draws, run_of, share_rows
 
 
 def analyze(ctx: Context) -> Section:
@@ -25,14 +25,20 @@ def analyze(ctx: Context) -> Section:
     df = main[codes_for(main["judge"], pool) >= 0]
     gd = draws(ctx, df, ["condition", "difficulty", "judge"])
     keys = gd.keys.assign(align=gd.estimate)
+    runs = run_of(df)
     rows = []
     for (cond, diff), part in keys.groupby(["condition", "difficulty"], observed=True):
         part = part.dropna(subset=["align"]).sort_values("align", ascending=False)
         if len(part) < 2:
             continue
         i, j = part.index[0], part.index[1]
-        d = gd.draws[:, i] - gd.draws[:, j]
-        (lo,), (hi,) = gd.interval(d)  # NaN (no warning) when every resample is undefined
+        a, b = str(part.loc[i, "judge"]), str(part.loc[j, "judge"])
+        comparable = runs.get(a) == runs.get(b) or share_rows(df, a, b)
+        if comparable:
+            d = gd.draws[:, i] - gd.draws[:, j]
+            (lo,), (hi,) = gd.interval(d)  # NaN (no warning) when every resample is undefined
+        else:  # judges of different runs that graded different outputs: no paired margin
+            lo = hi = float("nan")
         rows.append(
             {
                 "condition": cond,
@@ -45,6 +51,7 @@ def analyze(ctx: Context) -> Section:
                 "margin_ci_lo": lo,
                 "margin_ci_hi": hi,
                 "decisive": bool(lo > 0),
+                "shares_rows": comparable,
             }
         )
     if not rows:
@@ -61,7 +68,13 @@ def analyze(ctx: Context) -> Section:
         "oracle and constant judges are never ranked)."
     )
     for r in t.itertuples(index=False):
-        verdict = "the lead is larger than its CI" if r.decisive else "the lead is within noise"
+        verdict = (
+            "the margin's CI excludes 0 (significant)"
+            if r.decisive
+            else "n/a (no shared rows between the two runs)"
+            if not r.shares_rows
+            else "the margin's CI contains 0 (within noise)"
+        )
         sec.text.append(
             f"- {str(r.condition).replace('_', ' ')}, {r.difficulty}: {r.leader} "
             f"{100 * r.leader_align:.1f} %, "

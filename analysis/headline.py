@@ -13,7 +13,7 @@ from agentjudge.report.figures import grouped_bars
 from agentjudge.stats import alignment_table, diff_table
 from agentjudge.stats.codes import values_of
 
-from ._common import align_ci, draws, with_labels
+from ._common import align_ci, draws, figure_labels, with_labels
 
 
 def _ceiling(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -97,5 +97,6 @@ def analyze(ctx: Context) -> Section:
         title=f"Alignment by judge and GT condition ({ctx.scoring_mode} reference, 95 % CI)",
         ylabel="alignment (%)",
         zoom=True,
+        labels=figure_labels(ctx, ctx.judges),
     )
     return sec

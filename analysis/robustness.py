@@ -9,7 +9,7 @@ from agentjudge.report.context import Context, Section
 from agentjudge.report.figures import grouped_bars
 from agentjudge.stats import binary_collapse_table, topology_balanced, weighting_rankings
 
-from ._common import draws, with_labels
+from ._common import draws, rankable_rows, with_labels
 
 
 def _with_topology_cis(ctx: Context, main: pd.DataFrame, topo: pd.DataFrame) -> pd.DataFrame:
@@ -45,12 +45,22 @@ def analyze(ctx: Context) -> Section:
         key="robustness", title="Robustness: metric weightings, topology weighting, binary collapse"
     )
     main = ctx.main
-    long, rho = weighting_rankings(main, by=("condition",))
+    # rank correlations compare rankings: only rankable judges (the oracle and constants are never ranked)
+    ranked = rankable_rows(ctx, main)
+    n_ranked = len(ctx.rankable_judges())
+    if ranked.empty:
+        sec.lacking = (
+            "Robustness: no rankable judge with verdicts in this run (the oracle and constant judges are "
+            "never ranked), so there is no ranking to perturb."
+        )
+        return sec
+    long, rho = weighting_rankings(ranked, by=("condition",))
     sec.tables["robust_weightings"] = with_labels(ctx, long)
     sec.tables["robust_weighting_rho"] = rho
-    if len(ctx.judges) < 3:
+    if n_ranked < 3:
         sec.text.append(
-            f"Rankings of {len(ctx.judges)} judge(s): ρ between rankings needs ≥3 judges to mean much."
+            f"Rankings of {n_ranked} rankable judge{'s' if n_ranked != 1 else ''}: ρ between rankings needs "
+            "≥3 judges to mean much."
         )
     if rho["rho_vs_equal"].notna().any():
         sec.text.append(
@@ -69,14 +79,14 @@ def analyze(ctx: Context) -> Section:
         f"record-weighted alignment: largest shift {shift_txt} (published ≤1.5 pp)."
     )
 
-    bc, bc_rho = binary_collapse_table(main, by=("condition",))
+    bc, bc_rho = binary_collapse_table(ranked, by=("condition",))
     sec.tables["robust_binary_collapse"] = with_labels(ctx, bc)
     sec.tables["robust_binary_rho"] = bc_rho
     for r in bc_rho.itertuples(index=False):
         rtxt = "undefined" if np.isnan(r.rho_rankings) else f"{r.rho_rankings:.2f}"
         sec.text.append(
-            f"- {r.condition}: ρ(three-level ranking, binary ranking) = {rtxt} over {r.n_judges} judges"
-            " (published 0.03: hedging judges gain)."
+            f"- {r.condition}: ρ(three-level ranking, binary ranking) = {rtxt} over {r.n_judges} rankable "
+            f"judge{'s' if r.n_judges != 1 else ''} (published 0.03: hedging judges gain)."
         )
     rates = bc.groupby("judge", observed=True)["half_rate"].mean()
     sec.text.append(

@@ -40,10 +40,14 @@ def analyze(ctx: Context) -> Section:
             sec.text.append(
                 f"- {cond}: weakest metric **{pm.iloc[0]['metric']}** ({100 * pm.iloc[0]['align']:.1f} %), "
                 "strongest "
-                f"{pm.iloc[-1]['metric']} ({100 * pm.iloc[-1]['align']:.1f} %); hardest topology "
-                f"**{pt.iloc[0]['topology']}**"
-                f" ({100 * pt.iloc[0]['align']:.1f} %), easiest {pt.iloc[-1]['topology']} "
-                f"({100 * pt.iloc[-1]['align']:.1f} %) (pooled over rankable judges)."
+                f"{pm.iloc[-1]['metric']} ({100 * pm.iloc[-1]['align']:.1f} %); "
+                + (
+                    f"hardest topology **{pt.iloc[0]['topology']}** ({100 * pt.iloc[0]['align']:.1f} %), "
+                    f"easiest {pt.iloc[-1]['topology']} ({100 * pt.iloc[-1]['align']:.1f} %)"
+                    if len(pt) > 1
+                    else f"hardest / easiest topology n/a: one topology ({pt.iloc[0]['topology']})"
+                )
+                + " (pooled over rankable judges)."
             )
         sec.figures[f"rq1_metric_{cond}"] = heatmap(
             _matrix(per_metric, cond, "metric", METRICS),

@@ -26,6 +26,10 @@ def _kappa_matrix(pairs: pd.DataFrame, judges: list[str]) -> pd.DataFrame:
     return m
 
 
+#: why a jury alignment can be undefined (it never fills a juror's missing verdict)
+JURY_NA = "n/a (no verdict row where every juror gave a parsed verdict)"
+
+
 def _jury(ctx: Context, sec: Section) -> None:
     main = ctx.main
     jurors = ctx.rankable_judges()
@@ -68,8 +72,9 @@ def _jury(ctx: Context, sec: Section) -> None:
                 "ci_hi": hi,
             }
         )
+        jury_txt = fmt_ci(jr["align"], jr["ci_lo"], jr["ci_hi"]) if jr["align"] == jr["align"] else JURY_NA
         sec.text.append(
-            f"- {cond}: jury {fmt_ci(jr['align'], jr['ci_lo'], jr['ci_hi'])} vs best single judge "
+            f"- {cond}: jury {jury_txt} vs best single judge "
             f"{best['judge']} "
             f"{fmt_ci(best['align'], best['ci_lo'], best['ci_hi'])}: Δ {fmt_pp(rows[-1]['delta'], lo, hi)}"
         )
@@ -91,6 +96,9 @@ def analyze(ctx: Context) -> Section:
         "undefined (a judge that gives one verdict level on every shared row has no variance to agree on)."
     )
     pairs = pairwise_agreement(main, by=("condition",))
+    if pairs.empty:  # e.g. a comparison of runs whose judges graded different outputs
+        sec.lacking = "RQ2: no two rankable judges share a verdict row (same record, output and variant)."
+        return sec
     lin = pairwise_agreement(main, by=("condition",), weights="linear")
     pairs["kappa_linear"] = lin["kappa"].to_numpy()
     tiers = ctx.tiers()
@@ -115,7 +123,10 @@ def analyze(ctx: Context) -> Section:
         )
         agree = part["agreement"].dropna()
         agree_txt = f"{100 * agree.mean():.1f} %" if len(agree) else "n/a (no shared verdicts)"
-        sec.text.append(f"- {cond}: mean raw agreement {agree_txt}, {kappa_txt}; {len(part)} judge pairs.")
+        sec.text.append(
+            f"- {cond}: mean raw agreement {agree_txt}, {kappa_txt}; {len(part)} judge "
+            + ("pairs." if len(part) != 1 else "pair.")
+        )
         with_gap, rho, p, n = kappa_tier_correlation(part, tiers)
         tier_parts.append(with_gap)
         rho_rows.append({"condition": cond, "spearman_rho": rho, "p_value": p, "pairs_with_tiers": n})

@@ -14,6 +14,7 @@ def analyze(ctx: Context) -> Section:
         "RQ4: judge temperature",
         "temperature",
         lacking="RQ4: this run has one temperature; add temperatures: [0.3, 0.7, 1.0] to the pipeline.",
-        explain="Alignment at each temperature minus alignment at the baseline temperature (nan = model "
-        "default), same judges and scenarios, paired bootstrap CI. Published: ≤0.6 pp.",
+        explain="Alignment at each temperature minus alignment at the baseline temperature ('model "
+        "default' = no temperature sent), same judges and scenarios, paired bootstrap CI. "
+        "Published: ≤0.6 pp.",
     )

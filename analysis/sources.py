@@ -33,8 +33,11 @@ def analyze(ctx: Context) -> Section:
     )
     counts["what"] = [LABELS.get(str(s), str(s)) for s in counts["source"]]
     sec.tables["records_by_source"] = counts
+    if len(sources) == 1:
+        sec.title = f"Record sources: all {sources[0]}"
     by = ["judge", "condition", "source"]
-    main = df[df["condition"].isin(["with_gt", "without_gt"])]
+    # the headline's slice (baseline prompt variant, first trials, with/without GT), so the two agree
+    main = ctx.main
     table = align_ci(ctx, main, by)
     ceiling = alignment_table(main, by, "mu_ceiling")[[*by, "align"]].rename(columns={"align": "ceiling"})
     table = with_labels(ctx, table.merge(ceiling, on=by))
@@ -54,6 +57,10 @@ def analyze(ctx: Context) -> Section:
             + ", ".join(f"`report/{s}/report.md`" for s in sources)
             + ". Alignment per judge, condition and source:"
         )
+    sec.text.append(
+        "Alignment below is on the headline's slice (baseline prompt variant, first trials); the ceiling is "
+        "the oracle's on the same rows."
+    )
     for r in table.itertuples(index=False):
         sec.text.append(
             f"- {r.judge} ({r.judge_kind}), {r.condition}, {r.source}: {fmt_ci(r.align, r.ci_lo, r.ci_hi)}; "

@@ -132,3 +132,193 @@ def test_compare_joins_runs_with_paired_deltas(tmp_path: Path) -> None:
     assert other.shared_rows == len(both)
     assert other.delta == pytest.approx(sign * float((mu_a - mu_c).mean()))
     assert compare_cli([a], out, resamples=10, seed=0) == 2
+
+
+def test_compare_pools_variant_deltas_over_judges_with_both_levels(tmp_path: Path) -> None:
+    """Run A has CoT on and off, run B has CoT off only: the pooled CoT delta of the join is run A's."""
+    a, b = tmp_path / "cot", tmp_path / "plain"
+    both = [Variant(c, cot=cot) for c in ("with_gt", "without_gt") for cot in (False, True)]
+    write_run(a, SyntheticSpec(n_base=12, judges={"judge-a": 1, "judge-b": 2}, variants=both, seed=1))
+    write_run(b, SyntheticSpec(n_base=12, judges={"judge-c": 1}, seed=2))
+    out = tmp_path / "cmp"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert report_cli(a, resamples=50, seed=0) == 0
+        assert compare_cli([a, b], out, resamples=50, seed=0) == 0
+    joined = pd.read_csv(out / "tables" / "rq5_deltas_pooled.csv").set_index("condition")
+    single = pd.read_csv(a / "report" / "tables" / "rq5_deltas_pooled.csv").set_index("condition")
+    # hand computation over run A only: mean mu at cot=True minus mean mu at cot=False, rankable judges
+    raw = pd.read_parquet(a / "judgments.parquet")
+    raw = raw[(raw["scoring_mode"] == "strict") & raw["verdict"].notna()]
+    mu = 1 - (raw["reference"] - raw["verdict"]).abs()
+    for cond in ("with_gt", "without_gt"):
+        m = raw["condition"] == cond
+        want = mu[m & raw["cot"]].mean() - mu[m & ~raw["cot"]].mean()
+        assert joined.loc[cond, "delta"] == pytest.approx(want)
+        assert single.loc[cond, "delta"] == pytest.approx(want)
+        assert joined.loc[cond, "n_judges"] == 2 and joined.loc[cond, "judges_left_out"] == "judge-c"
+    md = (out / "report.md").read_text() + (out / "report.html").read_text()
+    assert "left out, one side only: judge-c" in md
+
+
+def test_variant_delta_is_na_when_no_judge_has_both_levels(tmp_path: Path) -> None:
+    a, b = tmp_path / "on", tmp_path / "off"
+    on = [Variant(c, cot=True) for c in ("with_gt", "without_gt")]
+    write_run(a, SyntheticSpec(n_base=12, judges={"judge-a": 1}, variants=on, seed=1))
+    write_run(b, SyntheticSpec(n_base=12, judges={"judge-c": 1}, seed=2))
+    out = tmp_path / "cmp"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert compare_cli([a, b], out, resamples=50, seed=0) == 0
+    html = (out / "report.html").read_text()
+    assert "pooled delta n/a (no rankable judge has verdicts at both levels" in html
+    pooled = pd.read_csv(out / "tables" / "rq5_deltas_pooled.csv")
+    assert pooled.empty
+
+
+def test_compare_without_shared_rows_has_no_paired_lead_or_recommendation(tmp_path: Path) -> None:
+    """Two runs graded different generator outputs: the order across runs has no paired CI."""
+    a, b = tmp_path / "old", tmp_path / "new"
+    write_run(a, SyntheticSpec(n_base=12, judges={"judge-a": 1}, generators={"sim/one": 0.8}, seed=1))
+    write_run(b, SyntheticSpec(n_base=12, judges={"judge-c": 1}, generators={"sim/two": 0.5}, seed=2))
+    out = tmp_path / "cmp"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert compare_cli([a, b], out, resamples=50, seed=0) == 0
+    rank = pd.read_csv(out / "tables" / "first_ranking.csv")
+    assert list(rank["run"]) != [rank["run"].iloc[0]] * 2 and len(rank) == 2
+    assert not rank["shares_rows_with_next"].iloc[0]
+    assert rank[["gap_ci_lo", "gap_ci_hi"]].iloc[0].isna().all()
+    md = (out / "report.md").read_text()
+    assert "n/a (no shared rows)" in md and "| — (last) |" in md
+    assert "WARNING: adjacent judges from different runs share no verdict rows" in md
+    assert "Overall: no recommendation between" in md and "significant" not in md.split("Overall:")[1][:400]
+    guide = pd.read_csv(out / "tables" / "guide.csv")
+    assert not guide["decisive"].any() and not guide["shares_rows"].any()
+    assert "CI n/a (no shared rows between their runs): not comparable" in md
+
+
+def test_same_run_lead_keeps_its_paired_ci(normal: tuple[Path, str, str]) -> None:
+    d, md, _ = normal
+    rank = pd.read_csv(d / "report" / "tables" / "first_ranking.csv")
+    assert rank["shares_rows_with_next"].all() and np.isfinite(rank["gap_ci_lo"].iloc[0])
+    assert "| — (last) |" in md and "WARNING" not in md
+    assert "its CI excludes 0 (significant)" in md or "its CI contains 0 (not significant)" in md
+
+
+def test_skill_notes_distinguish_below_zero_from_base_rate() -> None:
+    from analysis.first_screen import _ranking_notes
+
+    rank = pd.DataFrame(
+        {
+            "judge": ["bad", "flat", "good"],
+            "skill": [-0.31, 0.02, 0.05],
+            "skill_ci_lo": [-0.55, -0.04, 0.01],
+            "skill_ci_hi": [-0.10, 0.08, 0.09],
+            "best_constant": ["1", "1", "1"],
+        }
+    )
+    notes = _ranking_notes(rank)
+    assert notes == [
+        "- bad: skill -0.31 [-0.55, -0.10] is below 0 — worse than a constant judge that always answers 1.",
+        "- flat: skill 0.02 [-0.04, 0.08] ≈ 0 — no better than the base rate (a constant judge).",
+    ]
+
+
+def test_record_sources_alignment_equals_headline_on_single_source_run(tmp_path: Path) -> None:
+    """With CoT and temperature variants present, the sources section uses the headline's slice."""
+    variants = [
+        Variant(c, cot=cot, temperature=t)
+        for c in ("with_gt", "without_gt")
+        for cot, t in ((False, float("nan")), (True, float("nan")), (False, 0.7))
+    ]
+    code, md, html = _report(tmp_path, SyntheticSpec(n_base=12, judges=JUDGES, variants=variants), 50)
+    assert code == 0
+    tables = tmp_path / "report" / "tables"
+    src = pd.read_csv(tables / "alignment_by_source.csv")
+    head = pd.read_csv(tables / "headline.csv")
+    head = head[head["scoring_mode"] == "strict"]
+    keys = ["judge", "condition"]
+    both = src.merge(head, on=keys, suffixes=("_src", "_head"))
+    assert len(both) == len(head) == len(src) == 2 * len(JUDGES)
+    assert both["align_src"].to_numpy() == pytest.approx(both["align_head"].to_numpy())
+    assert both["ceiling_src"].to_numpy() == pytest.approx(both["ceiling_head"].to_numpy())
+    # the old section pooled every variant: the CoT / temperature rows would move these numbers
+    allrows = pd.read_parquet(tmp_path / "judgments.parquet")
+    assert allrows["cot"].any() and allrows["temperature"].notna().any()
+    assert "Record sources: all synthetic" in html and "synthetic vs imported" not in html
+
+
+def test_calibration_judges_stay_out_of_rank_correlations_and_counts(tmp_path: Path) -> None:
+    judges = {"judge-a": 1, "judge-b": 2, "judge-c": 3, "baseline/always-1": 3, "baseline/ceiling": 3}
+    variants = [Variant(c, cot=cot) for c in ("with_gt", "without_gt") for cot in (False, True)]
+    code, md, html = _report(tmp_path, SyntheticSpec(n_base=12, judges=judges, variants=variants), 50)
+    assert code == 0
+    tables = tmp_path / "report" / "tables"
+    rankable = {"judge-a", "judge-b", "judge-c"}
+    assert set(pd.read_csv(tables / "robust_weightings.csv")["judge"]) == rankable
+    assert set(pd.read_csv(tables / "robust_binary_collapse.csv")["judge"]) == rankable
+    assert (pd.read_csv(tables / "robust_binary_rho.csv")["n_judges"] == 3).all()
+    assert "over 3 rankable judges" in html
+    # RQ5: 3 rankable judges × 2 conditions, not 5 × 2
+    assert "of 6; rankable judges only" in html and "of 10" not in html
+
+
+def test_small_wording_fixes(tmp_path: Path) -> None:
+    """Headline legend marks simulated and calibration judges; the recommendation names a simulated
+    leader; one topology is 'n/a: one topology'; no 'nan = model default'; singular 'pair'."""
+    from agentjudge.report.context import load_context
+    from analysis import headline, rq1_metrics_topologies
+
+    judges = {"simjudge/lenient": 1, "judge-b": 3, "baseline/always-1": 3, "baseline/ceiling": 3}
+    code, md, html = _report(tmp_path, SyntheticSpec(n_base=12, judges=judges), 50)
+    assert code == 0
+    ctx = load_context(tmp_path, resamples=20, seed=0)
+    legend = [
+        t.get_text() for t in headline.analyze(ctx).figures["headline"].axes[0].get_legend().get_texts()
+    ]
+    assert set(legend) == {
+        "simjudge/lenient (sim)",
+        "judge-b",
+        "baseline/always-1 (constant, calibration)",
+        "baseline/ceiling (oracle, calibration)",
+    }
+    assert "nan = model default" not in html and "1 pairs" not in html
+    assert "1 judge pair." in html and "), 1 pair |" in md
+    rank = pd.read_csv(tmp_path / "report" / "tables" / "first_ranking.csv")
+    assert rank["judge"].iloc[0] == "simjudge/lenient"  # tier 1 beats tier 3 in the synthetic run
+    assert "**simjudge/lenient** (a SIMULATED judge, not a model)" in md
+    one = ctx.main[ctx.main["topology"].astype(str) == str(ctx.main["topology"].iloc[0])]
+    ctx.__dict__["_store"]["main"] = one
+    text = " ".join(rq1_metrics_topologies.analyze(ctx).text)
+    assert "hardest / easiest topology n/a: one topology" in text and "easiest" not in text.replace(
+        "hardest / easiest", ""
+    )
+
+
+def test_undefined_jury_gives_its_reason(normal: tuple[Path, str, str]) -> None:
+    from agentjudge.report.context import Section, load_context
+    from analysis.first_screen import published_rows
+
+    d, _, _ = normal
+    ctx = load_context(d, resamples=10, seed=0)
+    jury = pd.DataFrame(
+        [
+            {
+                "condition": "with_gt",
+                "jury": np.nan,
+                "best_judge": "judge-a",
+                "best_align": 0.8,
+                "delta": np.nan,
+                "ci_lo": np.nan,
+                "ci_hi": np.nan,
+            }
+        ]
+    )
+    rq2 = Section("rq2", "RQ2")
+    rq2.tables["rq2_jury_vs_best"] = jury
+    rows = published_rows(ctx, {"rq2": rq2}, pd.DataFrame())
+    text = rows[rows["statistic"].str.startswith("soft jury")]["this run"].iloc[0]
+    assert text.startswith(
+        "jury n/a (no verdict row where every juror gave a parsed verdict), best judge-a 80.0 %"
+    )

@@ -38,8 +38,10 @@ def grouped_bars(
     percent: bool = True,
     zoom: bool = False,
     xlabel: str | None = None,
+    labels: dict[str, str] | None = None,
 ) -> Figure:
-    """Bars of ``value`` per ``group`` (x) and ``hue`` (colour), with CI error bars."""
+    """Bars of ``value`` per ``group`` (x) and ``hue`` (colour), with CI error bars; ``labels`` renames
+    legend entries (e.g. to mark simulated or calibration judges) without changing the colours."""
     groups = list(dict.fromkeys(table[group].astype(str)))
     hues = list(dict.fromkeys(table[hue].astype(str)))
     scale = 100.0 if percent else 1.0
@@ -56,7 +58,7 @@ def grouped_bars(
             err = np.vstack([y - part[lo].to_numpy(float) * scale, part[hi].to_numpy(float) * scale - y])
             err = np.where(np.isnan(err), 0, err)
         x = np.arange(len(groups)) + (i - (len(hues) - 1) / 2) * width
-        ax.bar(x, y, width, yerr=err, capsize=3, label=h, color=colors.get(h))
+        ax.bar(x, y, width, yerr=err, capsize=3, label=(labels or {}).get(h, h), color=colors.get(h))
     ax.set_xticks(np.arange(len(groups)), groups, rotation=20, ha="right")
     ax.set_xlabel(xlabel if xlabel is not None else group.replace("_", " "))
     ax.set_ylabel(ylabel)
