@@ -75,8 +75,10 @@ def _spec(record: Record, i: int) -> Any:
 
 
 def _context_spans(record: Record) -> list[str]:
+    """Text whose nouns neither introduce nor dangle. The reason clauses of optional steps ("since the
+    patient asked for a reminder") are *not* here: the reader reads them as part of the request, so a
+    reason that says "the appointment" when no appointment was introduced is a dangling reference."""
     dom = _domain(record.domain)
-    conditions = [c for t in dom.tools if t.condition for c in (*t.condition.holds, *t.condition.absent)]
     values = [
         v
         for step in record.gt
@@ -86,7 +88,7 @@ def _context_spans(record: Record) -> list[str]:
     values += [
         v.replace("_", " ") for v in values
     ]  # the user's own words (a note, a template) refer to nothing
-    return [*dom.scenarios, *dom.distractors, *dom.personas, *conditions, record.scenario, *values]
+    return [*dom.scenarios, *dom.distractors, *dom.personas, record.scenario, *values]
 
 
 def _ancestors(record: Record, query: str) -> list[set[int]]:
