@@ -77,7 +77,8 @@ def _spec(record: Record, i: int) -> Any:
 def _context_spans(record: Record) -> list[str]:
     """Text whose nouns neither introduce nor dangle. The reason clauses of optional steps ("since the
     patient asked for a reminder") are *not* here: the reader reads them as part of the request, so a
-    reason that says "the appointment" when no appointment was introduced is a dangling reference."""
+    reason that says "the appointment" when no appointment was introduced is a dangling reference (only
+    a reason's subject is let through: see ``mentions.blank_reason_subjects``)."""
     dom = _domain(record.domain)
     values = [
         v
@@ -387,9 +388,12 @@ def _f(code: str, detail: str, d: Difficulty | None) -> GateFinding:
 def _no_antecedent(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
     voc = mentions.vocab(record.domain)
     spans = _context_spans(record)
+    dom = _domain(record.domain)
+    reasons = [c for t in dom.tools if t.condition for c in (*t.condition.holds, *t.condition.absent)]
     findings = []
     for d, q in queries.items():
-        for ref in mentions.dangling(mentions.blank(q, spans), voc):
+        text = mentions.blank_reason_subjects(mentions.blank(q, spans), reasons, voc)
+        for ref in mentions.dangling(text, voc):
             findings.append(
                 _f("no_antecedent", f"{q[ref.start : ref.end]!r}: {ref.why.replace('_', ' ')}", d)
             )
