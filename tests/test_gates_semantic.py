@@ -398,7 +398,10 @@ def test_no_antecedent_in_an_optional_steps_reason_clause(monkeypatch: pytest.Mo
 def test_a_reasons_subject_is_bridged_but_its_other_nouns_are_read() -> None:
     voc = mentions.vocab("health")
     reasons = ["the patient asked to be reminded before the appointment"]
-    query = "Pull up clinician CLN-1. Message the clinician, since the patient asked to be reminded before the appointment."
+    query = (
+        "Pull up clinician CLN-1. Message the clinician, since the patient asked to be reminded before "
+        "the appointment."
+    )
     text = mentions.blank_reason_subjects(query, reasons, voc)
     assert len(text) == len(query)
     assert [(d.phrase, d.why) for d in mentions.dangling(text, voc)] == [
