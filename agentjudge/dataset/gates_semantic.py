@@ -392,7 +392,8 @@ def _no_antecedent(record: Record, queries: dict[Difficulty, str]) -> list[GateF
     reasons = [c for t in dom.tools if t.condition for c in (*t.condition.holds, *t.condition.absent)]
     findings = []
     for d, q in queries.items():
-        text = mentions.blank_reason_subjects(mentions.blank(q, spans), reasons, voc)
+        # subjects first: a note's text may sit inside its reason ("box arrived dented")
+        text = mentions.blank(mentions.blank_reason_subjects(q, reasons, voc), spans)
         for ref in mentions.dangling(text, voc):
             findings.append(
                 _f("no_antecedent", f"{q[ref.start : ref.end]!r}: {ref.why.replace('_', ' ')}", d)
