@@ -360,3 +360,51 @@ def test_audit_prints_a_topology_stratified_gradable_sample(tmp_path) -> None:  
     assert bad.exit_code == 2 and "--difficulty" in bad.output
     missing = runner.invoke(app, ["audit", str(tmp_path / "none.jsonl")])
     assert missing.exit_code == 2 and "Traceback" not in missing.output
+
+
+def test_no_antecedent_in_an_optional_steps_reason_clause(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit's reason-clause defect: "since the patient asked to be reminded before the appointment" in
+    a query that introduces no appointment. The reason is read as part of the request, so the gate checks
+    it; putting the old wording back into a shipped record without an appointment must fail the gate, even
+    while the old wording is still one of the domain's reason texts (as it was before the fix)."""
+    from agentjudge.dataset import gates_semantic
+
+    domain = gates_semantic._domain("health").model_copy(deep=True)
+    tool = next(t for t in domain.tools if t.name == "send_patient_reminder")
+    tool.condition.holds[1] = "the patient asked to be reminded before the appointment"
+    monkeypatch.setattr(gates_semantic, "_domain", lambda slug: domain)
+    assert "appointment" in mentions.vocab("health").kinds
+    for index in range(40):
+        record = shipped("health", "optional_enrichment", index)
+        for difficulty, query in record.queries.items():
+            if "the patient asked for a reminder" not in query:
+                continue
+            if re.search(r"\bappointments?\b", query.lower()):
+                continue  # an appointment is introduced: the old wording would have been fine here
+            assert codes(record)["no_antecedent"] == 0
+            old = query.replace(
+                "the patient asked for a reminder", "the patient asked to be reminded before the appointment"
+            )
+            found = [
+                (f.difficulty, f.detail)
+                for f in semantic_findings(with_query(record, difficulty, old))[0]
+                if f.code == "no_antecedent"
+            ]
+            assert found == [(difficulty, "'appointment': never introduced")]
+            return
+    pytest.fail("no health optional_enrichment query gives 'asked for a reminder' without an appointment")
+
+
+def test_a_reasons_subject_is_bridged_but_its_other_nouns_are_read() -> None:
+    voc = mentions.vocab("health")
+    reasons = ["the patient asked to be reminded before the appointment"]
+    query = (
+        "Pull up clinician CLN-1. Message the clinician, since the patient asked to be reminded before "
+        "the appointment."
+    )
+    text = mentions.blank_reason_subjects(query, reasons, voc)
+    assert len(text) == len(query)
+    assert [(d.phrase, d.why) for d in mentions.dangling(text, voc)] == [
+        ("the appointment", "never_introduced")
+    ]
+    assert [d.phrase for d in mentions.dangling(query, voc)] == ["the patient", "the appointment"]

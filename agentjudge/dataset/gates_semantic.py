@@ -75,8 +75,11 @@ def _spec(record: Record, i: int) -> Any:
 
 
 def _context_spans(record: Record) -> list[str]:
+    """Text whose nouns neither introduce nor dangle. The reason clauses of optional steps ("since the
+    patient asked for a reminder") are *not* here: the reader reads them as part of the request, so a
+    reason that says "the appointment" when no appointment was introduced is a dangling reference (only
+    a reason's subject is let through: see ``mentions.blank_reason_subjects``)."""
     dom = _domain(record.domain)
-    conditions = [c for t in dom.tools if t.condition for c in (*t.condition.holds, *t.condition.absent)]
     values = [
         v
         for step in record.gt
@@ -86,7 +89,7 @@ def _context_spans(record: Record) -> list[str]:
     values += [
         v.replace("_", " ") for v in values
     ]  # the user's own words (a note, a template) refer to nothing
-    return [*dom.scenarios, *dom.distractors, *dom.personas, *conditions, record.scenario, *values]
+    return [*dom.scenarios, *dom.distractors, *dom.personas, record.scenario, *values]
 
 
 def _ancestors(record: Record, query: str) -> list[set[int]]:
@@ -385,9 +388,13 @@ def _f(code: str, detail: str, d: Difficulty | None) -> GateFinding:
 def _no_antecedent(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
     voc = mentions.vocab(record.domain)
     spans = _context_spans(record)
+    dom = _domain(record.domain)
+    reasons = [c for t in dom.tools if t.condition for c in (*t.condition.holds, *t.condition.absent)]
     findings = []
     for d, q in queries.items():
-        for ref in mentions.dangling(mentions.blank(q, spans), voc):
+        # subjects first: a note's text may sit inside its reason ("box arrived dented")
+        text = mentions.blank(mentions.blank_reason_subjects(q, reasons, voc), spans)
+        for ref in mentions.dangling(text, voc):
             findings.append(
                 _f("no_antecedent", f"{q[ref.start : ref.end]!r}: {ref.why.replace('_', ' ')}", d)
             )

@@ -106,6 +106,27 @@ def blank(text: str, spans: list[str]) -> str:
     return text
 
 
+def blank_reason_subjects(text: str, reasons: list[str], voc: Vocab) -> str:
+    """``text`` with the first record noun of each reason clause found in it blanked ("the client" in
+    "the client has sent in a supporting invoice", "the contract" in "the contract's liability cap ...").
+    A reason's subject is the person or record the request is about, which a reader resolves by bridging
+    ("log on the payment that ..., as the client has sent in an invoice": the payment's client); every
+    other noun of the reason is read like the rest of the query, so "before the appointment" in a query
+    without an appointment dangles."""
+    for reason in reasons:
+        reason = reason.strip().rstrip(".")
+        m = voc.pattern.search(reason.lower())
+        if m is None or len(reason) < 8:
+            continue
+        for form in {reason, reason[:1].upper() + reason[1:]}:
+            start = text.find(form)
+            while start != -1:
+                a, b = start + m.start(), start + m.end()
+                text = text[:a] + " " * (b - a) + text[b:]
+                start = text.find(form, start + 1)
+    return text
+
+
 def dangling(text: str, voc: Vocab) -> list[Dangling]:
     """References in ``text`` that a reader cannot resolve (see the module docstring)."""
     low = text.lower()
