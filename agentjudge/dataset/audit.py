@@ -94,7 +94,7 @@ def audit_cli(path: Path, n: int, seed: int, difficulty: str | None) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from agentjudge.dataset.layout import LayoutError, read_records
+    from agentjudge.dataset.validate import read_for_cli
 
     console = Console(soft_wrap=True, highlight=False)
     wanted = [d.strip() for d in (difficulty or "hard").split(",") if d.strip()]
@@ -103,13 +103,8 @@ def audit_cli(path: Path, n: int, seed: int, difficulty: str | None) -> int:
         why = f"--difficulty must list {', '.join(DIFFICULTIES)}" if bad or not wanted else "--n must be >= 1"
         console.print(f"[red]error:[/] {why}")
         return 2
-    try:
-        records = read_records(path)
-    except LayoutError as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
-        return 2
-    if not records:
-        console.print(f"[red]error:[/] {escape(str(path))}: no records in the file")
+    records = read_for_cli(path, console)
+    if records is None:
         return 2
     picked = sample(records, n, seed, wanted)  # type: ignore[arg-type]
     lacking = [(r, d) for r, d in picked if d not in difficulties_of(r)]

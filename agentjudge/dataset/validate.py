@@ -10,6 +10,7 @@ from __future__ import annotations
 import multiprocessing as mp
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from agentjudge.types import DIFFICULTIES, GateFinding, Record, ValidationReport
 
@@ -47,21 +48,32 @@ def counted(records: list[Record]) -> str:
     return f"{len(records)} {noun} ({n_queries} records over {over})"
 
 
+def read_for_cli(path: Path, console: Any) -> list[Record] | None:
+    """The records of ``path`` for a verb that reads a dataset; an unreadable or empty file is one error
+    line on ``console`` and None (the verb then exits 2)."""
+    from rich.markup import escape
+
+    from agentjudge.dataset.layout import LayoutError, read_records
+
+    try:
+        records = read_records(path)
+    except LayoutError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        return None
+    if not records:
+        console.print(f"[red]error:[/] {escape(str(path))}: no records in the file")
+        return None
+    return records
+
+
 def validate_cli(path: Path) -> int:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    from agentjudge.dataset.layout import LayoutError, read_records
-
     console = Console(soft_wrap=True)
-    try:
-        records = read_records(path)
-    except LayoutError as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
-        return 2
-    if not records:
-        console.print(f"[red]error:[/] {escape(str(path))}: no records in the file")
+    records = read_for_cli(path, console)
+    if records is None:
         return 2
     reports = check_records(records)
     failing = [(r, rep) for r, rep in zip(records, reports, strict=True) if not rep.passed]
