@@ -138,6 +138,18 @@ class Usage(Strict):
     cache_saved_usd: float = 0.0  # list price of those tokens minus what they cost
     cached: bool = False
 
+    def plus(self, more: Usage, first: bool = False) -> Usage:
+        """Two calls' usage summed (re-asks, interactive turns); ``cached`` only when every call was a
+        cache hit (``first``: ``self`` is the empty start, so ``more`` alone decides)."""
+        return Usage(
+            prompt_tokens=self.prompt_tokens + more.prompt_tokens,
+            completion_tokens=self.completion_tokens + more.completion_tokens,
+            cost_usd=self.cost_usd + more.cost_usd,
+            cached_prompt_tokens=self.cached_prompt_tokens + more.cached_prompt_tokens,
+            cache_saved_usd=self.cache_saved_usd + more.cache_saved_usd,
+            cached=more.cached if first else (self.cached and more.cached),
+        )
+
 
 class ToolStep(Strict):
     """One executed call of an interactive episode: the tool's output, or its error message."""

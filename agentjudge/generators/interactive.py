@@ -76,15 +76,6 @@ def tool_content(output: Any, error: str | None) -> str:
     return json.dumps({"error": error} if error is not None else output, ensure_ascii=False)
 
 
-def _add_usage(total: Usage, more: Usage) -> Usage:
-    return Usage(
-        prompt_tokens=total.prompt_tokens + more.prompt_tokens,
-        completion_tokens=total.completion_tokens + more.completion_tokens,
-        cost_usd=total.cost_usd + more.cost_usd,
-        cached=total.cached and more.cached,
-    )
-
-
 async def run_episode(
     env: Any, messages: list[dict[str, Any]], policy: Policy, max_turns: int, native: bool
 ) -> tuple[Trajectory, Usage]:
@@ -98,8 +89,12 @@ async def run_episode(
     steps: list[ToolStep] = []
     usage = Usage(cached=True)
     for turn_no in range(1, max_turns + 1):
-        turn = await policy(messages)
-        usage = _add_usage(usage, turn.usage)
+        try:
+            turn = await policy(messages)
+        except Exception as exc:  # the turns already paid for stay on the failed prediction's row
+            exc.partial_usage = usage  # type: ignore[attr-defined]
+            raise
+        usage = usage.plus(turn.usage)
         stop: StopReason | None = None
         if turn.unparseable is not None:
             stop = "unparseable"
@@ -249,7 +244,12 @@ class InteractiveGenerator:
         except ModelCallError as exc:
             turn = getattr(policy, "turn_no", "?")
             return Prediction.for_task(
-                task, self.name, trial, calls=None, error=f"call_failed[{exc.kind}] at turn {turn}: {exc}"
+                task,
+                self.name,
+                trial,
+                calls=None,
+                error=f"call_failed[{exc.kind}] at turn {turn}: {exc}",
+                usage=getattr(exc, "partial_usage", Usage()),
             )
         errors = getattr(policy, "errors", None)  # simulated agents report the errors they injected
         raw = (

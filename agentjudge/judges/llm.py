@@ -52,6 +52,39 @@ VERDICT_SCHEMA: dict[str, Any] = {  # the shape prompts/format_json.md asks for
     "required": [*METRICS, "overall"],
     "additionalProperties": False,
 }
+# the trajectory conditions ask for the outcome too (prompts/trajectory_format_json.md)
+TRAJECTORY_VERDICT_SCHEMA: dict[str, Any] = {
+    **VERDICT_SCHEMA,
+    "properties": {**VERDICT_SCHEMA["properties"], "outcome": _METRIC_SCHEMA},
+    "required": [*METRICS, "outcome", "overall"],
+}
+# the published output keys the paper family asks for (prompts/paper/*.md, SPEC §7a)
+PAPER_METRIC_KEYS = (
+    "tool_selection_accuracy",
+    "parameter_structure_accuracy",
+    "sequence_accuracy",
+    "query_coverage_accuracy",
+)
+PAPER_VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        **{
+            key: {
+                "type": "object",
+                "properties": {
+                    "accuracy": {"type": "number", "enum": [0.0, 0.5, 1.0]},
+                    "justification": {"type": "string"},
+                },
+                "required": ["accuracy", "justification"],
+                "additionalProperties": False,
+            }
+            for key in PAPER_METRIC_KEYS
+        },
+        "overall_assessment": {"type": "string"},
+    },
+    "required": [*PAPER_METRIC_KEYS, "overall_assessment"],
+    "additionalProperties": False,
+}
 THINKING_ON_KEY = "judge_thinking_on"
 THINKING_OFF_KEY = "judge_thinking_off"
 ATTEMPT_SEPARATOR = "\n\n===== agentjudge: re-ask {n} =====\n\n"
@@ -73,25 +106,21 @@ def _call_settings(settings: ModelSettings, cot: bool) -> ModelSettings:
     return settings.model_copy(update={"extra": extra})
 
 
-def response_format(settings: ModelSettings, request: JudgeRequest) -> dict[str, Any] | None:
+def response_format(
+    settings: ModelSettings, request: JudgeRequest, family: PromptFamily = DEFAULT_PROMPT_FAMILY
+) -> dict[str, Any] | None:
     """The verdict JSON Schema as ``response_format`` when ``settings.structured_output`` is on and the
     variant asks for JSON without chain of thought (reasoning written before the verdicts would not fit a
-    schema-constrained answer). None otherwise."""
+    schema-constrained answer). None otherwise. The schema is the shape the prompt asks for: with the
+    outcome in the trajectory conditions, the published keys in the paper family, ours otherwise."""
     variant = request.variant
     if not settings.structured_output or variant.prompt_format != "json" or variant.cot:
         return None
+    if is_trajectory(request.condition):
+        return schema_response_format(settings, "judge_verdicts", TRAJECTORY_VERDICT_SCHEMA)
+    if family == "paper":
+        return schema_response_format(settings, "judge_verdicts", PAPER_VERDICT_SCHEMA)
     return schema_response_format(settings, "judge_verdicts", VERDICT_SCHEMA)
-
-
-def _add_usage(total: Usage, more: Usage, first: bool) -> Usage:
-    return Usage(
-        prompt_tokens=total.prompt_tokens + more.prompt_tokens,
-        completion_tokens=total.completion_tokens + more.completion_tokens,
-        cost_usd=total.cost_usd + more.cost_usd,
-        cached_prompt_tokens=total.cached_prompt_tokens + more.cached_prompt_tokens,
-        cache_saved_usd=total.cache_saved_usd + more.cache_saved_usd,
-        cached=more.cached if first else (total.cached and more.cached),
-    )
 
 
 class LLMJudge:
@@ -127,7 +156,7 @@ class LLMJudge:
             messages = with_cache_breakpoint(messages, request, self.tool_rendering)
         outcome: float | None = None
         settings = _call_settings(self.settings, request.variant.cot)
-        schema = response_format(settings, request)
+        schema = response_format(settings, request, self.prompt_family)
         texts: list[str] = []
         usage = Usage()
         parsed: ParsedVerdicts | None = None
@@ -150,7 +179,7 @@ class LLMJudge:
                     error=f"{exc.kind}: {exc.message}",
                     usage=usage,
                 )
-            usage = _add_usage(usage, completion.usage, first=attempt == 0)
+            usage = usage.plus(completion.usage, first=attempt == 0)
             texts.append(completion.text)
             parsed = parse_verdicts(completion.text, request.variant)
             if episode:

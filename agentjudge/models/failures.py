@@ -40,7 +40,8 @@ _KIND_TO_REASON = {
     "parse": "parse",
     "cost_cap": "cost_cap",
 }
-_KIND_RE = re.compile(r"^\s*(?:call_failed\[(?P<bracket>\w+)\]|(?P<plain>\w+)):")
+# "call_failed[kind]: ..." (single shot) or "call_failed[kind] at turn N: ..." (interactive), or "kind: ..."
+_KIND_RE = re.compile(r"^\s*(?:call_failed\[(?P<bracket>\w+)\][^:]*|(?P<plain>\w+)):")
 
 
 def reason_of(error: str | None) -> str:
