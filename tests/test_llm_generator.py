@@ -266,3 +266,15 @@ def test_infer_cli_binds_records_for_simulated_generators(tmp_path: Path) -> Non
     assert len(preds) == 2 and all(p.simulated and p.error is None for p in preds)
     gt_calls = [EXPECTED[0], ToolCall(name="close_ticket", arguments={"customer_id": "C1"})]
     assert all(p.calls == gt_calls for p in preds)  # the perfect profile reproduces the GT calls
+
+
+def test_infer_into_a_shared_file_keeps_other_generators_rows(tmp_path: Path) -> None:
+    """Two generators written to one predictions file: the second run must not delete the first's rows."""
+    data = _records(tmp_path, 2)
+    out = tmp_path / "both.jsonl"
+    assert infer_cli(data, "sim/perfect", out, ["easy"], 1, None, False) == 0
+    first = read_predictions(out)
+    assert infer_cli(data, "sim/weak", out, ["easy"], 1, None, False) == 0
+    preds = read_predictions(out)
+    assert sorted({p.generator for p in preds}) == ["sim/perfect", "sim/weak"] and len(preds) == 4
+    assert [p for p in preds if p.generator == "sim/perfect"] == first

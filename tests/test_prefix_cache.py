@@ -119,6 +119,27 @@ async def test_client_records_cached_tokens_per_call(fake_llm: Any) -> None:
     assert second.usage.cost_usd == pytest.approx(3000 * GPT4O_IN + 10 * GPT4O_OUT)
 
 
+async def test_a_call_cache_hit_reports_no_provider_cache_reads(fake_llm: Any, tmp_path: Any) -> None:
+    """Our own cache answered: nothing was sent, so no cost and no provider-cache tokens or savings."""
+    from agentjudge.models.cache import CallCache
+
+    fake_llm.queue(
+        "ok",
+        usage={
+            "prompt_tokens": 3000,
+            "completion_tokens": 10,
+            "prompt_tokens_details": {"cached_tokens": 2048},
+        },
+    )
+    client = ModelClient(cache=CallCache(tmp_path / "calls.sqlite"))
+    settings = fake_llm.settings(model="openai/gpt-4o")
+    sent = await client.complete(settings, [{"role": "user", "content": "hi"}])
+    hit = await client.complete(settings, [{"role": "user", "content": "hi"}])
+    assert sent.usage.cached_prompt_tokens == 2048 and sent.usage.cache_saved_usd > 0
+    assert hit.usage.cached and hit.usage.cost_usd == 0.0
+    assert hit.usage.cached_prompt_tokens == 0 and hit.usage.cache_saved_usd == 0.0
+
+
 def test_anthropic_usage_fields_and_saving_with_a_write_premium() -> None:
     usage = {"prompt_tokens": 5000, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 500}
     assert cached_prompt_tokens(usage) == (1000, 500)

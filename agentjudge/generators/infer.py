@@ -242,9 +242,11 @@ def infer_cli(
         bind({r.id: r for r in records})
 
     previous: list[Prediction] = []
+    others: list[Prediction] = []  # other generators' rows in the same file: written back unchanged
     if out.exists():
         try:
-            previous = [p for p in read_predictions(out) if p.generator == gen.name]
+            for p in read_predictions(out):
+                (previous if p.generator == gen.name else others).append(p)
         except (OSError, ValueError) as exc:
             console.print(
                 f"[red]existing output {out} is unreadable ({exc}); move it away to start over[/red]"
@@ -258,7 +260,7 @@ def infer_cli(
     )
 
     done: list[Prediction] = []
-    write_predictions(out, kept.values())  # drops old failures: they are retried below
+    write_predictions(out, [*others, *kept.values()])  # drops old failures: they are retried below
     append = out.open("a", encoding="utf-8") if out.suffix == ".jsonl" else None
 
     def on_done(pred: Prediction) -> None:
@@ -282,7 +284,7 @@ def infer_cli(
     finally:
         if append is not None:
             append.close()
-        write_predictions(out, [*kept.values(), *done])  # also on Ctrl-C: what finished is kept
+        write_predictions(out, [*others, *kept.values(), *done])  # also on Ctrl-C: what finished is kept
     new = done
 
     failed = [p for p in new if p.error is not None]

@@ -408,7 +408,15 @@ class ModelClient:
                 cached = None
             if cached is not None:
                 stats.cache_hits += 1
-                cached.usage = cached.usage.model_copy(update={"cached": True, "cost_usd": 0.0})
+                # nothing was sent: no cost, and no provider-cache reads or savings either
+                cached.usage = cached.usage.model_copy(
+                    update={
+                        "cached": True,
+                        "cost_usd": 0.0,
+                        "cached_prompt_tokens": 0,
+                        "cache_saved_usd": 0.0,
+                    }
+                )
                 return cached
         earlier = self.stopped.get((settings.model, settings.api_base))
         if earlier is not None:
