@@ -7,8 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from agentjudge.report.build import report_cli
 from agentjudge.report.compare import compare_cli
-from agentjudge.report.synthetic import SyntheticSpec, write_run
+from agentjudge.report.synthetic import SyntheticSpec, Variant, write_run
 
 SPEC = SyntheticSpec(n_base=8, judges={"judge-a": 1, "judge-b": 2}, seed=1)
 
@@ -54,3 +55,20 @@ def test_compare_accepts_runs_sharing_one_imported_source(tmp_path: Path) -> Non
     _relabel(a, "imported")
     _relabel(b, "imported")
     assert compare_cli([a, b], tmp_path / "cmp", resamples=20, seed=0) == 0
+
+
+def test_report_replaces_an_unreportable_source_by_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The imported records have only trajectory-condition rows: no imported sub-report, no traceback."""
+    variants = [Variant(condition=c) for c in ("with_gt", "without_gt", "trajectory_with_gt")]
+    write_run(tmp_path, SyntheticSpec(n_base=8, judges={"judge-a": 1, "judge-b": 2}, variants=variants))
+    _relabel(tmp_path, "imported", "condition == 'trajectory_with_gt'")
+    assert report_cli(tmp_path, resamples=20, seed=0) == 1
+    out = tmp_path / "report"
+    assert (out / "synthetic" / "report.md").exists() and not (out / "imported").exists()
+    md = (out / "report.md").read_text()
+    lines = [line for line in md.splitlines() if "No imported report" in line]
+    assert len(lines) == 1 and "no with_gt or without_gt rows" in lines[0]
+    assert "No imported report" in (out / "report.html").read_text()
+    assert "No imported report" in capsys.readouterr().out
