@@ -119,6 +119,34 @@ async def test_client_records_cached_tokens_per_call(fake_llm: Any) -> None:
     assert second.usage.cost_usd == pytest.approx(3000 * GPT4O_IN + 10 * GPT4O_OUT)
 
 
+async def test_pipeline_price_is_not_mixed_with_litellms_cache_discount(fake_llm: Any) -> None:
+    """gpt-4o is in litellm's map with a cache price; a pipeline price replaces the whole price, and has no
+    cache price, so every prompt token is charged at it and no saving is claimed."""
+    usage = {"prompt_tokens": 3000, "completion_tokens": 10, "prompt_tokens_details": {"cached_tokens": 2048}}
+    fake_llm.queue("ok", usage=usage)
+    settings = fake_llm.settings(model="openai/gpt-4o", input_cost_per_token=1e-6, output_cost_per_token=3e-6)
+    out = await ModelClient(cache=None).complete(settings, [{"role": "user", "content": "hi"}])
+    assert out.cost_known and out.usage.cached_prompt_tokens == 2048
+    assert out.usage.cost_usd == pytest.approx(3000 * 1e-6 + 10 * 3e-6)
+    assert out.usage.cache_saved_usd == 0.0
+
+
+def test_half_a_pipeline_price_is_refused_naming_the_model(tmp_path: Path) -> None:
+    from agentjudge.runner.pipeline import PipelineError, parse_pipeline
+
+    data = {
+        "name": "p",
+        "dataset": "records.jsonl",
+        "generators": ["sim/weak"],
+        "judges": [{"model": "hosted_vllm/my-judge", "input_cost_per_token": 1e-6}],
+    }
+    with pytest.raises(PipelineError) as err:
+        parse_pipeline(data, tmp_path / "p.yaml")
+    (line,) = str(err.value).splitlines()
+    assert "p.yaml: key `judges[0]`" in line and "hosted_vllm/my-judge" in line
+    assert "input_cost_per_token and output_cost_per_token" in line
+
+
 def test_anthropic_usage_fields_and_saving_with_a_write_premium() -> None:
     usage = {"prompt_tokens": 5000, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 500}
     assert cached_prompt_tokens(usage) == (1000, 500)
