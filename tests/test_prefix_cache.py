@@ -323,3 +323,40 @@ def test_dry_run_counts_with_the_tokenizer_and_prices_three_ways(
     saved = big["cached_prompt_tokens"] * (GPT4O_IN - GPT4O_CACHED)
     assert big["cost_cached_usd"] == pytest.approx(list_price - saved)
     assert rows["sim/weak"]["cost_usd"] == 0.0
+
+
+def test_dry_run_prices_interactive_generators_by_their_own_prompt_and_says_it_is_a_lower_bound(
+    tmp_path: Path,
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from agentjudge.generators.interactive import initial_messages
+    from agentjudge.generators.llm import openai_tools
+    from agentjudge.runner.dryrun import dry_run_report, estimate
+    from agentjudge.runner.grid import load_dataset
+    from agentjudge.runner.pipeline import load_pipeline
+
+    gens = [
+        {"model": "openai/gpt-4o", "name": "shot"},
+        {"model": "openai/gpt-4o", "name": "agent", "generation": "interactive"},
+    ]
+    judge = {"model": "baseline/always-1"}
+    pipe = load_pipeline(
+        _pipeline(tmp_path, judge, generators=gens, difficulties=["easy"], prompt_variants=[{}])
+    )
+    data = load_dataset(pipe)
+    rows = {r["model"]: r for r in estimate(pipe, data, {}, tmp_path / "none")}
+    assert rows["agent"]["calls"] == rows["shot"]["calls"] == 2  # one counted call per episode
+    exact = 0
+    for record in data.records:
+        task = data.task(record, "easy")
+        exact += count_tokens("openai/gpt-4o", messages=initial_messages(task, True))[0]
+        exact += count_tokens("openai/gpt-4o", text=json.dumps(openai_tools(task.tools)))[0]
+    assert rows["agent"]["prompt_tokens"] == pytest.approx(exact, rel=0.02)
+    assert rows["agent"]["prompt_tokens"] > rows["shot"]["prompt_tokens"]  # its own rules, not single-shot's
+    out = io.StringIO()
+    assert dry_run_report(pipe, data, tmp_path / "none", Console(file=out, width=300)) == 0
+    (note,) = [line for line in out.getvalue().splitlines() if "interactive generator(s)" in line]
+    assert "agent" in note and "shot" not in note and "lower bound" in note

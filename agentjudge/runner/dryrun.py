@@ -62,7 +62,12 @@ def _generator_pieces(settings: ModelSettings, data: Dataset, key: UnitKey) -> P
 
     record, difficulty = data.locate(key.record_id)
     task = data.task(record, difficulty)
-    messages = LLMGenerator(settings, None).messages(task)  # type: ignore[arg-type]  # no call is made
+    if settings.generation == "interactive":  # its first turn; later turns are not estimated (footnote)
+        from agentjudge.generators.interactive import initial_messages
+
+        messages = initial_messages(task, settings.native_tools)
+    else:
+        messages = LLMGenerator(settings, None).messages(task)  # type: ignore[arg-type]  # no call is made
     prompt = split_messages(messages)
     shared = 2  # the system message (record prompt, rules, schemas) is the same for every difficulty
     if settings.native_tools:  # providers put the tool list before the messages
@@ -159,7 +164,8 @@ def _done_units(rundir: Path) -> set[tuple[Any, ...]]:
 
 
 def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Path) -> list[dict[str, Any]]:
-    """Per model: calls still to make, prompt/cached/completion tokens and the three prices."""
+    """Per model: calls still to make, prompt/cached/completion tokens and the three prices. An interactive
+    generator is counted as its first turn only (one call per episode): a lower bound, footnoted."""
     done = _done_units(rundir)
     preds = predict_units(pipe, data)
     units = [u for u in [*preds, *judge_units(pipe, preds)] if u.row() not in done]
@@ -170,7 +176,7 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
     zero = dict.fromkeys(("calls", "prompt", "read", "written", "completion"), 0)
     tally: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: dict(zero))
     caches: dict[tuple[str, str], PrefixCache] = {}
-    counted = {"tokenizer": 0, "chars/4": 0}
+    counted: dict[str, Any] = {"tokenizer": 0, "chars/4": 0}
     memo: dict[tuple[Any, ...], PromptPieces] = {}
     texts: dict[str, str] = {}  # one object per distinct piece text (a record's tools recur in every prompt)
     answers: dict[tuple[str, int], int] = {}
@@ -194,7 +200,7 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
             continue  # in-process: no tokens, no money
         record, _ = data.locate(unit.record_id)
         if unit.stage == "predict":
-            memo_key: tuple[Any, ...] = ("p", unit.record_id, model.native_tools)
+            memo_key: tuple[Any, ...] = ("p", unit.record_id, model.native_tools, model.generation)
             if memo_key not in memo:
                 memo[memo_key] = _shared_strings(_generator_pieces(model, data, unit), texts)
             answer = json.dumps([c.model_dump() for c in record.expected_calls])
@@ -258,6 +264,7 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
                 "batch_source": "-" if free else prices(model.model).batch_source,
             }
         )
+    counted["interactive"] = [m.display_name for m in pipe.generators if m.generation == "interactive"]
     rows.append({"model": "_counted", **counted})  # how the tokens were counted, for the footnote
     return rows
 
@@ -336,6 +343,12 @@ def dry_run_report(
             or "no batch prices"
         ),
     ]
+    if counted["interactive"]:
+        notes.append(
+            f"interactive generator(s) {', '.join(counted['interactive'])}: a lower bound -- one call per "
+            "episode is counted (its first turn); an episode makes one more call per tool step, each "
+            "re-sending the growing conversation"
+        )
     label = {"cost_usd": "list $", "cost_cached_usd": "cached $", "cost_batch_usd": "batch $"}
     for col, names in unknown.items():
         notes.append(f"{label[col]}: price unknown for {', '.join(names)} (not counted in the total)")
