@@ -325,14 +325,12 @@ def test_dry_run_counts_with_the_tokenizer_and_prices_three_ways(
     assert rows["sim/weak"]["cost_usd"] == 0.0
 
 
-def test_dry_run_prices_interactive_generators_by_their_own_prompt_and_says_it_is_a_lower_bound(
-    tmp_path: Path,
-) -> None:
+def test_dry_run_prices_an_interactive_episode_along_the_gt_path(tmp_path: Path) -> None:
     import io
 
     from rich.console import Console
 
-    from agentjudge.generators.interactive import initial_messages
+    from agentjudge.generators.interactive import initial_messages, tool_content
     from agentjudge.generators.llm import openai_tools
     from agentjudge.runner.dryrun import dry_run_report, estimate
     from agentjudge.runner.grid import load_dataset
@@ -348,15 +346,24 @@ def test_dry_run_prices_interactive_generators_by_their_own_prompt_and_says_it_i
     )
     data = load_dataset(pipe)
     rows = {r["model"]: r for r in estimate(pipe, data, {}, tmp_path / "none")}
-    assert rows["agent"]["calls"] == rows["shot"]["calls"] == 2  # one counted call per episode
-    exact = 0
+    assert rows["shot"]["calls"] == 2  # one call per record
+    assert rows["agent"]["calls"] == sum(len(r.gt) + 1 for r in data.records)  # one per GT step + answer
+    # turn k re-sends the first turn's prompt plus k (call, output) pairs: bounded by hand below and above
+    low = high = 0
     for record in data.records:
         task = data.task(record, "easy")
-        exact += count_tokens("openai/gpt-4o", messages=initial_messages(task, True))[0]
-        exact += count_tokens("openai/gpt-4o", text=json.dumps(openai_tools(task.tools)))[0]
-    assert rows["agent"]["prompt_tokens"] == pytest.approx(exact, rel=0.02)
-    assert rows["agent"]["prompt_tokens"] > rows["shot"]["prompt_tokens"]  # its own rules, not single-shot's
+        first = count_tokens("openai/gpt-4o", messages=initial_messages(task, True))[0]
+        first += count_tokens("openai/gpt-4o", text=json.dumps(openai_tools(task.tools)))[0]
+        grown = 0
+        for k in range(len(record.gt) + 1):
+            low += first + grown
+            high += first + grown + 20 * 2 * k  # message framing: generous
+            if k < len(record.gt):
+                step = record.gt[k]
+                grown += count_tokens("openai/gpt-4o", text=json.dumps([step.call.model_dump()]))[0]
+                grown += count_tokens("openai/gpt-4o", text=tool_content(step.output, None))[0]
+    assert low * 0.99 <= rows["agent"]["prompt_tokens"] <= high * 1.01
     out = io.StringIO()
-    assert dry_run_report(pipe, data, tmp_path / "none", Console(file=out, width=300)) == 0
+    assert dry_run_report(pipe, data, tmp_path / "none", Console(file=out, width=400)) == 0
     (note,) = [line for line in out.getvalue().splitlines() if "interactive generator(s)" in line]
-    assert "agent" in note and "shot" not in note and "lower bound" in note
+    assert "agent" in note and "shot" not in note and "one call per GT step" in note
