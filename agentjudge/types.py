@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Difficulty = Literal["easy", "medium", "hard"]
 DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
@@ -239,6 +239,15 @@ class ModelSettings(Strict):
     input_cost_per_token: float | None = None  # USD; overrides litellm's price (needed for --max-cost
     output_cost_per_token: float | None = None  # on models litellm has no price for)
     extra: dict[str, Any] = Field(default_factory=dict)  # passed through to litellm.acompletion
+
+    @model_validator(mode="after")
+    def _whole_price(self) -> ModelSettings:
+        """A pipeline price replaces litellm's; half of one would price the other half at 0 as if known."""
+        if (self.input_cost_per_token is None) != (self.output_cost_per_token is None):
+            raise ValueError(
+                f"{self.model}: set both input_cost_per_token and output_cost_per_token, or neither"
+            )
+        return self
 
     @property
     def display_name(self) -> str:

@@ -140,6 +140,34 @@ async def test_a_call_cache_hit_reports_no_provider_cache_reads(fake_llm: Any, t
     assert hit.usage.cached_prompt_tokens == 0 and hit.usage.cache_saved_usd == 0.0
 
 
+async def test_pipeline_price_is_not_mixed_with_litellms_cache_discount(fake_llm: Any) -> None:
+    """gpt-4o is in litellm's map with a cache price; a pipeline price replaces the whole price, and has no
+    cache price, so every prompt token is charged at it and no saving is claimed."""
+    usage = {"prompt_tokens": 3000, "completion_tokens": 10, "prompt_tokens_details": {"cached_tokens": 2048}}
+    fake_llm.queue("ok", usage=usage)
+    settings = fake_llm.settings(model="openai/gpt-4o", input_cost_per_token=1e-6, output_cost_per_token=3e-6)
+    out = await ModelClient(cache=None).complete(settings, [{"role": "user", "content": "hi"}])
+    assert out.cost_known and out.usage.cached_prompt_tokens == 2048
+    assert out.usage.cost_usd == pytest.approx(3000 * 1e-6 + 10 * 3e-6)
+    assert out.usage.cache_saved_usd == 0.0
+
+
+def test_half_a_pipeline_price_is_refused_naming_the_model(tmp_path: Path) -> None:
+    from agentjudge.runner.pipeline import PipelineError, parse_pipeline
+
+    data = {
+        "name": "p",
+        "dataset": "records.jsonl",
+        "generators": ["sim/weak"],
+        "judges": [{"model": "hosted_vllm/my-judge", "input_cost_per_token": 1e-6}],
+    }
+    with pytest.raises(PipelineError) as err:
+        parse_pipeline(data, tmp_path / "p.yaml")
+    (line,) = str(err.value).splitlines()
+    assert "p.yaml: key `judges[0]`" in line and "hosted_vllm/my-judge" in line
+    assert "input_cost_per_token and output_cost_per_token" in line
+
+
 def test_anthropic_usage_fields_and_saving_with_a_write_premium() -> None:
     usage = {"prompt_tokens": 5000, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 500}
     assert cached_prompt_tokens(usage) == (1000, 500)
@@ -316,3 +344,47 @@ def test_dry_run_counts_with_the_tokenizer_and_prices_three_ways(
     saved = big["cached_prompt_tokens"] * (GPT4O_IN - GPT4O_CACHED)
     assert big["cost_cached_usd"] == pytest.approx(list_price - saved)
     assert rows["sim/weak"]["cost_usd"] == 0.0
+
+
+def test_dry_run_prices_an_interactive_episode_along_the_gt_path(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from agentjudge.generators.interactive import initial_messages, tool_content
+    from agentjudge.generators.llm import openai_tools
+    from agentjudge.runner.dryrun import dry_run_report, estimate
+    from agentjudge.runner.grid import load_dataset
+    from agentjudge.runner.pipeline import load_pipeline
+
+    gens = [
+        {"model": "openai/gpt-4o", "name": "shot"},
+        {"model": "openai/gpt-4o", "name": "agent", "generation": "interactive"},
+    ]
+    judge = {"model": "baseline/always-1"}
+    pipe = load_pipeline(
+        _pipeline(tmp_path, judge, generators=gens, difficulties=["easy"], prompt_variants=[{}])
+    )
+    data = load_dataset(pipe)
+    rows = {r["model"]: r for r in estimate(pipe, data, {}, tmp_path / "none")}
+    assert rows["shot"]["calls"] == 2  # one call per record
+    assert rows["agent"]["calls"] == sum(len(r.gt) + 1 for r in data.records)  # one per GT step + answer
+    # turn k re-sends the first turn's prompt plus k (call, output) pairs: bounded by hand below and above
+    low = high = 0
+    for record in data.records:
+        task = data.task(record, "easy")
+        first = count_tokens("openai/gpt-4o", messages=initial_messages(task, True))[0]
+        first += count_tokens("openai/gpt-4o", text=json.dumps(openai_tools(task.tools)))[0]
+        grown = 0
+        for k in range(len(record.gt) + 1):
+            low += first + grown
+            high += first + grown + 20 * 2 * k  # message framing: generous
+            if k < len(record.gt):
+                step = record.gt[k]
+                grown += count_tokens("openai/gpt-4o", text=json.dumps([step.call.model_dump()]))[0]
+                grown += count_tokens("openai/gpt-4o", text=tool_content(step.output, None))[0]
+    assert low * 0.99 <= rows["agent"]["prompt_tokens"] <= high * 1.01
+    out = io.StringIO()
+    assert dry_run_report(pipe, data, tmp_path / "none", Console(file=out, width=400)) == 0
+    (note,) = [line for line in out.getvalue().splitlines() if "interactive generator(s)" in line]
+    assert "agent" in note and "shot" not in note and "one call per GT step" in note

@@ -60,6 +60,16 @@ def test_probe_makes_one_token_call_and_reports_rejection(fake_llm: FakeLLM) -> 
     assert "--probe" in line and "auth" in line
 
 
+def test_probe_sends_no_judge_only_extra_keys(fake_llm: FakeLLM) -> None:
+    fake_llm.queue("OK")
+    thinking = {"judge_thinking_on": {"reasoning_effort": "high"}, "judge_thinking_off": {"seed": 7}}
+    assert _problems(fake_llm.settings(extra=thinking), probe=True) == []
+    (request,) = fake_llm.requests
+    assert "judge_thinking_on" not in request and "judge_thinking_off" not in request
+    assert "reasoning_effort" not in request and request["seed"] == 7  # the call a no-CoT judge makes
+    assert request["max_tokens"] == 1
+
+
 def test_max_cost_needs_a_price_and_a_length_bound(fake_llm: FakeLLM) -> None:
     (line,) = _problems(fake_llm.settings(), max_cost=1.0)  # litellm has no price for "test-model"
     assert "input_cost_per_token" in line

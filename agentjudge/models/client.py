@@ -578,7 +578,13 @@ class ModelClient:
         cost, known = 0.0, True
         prompt_n = int(usage_raw.get("prompt_tokens") or 0)
         completion_n = int(usage_raw.get("completion_tokens") or 0)
-        if settings is not None and settings.input_cost_per_token is not None:  # the pipeline's own price
+        pipeline_price = (
+            settings is not None
+            and settings.input_cost_per_token is not None
+            and settings.output_cost_per_token is not None
+        )
+        if pipeline_price:  # the pipeline's own price; it has no cache price, so cached tokens at full price
+            assert settings is not None and settings.input_cost_per_token is not None  # for mypy
             cost = prompt_n * settings.input_cost_per_token + completion_n * (
                 settings.output_cost_per_token or 0.0
             )
@@ -603,8 +609,9 @@ class ModelClient:
                 completion_tokens=completion_n,
                 cost_usd=cost,
                 cached_prompt_tokens=cache_read,
+                # litellm's cache discount is never mixed with a pipeline price (no cache price is known)
                 cache_saved_usd=cache_saving(model, cache_read, cache_write)
-                if known and cache_read + cache_write
+                if known and not pipeline_price and cache_read + cache_write
                 else 0.0,
                 cached=False,
             ),

@@ -216,15 +216,30 @@ def report_cli(rundir: Path, resamples: int, seed: int, ci: str = "expanded") ->
         print(f"error: {problem}", file=sys.stderr)
         return 2
     sources = [str(s) for s in ctx.data["source"].cat.categories if (ctx.data["source"] == s).any()]
+    missing: list[str] = []  # one line per source whose own report cannot be written, and why
     if len(sources) > 1:  # never pool synthetic and imported records: one full report per source
-        failed = write_report(ctx, out, names=("sources",), sources=sources)
+        subs: dict[str, Context] = {}
         for source in sources:
-            sub = load_context(rundir, resamples=resamples, seed=seed, ci=ci, source=source)
+            try:
+                subs[source] = load_context(rundir, resamples=resamples, seed=seed, ci=ci, source=source)
+            except RunFolderError as exc:  # e.g. this source has only trajectory-condition rows
+                missing.append(f"No {source} report: {exc}")
+        if not subs:
+            print(f"error: no source can be reported on ({'; '.join(missing)})", file=sys.stderr)
+            return 2
+
+        def add(screen: Screen) -> None:
+            if missing:
+                screen.p(*missing)
+
+        failed = write_report(ctx, out, names=("sources",), sources=sources, add=add)
+        for source, sub in subs.items():
             failed += write_report(sub, out / source)
     else:
         failed = write_report(ctx, out)
     print(
         f"report written to {out / 'report.html'} and {out / 'report.md'}"
         + (f"; {failed} analysis section(s) FAILED (see the report)" if failed else "")
+        + "".join(f"; {line}" for line in missing)
     )
-    return 1 if failed else 0
+    return 1 if failed or missing else 0

@@ -140,6 +140,12 @@ def _deltas_block(deltas: pd.DataFrame) -> Callable[[Screen], None]:
     return add
 
 
+def _sources(ctx: Context) -> list[str]:
+    """The record sources that have rows in a run, in category order."""
+    col = ctx.data["source"]
+    return [str(s) for s in col.cat.categories if (col == s).any()]
+
+
 def compare_cli(rundirs: list[Path], out: Path, resamples: int, seed: int, ci: str = "expanded") -> int:
     """CLI entry: 0 written, 1 written but some analysis failed, 2 bad input."""
     from agentjudge.report.build import write_report
@@ -156,6 +162,15 @@ def compare_cli(rundirs: list[Path], out: Path, resamples: int, seed: int, ci: s
         print(f"error: {exc}", file=sys.stderr)
         return 2
     labels = _labels([Path(r) for r in rundirs])
+    sources_of = {label: _sources(c) for label, c in zip(labels, contexts, strict=True)}
+    if len(set().union(*sources_of.values())) > 1:  # report splits by source; compare cannot pool them
+        named = "; ".join(f"{label}: {', '.join(s)}" for label, s in sources_of.items())
+        print(
+            f"error: compare does not pool record sources ({named}); compare runs of one source "
+            "(run `agentjudge report` on each run folder for its per-source reports)",
+            file=sys.stderr,
+        )
+        return 2
     ctx = join_runs(contexts, labels, Path(out), resamples, seed, ci)
     deltas = paired_deltas(ctx)
     out = Path(out)

@@ -53,22 +53,51 @@ _JUDGE_ANSWER = json.dumps(
     | {"overall": "x" * 160}
 )
 _COT_FACTOR = 3
+# An interactive agent's closing message: a few sentences of prose.
+_FINAL_ANSWER = "x" * 300
 _JUDGE_ANSWER_CHARS = len(_JUDGE_ANSWER)
 
 
-def _generator_pieces(settings: ModelSettings, data: Dataset, key: UnitKey) -> PromptPieces:
-    """The generator's prompt: (tools sent as a parameter,) the system message, the user's query."""
+def _generator_pieces(settings: ModelSettings, data: Dataset, key: UnitKey) -> list[tuple[PromptPieces, str]]:
+    """The generator's calls as (prompt, plausible answer): (tools sent as a parameter,) the system message,
+    the user's query. An interactive episode is one call per GT step, each re-sending the growing
+    conversation (the step's call as the answer, the GT output as the tool message), then a final answer."""
     from agentjudge.generators.llm import LLMGenerator, openai_tools
 
     record, difficulty = data.locate(key.record_id)
     task = data.task(record, difficulty)
-    messages = LLMGenerator(settings, None).messages(task)  # type: ignore[arg-type]  # no call is made
-    prompt = split_messages(messages)
-    shared = 2  # the system message (record prompt, rules, schemas) is the same for every difficulty
-    if settings.native_tools:  # providers put the tool list before the messages
-        tools = json.dumps(openai_tools(task.tools))
-        return PromptPieces((tools, *prompt.pieces), shared + 1, 0, prompt.messages)
-    return PromptPieces(prompt.pieces, shared, 0, prompt.messages)
+    tools = json.dumps(openai_tools(task.tools)) if settings.native_tools else None
+
+    def pieces(messages: list[dict[str, Any]], shared: int) -> PromptPieces:
+        prompt = split_messages(messages)
+        if tools is not None:  # providers put the tool list before the messages
+            return PromptPieces((tools, *prompt.pieces), shared + 1, 0, prompt.messages)
+        return PromptPieces(prompt.pieces, shared, 0, prompt.messages)
+
+    # the system message (record prompt, rules, schemas) is the same for every difficulty
+    if settings.generation != "interactive":
+        messages = LLMGenerator(settings, None).messages(task)  # type: ignore[arg-type]  # no call is made
+        return [(pieces(messages, 2), json.dumps([c.model_dump() for c in record.expected_calls]))]
+    from agentjudge.generators.interactive import initial_messages, tool_content
+
+    messages = initial_messages(task, settings.native_tools)
+    calls: list[tuple[PromptPieces, str]] = []
+    shared = 2
+    for step in record.gt:
+        prompt = pieces(messages, shared)
+        answer = json.dumps([step.call.model_dump()])
+        calls.append((prompt, answer))
+        shared = len(prompt.pieces) - (1 if tools is not None else 0)  # all of it is the next call's prefix
+        result = tool_content(step.output, None)
+        messages = [
+            *messages,
+            {"role": "assistant", "content": answer},
+            {"role": "tool", "content": result}
+            if settings.native_tools
+            else {"role": "user", "content": f"Tool results, in call order:\n{step.call.name}: {result}"},
+        ]
+    calls.append((pieces(messages, shared), _FINAL_ANSWER))
+    return calls
 
 
 def _judge_pieces(
@@ -159,7 +188,8 @@ def _done_units(rundir: Path) -> set[tuple[Any, ...]]:
 
 
 def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Path) -> list[dict[str, Any]]:
-    """Per model: calls still to make, prompt/cached/completion tokens and the three prices."""
+    """Per model: calls still to make, prompt/cached/completion tokens and the three prices. An interactive
+    generator is counted along the GT's path (one call per GT step plus a final answer), footnoted."""
     done = _done_units(rundir)
     preds = predict_units(pipe, data)
     units = [u for u in [*preds, *judge_units(pipe, preds)] if u.row() not in done]
@@ -170,8 +200,8 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
     zero = dict.fromkeys(("calls", "prompt", "read", "written", "completion"), 0)
     tally: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: dict(zero))
     caches: dict[tuple[str, str], PrefixCache] = {}
-    counted = {"tokenizer": 0, "chars/4": 0}
-    memo: dict[tuple[Any, ...], PromptPieces] = {}
+    counted: dict[str, Any] = {"tokenizer": 0, "chars/4": 0}
+    memo: dict[tuple[Any, ...], list[tuple[PromptPieces, str]]] = {}
     texts: dict[str, str] = {}  # one object per distinct piece text (a record's tools recur in every prompt)
     answers: dict[tuple[str, int], int] = {}
 
@@ -194,10 +224,12 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
             continue  # in-process: no tokens, no money
         record, _ = data.locate(unit.record_id)
         if unit.stage == "predict":
-            memo_key: tuple[Any, ...] = ("p", unit.record_id, model.native_tools)
+            memo_key: tuple[Any, ...] = ("p", unit.record_id, model.native_tools, model.generation)
             if memo_key not in memo:
-                memo[memo_key] = _shared_strings(_generator_pieces(model, data, unit), texts)
-            answer = json.dumps([c.model_dump() for c in record.expected_calls])
+                memo[memo_key] = [
+                    (_shared_strings(prompt, texts), answer)
+                    for prompt, answer in _generator_pieces(model, data, unit)
+                ]
         else:
             memo_key = ("j", unit.record_id, unit.condition, unit.variant)
             if memo_key not in memo:
@@ -210,25 +242,26 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
                     pipe.prompt_family,
                     pipe.judge_tool_rendering,
                 )
-                memo[memo_key] = _shared_strings(pieces, texts)
-            answer = _JUDGE_ANSWER * (_COT_FACTOR if variants[unit.variant].cot else 1)
-        prompt = memo[memo_key]
+                answer = _JUDGE_ANSWER * (_COT_FACTOR if variants[unit.variant].cot else 1)
+                memo[memo_key] = [(_shared_strings(pieces, texts), answer)]
         cache = caches.get(who)
         if cache is None:
             cache = caches[who] = PrefixCache(counter(model.model), _tokens=counts[model.model])
-        depth = prompt.breakpoint if needs_cache_breakpoint(model.model) else prompt.shared
-        if prices(model.model).cache_read is None:
-            depth = 0
-        tokens, read, written = cache.send(prompt, depth)
-        if (model.model, prompt.messages) not in overhead:
-            empty = [{"role": "user", "content": ""}] * prompt.messages
-            overhead[(model.model, prompt.messages)] = count_tokens(model.model, messages=empty)[0]
-        t["prompt"] += tokens + overhead[(model.model, prompt.messages)]
-        t["read"] += read
-        t["written"] += written
-        if (model.model, len(answer)) not in answers:
-            answers[(model.model, len(answer))] = cache.count(answer)
-        t["completion"] += answers[(model.model, len(answer))]
+        t["calls"] += len(memo[memo_key]) - 1  # an interactive episode: one call per turn
+        for prompt, answer in memo[memo_key]:
+            depth = prompt.breakpoint if needs_cache_breakpoint(model.model) else prompt.shared
+            if prices(model.model).cache_read is None:
+                depth = 0
+            tokens, read, written = cache.send(prompt, depth)
+            if (model.model, prompt.messages) not in overhead:
+                empty = [{"role": "user", "content": ""}] * prompt.messages
+                overhead[(model.model, prompt.messages)] = count_tokens(model.model, messages=empty)[0]
+            t["prompt"] += tokens + overhead[(model.model, prompt.messages)]
+            t["read"] += read
+            t["written"] += written
+            if (model.model, len(answer)) not in answers:
+                answers[(model.model, len(answer))] = cache.count(answer)
+            t["completion"] += answers[(model.model, len(answer))]
     rows = []
     for (stage, name), model in settings.items():
         kind = model_kind(model.model)
@@ -258,6 +291,7 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
                 "batch_source": "-" if free else prices(model.model).batch_source,
             }
         )
+    counted["interactive"] = [m.display_name for m in pipe.generators if m.generation == "interactive"]
     rows.append({"model": "_counted", **counted})  # how the tokens were counted, for the footnote
     return rows
 
@@ -336,6 +370,13 @@ def dry_run_report(
             or "no batch prices"
         ),
     ]
+    if counted["interactive"]:
+        notes.append(
+            f"interactive generator(s) {', '.join(counted['interactive'])}: an episode is estimated as the "
+            "GT's path, one call per GT step (one tool call per turn, its GT output as the tool message) "
+            "plus a final answer, each re-sending the growing conversation; an agent that strays or "
+            "retries costs more"
+        )
     label = {"cost_usd": "list $", "cost_cached_usd": "cached $", "cost_batch_usd": "batch $"}
     for col, names in unknown.items():
         notes.append(f"{label[col]}: price unknown for {', '.join(names)} (not counted in the total)")
