@@ -220,3 +220,19 @@ def test_figures_other_than_headline_mark_simulated_and_calibration_judges(tmp_p
     rq3 = run("rq3_convergence", ctx)
     bars = [t.get_text() for t in rq3.figures["rq3_verdict_distribution"].axes[0].get_yticklabels()]
     assert "simjudge/careful (sim) · with_gt" in bars and "simjudge/careful · with_gt" not in bars
+
+
+def test_bottom_legend_with_marked_names_stays_inside_the_figure(tmp_path: Path) -> None:
+    """Long marked names ("… (constant, calibration)") once ran off both edges of a six-column legend."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    judges = {"judge-a": 1, "simjudge/careful": 2, "baseline/always-1": 3, "baseline/ceiling": 3}
+    write_run(tmp_path, SyntheticSpec(n_base=12, judges=judges))
+    fig = run("rq1_metrics_topologies", load_context(tmp_path, resamples=20, seed=0)).figures[
+        "rq1_difficulty"
+    ]
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    box, page = fig.legends[0].get_window_extent(renderer), fig.bbox
+    assert box.x0 >= page.x0 and box.x1 <= page.x1 and box.y0 >= page.y0
+    axes_bottom = min(ax.get_tightbbox(renderer).y0 for ax in fig.axes)
+    assert box.y1 <= axes_bottom + 1  # the legend does not cover the panels' axis labels

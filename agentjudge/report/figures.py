@@ -163,10 +163,20 @@ def line_panels(
             if c == 0:
                 ax.set_ylabel(ylabel)
     handles, names = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=min(6, max(1, len(names))), fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.08, 1, 0.95))
+    _bottom_legend(fig, handles, names, title)
     return fig
+
+
+def _bottom_legend(fig: Figure, handles: list[Any], names: list[str], title: str) -> None:
+    """A legend under the panels with as many columns as fit the figure's width (marked judge names are
+    long), and room below the panels for its rows."""
+    width_in = fig.get_figwidth()
+    longest = max((len(n) for n in names), default=1)
+    ncol = max(1, min(len(names), int(width_in * 72 / (5.0 * longest + 30))))
+    rows = -(-len(names) // ncol) if names else 0
+    fig.legend(handles, names, loc="lower center", ncol=ncol, fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, min(0.4, 0.03 + 0.14 * rows / fig.get_figheight()), 1, 0.95))
 
 
 def scatter_labelled(
@@ -238,9 +248,7 @@ def passk_lines(
         if c == 0:
             ax.set_ylabel("pass^k (solid) / pass@k (dashed), %")
     handles, names = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=min(6, max(1, len(names))), fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.1, 1, 0.95))
+    _bottom_legend(fig, handles, names, title)
     return fig
 
 
