@@ -342,7 +342,41 @@ def auc(scores: np.ndarray, labels: np.ndarray) -> float:
     return float(greater / (len(pos) * len(neg)))
 
 
-def summarize(episodes: pd.DataFrame, judgments: pd.DataFrame | None) -> dict[str, Any]:
+def auc_draws(scores: np.ndarray, labels: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The AUC of every bootstrap resample: ``weights`` (B × episodes) are how often each episode is drawn.
+
+    A resample that draws an episode k times counts each of its solved/failed pairs k times, so the AUC of
+    the resample is Σ w_i w_j [s_i > s_j] (ties half) / (Σ w_pos · Σ w_neg) over solved i and failed j;
+    NaN where a resample has no solved or no failed episode.
+    """
+    pos, neg = scores[labels], scores[~labels]
+    wins = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
+    w_pos, w_neg = weights[:, labels], weights[:, ~labels]
+    num = ((w_pos @ wins) * w_neg).sum(axis=1)
+    den = w_pos.sum(axis=1) * w_neg.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def is_model_judge(judge: str) -> bool:
+    """False for the project's own judges (``baseline/*`` calibration rules, ``simjudge/*`` simulations)."""
+    return not judge.startswith(("baseline/", "simjudge/"))
+
+
+def summarize(
+    episodes: pd.DataFrame,
+    judgments: pd.DataFrame | None,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Agent consistency, the reference against reward, and every judge's alignment and AUC with 95 % CIs.
+
+    The CIs resample τ-bench TASKS (``base_id``), not episodes: the four trials of one task share the user,
+    the instruction and the GT, so their verdicts and rewards are correlated (SPEC §8's cluster bootstrap).
+    Every judge and condition is evaluated on the same resampled tasks.
+    """
+    from agentjudge.stats.bootstrap import ClusterBootstrap, percentile_ci
     from agentjudge.stats.passk import pass_at_k, pass_hat_k
 
     solved = episodes["reward"] >= 1.0
@@ -367,23 +401,44 @@ def summarize(episodes: pd.DataFrame, judgments: pd.DataFrame | None) -> dict[st
         "judges": [],
     }
     if judgments is not None and len(judgments):
+        boot = ClusterBootstrap(judgments["base_id"].astype(str), resamples=resamples, seed=seed)
+        summary["bootstrap"] = {
+            "cluster": "task (base_id)",
+            "clusters": len(boot.clusters),
+            "resamples": resamples,
+            "seed": seed,
+            "interval": boot.interval,
+        }
+        aligned = judgments.assign(mu=1.0 - (judgments["reference"] - judgments["verdict"]).abs())
+        align = boot.ratio(aligned, ["judge", "condition"], "mu", cluster_col="base_id")
+        align_lo, align_hi = align.interval(align.draws)
         for (judge, condition), g in judgments.groupby(["judge", "condition"], sort=True):
             ok = g["verdict"].notna()
             per_ep = (
-                g[ok].groupby("record_id").agg(mean_verdict=("verdict", "mean"), reward=("reward", "first"))
+                g[ok]
+                .groupby("record_id")
+                .agg(
+                    mean_verdict=("verdict", "mean"), reward=("reward", "first"), base_id=("base_id", "first")
+                )
             )
             labels = per_ep["reward"].to_numpy() >= 1.0
-            mu = 1.0 - (g.loc[ok, "reference"] - g.loc[ok, "verdict"]).abs()
+            scores = per_ep["mean_verdict"].to_numpy(dtype=float)
+            ep_weights = boot.weights[:, boot.cluster_codes(per_ep["base_id"].astype(str))]
+            auc_lo, auc_hi = percentile_ci(auc_draws(scores, labels, ep_weights), boot.alpha)
+            i = align.lookup(judge=judge, condition=condition)
             summary["judges"].append(
                 {
                     "judge": judge,
                     "condition": condition,
+                    "model": is_model_judge(str(judge)),
                     "judgments": int(len(g)),
                     "failed": int((~ok).sum()),
-                    "alignment_with_reference": float(mu.mean()) if ok.any() else float("nan"),
+                    "alignment_with_reference": float(align.estimate[i]) if ok.any() else float("nan"),
+                    "alignment_ci": [float(align_lo[i]), float(align_hi[i])],
                     "mean_verdict_solved": float(per_ep.loc[labels, "mean_verdict"].mean()),
                     "mean_verdict_failed": float(per_ep.loc[~labels, "mean_verdict"].mean()),
-                    "auc_reward": auc(per_ep["mean_verdict"].to_numpy(), labels),
+                    "auc_reward": auc(scores, labels),
+                    "auc_ci": [float(auc_lo[0]), float(auc_hi[0])],
                 }
             )
     return summary
@@ -414,19 +469,33 @@ def _markdown(summary: dict[str, Any], source: Path) -> str:
     for m, r in summary["reference_vs_reward"].items():
         lines.append(f"| {m} | {r['solved']:.3f} | {r['failed']:.3f} | {r['auc']:.3f} |")
     if summary["judges"]:
+        not_models = sorted({j["judge"] for j in summary["judges"] if not j["model"]})
+        boot = summary["bootstrap"]
+        lines += ["", "Judges (mean verdict over the four metrics per episode):", ""]
+        if not_models:
+            lines += [
+                f"> **Not models:** {', '.join(not_models)} are the project's baseline (calibration) or "
+                "simulated judges, not models; their rows are reference points, not judge results.",
+                "",
+            ]
         lines += [
+            f"[lo, hi] = 95 % cluster-bootstrap interval over the {boot['clusters']} τ-bench tasks "
+            f"(the trials of a task resampled together; {boot['resamples']} resamples, seed {boot['seed']}, "
+            f"{boot['interval']} interval).",
             "",
-            "Judges (mean verdict over the four metrics per episode):",
-            "",
-            "| judge | condition | judgments | failed | alignment w/ reference | verdict (solved) "
-            "| verdict (failed) | AUC for reward |",
+            "| judge | condition | judgments | failed | alignment w/ reference [95 % CI] | verdict (solved) "
+            "| verdict (failed) | AUC for reward [95 % CI] |",
             "|---|---|---|---|---|---|---|---|",
         ]
         for j in summary["judges"]:
+            name = j["judge"] if j["model"] else f"{j['judge']} (not a model)"
+            a_lo, a_hi = j["alignment_ci"]
+            u_lo, u_hi = j["auc_ci"]
             lines.append(
-                f"| {j['judge']} | {j['condition']} | {j['judgments']} | {j['failed']} | "
-                f"{j['alignment_with_reference']:.3f} | {j['mean_verdict_solved']:.3f} | "
-                f"{j['mean_verdict_failed']:.3f} | {j['auc_reward']:.3f} |"
+                f"| {name} | {j['condition']} | {j['judgments']} | {j['failed']} | "
+                f"{j['alignment_with_reference']:.3f} [{a_lo:.3f}, {a_hi:.3f}] | "
+                f"{j['mean_verdict_solved']:.3f} | {j['mean_verdict_failed']:.3f} | "
+                f"{j['auc_reward']:.3f} [{u_lo:.3f}, {u_hi:.3f}] |"
             )
     return "\n".join(lines) + "\n"
 
@@ -483,7 +552,7 @@ def taubench_cli(
     judgments.to_parquet(out / "judgments.parquet", index=False)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     (out / "summary.md").write_text(_markdown(summary, data))
-    console.print(_markdown(summary, data))
+    console.print(_markdown(summary, data), markup=False, highlight=False)
     failed = int(judgments["verdict"].isna().sum())
     log = FailureLog()
     per_unit = judgments.drop_duplicates(["judge", "condition", "record_id"])

@@ -84,7 +84,8 @@ def _pp(est: float, lo: float, hi: float) -> str:
 
 def banner(ctx: Context) -> list[str]:
     """One line per kind of stand-in; empty when every model is real."""
-    sims = [g for g in ctx.generators if ctx.is_simulated(g)]
+    agents = [g for g in ctx.generators if ctx.is_simulated_agent(g)]
+    sims = [g for g in ctx.generators if ctx.is_simulated(g) and g not in agents]
     simj = [j for j in ctx.judges if ctx.is_simulated_judge(j)]
     base = [j for j in ctx.judges if ctx.is_baseline(j)]
     out = []
@@ -92,6 +93,12 @@ def banner(ctx: Context) -> list[str]:
         out.append("SYNTHETIC run folder (made up for testing the report): no figure measures anything.")
     if sims:
         out.append(f"SIMULATED generators (seeded perturbations of the GT, not models): {', '.join(sims)}.")
+    if agents:
+        out.append(
+            "SIMULATED agents (simulated agents acting in the environment with planted errors, not models): "
+            + ", ".join(agents)
+            + "."
+        )
     if simj:
         out.append(
             "SIMULATED judges (the reference with planted, documented mistakes; not models): "

@@ -12,6 +12,8 @@ from agentjudge.report.figures import passk_lines
 from agentjudge.stats import passk_curve, snap, success_counts
 from agentjudge.types import METRICS
 
+from ._common import figure_labels
+
 TASK = [
     "record_id",
     "generator",
@@ -48,7 +50,12 @@ def _judges(ctx: Context, sec: Section) -> None:
         )
     multi = curve[curve.groupby(["judge", "condition"], observed=True)["k"].transform("max") > 1]
     sec.figures["passk_judges"] = passk_lines(
-        multi, "judge", ctx.colors, "Judges: pass^k (every trial exact) and pass@k", panel="condition"
+        multi,
+        "judge",
+        ctx.colors,
+        "Judges: pass^k (every trial exact) and pass@k",
+        panel="condition",
+        labels=figure_labels(ctx, ctx.judges),
     )
 
 
@@ -74,7 +81,13 @@ def _generators(ctx: Context, sec: Section) -> None:
     counts = success_counts(tmp, ["generator", "record_id"], "ok")
     curve = passk_curve(counts, ["generator"])
     sec.tables["passk_generators"] = curve
-    sec.figures["passk_generators"] = passk_lines(curve, "generator", {}, "Generators: pass^k and pass@k")
+    sec.figures["passk_generators"] = passk_lines(
+        curve,
+        "generator",
+        {},
+        "Generators: pass^k and pass@k",
+        labels={g: ctx.generator_label(g) for g in curve["generator"].astype(str).unique()},
+    )
     for g, part in curve.groupby("generator"):
         sec.text.append(
             f"- generator {ctx.generator_label(str(g))}: "

@@ -9,7 +9,7 @@ from agentjudge.report.context import Context, Section
 from agentjudge.report.figures import grouped_bars
 from agentjudge.stats import binary_collapse_table, topology_balanced, weighting_rankings
 
-from ._common import draws, rankable_rows, with_labels
+from ._common import draws, figure_labels, rankable_rows, with_labels
 
 
 def _with_topology_cis(ctx: Context, main: pd.DataFrame, topo: pd.DataFrame) -> pd.DataFrame:
@@ -106,6 +106,7 @@ def analyze(ctx: Context) -> Section:
         lo="none",
         hi="none",
         title="Alignment on the three-level vs binary-collapsed scale",
+        labels=figure_labels(ctx, ctx.judges),
         xlabel="condition · verdict scale",
         ylabel="alignment (%)",
         zoom=True,

@@ -9,7 +9,7 @@ from agentjudge.report.figures import heatmap, line_panels
 from agentjudge.stats.codes import values_of
 from agentjudge.types import DIFFICULTIES, METRICS, TOPOLOGIES
 
-from ._common import align_ci, rankable_rows, with_labels
+from ._common import align_ci, figure_labels, rankable_rows, with_labels
 
 
 def _matrix(t: pd.DataFrame, cond: str, col: str, order: tuple[str, ...]) -> pd.DataFrame:
@@ -49,15 +49,16 @@ def analyze(ctx: Context) -> Section:
                 )
                 + " (pooled over rankable judges)."
             )
+        names = figure_labels(ctx, ctx.judges)
         sec.figures[f"rq1_metric_{cond}"] = heatmap(
-            _matrix(per_metric, cond, "metric", METRICS),
+            _matrix(per_metric, cond, "metric", METRICS).rename(index=names),
             f"Alignment by judge and metric ({cond})",
             "alignment (%)",
             xlabel="metric",
             ylabel="judge",
         )
         sec.figures[f"rq1_topology_{cond}"] = heatmap(
-            _matrix(per_topo, cond, "topology", TOPOLOGIES),
+            _matrix(per_topo, cond, "topology", TOPOLOGIES).rename(index=names),
             f"Alignment by judge and topology ({cond})",
             "alignment (%)",
             xlabel="topology",
@@ -97,5 +98,6 @@ def analyze(ctx: Context) -> Section:
             colors=ctx.colors,
             title="Alignment by difficulty (95 % CI bands)",
             ylabel="alignment (%)",
+            labels=figure_labels(ctx, ctx.judges),
         )
     return sec

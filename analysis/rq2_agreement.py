@@ -14,7 +14,7 @@ from agentjudge.stats import (
     soft_jury,
 )
 
-from ._common import align_ci, draws, rankable_rows
+from ._common import align_ci, draws, figure_labels, rankable_rows
 
 
 def _kappa_matrix(pairs: pd.DataFrame, judges: list[str]) -> pd.DataFrame:
@@ -84,6 +84,7 @@ def _jury(ctx: Context, sec: Section) -> None:
 def analyze(ctx: Context) -> Section:
     sec = Section(key="rq2", title="RQ2: inter-judge agreement, κ vs capability-tier gap, soft jury")
     judges = ctx.rankable_judges()
+    names = figure_labels(ctx, judges)
     main = rankable_rows(ctx, ctx.main)
     if len(judges) < 2:
         sec.lacking = (
@@ -107,7 +108,7 @@ def analyze(ctx: Context) -> Section:
     for cond, part in pairs.groupby("condition", observed=True):
         sec.tables[f"rq2_kappa_{cond}"] = _kappa_matrix(part, judges).reset_index(names="judge")
         sec.figures[f"rq2_kappa_{cond}"] = heatmap(
-            _kappa_matrix(part, judges),
+            _kappa_matrix(part, judges).rename(index=names, columns=names),
             f"Cohen's κ between judges ({cond})",
             "κ",
             fmt="{:.2f}",
@@ -140,7 +141,10 @@ def analyze(ctx: Context) -> Section:
             sec.figures[f"rq2_tier_{cond}"] = scatter_labelled(
                 with_gap["tier_gap"].to_numpy(float),
                 with_gap["kappa"].to_numpy(float),
-                [f"{a}|{b}" for a, b in zip(with_gap["judge_a"], with_gap["judge_b"], strict=True)],
+                [
+                    f"{names.get(a, a)}|{names.get(b, b)}"
+                    for a, b in zip(with_gap["judge_a"], with_gap["judge_b"], strict=True)
+                ],
                 f"κ vs capability-tier gap ({cond}), ρ = {rho:.2f}",
                 "tier gap |tier_a − tier_b|",
                 "Cohen's κ",

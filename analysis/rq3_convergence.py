@@ -8,7 +8,7 @@ from agentjudge.report.figures import grouped_bars, stacked_shares
 from agentjudge.stats import diff_table, snap
 from agentjudge.stats.codes import values_of
 
-from ._common import align_ci, draws, rankable_rows, variant_advice, with_labels
+from ._common import align_ci, draws, figure_labels, rankable_rows, variant_advice, with_labels
 
 LEVELS = ("0.0", "0.5", "1.0")
 
@@ -30,7 +30,15 @@ def _distributions(ctx: Context, sec: Section) -> None:
     sec.tables["rq3_verdict_distribution"] = with_labels(ctx, dist)
     pooled = tmp.groupby(["judge", "condition"], observed=True)[list(LEVELS)].mean().reset_index()
     sec.figures["rq3_verdict_distribution"] = stacked_shares(
-        pooled, ["judge", "condition"], LEVELS, "Verdict distribution by judge and condition"
+        pooled.assign(
+            judge=pooled["judge"]
+            .astype(str)
+            .map(figure_labels(ctx, ctx.judges))
+            .fillna(pooled["judge"].astype(str))
+        ),
+        ["judge", "condition"],
+        LEVELS,
+        "Verdict distribution by judge and condition",
     )
     for cond, part in dist.groupby("condition", observed=True):
         sec.text.append(
@@ -112,6 +120,7 @@ def _anchoring(ctx: Context, sec: Section) -> None:
         title="Alignment with the true vs a swapped GT (95 % CI)",
         ylabel="alignment (%)",
         zoom=True,
+        labels=figure_labels(ctx, ctx.judges),
     )
 
 

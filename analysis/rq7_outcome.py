@@ -18,7 +18,7 @@ from agentjudge.report.figures import grouped_bars
 from agentjudge.stats import diff_table, passk_curve, success_counts
 from agentjudge.stats.outcome import outcome_agreement
 from agentjudge.types import DIFFICULTIES, TRAJECTORY_CONDITIONS
-from analysis._common import draws, with_labels
+from analysis._common import draws, figure_labels, with_labels
 
 
 def _difficulty_order(col: pd.Series) -> pd.Series:
@@ -183,6 +183,7 @@ def _judge_tables(ctx: Context, sec: Section) -> None:
     sec.figures["outcome_judges"] = grouped_bars(
         plot, group="condition", hue="judge", value="align", colors=ctx.colors,
         title="Outcome verdict vs state_match: accuracy (95 % CI)", ylabel="accuracy", xlabel="condition",
+        labels=figure_labels(ctx, ctx.judges),
     )  # fmt: skip
 
 

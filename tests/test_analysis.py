@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -195,3 +196,43 @@ def test_minimal_run_sections_still_work(minimal: Context) -> None:
     assert any("lacks one of the two conditions" in t for t in head.text)
     rq3 = run("rq3_convergence", minimal)
     assert any("one default mode" in t for t in rq3.text) and any("no swapped_gt" in t for t in rq3.text)
+
+
+def test_figures_other_than_headline_mark_simulated_and_calibration_judges(tmp_path: Path) -> None:
+    """Legends and judge axes say "(sim)" / "(…, calibration)" like the headline figure, not bare names."""
+    judges = {"judge-a": 1, "simjudge/careful": 2, "baseline/always-1": 3, "baseline/ceiling": 3}
+    write_run(tmp_path, SyntheticSpec(n_base=12, judges=judges))
+    ctx = load_context(tmp_path, resamples=20, seed=0)
+    rq1 = run("rq1_metrics_topologies", ctx)
+    legend = {t.get_text() for t in rq1.figures["rq1_difficulty"].legends[0].get_texts()}
+    assert legend == {
+        "judge-a",
+        "simjudge/careful (sim)",
+        "baseline/always-1 (constant, calibration)",
+        "baseline/ceiling (oracle, calibration)",
+    }
+    rows = {t.get_text() for t in rq1.figures["rq1_metric_with_gt"].axes[0].get_yticklabels()}
+    assert "simjudge/careful (sim)" in rows and "baseline/ceiling (oracle, calibration)" in rows
+    assert "simjudge/careful" not in rows
+    rq2 = run("rq2_agreement", ctx)
+    ticks = {t.get_text() for t in rq2.figures["rq2_kappa_with_gt"].axes[0].get_xticklabels()}
+    assert ticks == {"judge-a", "simjudge/careful (sim)"}
+    rq3 = run("rq3_convergence", ctx)
+    bars = [t.get_text() for t in rq3.figures["rq3_verdict_distribution"].axes[0].get_yticklabels()]
+    assert "simjudge/careful (sim) · with_gt" in bars and "simjudge/careful · with_gt" not in bars
+
+
+def test_bottom_legend_with_marked_names_stays_inside_the_figure(tmp_path: Path) -> None:
+    """Long marked names ("… (constant, calibration)") once ran off both edges of a six-column legend."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    judges = {"judge-a": 1, "simjudge/careful": 2, "baseline/always-1": 3, "baseline/ceiling": 3}
+    write_run(tmp_path, SyntheticSpec(n_base=12, judges=judges))
+    fig = run("rq1_metrics_topologies", load_context(tmp_path, resamples=20, seed=0)).figures[
+        "rq1_difficulty"
+    ]
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    box, page = fig.legends[0].get_window_extent(renderer), fig.bbox
+    assert box.x0 >= page.x0 and box.x1 <= page.x1 and box.y0 >= page.y0
+    axes_bottom = min(ax.get_tightbbox(renderer).y0 for ax in fig.axes)
+    assert box.y1 <= axes_bottom + 1  # the legend does not cover the panels' axis labels

@@ -322,3 +322,21 @@ def test_undefined_jury_gives_its_reason(normal: tuple[Path, str, str]) -> None:
     assert text.startswith(
         "jury n/a (no verdict row where every juror gave a parsed verdict), best judge-a 80.0 %"
     )
+
+
+def test_banner_words_simulated_agents_apart_from_gt_perturbations() -> None:
+    from agentjudge.report.context import Context
+    from analysis.first_screen import banner
+
+    ctx = Context.__new__(Context)
+    ctx.meta = {"generators": {"agent-x": {"model": "sim/agent-careless"}}}
+    ctx.generators = ["sim/agent-hasty", "agent-x", "sim/typo", "openai/gpt-4o"]
+    ctx.judges = []
+    lines = banner(ctx)
+    agents = next(line for line in lines if line.startswith("SIMULATED agents"))
+    assert "simulated agents acting in the environment with planted errors, not models" in agents
+    assert "sim/agent-hasty" in agents and "agent-x" in agents and "sim/typo" not in agents
+    gens = next(line for line in lines if line.startswith("SIMULATED generators"))
+    assert "seeded perturbations of the GT" in gens
+    assert "sim/typo" in gens and "sim/agent-hasty" not in gens and "agent-x" not in gens
+    assert not any("openai/gpt-4o" in line for line in lines)

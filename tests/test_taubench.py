@@ -9,6 +9,8 @@ from math import comb
 from pathlib import Path
 
 import jsonschema
+import numpy as np
+import pandas as pd
 import pytest
 from fakeserver import FakeLLM
 from typer.testing import CliRunner
@@ -156,3 +158,92 @@ def test_cli_rejected_key_prints_failures_by_model_and_reason(
     assert code == 1
     assert "failures by model and reason:" in out and "openai/test-model: auth x3" in out
     assert len(fake_llm.requests) <= 3  # none retried; once stopped, the rest are not sent
+
+
+def _synthetic_tau(seed: int = 3) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """8 tasks × 4 trials; one model judge and one baseline, 2 metrics per episode, one failed verdict."""
+    rng = np.random.default_rng(seed)
+    ep_rows, j_rows = [], []
+    for task in range(8):
+        for trial in range(4):
+            rid, base = f"tau-airline-{task:03d}:trial{trial}", f"tau-airline-{task:03d}"
+            reward = float(rng.random() < 0.5)
+            ep_rows.append(
+                {"task_id": task, "trial": trial, "reward": reward, "n_tool_errors": 0}
+                | {
+                    m: float(rng.random())
+                    for m in ("p_tool", "p_param", "p_seq", "p_cov", "p_value", "p_seq_dag")
+                }
+            )
+            for judge in ("openai/m", "baseline/always-1"):
+                for metric in ("tool", "param"):
+                    verdict = 1.0 if judge == "baseline/always-1" else float(rng.integers(0, 2))
+                    if judge == "openai/m" and task == 2 and trial == 1 and metric == "tool":
+                        verdict = float("nan")
+                    j_rows.append(
+                        {
+                            "record_id": rid,
+                            "base_id": base,
+                            "reward": reward,
+                            "judge": judge,
+                            "condition": "with_gt",
+                            "metric": metric,
+                            "reference": float(rng.integers(0, 2)),
+                            "verdict": verdict,
+                        }
+                    )
+    return pd.DataFrame(ep_rows), pd.DataFrame(j_rows)
+
+
+def test_judge_cis_resample_tasks_and_match_a_loop_over_drawn_tasks() -> None:
+    from agentjudge.stats.bootstrap import ClusterBootstrap, percentile_ci
+
+    episodes, judgments = _synthetic_tau()
+    summary = summarize(episodes, judgments, resamples=200, seed=7)
+    assert summary["bootstrap"]["cluster"] == "task (base_id)"
+    assert summary["bootstrap"]["clusters"] == 8  # tasks, not the 32 episodes
+    boot = ClusterBootstrap(judgments["base_id"], resamples=200, seed=7)
+    by_task = {b: g for b, g in judgments.groupby("base_id")}
+    for j in summary["judges"]:
+        g_all = judgments[(judgments["judge"] == j["judge"]) & (judgments["condition"] == j["condition"])]
+        ok = g_all[g_all["verdict"].notna()]
+        mu_all = 1 - (ok["reference"] - ok["verdict"]).abs()
+        assert j["alignment_with_reference"] == pytest.approx(mu_all.mean())
+        align, aucs = [], []
+        for draw in boot.idx:  # the slow way: stack the drawn TASKS (all 4 trials each), recompute
+            parts = []
+            for k, c in enumerate(draw):
+                g = by_task[boot.clusters[c]]
+                g = g[(g["judge"] == j["judge"]) & g["verdict"].notna()]
+                parts.append(g.assign(record_id=g["record_id"] + f"#{k}"))
+            stacked = pd.concat(parts)
+            align.append((1 - (stacked["reference"] - stacked["verdict"]).abs()).mean())
+            per_ep = stacked.groupby("record_id").agg(v=("verdict", "mean"), r=("reward", "first"))
+            aucs.append(auc(per_ep["v"].to_numpy(), per_ep["r"].to_numpy() >= 1.0))
+        a_lo, a_hi = percentile_ci(np.array(align), boot.alpha)
+        u_lo, u_hi = percentile_ci(np.array(aucs), boot.alpha)
+        assert j["alignment_ci"] == pytest.approx([a_lo[0], a_hi[0]])
+        assert j["auc_ci"] == pytest.approx([u_lo[0], u_hi[0]], nan_ok=True)
+        assert j["alignment_ci"][0] <= j["alignment_with_reference"] <= j["alignment_ci"][1]
+    model = next(j for j in summary["judges"] if j["judge"] == "openai/m")
+    assert model["auc_ci"][0] <= model["auc_reward"] <= model["auc_ci"][1]
+    assert model["auc_ci"][0] < model["auc_ci"][1]
+    # seeded: same seed same intervals
+    again = summarize(episodes, judgments, resamples=200, seed=7)
+    assert again["judges"] == summary["judges"]
+
+
+def test_summary_md_has_cis_and_names_baseline_judges_not_models() -> None:
+    from agentjudge.taubench import _markdown
+
+    episodes, judgments = _synthetic_tau()
+    summary = summarize(episodes, judgments, resamples=200, seed=7)
+    text = _markdown(summary, Path("x.json"))
+    banner = next(line for line in text.splitlines() if "Not models" in line)
+    assert "baseline/always-1" in banner and "openai/m" not in banner
+    model = next(j for j in summary["judges"] if j["judge"] == "openai/m")
+    lo, hi = model["alignment_ci"]
+    row = next(line for line in text.splitlines() if line.startswith("| openai/m |"))
+    assert f"{model['alignment_with_reference']:.3f} [{lo:.3f}, {hi:.3f}]" in row
+    assert "| baseline/always-1 (not a model) |" in text
+    assert "over the 8 τ-bench tasks" in text

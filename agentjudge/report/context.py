@@ -157,6 +157,11 @@ class Context:
         info = self.meta.get("generators", {}).get(generator, {})
         return generator.startswith("sim/") or bool(info.get("simulated"))
 
+    def is_simulated_agent(self, generator: str) -> bool:
+        """``sim/agent-*``: a simulated agent acting in the interactive environment, not a GT perturbation."""
+        info = self.meta.get("generators", {}).get(generator, {})
+        return generator.startswith("sim/agent-") or str(info.get("model", "")).startswith("sim/agent-")
+
     def judge_label(self, judge: str) -> str:
         if self.is_simulated_judge(judge):
             return f"{judge} (simulated)"

@@ -126,8 +126,10 @@ def line_panels(
     lo: str = "ci_lo",
     hi: str = "ci_hi",
     row: str | None = None,
+    labels: dict[str, str] | None = None,
 ) -> Figure:
-    """Small multiples: one panel per ``panel`` (and ``row``) value, lines per ``hue`` with CI bands."""
+    """Small multiples: one panel per ``panel`` (and ``row``) value, lines per ``hue`` with CI bands;
+    ``labels`` renames legend entries (e.g. to mark simulated or calibration judges)."""
     panels = list(dict.fromkeys(table[panel].astype(str)))
     rows = list(dict.fromkeys(table[row].astype(str))) if row else [None]
     fig, axes = _subplots(
@@ -147,7 +149,7 @@ def line_panels(
             for h, hp in part.groupby(hue, observed=True):
                 hp = hp.set_index(hp[x].astype(str)).reindex(list(x_order))
                 y = hp[value].to_numpy(float) * 100
-                ax.plot(xs, y, marker="o", color=colors.get(str(h)), label=str(h))
+                ax.plot(xs, y, marker="o", color=colors.get(str(h)), label=(labels or {}).get(str(h), str(h)))
                 ax.fill_between(
                     xs,
                     hp[lo].to_numpy(float) * 100,
@@ -160,11 +162,21 @@ def line_panels(
             ax.set_xlabel(x)
             if c == 0:
                 ax.set_ylabel(ylabel)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(6, max(1, len(labels))), fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.08, 1, 0.95))
+    handles, names = axes[0][0].get_legend_handles_labels()
+    _bottom_legend(fig, handles, names, title)
     return fig
+
+
+def _bottom_legend(fig: Figure, handles: list[Any], names: list[str], title: str) -> None:
+    """A legend under the panels with as many columns as fit the figure's width (marked judge names are
+    long), and room below the panels for its rows."""
+    width_in = fig.get_figwidth()
+    longest = max((len(n) for n in names), default=1)
+    ncol = max(1, min(len(names), int(width_in * 72 / (5.0 * longest + 30))))
+    rows = -(-len(names) // ncol) if names else 0
+    fig.legend(handles, names, loc="lower center", ncol=ncol, fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, min(0.4, 0.03 + 0.14 * rows / fig.get_figheight()), 1, 0.95))
 
 
 def scatter_labelled(
@@ -206,9 +218,15 @@ def stacked_shares(
 
 
 def passk_lines(
-    table: pd.DataFrame, hue: str, colors: dict[str, Color], title: str, panel: str | None = None
+    table: pd.DataFrame,
+    hue: str,
+    colors: dict[str, Color],
+    title: str,
+    panel: str | None = None,
+    labels: dict[str, str] | None = None,
 ) -> Figure:
-    """pass^k (solid) and pass@k (dashed) against k, one panel per ``panel`` value, one colour per ``hue``."""
+    """pass^k (solid) and pass@k (dashed) against k, one panel per ``panel`` value, one colour per ``hue``;
+    ``labels`` renames legend entries."""
     panels = list(dict.fromkeys(table[panel].astype(str))) if panel else [""]
     fig, axes = _subplots(1, len(panels), figsize=(4.6 * len(panels) + 1, 4), squeeze=False, sharey=True)
     for c, pv in enumerate(panels):
@@ -216,17 +234,21 @@ def passk_lines(
         part_p = table[table[panel].astype(str) == pv] if panel else table
         for h, part in part_p.groupby(hue, observed=True):
             col = colors.get(str(h))
-            line = ax.plot(part["k"], part["pass_hat_k"] * 100, marker="o", color=col, label=f"{h}")[0]
+            line = ax.plot(
+                part["k"],
+                part["pass_hat_k"] * 100,
+                marker="o",
+                color=col,
+                label=(labels or {}).get(str(h), str(h)),
+            )[0]
             ax.plot(part["k"], part["pass_at_k"] * 100, marker="x", linestyle="--", color=line.get_color())
         ax.set_xlabel("k (trials)")
         ax.set_xticks(sorted(part_p["k"].unique()))
         ax.set_title(pv, fontsize=9)
         if c == 0:
             ax.set_ylabel("pass^k (solid) / pass@k (dashed), %")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(6, max(1, len(labels))), fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.1, 1, 0.95))
+    handles, names = axes[0][0].get_legend_handles_labels()
+    _bottom_legend(fig, handles, names, title)
     return fig
 
 
