@@ -295,8 +295,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             Edit(
                 "analysis/_common.py",
-                "t = diff_table(source, by, factor, lev, base)",
-                "t = diff_table(source, by, factor, base, lev)",
+                '["condition", "judge"], factor, lev, base',
+                '["condition", "judge"], factor, base, lev',
             ),
         ),
         "tests/test_analysis_reference.py::test_rq4_to_rq6_deltas_from_plain_groupby",
