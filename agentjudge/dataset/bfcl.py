@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from agentjudge.dataset.layout import json_object_line
 from agentjudge.dataset.resolve import is_nested_alternative
 from agentjudge.types import GTStep, Record, Strict, ToolCall, ToolSchema, Topology
 
@@ -176,14 +177,7 @@ def _read_lines(path: Path, model: type[Strict]) -> list[tuple[int, Any]]:
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            raw = json.loads(line)
-        except ValueError as exc:
-            raise BfclError(f"{path}, line {lineno}: not valid JSON ({exc})") from None
-        rid = raw.get("id") if isinstance(raw, dict) else None
-        where = f"{path}, line {lineno}" + (f", task {rid!r}" if rid is not None else "")
-        if not isinstance(raw, dict):
-            raise BfclError(f"{where}: a line must be a JSON object, got {type(raw).__name__}")
+        raw, where = json_object_line(line, path, lineno, "task", BfclError)
         try:
             items.append((lineno, model.model_validate(raw)))
         except ValidationError as exc:

@@ -486,16 +486,25 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return out or "(record)"
 
 
-def parse_line(text: str, path: Path | str = "<string>", lineno: int = 1) -> Record:
-    """One JSONL line → Record, or a LayoutError naming file, line, record id and field."""
+def json_object_line(
+    text: str, path: Path | str, lineno: int, noun: str, error: type[ValueError]
+) -> tuple[dict[str, Any], str]:
+    """One JSONL line as a JSON object, with where it is ("file, line N, <noun> 'id'") for the caller's
+    messages; ``error`` (naming file and line) when the line is not JSON or not an object."""
     try:
         raw = json.loads(text)
     except ValueError as exc:
-        raise LayoutError(f"{path}, line {lineno}: not valid JSON ({exc})") from None
+        raise error(f"{path}, line {lineno}: not valid JSON ({exc})") from None
     rid = raw.get("id") if isinstance(raw, dict) else None
-    where = f"{path}, line {lineno}" + (f", record {rid!r}" if rid is not None else "")
+    where = f"{path}, line {lineno}" + (f", {noun} {rid!r}" if rid is not None else "")
     if not isinstance(raw, dict):
-        raise LayoutError(f"{where}: a line must be a JSON object, got {type(raw).__name__}")
+        raise error(f"{where}: a line must be a JSON object, got {type(raw).__name__}")
+    return raw, where
+
+
+def parse_line(text: str, path: Path | str = "<string>", lineno: int = 1) -> Record:
+    """One JSONL line → Record, or a LayoutError naming file, line, record id and field."""
+    raw, where = json_object_line(text, path, lineno, "record", LayoutError)
     try:
         pub = PublishedRecord.model_validate(raw)
     except ValidationError as exc:
