@@ -37,15 +37,21 @@ from agentjudge.judges.trajectory import is_trajectory, with_outcome
 from agentjudge.models.client import ModelCallError, schema_response_format
 from agentjudge.types import METRICS, JudgeRequest, JudgeResult, ModelSettings, PromptFamily, Usage
 
-_METRIC_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "verdict": {"type": "number", "enum": [0.0, 0.5, 1.0]},
-        "justification": {"type": "string"},
-    },
-    "required": ["verdict", "justification"],
-    "additionalProperties": False,
-}
+
+def _metric_schema(number_key: str) -> dict[str, Any]:
+    """One metric's entry: a three-level number under ``number_key`` and a one-sentence justification."""
+    return {
+        "type": "object",
+        "properties": {
+            number_key: {"type": "number", "enum": [0.0, 0.5, 1.0]},
+            "justification": {"type": "string"},
+        },
+        "required": [number_key, "justification"],
+        "additionalProperties": False,
+    }
+
+
+_METRIC_SCHEMA = _metric_schema("verdict")
 VERDICT_SCHEMA: dict[str, Any] = {  # the shape prompts/format_json.md asks for
     "type": "object",
     "properties": {**{m: _METRIC_SCHEMA for m in METRICS}, "overall": {"type": "string"}},
@@ -68,18 +74,7 @@ PAPER_METRIC_KEYS = (
 PAPER_VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        **{
-            key: {
-                "type": "object",
-                "properties": {
-                    "accuracy": {"type": "number", "enum": [0.0, 0.5, 1.0]},
-                    "justification": {"type": "string"},
-                },
-                "required": ["accuracy", "justification"],
-                "additionalProperties": False,
-            }
-            for key in PAPER_METRIC_KEYS
-        },
+        **{key: _metric_schema("accuracy") for key in PAPER_METRIC_KEYS},
         "overall_assessment": {"type": "string"},
     },
     "required": [*PAPER_METRIC_KEYS, "overall_assessment"],
