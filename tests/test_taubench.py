@@ -144,6 +144,7 @@ def test_bad_file_names_episode_and_field(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+@needs_data
 def test_cli_rejected_key_prints_failures_by_model_and_reason(
     tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
