@@ -529,7 +529,7 @@ def score_calls(
 
 
 def _default_env_factory(record: Record) -> Any:
-    from agentjudge.dataset.env import environment_for
+    from agentjudge.dataset.engine import environment_for
 
     return environment_for(record)
 

@@ -275,7 +275,7 @@ async def judge_items(
     """Every judge × condition × episode; one row per metric. Failures are rows with a null verdict."""
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
-    from agentjudge.models.registry import make_judge
+    from agentjudge.registry import make_judge
 
     client = ModelClient(cache=CallCache(), read_cache=not no_cache)
     refs = {item.record_id: reference_scores(item) for item in items}

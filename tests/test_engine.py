@@ -13,12 +13,13 @@ from agentjudge.dataset.domains import DomainSpec, load_domain
 from agentjudge.dataset.engine import (
     DomainEnvironment,
     domain_title,
+    environment_for,
     initial_state,
     list_domains,
     make_environment,
     tool_schemas,
 )
-from agentjudge.dataset.env import ToolError, environment_for
+from agentjudge.dataset.env import ToolError
 from agentjudge.types import TOPOLOGIES, Record, ToolCall
 
 

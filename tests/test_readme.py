@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from agentjudge.models.client import ModelClient
-from agentjudge.models.registry import make_judge
+from agentjudge.registry import make_judge
 from agentjudge.types import JudgeRequest, ModelSettings, Task, ToolCall, ToolSchema
 
 README = Path(__file__).resolve().parents[1] / "README.md"

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from agentjudge import registry
 from agentjudge.generators.llm import LLMGenerator
-from agentjudge.models import registry
 from agentjudge.models.client import ModelClient
-from agentjudge.models.registry import ModelResolutionError, make_generator, make_judge
+from agentjudge.registry import ModelResolutionError, make_generator, make_judge
 from agentjudge.types import JudgeRequest, JudgeResult, ModelSettings, Prediction, Task
 
 PLUGIN_SOURCE = """
@@ -106,7 +106,7 @@ def test_litellm_model_is_llm_generator() -> None:
 
 def test_resolution_does_not_import_litellm_or_plugins() -> None:
     code = (
-        "import sys; from agentjudge.models.registry import make_generator; "
+        "import sys; from agentjudge.registry import make_generator; "
         "from agentjudge.models.client import ModelClient; from agentjudge.types import ModelSettings; "
         "make_generator(ModelSettings(model='hosted_vllm/x', api_base='http://h/v1'), ModelClient()); "
         "print('litellm' in sys.modules)"
@@ -115,6 +115,19 @@ def test_resolution_does_not_import_litellm_or_plugins() -> None:
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_importing_the_registry_loads_no_generator_judge_or_client() -> None:
+    """The registry only names where things are; building one imports its module then (ARCHITECTURE.md)."""
+    code = (
+        "import sys, agentjudge.registry; "
+        "print(sorted(m for m in sys.modules if m.startswith(('agentjudge.generators', 'agentjudge.judges', "
+        "'agentjudge.models', 'agentjudge.runner', 'litellm'))))"
+    )
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_litellm_model_is_llm_judge(monkeypatch: pytest.MonkeyPatch) -> None:

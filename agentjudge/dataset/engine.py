@@ -15,7 +15,7 @@ from functools import cache
 from typing import Any
 
 from agentjudge.dataset.domains import DomainSpec, EntitySpec, FieldSpec, ToolSpec, domain_files, load_domain
-from agentjudge.dataset.env import ToolError
+from agentjudge.dataset.env import ToolEnvironment, ToolError
 from agentjudge.dataset.toolschemas import check_args, first_enum, tool_schemas
 from agentjudge.types import Record, ToolCall
 
@@ -334,3 +334,10 @@ def make_environment(record: Record) -> DomainEnvironment | None:
     if record.seed is None or record.domain not in _slugs():
         return None
     return DomainEnvironment(record.domain, record.seed, [t.name for t in record.tools])
+
+
+def environment_for(record: Record) -> ToolEnvironment | None:
+    """A fresh environment at the record's initial state, or None when the record is not ours
+    (e.g. a downloaded AgentJudgeBench file has no domain engine or seed). Callers that only run calls
+    and compare states use this protocol view of ``make_environment``."""
+    return make_environment(record)

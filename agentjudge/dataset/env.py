@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from agentjudge.types import Record, ToolCall
+from agentjudge.types import ToolCall
 
 
 class ToolError(Exception):
@@ -23,11 +23,3 @@ class ToolEnvironment(Protocol):
     def snapshot(self) -> dict[str, Any]:
         """A JSON-serialisable copy of the current state, for end-state comparison."""
         ...
-
-
-def environment_for(record: Record) -> ToolEnvironment | None:
-    """A fresh environment at the record's initial state, or None when the record is not ours
-    (e.g. a downloaded AgentJudgeBench file has no domain engine or seed)."""
-    from agentjudge.dataset.engine import make_environment  # implemented by the dataset builder
-
-    return make_environment(record)

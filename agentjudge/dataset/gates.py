@@ -336,7 +336,8 @@ def _canonical(value: Any) -> str:
 
 def _gate1_replay(record: Record) -> tuple[list[GateFinding], bool]:
     """(findings, ran). Skipped (ran=False) when the record has no executable environment."""
-    from agentjudge.dataset.env import ToolError, environment_for
+    from agentjudge.dataset.engine import environment_for
+    from agentjudge.dataset.env import ToolError
 
     try:
         env = environment_for(record)

@@ -17,6 +17,8 @@ import math
 import re
 from typing import Any
 
+from agentjudge.dataset.wording import contains_phrase, normalize, text_recoverable
+
 MONTHS = (
     "january",
     "february",
@@ -68,6 +70,7 @@ _ABS_DMY = re.compile(
 _ISO_IN_TEXT = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _YEAR = re.compile(r"(?<![\d.\-/])((?:19|20)\d{2})(?![\d])")
 _SPAN_OF_DATES = re.compile(r"^(\d{4}-\d{2}-\d{2}) (?:to|-|until) (\d{4}-\d{2}-\d{2})$")
+_NUMBER_STRING = re.compile(r"-?\d+(?:\.\d+)?")
 _CLOCK = re.compile(r"^(\d{1,2}):(\d{2})(?::\d{2})?$")
 _DAYPART = re.compile(r"\b(\d{1,2})(?::(\d{2}))? (?:o'clock )?in the (morning|afternoon|evening|night)\b")
 _ANCHOR = re.compile(
@@ -78,35 +81,6 @@ _ANCHOR = re.compile(
 _TIME = re.compile(
     r"\b(\d{1,2})(?::(\d{2})|\.(\d{2})(?=\s*(?:am|pm|a\.m\.|p\.m\.)))?\s*(am|pm|a\.m\.|p\.m\.)?(?!\d)(?!-\d)"
 )
-
-
-@functools.lru_cache(maxsize=65536)
-def normalize(text: str) -> str:
-    """Lower-case, underscores/hyphens/slashes as spaces, whitespace folded: how values are compared."""
-    text = text.lower().replace("_", " ").replace("\u2019", "'")
-    text = re.sub(r"(?<=\w)[-/](?=\w)", " ", text)
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def contains_phrase(text: str, phrase: str) -> bool:
-    """``phrase`` occurs in ``text`` as whole words after normalisation (so "5" is not found in "15")."""
-    needle = normalize(phrase)
-    if not needle:
-        return False
-    hay = normalize(text)
-    start = hay.find(needle)
-    while start >= 0:
-        end = start + len(needle)
-        before = hay[start - 1] if start > 0 else " "
-        after = hay[end] if end < len(hay) else " "
-        if not _is_word_char(before) and not _is_word_char(after):
-            return True
-        start = hay.find(needle, start + 1)
-    return False
-
-
-def _is_word_char(ch: str) -> bool:
-    return ch.isascii() and ch.isalnum()
 
 
 # ---------------------------------------------------------------- numbers
@@ -480,8 +454,8 @@ def recoverable(value: Any, text: str, context: str = "") -> bool:
     if (other := other_date_forms(text_value)) is not None:
         found = dates_in(text, context) | dotted_dates(text)
         return contains_phrase(text, text_value) or bool(other & found)
-    from agentjudge.dataset.wording import text_recoverable  # wording reads numbers through this module
-
+    if _NUMBER_STRING.fullmatch(text_value.strip()) and not contains_phrase(text, text_value):
+        return number_in(float(text_value), text)  # a number typed as a string ("3" for "three-star")
     return text_recoverable(text_value, text)
 
 

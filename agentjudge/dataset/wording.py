@@ -5,14 +5,14 @@ our own rewriter never produces: quotes and spacing around expressions ("'4x+7'"
 same math ("x^2" for "x**2"), inflection ("scenic views"), codes named by what they stand for ("euros" for
 "EUR", "LA" for "Los Angeles"), "City, ST" when the city is given. Every form here is exact enough that a
 careful reader would state the value from the text; ``tests/test_bfcl.py`` lists what must and must not be
-accepted.
+accepted. The phrase test every form builds on (``normalize``, ``contains_phrase``) lives here too, so
+``resolve`` imports this module and never the reverse; a number typed as a string is ``resolve``'s case.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-
-from agentjudge.dataset.resolve import contains_phrase, normalize, number_in
 
 _QUOTES = "\"'`\u2018\u2019\u201c\u201d"
 # ISO 4217 codes a reader states exactly from the currency's name
@@ -75,6 +75,35 @@ ALIASES = {
 _REGION = re.compile(r"^(?:[A-Z]{2,3}|[A-Z][a-z]+(?: [A-Z][a-z]+){0,2})$")
 
 
+@functools.lru_cache(maxsize=65536)
+def normalize(text: str) -> str:
+    """Lower-case, underscores/hyphens/slashes as spaces, whitespace folded: how values are compared."""
+    text = text.lower().replace("_", " ").replace("\u2019", "'")
+    text = re.sub(r"(?<=\w)[-/](?=\w)", " ", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def contains_phrase(text: str, phrase: str) -> bool:
+    """``phrase`` occurs in ``text`` as whole words after normalisation (so "5" is not found in "15")."""
+    needle = normalize(phrase)
+    if not needle:
+        return False
+    hay = normalize(text)
+    start = hay.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        before = hay[start - 1] if start > 0 else " "
+        after = hay[end] if end < len(hay) else " "
+        if not _is_word_char(before) and not _is_word_char(after):
+            return True
+        start = hay.find(needle, start + 1)
+    return False
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isascii() and ch.isalnum()
+
+
 def compact(text: str) -> str:
     """Lower case without quotes, without spaces around symbols, with ``**`` read as ``^`` and ``*``
     between a number and a name dropped: "3*x**2 + 2" and "3x^2+2" are the same expression."""
@@ -113,8 +142,6 @@ def text_recoverable(value: str, text: str) -> bool:
     whose name is given ("euros" states "EUR"), or as "City, ST" when the city is given."""
     if contains_phrase(text, value):
         return True
-    if re.fullmatch(r"-?\d+(?:\.\d+)?", value.strip()):  # a number typed as a string ("3" for "three-star")
-        return number_in(float(value), text)
     needle = compact(value)
     if len(needle) >= 2:
         hay = compact(text)

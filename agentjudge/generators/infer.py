@@ -196,7 +196,7 @@ def infer_cli(
     failed preflight, records failing Gate 1 without ``--skip-invalid``, an unwritable ``--out``)."""
     console = Console(stderr=True, soft_wrap=True)
     from agentjudge.dataset.layout import read_records
-    from agentjudge.models.registry import ModelResolutionError, make_generator
+    from agentjudge.registry import ModelResolutionError, make_generator
 
     chosen = list(difficulties or DIFFICULTIES)
     bad = [d for d in chosen if d not in DIFFICULTIES]

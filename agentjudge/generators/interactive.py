@@ -224,7 +224,7 @@ class InteractiveGenerator:
         return self
 
     async def __call__(self, task: Task, trial: int) -> Prediction:
-        from agentjudge.dataset.env import environment_for
+        from agentjudge.dataset.engine import environment_for
         from agentjudge.models.client import ModelCallError
 
         if self._records is None:

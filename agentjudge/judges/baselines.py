@@ -6,6 +6,8 @@
 * ``baseline/rule`` — a judge without GT built from checks anyone could run on the query, the schemas and
   the calls (see ``rule_verdicts``); each check maps to a three-level verdict with a rationale naming what it
   found.
+* ``baseline/gt-rule`` — the rule checks' GT-reading sibling: a structural diff against the GT the request
+  shows (``gt_rule.gt_diff_verdicts``), so a wrong GT anchors it; the no-GT rules when none is shown.
 * ``baseline/ceiling`` — an ORACLE, not a judge: it reads the programmatic reference
   (``JudgeRequest.reference``) and snaps it to {0, 0.5, 1} (three-level variants) or keeps it (continuous
   variants). Its alignment is the best any judge can reach on the verdict scale (SPEC §6, last note).
@@ -24,6 +26,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from agentjudge.judges.gt_rule import gt_diff_verdicts
 from agentjudge.judges.parse import snap_three_level
 from agentjudge.judges.templates import verdict_scale
 from agentjudge.types import (
@@ -327,6 +330,30 @@ class RuleJudge:
         )
 
 
+class GTRuleJudge:
+    """Diffs the calls against the GT in the request; no-GT rules when the request carries none."""
+
+    needs_reference = False
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def __call__(self, request: JudgeRequest) -> JudgeResult:
+        if request.gt is None:
+            verdicts, rationales = rule_verdicts(request.task, request.calls)
+            how = "no GT in this condition: no-GT rule checks"
+        else:
+            verdicts, rationales = gt_diff_verdicts(request.gt, request.calls)
+            how = "structural diff against the GT shown"
+        return JudgeResult(
+            verdicts={m: verdicts[m] for m in METRICS},
+            rationales=rationales,
+            parse_ok=True,
+            raw_output=f"{self.name}: {how}",
+            outcome=_outcome("gt-rule", request),
+        )
+
+
 class CeilingJudge:
     """The reference itself on the verdict scale: an upper bound on alignment, labelled as an oracle."""
 
@@ -384,14 +411,8 @@ _FACTORIES: dict[str, Callable[[str], Judge]] = {
     "always-0": lambda name: ConstantJudge(name, 0.0),
     "rule": RuleJudge,
     "ceiling": CeilingJudge,
-    "gt-rule": lambda name: _gt_rule(name),
+    "gt-rule": GTRuleJudge,
 }
-
-
-def _gt_rule(name: str) -> Judge:
-    from agentjudge.judges.gt_rule import GTRuleJudge  # imports this module: resolved at call time
-
-    return GTRuleJudge(name)
 
 
 KNOWN_BASELINES: tuple[str, ...] = tuple(PREFIX + k for k in _FACTORIES)

@@ -12,14 +12,16 @@ Three-level mapping per metric (structural, as the rubric of SPEC §7; values ar
   0 no pair or more than half differ, else 0.5
 - seq: the paired calls must respect the GT's dependency edges; 1 none violated, 0.5 one, 0 more (or no pair)
 - cov: share of GT calls paired; 1 all, 0.5 at least half, else 0
+
+The judge itself (``GTRuleJudge``, with the no-GT fallback) is in ``baselines.py`` beside the other baselines;
+this module is only the diff, so it imports nothing of theirs.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from agentjudge.judges.baselines import _outcome, rule_verdicts
-from agentjudge.types import METRICS, GTStep, JudgeRequest, JudgeResult, Metric, ToolCall
+from agentjudge.types import GTStep, Metric, ToolCall
 
 
 def gt_diff_verdicts(gt: list[GTStep], calls: list[ToolCall]) -> tuple[dict[Metric, float], dict[str, str]]:
@@ -58,27 +60,3 @@ def gt_diff_verdicts(gt: list[GTStep], calls: list[ToolCall]) -> tuple[dict[Metr
         "overall": "gt-rule baseline: a structural diff against the GT in the prompt (anchors on it)",
     }
     return verdicts, rationales
-
-
-class GTRuleJudge:
-    """Diffs the calls against the GT in the request; no-GT rules when the request carries none."""
-
-    needs_reference = False
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    async def __call__(self, request: JudgeRequest) -> JudgeResult:
-        if request.gt is None:
-            verdicts, rationales = rule_verdicts(request.task, request.calls)
-            how = "no GT in this condition: no-GT rule checks"
-        else:
-            verdicts, rationales = gt_diff_verdicts(request.gt, request.calls)
-            how = "structural diff against the GT shown"
-        return JudgeResult(
-            verdicts={m: verdicts[m] for m in METRICS},
-            rationales=rationales,
-            parse_ok=True,
-            raw_output=f"{self.name}: {how}",
-            outcome=_outcome("gt-rule", request),
-        )

@@ -225,7 +225,7 @@ def _open_store(rundir: Path, pipe: Pipeline, force_new: bool, console: Console)
 
 
 def _build_models(pipe: Pipeline, data: Dataset, client: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    from agentjudge.models.registry import make_generator, make_judge
+    from agentjudge.registry import make_generator, make_judge
 
     gens: dict[str, Any] = {}
     for settings in pipe.generators:
@@ -404,7 +404,7 @@ async def _run(
 ) -> int:
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
-    from agentjudge.models.registry import ModelResolutionError
+    from agentjudge.registry import ModelResolutionError
 
     client = ModelClient(cache=CallCache(pipe.cache), read_cache=not no_cache, max_cost_usd=pipe.max_cost_usd)
     try:  # before the store is opened: a model that cannot be built leaves no trace in RUNDIR

@@ -11,7 +11,8 @@ Resolution of ``settings.model`` (ARCHITECTURE.md, "Model plumbing"), first matc
 5. anything else is a litellm model → ``LLMGenerator`` / ``LLMJudge``
 
 Only the module that is needed is imported (plugins and litellm load lazily). Every failure is a
-``ModelResolutionError`` whose message says what to fix.
+``ModelResolutionError`` whose message says what to fix. It builds generators and judges, so it sits above
+them (ARCHITECTURE.md, "Layers"), not in ``models/`` beneath them.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ import importlib.metadata
 import importlib.util
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentjudge.models.client import ModelClient
 from agentjudge.types import Generator, Judge, ModelSettings
+
+if TYPE_CHECKING:
+    from agentjudge.models.client import ModelClient
 
 ENTRY_POINT_GROUP = "agentjudge.models"
 _FACTORY_RE = re.compile(r"^(?P<module>[A-Za-z_][\w.]*):(?P<attr>[A-Za-z_]\w*)$")
