@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -21,7 +22,29 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # value; an empty metavar leaves its type column blank (plain click help never shows a flag's metavar).
 FLAG = ""
 
+
+class _FlagHelpGroup(TyperGroup):
+    """A command group whose own ``--help``, and that of every command in it, shows no ``<bool>``: typer
+    builds the help option itself, so the ``FLAG`` metavar is set on it here, once per command."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return _flag(super().get_help_option(ctx))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _flag(command.get_help_option(ctx))
+        return command
+
+
+def _flag(option: Any) -> Any:
+    if option is not None:
+        option.metavar = FLAG
+    return option
+
+
 app = typer.Typer(
+    cls=_FlagHelpGroup,
     name="agentjudge",
     help="Benchmark how reliably LLM judges grade agents' tool calls.",
     no_args_is_help=True,
@@ -50,10 +73,14 @@ def _guarded(call: Callable[[], int]) -> int:
         return 130
 
 
-cache_app = typer.Typer(help="Inspect or clear the model-call cache.", no_args_is_help=True)
+cache_app = typer.Typer(
+    cls=_FlagHelpGroup, help="Inspect or clear the model-call cache.", no_args_is_help=True
+)
 app.add_typer(cache_app, name="cache")
 import_app = typer.Typer(
-    help="Import tasks written elsewhere as records in the published layout.", no_args_is_help=True
+    cls=_FlagHelpGroup,
+    help="Import tasks written elsewhere as records in the published layout.",
+    no_args_is_help=True,
 )
 app.add_typer(import_app, name="import")
 

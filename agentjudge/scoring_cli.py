@@ -191,8 +191,15 @@ def score_cli(data: Path, predictions: Path, out: Path, mode: str, lenient: bool
         metrics = ["p_tool", "p_param", "p_seq", "p_cov", "p_value", "p_seq_dag"]
         summary = frame.groupby(["scoring_mode", "generator"])[metrics].mean()
         print(summary.round(3).to_string())
-        known = frame.loc[frame["scoring_mode"] == modes[0], "state_match"].dropna()  # one row per prediction
+        per_prediction = frame.loc[frame["scoring_mode"] == modes[0], "state_match"]  # one row per prediction
+        known = per_prediction.dropna()
         if len(known):
-            share = known.astype(bool).mean()
-            print(f"state_match: {share:.3f} of {len(known)} predictions with an environment")
+            matched = int(known.astype(bool).sum())
+            without = len(per_prediction) - len(known)
+            pct = 100 * matched / len(known)
+            print(
+                f"state_match: {matched} of {len(known)} scored predictions ({pct:.1f} %) "
+                "end in the GT's end state when their calls are run in the record's environment"
+                + (f"; {without} on records without an environment are not counted" if without else "")
+            )
     return 0

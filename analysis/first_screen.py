@@ -447,11 +447,12 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
             )
     rob = sections.get("robustness", Section("robustness", "")).tables
     wr = rob.get("robust_weighting_rho")
-    if wr is not None and len(wr) and "rho" in wr and wr["rho"].notna().any():
+    if wr is not None and len(wr) and "rho_vs_equal" in wr and wr["rho_vs_equal"].notna().any():
+        within = ", judges ranked within each run" if "run" in wr else ""
         rows.append(
             (
-                "ranking stability over weightings (min ρ)",
-                f"ρ = {wr['rho'].min():.2f}",
+                f"ranking stability over metric weightings (min ρ vs equal weights{within})",
+                f"ρ = {wr['rho_vs_equal'].min():.2f}",
                 PUBLISHED["weighting_rho"],
             )
         )

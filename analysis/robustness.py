@@ -54,12 +54,23 @@ def analyze(ctx: Context) -> Section:
             "never ranked), so there is no ranking to perturb."
         )
         return sec
-    long, rho = weighting_rankings(ranked, by=("condition",))
+    # a compare join ranks judges within each run: judges of different runs graded other material
+    runs = sorted(ranked["run"].astype(str).unique()) if "run" in ranked.columns else []
+    by: tuple[str, ...] = ("run", "condition") if len(runs) > 1 else ("condition",)
+    if len(runs) > 1:
+        sec.text.append(
+            f"Rankings below are within each run ({', '.join(runs)}): a judge is ranked only against the "
+            "judges of its own run, and ρ compares two rankings of the same judges."
+        )
+    long, rho = weighting_rankings(ranked, by=by)
     sec.tables["robust_weightings"] = with_labels(ctx, long)
     sec.tables["robust_weighting_rho"] = rho
+    if len(runs) > 1:
+        n_ranked = int(ranked.groupby("run", observed=True)["judge"].nunique().min())
     if n_ranked < 3:
+        smallest = "The smallest run ranks" if len(runs) > 1 else "Rankings of"
         sec.text.append(
-            f"Rankings of {n_ranked} rankable judge{'s' if n_ranked != 1 else ''}: ρ between rankings needs "
+            f"{smallest} {n_ranked} rankable judge{'s' if n_ranked != 1 else ''}: ρ between rankings needs "
             "≥3 judges to mean much."
         )
     if rho["rho_vs_equal"].notna().any():
@@ -79,13 +90,14 @@ def analyze(ctx: Context) -> Section:
         f"record-weighted alignment: largest shift {shift_txt} (published ≤1.5 pp)."
     )
 
-    bc, bc_rho = binary_collapse_table(ranked, by=("condition",))
+    bc, bc_rho = binary_collapse_table(ranked, by=by)
     sec.tables["robust_binary_collapse"] = with_labels(ctx, bc)
     sec.tables["robust_binary_rho"] = bc_rho
     for r in bc_rho.itertuples(index=False):
         rtxt = "undefined" if np.isnan(r.rho_rankings) else f"{r.rho_rankings:.2f}"
+        where = f"{r.run} · {r.condition}" if "run" in by else str(r.condition)
         sec.text.append(
-            f"- {r.condition}: ρ(three-level ranking, binary ranking) = {rtxt} over {r.n_judges} rankable "
+            f"- {where}: ρ(three-level ranking, binary ranking) = {rtxt} over {r.n_judges} rankable "
             f"judge{'s' if r.n_judges != 1 else ''} (published 0.03: hedging judges gain)."
         )
     rates = bc.groupby("judge", observed=True)["half_rate"].mean()
