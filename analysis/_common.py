@@ -83,17 +83,10 @@ def share_rows(main: pd.DataFrame, a: str, b: str) -> bool:
     return bool(pd.MultiIndex.from_frame(left).isin(pd.MultiIndex.from_frame(right)).any())
 
 
-FIGURE_MARK = {
-    "oracle": " (oracle, calibration)",
-    "constant": " (constant, calibration)",
-    "baseline": " (baseline)",
-    "simulated": " (sim)",
-}
-
-
 def figure_labels(ctx: Context, judges: Sequence[str]) -> dict[str, str]:
-    """Legend names that say which judges are simulated or calibration points, not models."""
-    return {j: j + FIGURE_MARK.get(judge_kind(ctx, j), "") for j in judges}
+    """Legend names that say which judges are simulated or calibration points, not models (the prose's
+    ``Context.judge_label``, so text and figures name a judge alike)."""
+    return {j: ctx.judge_label(j) for j in judges}
 
 
 def rankable_rows(ctx: Context, df: pd.DataFrame) -> pd.DataFrame:

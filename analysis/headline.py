@@ -96,7 +96,6 @@ def analyze(ctx: Context) -> Section:
         colors=ctx.colors,
         title=f"Alignment by judge and GT condition ({ctx.scoring_mode} reference, 95 % CI)",
         ylabel="alignment (%)",
-        zoom=True,
         labels=figure_labels(ctx, ctx.judges),
-    )
+    )  # from 0: bar heights are alignments, read as such
     return sec

@@ -126,8 +126,10 @@ def _judge_tables(ctx: Context, sec: Section) -> None:
     sec.tables["outcome_judges"] = with_labels(ctx, table)
     sec.text.append(
         "Judges that see the episode (calls, outputs, errors, final message): their outcome verdict against "
-        "state_match — accuracy and Cohen's κ of the call 'accomplished', AUC of the verdict, 95 % CIs. "
-        "Null verdicts are counted in n_missing, never scored:"
+        "state_match. A verdict above 0.5 is the call 'accomplished' (on the three-level scale only 1.0; "
+        "0.5 counts as not accomplished); accuracy and Cohen's κ score that yes/no call, AUC ranks the "
+        "verdict itself (0.5 between 0 and 1); 95 % CIs. Null verdicts are counted in n_missing, never "
+        "scored:"
     )
     for r in table.itertuples(index=False):
         sec.text.append(
@@ -151,8 +153,8 @@ def _judge_tables(ctx: Context, sec: Section) -> None:
     sec.tables["outcome_vs_structural"] = with_labels(ctx, vs)
     sec.text.append(
         "Do they agree better with the outcome than with the structural reference? Outcome agreement "
-        "(binary call vs state_match) minus structural alignment (μ over the four metrics) of the same judge "
-        "and condition, paired CI:"
+        "(the yes/no call above vs state_match) minus structural alignment (μ over the four metrics) of the "
+        "same judge and condition, paired CI:"
     )
     for r in vs.itertuples(index=False):
         delta = fmt_pp(r.outcome_minus_structural, r.ci_lo, r.ci_hi)

@@ -199,7 +199,7 @@ def test_minimal_run_sections_still_work(minimal: Context) -> None:
 
 
 def test_figures_other_than_headline_mark_simulated_and_calibration_judges(tmp_path: Path) -> None:
-    """Legends and judge axes say "(sim)" / "(…, calibration)" like the headline figure, not bare names."""
+    """Legends and judge axes say "(simulated)" / "(…, calibration)" like the headline figure, not bare names."""
     judges = {"judge-a": 1, "simjudge/careful": 2, "baseline/always-1": 3, "baseline/ceiling": 3}
     write_run(tmp_path, SyntheticSpec(n_base=12, judges=judges))
     ctx = load_context(tmp_path, resamples=20, seed=0)
@@ -207,19 +207,19 @@ def test_figures_other_than_headline_mark_simulated_and_calibration_judges(tmp_p
     legend = {t.get_text() for t in rq1.figures["rq1_difficulty"].legends[0].get_texts()}
     assert legend == {
         "judge-a",
-        "simjudge/careful (sim)",
+        "simjudge/careful (simulated)",
         "baseline/always-1 (constant, calibration)",
         "baseline/ceiling (oracle, calibration)",
     }
     rows = {t.get_text() for t in rq1.figures["rq1_metric_with_gt"].axes[0].get_yticklabels()}
-    assert "simjudge/careful (sim)" in rows and "baseline/ceiling (oracle, calibration)" in rows
+    assert "simjudge/careful (simulated)" in rows and "baseline/ceiling (oracle, calibration)" in rows
     assert "simjudge/careful" not in rows
     rq2 = run("rq2_agreement", ctx)
     ticks = {t.get_text() for t in rq2.figures["rq2_kappa_with_gt"].axes[0].get_xticklabels()}
-    assert ticks == {"judge-a", "simjudge/careful (sim)"}
+    assert ticks == {"judge-a", "simjudge/careful (simulated)"}
     rq3 = run("rq3_convergence", ctx)
     bars = [t.get_text() for t in rq3.figures["rq3_verdict_distribution"].axes[0].get_yticklabels()]
-    assert "simjudge/careful (sim) · with_gt" in bars and "simjudge/careful · with_gt" not in bars
+    assert "simjudge/careful (simulated) · with_gt" in bars and "simjudge/careful · with_gt" not in bars
 
 
 def test_bottom_legend_with_marked_names_stays_inside_the_figure(tmp_path: Path) -> None:

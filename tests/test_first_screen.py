@@ -278,7 +278,7 @@ def test_small_wording_fixes(tmp_path: Path) -> None:
         t.get_text() for t in headline.analyze(ctx).figures["headline"].axes[0].get_legend().get_texts()
     ]
     assert set(legend) == {
-        "simjudge/lenient (sim)",
+        "simjudge/lenient (simulated)",
         "judge-b",
         "baseline/always-1 (constant, calibration)",
         "baseline/ceiling (oracle, calibration)",

@@ -59,3 +59,27 @@ def test_score_says_what_state_match_counts(tmp_path: Path, capsys: pytest.Captu
         "state_match: 1 of 2 scored predictions (50.0 %) end in the GT's end state when their calls are run "
         "in the record's environment\n"
     ) in out
+
+
+def test_headline_bars_start_at_zero_and_a_zoomed_axis_says_where_it_starts(tmp_path: Path) -> None:
+    from agentjudge.report.context import load_context
+    from analysis import headline, robustness
+
+    write_run(tmp_path, SyntheticSpec(n_base=12, judges={"judge-a": 1, "judge-b": 2, "judge-c": 3}))
+    ctx = load_context(tmp_path, resamples=20, seed=0)
+    ax = headline.analyze(ctx).figures["headline"].axes[0]
+    assert ax.get_ylim()[0] == 0.0 and ax.get_ylabel() == "alignment (%)"
+    zoomed = robustness.analyze(ctx).figures["robust_binary"].axes[0]  # all bars well above 15 %
+    bottom = zoomed.get_ylim()[0]
+    assert bottom > 0 and zoomed.get_ylabel() == f"alignment (%) — axis starts at {bottom:.0f}, not 0"
+    strokes = [line for line in zoomed.lines if line.get_transform() is zoomed.transAxes]
+    assert len(strokes) == 2  # the broken-axis sign across the foot of the y axis
+
+
+def test_a_zoom_that_would_cut_off_only_a_few_points_starts_at_zero() -> None:
+    from agentjudge.report.figures import grouped_bars
+
+    table = pd.DataFrame({"condition": ["a", "a"], "judge": ["x", "y"], "align": [0.153, 0.95]})
+    ax = grouped_bars(table, "condition", "judge", "align", {}, "t", "alignment (%)", zoom=True).axes[0]
+    assert ax.get_ylim()[0] == 0.0 and ax.get_ylabel() == "alignment (%)"  # not "starts at 0, not 0"
+    assert not [line for line in ax.lines if line.get_transform() is ax.transAxes]

@@ -83,3 +83,22 @@ def test_report_has_the_section_and_other_sections_still_run(rundir: Path) -> No
     assert report_cli(rundir, resamples=100, seed=0) == 0
     text = (rundir / "report" / "report.md").read_text(encoding="utf-8")
     assert "RQ7 Outcomes" in text and "FAILED" not in text
+
+
+def test_rq7_says_how_a_verdict_becomes_yes_or_no_and_names_calibration_judges(rundir: Path) -> None:
+    """The 0.5 level is 'not accomplished' (tests/test_outcome_stats.py computes it by hand); the oracle and
+    the constant judge are calibration points, not baselines, in the prose as in the figures."""
+    sec = analyze(load_context(rundir, resamples=50, seed=0))
+    text = "\n".join(sec.text)
+    assert "A verdict above 0.5 is the call 'accomplished'" in text
+    assert "0.5 counts as not accomplished" in text
+    assert "- baseline/ceiling (oracle, calibration), trajectory_with_gt: accuracy" in text
+    assert "- baseline/always-1 (constant, calibration), trajectory_with_gt: accuracy" in text
+    assert "- baseline/gt-rule (baseline), trajectory_with_gt: accuracy" in text
+    assert "ceiling (baseline)" not in text and "always-1 (baseline)" not in text
+    legend = {t.get_text() for t in sec.figures["outcome_judges"].axes[0].get_legend().get_texts()}
+    assert legend == {
+        "baseline/always-1 (constant, calibration)",
+        "baseline/ceiling (oracle, calibration)",
+        "baseline/gt-rule (baseline)",
+    }

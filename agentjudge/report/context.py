@@ -163,9 +163,14 @@ class Context:
         return generator.startswith("sim/agent-") or str(info.get("model", "")).startswith("sim/agent-")
 
     def judge_label(self, judge: str) -> str:
-        if self.is_simulated_judge(judge):
-            return f"{judge} (simulated)"
-        return f"{judge} (baseline)" if self.is_baseline(judge) else judge
+        """The name prose, legends and axes print: marked when it is not a model (one wording for all)."""
+        if self.is_oracle(judge):
+            return f"{judge} (oracle, calibration)"
+        if self.is_constant(judge):
+            return f"{judge} (constant, calibration)"
+        if self.is_baseline(judge):
+            return f"{judge} (baseline)"
+        return f"{judge} (simulated)" if self.is_simulated_judge(judge) else judge
 
     def generator_label(self, generator: str) -> str:
         return f"{generator} (simulated)" if self.is_simulated(generator) else generator

@@ -66,13 +66,23 @@ def grouped_bars(
     ax.axhline(0, color="black", linewidth=0.6)
     vals = table[value].to_numpy(dtype=float) * scale
     if zoom and np.isfinite(vals).any() and np.nanmin(vals) > 0:
-        ax.set_ylim(
-            max(0.0, np.nanmin(vals) - 15), min(100.0, np.nanmax(vals) + 8) if np.nanmax(vals) < 95 else 101
-        )
+        bottom = float(np.nanmin(vals) - 15)
+        bottom = bottom if bottom >= 5 else 0.0  # a few points cut off gain nothing and need a break mark
+        ax.set_ylim(bottom, min(100.0, np.nanmax(vals) + 8) if np.nanmax(vals) < 95 else 101)
+        if bottom > 0:  # a truncated bar axis is marked, so bar heights are not read as ratios
+            _mark_axis_break(ax)
+            ax.set_ylabel(f"{ylabel} — axis starts at {bottom:.0f}, not 0")
     # outside the axes: bars of any height stay readable
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     return fig
+
+
+def _mark_axis_break(ax: Any) -> None:
+    """The usual broken-axis sign: two short diagonal strokes across the foot of the y axis."""
+    for dy in (0.0, 0.025):
+        ax.plot([-0.015, 0.015], [dy - 0.012, dy + 0.012], transform=ax.transAxes, color="black",
+                linewidth=1.0, clip_on=False)  # fmt: skip
 
 
 def heatmap(
