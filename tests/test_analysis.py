@@ -199,7 +199,7 @@ def test_minimal_run_sections_still_work(minimal: Context) -> None:
 
 
 def test_figures_other_than_headline_mark_simulated_and_calibration_judges(tmp_path: Path) -> None:
-    """Legends and judge axes say "(simulated)" / "(…, calibration)" like the headline figure, not bare names."""
+    """Legends and judge axes mark simulated and calibration judges like the headline figure and the prose."""
     judges = {"judge-a": 1, "simjudge/careful": 2, "baseline/always-1": 3, "baseline/ceiling": 3}
     write_run(tmp_path, SyntheticSpec(n_base=12, judges=judges))
     ctx = load_context(tmp_path, resamples=20, seed=0)
