@@ -55,9 +55,7 @@ def _pipeline(folder: Path, fake: FakeLLM, batch: bool, **fields: Any) -> Path:
         generators=["sim/perfect"],
         judges=[judge],
         conditions=["with_gt", "without_gt"],
-        cache=f"cache-{'batch' if batch else 'direct'}.sqlite",
-        **FAST_POLL,
-        **fields,
+        **({"cache": f"cache-{'batch' if batch else 'direct'}.sqlite"} | FAST_POLL | fields),
     )
 
 
@@ -122,7 +120,7 @@ def test_batch_run_equals_direct_run(tmp_path: Path, fake_llm: FakeLLM) -> None:
     # the batch answers are in the call cache under the direct call's keys: a direct run of the batch
     # pipeline's cache sends nothing
     fake_llm.reset()
-    again = _pipeline(tmp_path / "b", fake_llm, batch=False)
+    again = _pipeline(tmp_path / "b", fake_llm, batch=False, cache="cache-batch.sqlite")
     assert run_cli(again, tmp_path / "again") == 0
     assert fake_llm.requests == []
 

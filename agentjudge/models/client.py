@@ -176,7 +176,7 @@ class _Answer:
 
     def __init__(self, body: dict[str, Any] | None) -> None:
         self._body = body or {}
-        self._hidden_params = {"response_cost": None}
+        self._hidden_params = {"response_cost": 0.0}  # priced by the caller at the batch price
 
     def model_dump(self) -> dict[str, Any]:
         return self._body
@@ -516,8 +516,8 @@ class ModelClient:
                 await self.cost_gate.settle(reserved, 0.0, held=True)
             stats.failures += 1
             stats.requests += answer.submissions
-            exc = ModelCallError(answer.kind, answer.submissions, _scrub(answer.error, secrets))
-            raise (self._stop(settings, exc) if exc.kind in MODEL_FATAL_KINDS else exc)
+            # not a model stop: the batch's other answers are paid for and are read all the same
+            raise ModelCallError(answer.kind, answer.submissions, _scrub(answer.error, secrets))
         if not answer.fresh:  # another unit of this run already received it: a cache hit, as direct
             stats.cache_hits += 1
             completion = self._to_completion(_litellm(), _Answer(answer.body), secrets, settings)

@@ -142,9 +142,12 @@ async def run_units(
     tallies: dict[str, ModelTally],
     progress: Progress,
     log: RunLog | None = None,
+    stop_on_fatal: bool = True,
 ) -> list[UnitKey]:
     """Run ``units`` (already filtered to what is pending); commit each as it finishes. Returns the units
-    whose call was queued for a provider batch (``batch_pending``): not stored, run again on the answer."""
+    whose call was queued for a provider batch (``batch_pending``): not stored, run again on the answer.
+    ``stop_on_fatal=False`` (units reading batch answers): a request error does not stop the model, since
+    the other answers are already paid for."""
     queues: dict[str, list[UnitKey]] = defaultdict(list)
     # workers pop from the end: each model takes its units in prefix order (calls sharing a prompt
     # prefix close together in time, so a provider's prefix cache hits; see work.prefix_order)
@@ -184,7 +187,7 @@ async def run_units(
             store.finish(unit, outcome.status, outcome.result, outcome.error, started)
             if outcome.status == "failed":
                 log.failures.add(model, outcome.error)
-                if is_model_fatal(outcome.error):
+                if stop_on_fatal and is_model_fatal(outcome.error):
                     log.stop(model, outcome.error or "")
             elif outcome.parse_failed:
                 log.failures.add(model, outcome.parse_note or "answer could not be parsed", "parse")
