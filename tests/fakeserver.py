@@ -298,14 +298,18 @@ class FakeLLM:
     def _run_batch(self, batch: dict[str, Any]) -> None:
         """Answer the batch's lines through the same scripts as direct requests; write the result files."""
         behaviour, status = self._batch_plan[batch["id"]]
-        lines = [json.loads(ln) for ln in self.files[batch["input_file_id"]].decode().splitlines() if ln.strip()]
+        lines = [
+            json.loads(ln) for ln in self.files[batch["input_file_id"]].decode().splitlines() if ln.strip()
+        ]
         if behaviour == "expire":
             lines = lines[: len(lines) // 2]
         out, err = [], []
         for i, line in enumerate(lines):
             request = line["body"]
             if behaviour == "fail_half" and i % 2 == 1:
-                body: dict[str, Any] = {"error": {"message": f"fakeserver batch HTTP {status}", "code": status}}
+                body: dict[str, Any] = {
+                    "error": {"message": f"fakeserver batch HTTP {status}", "code": status}
+                }
                 err.append({"id": f"req_{i}", "custom_id": line["custom_id"], "response": {
                     "status_code": status, "request_id": f"r{i}", "body": body}, "error": None})  # fmt: skip
                 continue

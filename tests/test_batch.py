@@ -76,7 +76,9 @@ def test_split_lines_respects_request_and_byte_limits() -> None:
 
 def test_result_lines_of_output_and_error_files() -> None:
     ok = parse_result_line(
-        json.dumps({"custom_id": "k1", "response": {"status_code": 200, "body": {"choices": []}}, "error": None})
+        json.dumps(
+            {"custom_id": "k1", "response": {"status_code": 200, "body": {"choices": []}}, "error": None}
+        )
     )
     assert ok is not None and ok.status == 200 and ok.body == {"choices": []} and ok.error is None
     bad = parse_result_line(

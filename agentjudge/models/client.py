@@ -172,7 +172,7 @@ def _litellm() -> Any:
 
 
 class _Answer:
-    """A batch answer's body in the shape ``_to_completion`` reads (what ``model_dump`` of a response gives)."""
+    """A batch answer's body in the shape ``_to_completion`` reads (a response's ``model_dump``)."""
 
     def __init__(self, body: dict[str, Any] | None) -> None:
         self._body = body or {}

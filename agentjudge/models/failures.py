@@ -56,7 +56,7 @@ def reason_of(error: str | None) -> str:
 def is_batch_pending(error: str | None) -> bool:
     """The unit's call was queued for a provider batch (not a failure: the unit runs again on its answer)."""
     match = _KIND_RE.match(error or "")
-    return bool(match) and (match["bracket"] or match["plain"]) == "batch_pending"
+    return match is not None and (match["bracket"] or match["plain"]) == "batch_pending"
 
 
 def is_model_fatal(error: str | None) -> bool:

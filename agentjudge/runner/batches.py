@@ -1,4 +1,4 @@
-"""Batch mode's bookkeeping in RUNDIR/run.sqlite: requests queued, files uploaded, batches polled, answers kept.
+"""Batch mode's bookkeeping in RUNDIR/run.sqlite: requests queued, files uploaded, batches polled, answers.
 
 How a stage runs a ``batch: true`` model (``grid._Grid._stage``):
 
@@ -83,6 +83,7 @@ CREATE TABLE IF NOT EXISTS batch_members (
     PRIMARY KEY (batch_id, cache_key)
 );
 """
+_SET_FAILED = "UPDATE batch_requests SET state = 'failed', error_kind = ?, error = ? WHERE cache_key = ?"
 _UPLOADING = "uploading"  # a local row: the file is being uploaded / the batch created
 
 
@@ -139,11 +140,13 @@ class BatchBroker:
         self._failed_now: set[str] = set()
         # and re-queues what a killed invocation had not finished submitting
         with self._db:
-            stale = [r[0] for r in self._db.execute("SELECT batch_id FROM batches WHERE state = ?", (_UPLOADING,))]
+            stale = [
+                r[0] for r in self._db.execute("SELECT batch_id FROM batches WHERE state = ?", (_UPLOADING,))
+            ]
             for batch_id in stale:
                 self._db.execute(
-                    "UPDATE batch_requests SET state = 'queued', batch_id = NULL, submissions = submissions - 1 "
-                    "WHERE batch_id = ? AND state = 'submitted'",
+                    "UPDATE batch_requests SET state = 'queued', batch_id = NULL, "
+                    "submissions = submissions - 1 WHERE batch_id = ? AND state = 'submitted'",
                     (batch_id,),
                 )
                 self._db.execute("DELETE FROM batches WHERE batch_id = ?", (batch_id,))
@@ -188,15 +191,16 @@ class BatchBroker:
             ).fetchone()
             if row is None:
                 self._db.execute(
-                    "INSERT INTO batch_requests (cache_key, model, state, line, units) VALUES (?, ?, 'queued', ?, ?)",
+                    "INSERT INTO batch_requests (cache_key, model, state, line, units) "
+                    "VALUES (?, ?, 'queued', ?, ?)",
                     (key, settings.display_name, json.dumps(line, sort_keys=True), json.dumps([unit])),
                 )
                 return
             units = json.loads(row[0])
             if row[1] in ("failed", "done"):  # failed in an earlier invocation (or answered): ask again
                 self._db.execute(
-                    "UPDATE batch_requests SET state = 'queued', batch_id = NULL, submissions = 0, answer = NULL, "
-                    "error_kind = NULL, error = NULL WHERE cache_key = ?",
+                    "UPDATE batch_requests SET state = 'queued', batch_id = NULL, submissions = 0, "
+                    "answer = NULL, error_kind = NULL, error = NULL WHERE cache_key = ?",
                     (key,),
                 )
             if unit not in units:
@@ -231,7 +235,9 @@ class BatchBroker:
 
     def _finished(self) -> int:
         return int(
-            self._db.execute("SELECT COUNT(*) FROM batch_requests WHERE state IN ('done', 'failed')").fetchone()[0]
+            self._db.execute(
+                "SELECT COUNT(*) FROM batch_requests WHERE state IN ('done', 'failed')"
+            ).fetchone()[0]
         )
 
     def _queued(self) -> list[tuple[str, str, str, int]]:
@@ -284,7 +290,8 @@ class BatchBroker:
                 [(local, k) for k in keys],
             )
             self._db.executemany(
-                "INSERT OR IGNORE INTO batch_members (batch_id, cache_key) VALUES (?, ?)", [(local, k) for k in keys]
+                "INSERT OR IGNORE INTO batch_members (batch_id, cache_key) VALUES (?, ?)",
+                [(local, k) for k in keys],
             )
         data = b"".join(line.encode("utf-8") + b"\n" for _, line, _ in rows)
         try:
@@ -301,7 +308,9 @@ class BatchBroker:
             )
             self._db.execute("UPDATE batch_requests SET batch_id = ? WHERE batch_id = ?", (info.id, local))
             self._db.execute("UPDATE batch_members SET batch_id = ? WHERE batch_id = ?", (info.id, local))
-        self.say(f"batch {info.id}: {len(rows)} request(s) of {settings.display_name} submitted ({info.status})")
+        self.say(
+            f"batch {info.id}: {len(rows)} request(s) of {settings.display_name} submitted ({info.status})"
+        )
 
     def _submission_failed(
         self, settings: ModelSettings, local: str, rows: list[tuple[str, str, int]], exc: BaseException
@@ -318,12 +327,14 @@ class BatchBroker:
             for key, _, submissions in rows:
                 if retry and submissions + 1 <= settings.max_retries:
                     self._db.execute(
-                        "UPDATE batch_requests SET state = 'queued', batch_id = NULL WHERE cache_key = ?", (key,)
+                        "UPDATE batch_requests SET state = 'queued', batch_id = NULL WHERE cache_key = ?",
+                        (key,),
                     )
                 else:
                     self._failed_now.add(key)
                     self._db.execute(
-                        "UPDATE batch_requests SET state = 'failed', batch_id = NULL, error_kind = ?, error = ? "
+                        "UPDATE batch_requests SET state = 'failed', batch_id = NULL, error_kind = ?, "
+                        "error = ? "
                         "WHERE cache_key = ?",
                         (kind, f"batch submission failed: {message}", key),
                     )
@@ -333,7 +344,7 @@ class BatchBroker:
         self._failed_now.update(keys)
         with self._db:
             self._db.executemany(
-                "UPDATE batch_requests SET state = 'failed', error_kind = ?, error = ? WHERE cache_key = ?",
+                _SET_FAILED,
                 [(kind, message, k) for k in keys],
             )
 
@@ -386,7 +397,8 @@ class BatchBroker:
         rows = {
             key: submissions
             for key, submissions in self._db.execute(
-                "SELECT cache_key, submissions FROM batch_requests WHERE batch_id = ? AND state = 'submitted'",
+                "SELECT cache_key, submissions FROM batch_requests "
+                "WHERE batch_id = ? AND state = 'submitted'",
                 (info.id,),
             )
         }
@@ -412,7 +424,7 @@ class BatchBroker:
                     message = f"HTTP {result.status} in batch {info.id}: {result.error}"[:2000]
                     self._failed_now.add(result.custom_id)
                     self._db.execute(
-                        "UPDATE batch_requests SET state = 'failed', error_kind = ?, error = ? WHERE cache_key = ?",
+                        _SET_FAILED,
                         (kind, message, result.custom_id),
                     )
                     outcome["failed"] += 1
@@ -429,7 +441,7 @@ class BatchBroker:
                     message = f"batch {info.id} {info.status} after {submissions} submission(s){reason}"
                     self._failed_now.add(key)
                     self._db.execute(
-                        "UPDATE batch_requests SET state = 'failed', error_kind = ?, error = ? WHERE cache_key = ?",
+                        _SET_FAILED,
                         (kind, message, key),
                     )
                     outcome["failed"] += 1
@@ -438,7 +450,9 @@ class BatchBroker:
         self.say(f"batch {info.id} {info.status}: {parts}")
 
     def _requeue(self, key: str) -> None:
-        self._db.execute("UPDATE batch_requests SET state = 'queued', batch_id = NULL WHERE cache_key = ?", (key,))
+        self._db.execute(
+            "UPDATE batch_requests SET state = 'queued', batch_id = NULL WHERE cache_key = ?", (key,)
+        )
 
 
 # --- `agentjudge batches RUNDIR` -------------------------------------------------------------------
@@ -491,7 +505,9 @@ def batches_cli(rundir: Path) -> int:
     errors = Console(stderr=True, width=200)
     store = rundir / "run.sqlite"
     if not rundir.is_dir():
-        errors.print(f"[red]error:[/red] {escape(str(rundir))}: no such folder", highlight=False, soft_wrap=True)
+        errors.print(
+            f"[red]error:[/red] {escape(str(rundir))}: no such folder", highlight=False, soft_wrap=True
+        )
         return 2
     db = open_readonly(store)
     if db is None:

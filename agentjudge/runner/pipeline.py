@@ -201,7 +201,9 @@ def batch_problem(model: str) -> str | None:
 
     if model_kind(model) == "litellm" and batch_provider(model) is not None:
         return None
-    return f"batch mode needs a provider with a batch API litellm drives ({', '.join(sorted(PROVIDER_LIMITS))})"
+    return (
+        f"batch mode needs a provider with a batch API litellm drives ({', '.join(sorted(PROVIDER_LIMITS))})"
+    )
 
 
 def check_models(pipeline: Pipeline, where: str) -> None:
