@@ -43,7 +43,8 @@ def _responder(req: dict[str, Any]) -> str:
 
 
 def _judge(fake: FakeLLM, batch: bool, **extra: Any) -> dict[str, Any]:
-    entry = fake.settings(name="judge", input_cost_per_token=2e-6, output_cost_per_token=8e-6, **extra)
+    prices = {"input_cost_per_token": 2e-6, "output_cost_per_token": 8e-6}
+    entry = fake.settings(name="judge", **(prices | extra))
     return entry.model_dump(exclude_defaults=True) | ({"batch": True} if batch else {})
 
 
@@ -242,3 +243,78 @@ def test_sigkill_while_batches_are_in_flight_then_resume_sends_nothing_twice(
     assert len({json.dumps(r, sort_keys=True) for r in fake_llm.requests}) == UNITS
     judg = read(rundir, "judgments")
     assert judg.parse_ok.all() and judg.groupby(["record_id", "condition"]).ngroups == UNITS
+
+
+def _two_stage_responder(req: dict[str, Any]) -> str:
+    """The generator answers a JSON array of calls; the judge's first answer about C-101 is unreadable
+    (the re-ask, a third message, gets a verdict), so the judge stage needs two batch rounds."""
+    text = json.dumps(req["messages"])
+    if req["model"] == "gen-model":
+        customer = next(c for c in ("C-100", "C-101", "C-102", "C-103") if c in text)
+        return json.dumps([{"name": "get_customer", "arguments": {"customer_id": customer}}])
+    if "C-101" in text and len(req["messages"]) == 2:
+        return "no idea"
+    return _responder(req)
+
+
+def test_batch_generator_and_reasking_judge_equal_direct(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.set_responder(_two_stage_responder)
+
+    def pipeline(folder: Path, batch: bool) -> Path:
+        folder.mkdir()
+        gen = fake_llm.settings(model="openai/gen-model", name="gen", native_tools=False)
+        entry = gen.model_dump(exclude_defaults=True) | ({"batch": True} if batch else {})
+        return write_pipeline(
+            folder,
+            generators=[entry],
+            judges=[_judge(fake_llm, batch)],
+            conditions=["with_gt"],
+            reask=1,
+            cache="cache.sqlite",
+            **FAST_POLL,
+        )
+
+    assert run_cli(pipeline(tmp_path / "d", False), tmp_path / "direct") == 0
+    direct_requests = len(fake_llm.requests)
+    assert direct_requests == 8 + 8 + 2  # predictions, judge calls, two re-asks (C-101, two difficulties)
+    fake_llm.reset()
+    fake_llm.set_responder(_two_stage_responder)
+    assert run_cli(pipeline(tmp_path / "b", True), tmp_path / "batch") == 0
+    # one batch of predictions, one of judge calls, one of the two re-asks
+    assert fake_llm.batches_created == 3 and len(fake_llm.requests) == direct_requests
+    for name in ("predictions", "judgments"):
+        d, b = read(tmp_path / "direct", name), read(tmp_path / "batch", name)
+        drop = [c for c in d.columns if "cost" in c]
+        pd.testing.assert_frame_equal(d.drop(columns=drop), b.drop(columns=drop))
+    assert read(tmp_path / "batch", "judgments").parse_ok.all()
+
+
+def test_cost_cap_refuses_batch_requests_that_do_not_fit(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.set_responder(_responder)
+    pipeline = _pipeline(tmp_path / "p", fake_llm, batch=True, judge_fields={"max_tokens": 100})
+    rundir = tmp_path / "run"
+    # worst case of one request at the batch price: > 100 completion tokens x $4e-6 = $0.0004
+    assert run_cli(pipeline, rundir, max_cost=0.0003) == 1
+    assert fake_llm.uploads == 0 and fake_llm.requests == []
+    assert run_cli(pipeline, rundir, max_cost=5.0) == 0
+    assert fake_llm.batches_created == 1 and len(fake_llm.requests) == UNITS
+    spent = json.loads((rundir / "meta.json").read_text())["last_invocation"]["spent_usd"]
+    judg = read(rundir, "judgments")
+    assert spent > 0 and judg.parse_ok.all()
+
+
+def test_dry_run_expects_the_batch_price(
+    tmp_path: Path, fake_llm: FakeLLM, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pipeline = _pipeline(
+        tmp_path / "p",
+        fake_llm,
+        batch=True,
+        judge_fields={"input_cost_per_token": 2e-3, "output_cost_per_token": 8e-3, "max_tokens": 100},
+    )
+    assert run_cli(pipeline, tmp_path / "run", dry_run=True) == 0
+    out = capsys.readouterr().out
+    listed = float(out.split("calls; ~$")[1].split(" at list price")[0].replace(",", ""))
+    expected = float(out.split("expected: ~$")[1].split(" with batch")[0].replace(",", ""))
+    assert listed > 1 and expected == pytest.approx(listed / 2, abs=0.01)  # OpenAI: half of list
+    assert not (tmp_path / "run").exists() and fake_llm.requests == []
