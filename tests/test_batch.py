@@ -7,6 +7,7 @@ server answers every request exactly once.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -318,3 +319,39 @@ def test_dry_run_expects_the_batch_price(
     expected = float(out.split("expected: ~$")[1].split(" with batch")[0].replace(",", ""))
     assert listed > 1 and expected == pytest.approx(listed / 2, abs=0.01)  # OpenAI: half of list
     assert not (tmp_path / "run").exists() and fake_llm.requests == []
+
+
+def test_a_batch_created_just_before_a_crash_is_adopted_not_resubmitted(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    from agentjudge.models.batch import CURRENT_UNIT, BatchAPI, BatchInfo, request_line
+    from agentjudge.models.client import _litellm
+    from agentjudge.runner.batches import BatchBroker
+
+    _litellm()  # imported outside the event loop, as the runner does
+    fake_llm.set_responder(lambda req: "hello back")
+    settings = fake_llm.settings(name="judge", batch=True)
+
+    class DiesAfterCreate(BatchAPI):
+        async def create(self, input_file_id: str, metadata: dict[str, str]) -> BatchInfo:
+            await super().create(input_file_id, metadata)
+            raise KeyboardInterrupt  # the process ends before the batch id reaches the store
+
+    store = tmp_path / "run.sqlite"
+    broker = BatchBroker(store, {"judge": settings}, poll_s=0.01, poll_max_s=0.02, api=DiesAfterCreate)
+    CURRENT_UNIT.set("unit-1")
+    line = request_line("key-1", {"model": settings.model, "messages": [{"role": "user", "content": "hi"}]})
+    broker.defer("key-1", settings, line)
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(broker.settle())
+    broker.close()
+    assert (fake_llm.uploads, fake_llm.batches_created, len(fake_llm.requests)) == (1, 1, 0)
+
+    broker = BatchBroker(store, {"judge": settings}, poll_s=0.01, poll_max_s=0.02)
+    assert asyncio.run(broker.settle()) == 1
+    answer = broker.answer("key-1")
+    broker.close()
+    assert (fake_llm.uploads, fake_llm.batches_created, len(fake_llm.requests)) == (1, 1, 1)
+    assert answer is not None and answer.state == "done"
+    assert answer.body is not None and answer.body["choices"][0]["message"]["content"] == "hello back"
+    assert fake_llm.requests[0]["model"] == "test-model"  # the provider's own name, prefix removed

@@ -37,7 +37,7 @@ CHAT_ENDPOINT = "/v1/chat/completions"
 # the unit a model call is made for (set by the runner around each unit): stored with each request
 CURRENT_UNIT: contextvars.ContextVar[str] = contextvars.ContextVar("agentjudge_batch_unit", default="")
 # kwargs of ModelClient._kwargs that are transport, not request body
-_NOT_BODY = ("timeout", "num_retries", "max_retries", "api_base", "api_key", "drop_params")
+_NOT_BODY = ("timeout", "num_retries", "max_retries", "api_base", "api_key", "drop_params", "api_version")
 
 
 def batch_provider(model: str) -> str | None:
@@ -215,6 +215,16 @@ class BatchAPI:
         from agentjudge.models.client import _litellm
 
         return BatchInfo.of(await _litellm().aretrieve_batch(batch_id=batch_id, **self._auth()))
+
+    async def recent(self, limit: int = 100) -> list[BatchInfo]:
+        """The provider's most recent batches (to find one created just before a crash)."""
+        from agentjudge.models.client import _litellm
+
+        page = await _litellm().alist_batches(limit=limit, **self._auth())
+        data = getattr(page, "data", None)
+        if data is None and isinstance(page, dict):
+            data = page.get("data")
+        return [BatchInfo.of(item) for item in data or []]
 
     async def content(self, file_id: str) -> str:
         from agentjudge.models.client import _litellm

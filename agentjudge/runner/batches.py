@@ -42,7 +42,7 @@ from agentjudge.models.batch import (
     parse_result_line,
     split_lines,
 )
-from agentjudge.models.client import RETRYABLE_KINDS, classify
+from agentjudge.models.client import RETRYABLE_KINDS, _scrub, _secrets, classify
 from agentjudge.runner.store import now
 from agentjudge.types import ModelSettings
 
@@ -138,19 +138,7 @@ class BatchBroker:
         # a new invocation asks failed requests again (their units were stored as failed, and a re-run
         # retries failed units): only failures of this invocation are answers
         self._failed_now: set[str] = set()
-        # and re-queues what a killed invocation had not finished submitting
-        with self._db:
-            stale = [
-                r[0] for r in self._db.execute("SELECT batch_id FROM batches WHERE state = ?", (_UPLOADING,))
-            ]
-            for batch_id in stale:
-                self._db.execute(
-                    "UPDATE batch_requests SET state = 'queued', batch_id = NULL, "
-                    "submissions = submissions - 1 WHERE batch_id = ? AND state = 'submitted'",
-                    (batch_id,),
-                )
-                self._db.execute("DELETE FROM batches WHERE batch_id = ?", (batch_id,))
-                self._db.execute("DELETE FROM batch_members WHERE batch_id = ?", (batch_id,))
+        self._recovered = False
 
     def close(self) -> None:
         self._db.close()
@@ -222,6 +210,9 @@ class BatchBroker:
         requests (expired/failed batches, retryable errors) are submitted again. Returns the number of
         requests answered or failed for good."""
         before = self._finished()
+        if not self._recovered:
+            await self._recover()
+            self._recovered = True
         while True:
             await self._submit_queued()
             open_batches = self._open_batches()
@@ -233,6 +224,44 @@ class BatchBroker:
             await self._poll(open_batches)
         return self._finished() - before
 
+    async def _recover(self) -> None:
+        """Submissions a killed invocation left half-recorded: a batch the provider created (found by its
+        input file among the provider's recent batches) is adopted and polled; otherwise its requests are
+        queued again. The window is one HTTP round trip; this closes it where the provider can list."""
+        stale = self._db.execute(
+            "SELECT batch_id, model, input_file_id FROM batches WHERE state = ?", (_UPLOADING,)
+        ).fetchall()
+        for local, model, file_id in stale:
+            if model not in self.settings:
+                continue
+            found: BatchInfo | None = None
+            if file_id:
+                try:
+                    recent = await self._api(self.settings[model]).recent()
+                except Exception as exc:  # noqa: BLE001 - cannot list: resubmit (may duplicate, said below)
+                    self.say(f"{model}: could not list the provider's batches ({classify(exc)})")
+                    recent = []
+                found = next((b for b in recent if b.input_file_id == file_id), None)
+            with self._db:
+                if found is not None:
+                    self._db.execute(
+                        "UPDATE batches SET batch_id = ?, state = ?, updated_at = ? WHERE batch_id = ?",
+                        (found.id, found.status, now(), local),
+                    )
+                    for table in ("batch_requests", "batch_members"):
+                        self._db.execute(
+                            f"UPDATE {table} SET batch_id = ? WHERE batch_id = ?", (found.id, local)
+                        )
+                    self.say(f"batch {found.id}: created before the interruption; polling it")
+                    continue
+                self._db.execute(
+                    "UPDATE batch_requests SET state = 'queued', batch_id = NULL, "
+                    "submissions = submissions - 1 WHERE batch_id = ? AND state = 'submitted'",
+                    (local,),
+                )
+                self._db.execute("DELETE FROM batches WHERE batch_id = ?", (local,))
+                self._db.execute("DELETE FROM batch_members WHERE batch_id = ?", (local,))
+
     def _finished(self) -> int:
         return int(
             self._db.execute(
@@ -241,16 +270,19 @@ class BatchBroker:
         )
 
     def _queued(self) -> list[tuple[str, str, str, int]]:
-        return self._db.execute(
+        """Queued requests of this run's batch models (a model switched to direct since keeps its rows)."""
+        rows = self._db.execute(
             "SELECT cache_key, model, line, submissions FROM batch_requests WHERE state = 'queued' "
             "ORDER BY model, cache_key"
         ).fetchall()
+        return [r for r in rows if r[1] in self.settings]
 
     def _open_batches(self) -> list[tuple[str, str]]:
-        return self._db.execute(
+        rows = self._db.execute(
             "SELECT batch_id, model FROM batches WHERE collected = 0 AND state != ? ORDER BY created_at",
             (_UPLOADING,),
         ).fetchall()
+        return [r for r in rows if r[1] in self.settings]
 
     def _limits(self, api: Any) -> tuple[int, int]:
         requests, size = api.limits
@@ -315,8 +347,6 @@ class BatchBroker:
     def _submission_failed(
         self, settings: ModelSettings, local: str, rows: list[tuple[str, str, int]], exc: BaseException
     ) -> None:
-        from agentjudge.models.client import _scrub, _secrets
-
         kind = classify(exc)
         key_value = os.environ.get(settings.api_key_env) if settings.api_key_env else None
         message = _scrub(f"{type(exc).__name__}: {exc}", _secrets(key_value))[:2000]
@@ -403,6 +433,7 @@ class BatchBroker:
             )
         }
         outcome: Counter[str] = Counter()
+        secrets = _secrets(os.environ.get(settings.api_key_env) if settings.api_key_env else None)
         with self._db:
             for text in lines:
                 result = parse_result_line(text)
@@ -421,7 +452,9 @@ class BatchBroker:
                     self._requeue(result.custom_id)
                     outcome["requeued"] += 1
                 else:
-                    message = f"HTTP {result.status} in batch {info.id}: {result.error}"[:2000]
+                    message = _scrub(f"HTTP {result.status} in batch {info.id}: {result.error}", secrets)[
+                        :2000
+                    ]
                     self._failed_now.add(result.custom_id)
                     self._db.execute(
                         _SET_FAILED,
@@ -437,7 +470,7 @@ class BatchBroker:
                     kind = "timeout" if info.status == "expired" else "server_error"
                     if info.status == "failed":
                         kind = "bad_request"
-                    reason = f": {info.errors}" if info.errors else ""
+                    reason = f": {_scrub(info.errors, secrets)}" if info.errors else ""
                     message = f"batch {info.id} {info.status} after {submissions} submission(s){reason}"
                     self._failed_now.add(key)
                     self._db.execute(
