@@ -139,6 +139,7 @@ class BatchBroker:
         # retries failed units): only failures of this invocation are answers
         self._failed_now: set[str] = set()
         self._recovered = False
+        self._resolved = 0  # requests answered or failed for good by this invocation
 
     def close(self) -> None:
         self._db.close()
@@ -208,8 +209,8 @@ class BatchBroker:
     async def settle(self) -> int:
         """Submit what is queued and poll every open batch until all are final and read; requeued
         requests (expired/failed batches, retryable errors) are submitted again. Returns the number of
-        requests answered or failed for good."""
-        before = self._finished()
+        requests answered or failed for good by this call."""
+        before = self._resolved
         if not self._recovered:
             await self._recover()
             self._recovered = True
@@ -222,7 +223,7 @@ class BatchBroker:
                 await asyncio.sleep(self.poll_s)  # a submission failed and was requeued: try again later
                 continue
             await self._poll(open_batches)
-        return self._finished() - before
+        return self._resolved - before
 
     async def _recover(self) -> None:
         """Submissions a killed invocation left half-recorded: a batch the provider created (found by its
@@ -238,8 +239,11 @@ class BatchBroker:
             if file_id:
                 try:
                     recent = await self._api(self.settings[model]).recent()
-                except Exception as exc:  # noqa: BLE001 - cannot list: resubmit (may duplicate, said below)
-                    self.say(f"{model}: could not list the provider's batches ({classify(exc)})")
+                except Exception as exc:  # noqa: BLE001 - cannot list: resubmitted (may repeat that batch)
+                    self.say(
+                        f"{model}: could not list the provider's batches ({classify(exc)}); the requests of "
+                        f"an interrupted submission are sent again and may be answered twice"
+                    )
                     recent = []
                 found = next((b for b in recent if b.input_file_id == file_id), None)
             with self._db:
@@ -261,13 +265,6 @@ class BatchBroker:
                 )
                 self._db.execute("DELETE FROM batches WHERE batch_id = ?", (local,))
                 self._db.execute("DELETE FROM batch_members WHERE batch_id = ?", (local,))
-
-    def _finished(self) -> int:
-        return int(
-            self._db.execute(
-                "SELECT COUNT(*) FROM batch_requests WHERE state IN ('done', 'failed')"
-            ).fetchone()[0]
-        )
 
     def _queued(self) -> list[tuple[str, str, str, int]]:
         """Queued requests of this run's batch models (a model switched to direct since keeps its rows)."""
@@ -362,6 +359,7 @@ class BatchBroker:
                     )
                 else:
                     self._failed_now.add(key)
+                    self._resolved += 1
                     self._db.execute(
                         "UPDATE batch_requests SET state = 'failed', batch_id = NULL, error_kind = ?, "
                         "error = ? "
@@ -372,6 +370,7 @@ class BatchBroker:
 
     def _fail(self, keys: list[str], kind: str, message: str) -> None:
         self._failed_now.update(keys)
+        self._resolved += len(keys)
         with self._db:
             self._db.executemany(
                 _SET_FAILED,
@@ -479,6 +478,7 @@ class BatchBroker:
                     )
                     outcome["failed"] += 1
             self._db.execute("UPDATE batches SET collected = 1 WHERE batch_id = ?", (info.id,))
+        self._resolved += outcome["answered"] + outcome["failed"]
         parts = ", ".join(f"{n} {what}" for what, n in sorted(outcome.items())) or "no requests"
         self.say(f"batch {info.id} {info.status}: {parts}")
 
