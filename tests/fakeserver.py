@@ -120,9 +120,19 @@ class FakeLLM:
         self.retrieves = 0
         self._server = ThreadingHTTPServer((host, port), self._handler_class())
         self._server.daemon_threads = True
+        self._server.handle_error = self._handle_error  # type: ignore[method-assign]
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-llm", daemon=True
         )
+
+    def _handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (a killed run's keep-alive connection) is not an error of the server."""
+        import sys
+        import traceback
+
+        if isinstance(sys.exc_info()[1], ConnectionResetError | BrokenPipeError):
+            return
+        traceback.print_exc()
 
     # ---- lifecycle -------------------------------------------------------------------------------
     @property
@@ -174,6 +184,9 @@ class FakeLLM:
             self.max_in_flight = 0
             self.latency = 0.0
             self._batch_scripts.clear()
+            self.uploads = self.batches_created = self.retrieves = 0
+            self.hold_batches = False
+            self.batch_polls = 1
 
     # ---- scripting -------------------------------------------------------------------------------
     def queue(

@@ -163,7 +163,6 @@ def test_half_failed_batch_records_failures_per_unit_and_rerun_retries(
     # a retryable per-request error (HTTP 500) is resubmitted within the run
     fake_llm.reset()
     fake_llm.set_responder(_responder)
-    fake_llm.batches_created = 0
     fake_llm.script_batch("fail_half", status=500)
     other = _pipeline(tmp_path / "q", fake_llm, batch=True)
     assert run_cli(other, tmp_path / "run2") == 0
