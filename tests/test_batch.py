@@ -114,6 +114,12 @@ def test_batch_run_equals_direct_run(tmp_path: Path, fake_llm: FakeLLM) -> None:
     assert len(d) == len(b) > 0 and b.parse_ok.all() and b.judge_error.isna().all()
     pd.testing.assert_frame_equal(_stable(d), _stable(b))
     assert set(b.verdict) == {0.0, 0.5, 1.0}
+    # the key never reaches the store: request lines carry the body only
+    assert TEST_KEY.encode() not in (tmp_path / "batch" / "run.sqlite").read_bytes()
+    with sqlite3.connect(tmp_path / "batch" / "run.sqlite") as db:
+        states = dict(db.execute("SELECT state, COUNT(*) FROM batch_requests GROUP BY state").fetchall())
+        members = db.execute("SELECT COUNT(*) FROM batch_members").fetchone()[0]
+    assert states == {"done": UNITS} and members == UNITS
     # the batch price is half the pipeline's list price (OpenAI's documented 50 %), per call
     meta_d = json.loads((tmp_path / "direct" / "meta.json").read_text())["last_invocation"]["per_model"]
     meta_b = json.loads((tmp_path / "batch" / "meta.json").read_text())["last_invocation"]["per_model"]
@@ -191,6 +197,16 @@ def test_batches_verb_lists_status(tmp_path: Path, fake_llm: FakeLLM) -> None:
         check=False,
     )
     assert missing.returncode == 2 and "nope" in missing.stderr and "Traceback" not in missing.stderr
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "run.sqlite").write_text("not a database")
+    junk = subprocess.run(
+        [sys.executable, "-m", "agentjudge", "batches", str(tmp_path / "junk")],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        check=False,
+    )
+    assert junk.returncode == 2 and "not a run store" in junk.stderr and "Traceback" not in junk.stderr
 
 
 def test_batch_true_on_a_provider_without_batches_is_refused(tmp_path: Path) -> None:
