@@ -142,12 +142,12 @@ async def run_units(
     tallies: dict[str, ModelTally],
     progress: Progress,
     log: RunLog | None = None,
-    stop_on_fatal: bool = True,
+    reading_batch_answers: bool = False,
 ) -> list[UnitKey]:
     """Run ``units`` (already filtered to what is pending); commit each as it finishes. Returns the units
     whose call was queued for a provider batch (``batch_pending``): not stored, run again on the answer.
-    ``stop_on_fatal=False`` (units reading batch answers): a request error does not stop the model, since
-    the other answers are already paid for."""
+    ``reading_batch_answers`` (units run again on their batch answers): neither a request error nor the cost
+    cap stops them, since those answers are already paid for (new calls still meet the client's cost gate)."""
     queues: dict[str, list[UnitKey]] = defaultdict(list)
     # workers pop from the end: each model takes its units in prefix order (calls sharing a prompt
     # prefix close together in time, so a provider's prefix cache hits; see work.prefix_order)
@@ -165,7 +165,7 @@ async def run_units(
                 log.not_run[model] = log.not_run.get(model, 0) + 1
                 progress.advance(bar)
                 continue
-            if budget.exhausted:
+            if budget.exhausted and not reading_batch_answers:
                 budget.skipped += 1
                 progress.advance(bar)
                 continue
@@ -187,7 +187,7 @@ async def run_units(
             store.finish(unit, outcome.status, outcome.result, outcome.error, started)
             if outcome.status == "failed":
                 log.failures.add(model, outcome.error)
-                if stop_on_fatal and is_model_fatal(outcome.error):
+                if not reading_batch_answers and is_model_fatal(outcome.error):
                     log.stop(model, outcome.error or "")
             elif outcome.parse_failed:
                 log.failures.add(model, outcome.parse_note or "answer could not be parsed", "parse")

@@ -299,7 +299,9 @@ class _Grid:
             answered = await self.batches.settle()
             if not answered and not self.batches.open_requests():
                 break  # nothing was answered and nothing is open: the units stay pending (re-run to resume)
-            deferred = await engine.run_units(f"{name}:batch", deferred, *args, self.log, stop_on_fatal=False)
+            deferred = await engine.run_units(
+                f"{name}:batch", deferred, *args, self.log, reading_batch_answers=True
+            )
 
     async def predict(self, key: UnitKey) -> engine.Outcome:
         record, difficulty = self.data.locate(key.record_id)
