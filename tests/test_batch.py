@@ -303,6 +303,33 @@ def test_batch_generator_and_reasking_judge_equal_direct(tmp_path: Path, fake_ll
         drop = [c for c in d.columns if "cost" in c]
         pd.testing.assert_frame_equal(d.drop(columns=drop), b.drop(columns=drop))
     assert read(tmp_path / "batch", "judgments").parse_ok.all()
+    # the end-of-run accounting counts each call once, although a re-asking unit ran twice (the second
+    # time it read its first answer again on the way to the re-ask)
+    rows = {}
+    for run in ("direct", "batch"):
+        meta = json.loads((tmp_path / run / "meta.json").read_text())["last_invocation"]["per_model"]
+        rows[run] = {r["model"]: r for r in meta}
+    assert rows["direct"]["judge"]["calls"] == rows["batch"]["judge"]["calls"] == 8 + 2
+    assert rows["direct"]["gen"]["calls"] == rows["batch"]["gen"]["calls"] == 8
+    assert rows["direct"]["judge"]["tokens"] == rows["batch"]["judge"]["tokens"] > 0
+    assert rows["batch"]["judge"]["cost_usd"] == pytest.approx(rows["direct"]["judge"]["cost_usd"] / 2)
+    # and each unit's stored usage is what its direct unit's was, at the batch price
+    usage = {}
+    for run in ("direct", "batch"):
+        with sqlite3.connect(tmp_path / run / "run.sqlite") as db:
+            usage[run] = {
+                (rid, cond): json.loads(result)["usage"]
+                for rid, cond, result in db.execute(
+                    "SELECT record_id, condition, result FROM units WHERE stage = 'judge'"
+                )
+            }
+    assert usage["direct"].keys() == usage["batch"].keys() and len(usage["batch"]) == 8
+    for unit, direct_usage in usage["direct"].items():
+        batch_usage = usage["batch"][unit]
+        assert batch_usage["prompt_tokens"] == direct_usage["prompt_tokens"] > 0
+        assert batch_usage["completion_tokens"] == direct_usage["completion_tokens"]
+        assert batch_usage["cost_usd"] == pytest.approx(direct_usage["cost_usd"] / 2)
+        assert batch_usage["cached"] is direct_usage["cached"] is False
 
 
 def test_cost_cap_refuses_batch_requests_that_do_not_fit(tmp_path: Path, fake_llm: FakeLLM) -> None:

@@ -36,6 +36,13 @@ FINAL_STATES = frozenset({"completed", "failed", "expired", "cancelled"})
 CHAT_ENDPOINT = "/v1/chat/completions"
 # the unit a model call is made for (set by the runner around each unit): stored with each request
 CURRENT_UNIT: contextvars.ContextVar[str] = contextvars.ContextVar("agentjudge_batch_unit", default="")
+
+
+def current_unit() -> str:
+    """The id of the unit whose call is being made ("" outside the runner)."""
+    return CURRENT_UNIT.get()
+
+
 # kwargs of ModelClient._kwargs that are transport, not request body
 _NOT_BODY = ("timeout", "num_retries", "max_retries", "api_base", "api_key", "drop_params", "api_version")
 

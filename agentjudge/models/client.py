@@ -380,6 +380,7 @@ class ModelClient:
         self._semaphores: dict[tuple[int, str, str | None], asyncio.Semaphore] = {}
         self.batch: BatchQueue | None = None  # set by the runner when the pipeline has batch: true models
         self._batch_reserved: dict[str, float] = {}  # cache key -> worst case held under --max-cost
+        self._batch_read: set[tuple[str, str]] = set()  # (cache key, unit) answers counted in stats
 
     def _semaphore(self, settings: ModelSettings) -> asyncio.Semaphore:
         key = (id(asyncio.get_running_loop()), settings.model, settings.api_base)
@@ -430,6 +431,10 @@ class ModelClient:
         stats.calls += 1
         fields = self.request_fields(settings, messages, tools, temperature, sample_index, response_format)
         key = cache_key(fields)
+        if settings.batch and self.batch is not None and self._batch_replay(key):
+            # a unit run again for a later call (a re-ask, the next turn) reads its earlier batch answer
+            # again, with that answer's usage, as the same unit would have in one direct pass
+            return await self._batched(settings, key, fields, stats, _secrets(None))
         if self.cache is not None and self.read_cache:
             hit = self.cache.get(key)
             try:
@@ -496,11 +501,16 @@ class ModelClient:
         self.stopped.setdefault((settings.model, settings.api_base), exc)
         return exc
 
+    def _batch_replay(self, key: str) -> bool:
+        from agentjudge.models.batch import current_unit
+
+        return (key, current_unit()) in self._batch_read
+
     async def _batched(
         self, settings: ModelSettings, key: str, fields: dict[str, Any], stats: ModelStats, secrets: list[str]
     ) -> Completion:
         """A batch-mode call: queue it (``batch_pending``) or return its answer as a direct call would."""
-        from agentjudge.models.batch import batch_token_prices, request_line
+        from agentjudge.models.batch import batch_token_prices, current_unit, request_line
 
         assert self.batch is not None
         answer = self.batch.answer(key)
@@ -540,6 +550,12 @@ class ModelClient:
             cost = usage.prompt_tokens * batch_prices[0] + usage.completion_tokens * batch_prices[1]
         completion.cost_known = batch_prices is not None
         completion.usage = usage.model_copy(update={"cost_usd": cost})
+        replay = (key, current_unit()) in self._batch_read
+        if replay:  # the unit was run again for a later call (a re-ask, the next turn): not a new call
+            stats.calls -= 1
+            stats.requests -= 1
+            return completion
+        self._batch_read.add((key, current_unit()))
         if self.cost_gate is not None:
             await self.cost_gate.settle(reserved, cost if usage.prompt_tokens else reserved, held=True)
         stats.prompt_tokens += usage.prompt_tokens
