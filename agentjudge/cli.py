@@ -256,6 +256,16 @@ def report(
 
 
 @app.command()
+def batches(
+    rundir: Annotated[Path, typer.Argument(help="Run folder of `agentjudge run` (its run.sqlite).")],
+) -> None:
+    """Provider batches of a run (models with batch: true): id, model, state, counts, units."""
+    from agentjudge.runner.batches import batches_cli
+
+    raise typer.Exit(_guarded(lambda: batches_cli(rundir)))
+
+
+@app.command()
 def compare(
     rundirs: Annotated[
         list[Path], typer.Argument(help="Two or more run folders written by `agentjudge run`.")

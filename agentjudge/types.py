@@ -239,6 +239,7 @@ class ModelSettings(Strict):
     input_cost_per_token: float | None = None  # USD; overrides litellm's price (needed for --max-cost
     output_cost_per_token: float | None = None  # on models litellm has no price for)
     extra: dict[str, Any] = Field(default_factory=dict)  # passed through to litellm.acompletion
+    batch: bool = False  # send through the provider's batch API (OpenAI, Azure OpenAI; runner.batches)
 
     @model_validator(mode="after")
     def _whole_price(self) -> ModelSettings:

@@ -23,6 +23,16 @@ Use the ``fake_llm`` fixture (tests/conftest.py); it serves on 127.0.0.1 at a fr
     fake_llm.headers         # matching request headers (lower-cased names)
     fake_llm.max_in_flight   # highest number of requests handled at the same time
 
+Batch API (OpenAI Files and Batches: ``POST /v1/files``, ``GET /v1/files/{id}/content``, ``POST /v1/batches``,
+``GET /v1/batches/{id}``, ``GET /v1/batches``): each line of a batch is answered like a direct request (same
+scripts, recorded in ``requests``) when the batch completes, on its ``batch_polls``-th retrieve::
+
+    fake_llm.batch_polls = 2          # retrieves a batch answers "in_progress" before it completes
+    fake_llm.hold_batches = True      # batches stay "in_progress" (a run can be killed while they wait)
+    fake_llm.script_batch("expire")   # the next batch answers its first half, then expires
+    fake_llm.script_batch("fail_half", status=400)   # the next batch: every second request gets HTTP 400
+    fake_llm.uploads, fake_llm.batches_created, fake_llm.retrieves   # counters
+
 Order of precedence for each request: queued faults (``fail_next`` / ``hang_next`` / ``malformed_next``),
 then queued answers (``queue``), then the responder. With none of them the server answers 400
 "fakeserver: nothing scripted" — a test that forgot to script an answer fails loudly instead of passing on
@@ -33,6 +43,8 @@ Every answer carries ``usage`` (prompt/completion token counts = whitespace-sepa
 from __future__ import annotations
 
 import contextlib
+import email.parser
+import email.policy
 import json
 import threading
 import time
@@ -95,11 +107,32 @@ class FakeLLM:
         self.paths: list[str] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        # batch API state (see the module docstring)
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self._batch_scripts: deque[tuple[str, int]] = deque()
+        self._batch_plan: dict[str, tuple[str, int]] = {}
+        self._batch_seen: dict[str, int] = {}
+        self.batch_polls = 1
+        self.hold_batches = False
+        self.uploads = 0
+        self.batches_created = 0
+        self.retrieves = 0
         self._server = ThreadingHTTPServer((host, port), self._handler_class())
         self._server.daemon_threads = True
+        self._server.handle_error = self._handle_error  # type: ignore[method-assign]
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-llm", daemon=True
         )
+
+    def _handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (a killed run's keep-alive connection) is not an error of the server."""
+        import sys
+        import traceback
+
+        if isinstance(sys.exc_info()[1], ConnectionResetError | BrokenPipeError):
+            return
+        traceback.print_exc()
 
     # ---- lifecycle -------------------------------------------------------------------------------
     @property
@@ -150,6 +183,10 @@ class FakeLLM:
             self.paths.clear()
             self.max_in_flight = 0
             self.latency = 0.0
+            self._batch_scripts.clear()
+            self.uploads = self.batches_created = self.retrieves = 0
+            self.hold_batches = False
+            self.batch_polls = 1
 
     # ---- scripting -------------------------------------------------------------------------------
     def queue(
@@ -195,6 +232,141 @@ class FakeLLM:
         with self._lock:
             broken = '{"id": "chatcmpl-broken", "choices": ['
             self._faults.extend(Reply(body=broken, status=200) for _ in range(times))
+
+    def script_batch(self, behaviour: str, status: int = 500) -> None:
+        """The next created batch ``expire``s after answering its first half, or answers every second
+        request with HTTP ``status`` (``fail_half``)."""
+        assert behaviour in ("expire", "fail_half")
+        with self._lock:
+            self._batch_scripts.append((behaviour, status))
+
+    # ---- batch API -------------------------------------------------------------------------------
+    def _upload(self, content_type: str, raw: bytes) -> tuple[int, dict[str, Any]]:
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            f"Content-Type: {content_type}\r\n\r\n".encode() + raw
+        )
+        fields: dict[str, tuple[str | None, bytes]] = {}
+        for part in message.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            fields[str(name)] = (part.get_filename(), part.get_payload(decode=True) or b"")
+        if "file" not in fields:
+            return 400, {"error": {"message": "no file part"}}
+        with self._lock:
+            self.uploads += 1
+            file_id = f"file-fake-{len(self.files)}"
+            self.files[file_id] = fields["file"][1]
+        purpose = fields.get("purpose", (None, b"batch"))[1].decode()
+        filename, data = fields["file"][0] or "upload.jsonl", fields["file"][1]
+        return 200, {
+            "id": file_id,
+            "object": "file",
+            "bytes": len(data),
+            "created_at": int(time.time()),
+            "filename": filename,
+            "purpose": purpose,
+            "status": "processed",
+        }
+
+    def _create_batch(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        file_id = request.get("input_file_id")
+        if file_id not in self.files:
+            return 404, {"error": {"message": f"no file {file_id}"}}
+        lines = [ln for ln in self.files[file_id].decode().splitlines() if ln.strip()]
+        with self._lock:
+            self.batches_created += 1
+            batch_id = f"batch_fake_{len(self.batches)}"
+            self._batch_plan[batch_id] = self._batch_scripts.popleft() if self._batch_scripts else ("", 0)
+            self._batch_seen[batch_id] = 0
+            self.batches[batch_id] = {
+                "id": batch_id,
+                "object": "batch",
+                "endpoint": request.get("endpoint", "/v1/chat/completions"),
+                "errors": None,
+                "input_file_id": file_id,
+                "completion_window": request.get("completion_window", "24h"),
+                "status": "validating",
+                "output_file_id": None,
+                "error_file_id": None,
+                "created_at": int(time.time()),
+                "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+                "metadata": request.get("metadata"),
+            }
+            return 200, dict(self.batches[batch_id])
+
+    def _retrieve_batch(self, batch_id: str) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            batch = self.batches.get(batch_id)
+            if batch is None:
+                return 404, {"error": {"message": f"no batch {batch_id}"}}
+            self.retrieves += 1
+            if batch["status"] in ("completed", "expired", "failed", "cancelled"):
+                return 200, dict(batch)
+            self._batch_seen[batch_id] += 1
+            if self.hold_batches or self._batch_seen[batch_id] < self.batch_polls:
+                batch["status"] = "in_progress"
+                return 200, dict(batch)
+        self._run_batch(batch)
+        return 200, dict(batch)
+
+    def _run_batch(self, batch: dict[str, Any]) -> None:
+        """Answer the batch's lines through the same scripts as direct requests; write the result files."""
+        behaviour, status = self._batch_plan[batch["id"]]
+        lines = [
+            json.loads(ln) for ln in self.files[batch["input_file_id"]].decode().splitlines() if ln.strip()
+        ]
+        if behaviour == "expire":
+            lines = lines[: len(lines) // 2]
+        out, err = [], []
+        for i, line in enumerate(lines):
+            request = line["body"]
+            if behaviour == "fail_half" and i % 2 == 1:
+                body: dict[str, Any] = {
+                    "error": {"message": f"fakeserver batch HTTP {status}", "code": status}
+                }
+                err.append({"id": f"req_{i}", "custom_id": line["custom_id"], "response": {
+                    "status_code": status, "request_id": f"r{i}", "body": body}, "error": None})  # fmt: skip
+                continue
+            with self._lock:
+                self.requests.append(request)
+                self.paths.append("batch:" + batch["id"])
+            reply = self._next_reply(request)
+            if reply.body is not None:
+                try:
+                    body = json.loads(reply.body)
+                except json.JSONDecodeError:
+                    body = {"error": {"message": reply.body}}
+                code = reply.status
+            else:
+                body, code = self._envelope(request, reply), reply.status
+            entry = {"id": f"req_{i}", "custom_id": line["custom_id"], "response": {
+                "status_code": code, "request_id": f"r{i}", "body": body}, "error": None}  # fmt: skip
+            (out if code == 200 else err).append(entry)
+        with self._lock:
+            for name, entries in (("output_file_id", out), ("error_file_id", err)):
+                if entries:
+                    file_id = f"file-fake-{len(self.files)}"
+                    self.files[file_id] = "".join(json.dumps(e) + "\n" for e in entries).encode()
+                    batch[name] = file_id
+            batch["status"] = "expired" if behaviour == "expire" else "completed"
+            batch["request_counts"] = {"total": batch["request_counts"]["total"], "completed": len(out),
+                                       "failed": len(err)}  # fmt: skip
+
+    def _batch_route(self, method: str, path: str, content_type: str, raw: bytes) -> tuple[int, Any] | None:
+        """The Files and Batches endpoints; None for any other path."""
+        parts = [p for p in path.split("?")[0].split("/") if p and p != "v1"]
+        if method == "POST" and parts == ["files"]:
+            return self._upload(content_type, raw)
+        if method == "GET" and len(parts) == 3 and parts[0] == "files" and parts[2] == "content":
+            data = self.files.get(parts[1])
+            return (404, {"error": {"message": "no such file"}}) if data is None else (200, data)
+        if method == "POST" and parts == ["batches"]:
+            return self._create_batch(json.loads(raw or b"{}"))
+        if method == "GET" and len(parts) == 2 and parts[0] == "batches":
+            return self._retrieve_batch(parts[1])
+        if method == "GET" and parts == ["batches"]:
+            with self._lock:
+                return 200, {"object": "list", "data": list(self.batches.values()), "has_more": False}
+        return None
 
     # ---- answering -------------------------------------------------------------------------------
     def _next_reply(self, request: dict[str, Any]) -> Reply:
@@ -268,7 +440,26 @@ class FakeLLM:
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # client gave up: fine
                     self.wfile.write(data)
 
+            def _batch(self, method: str, raw: bytes = b"") -> bool:
+                routed = fake._batch_route(method, self.path, self.headers.get("Content-Type") or "", raw)
+                if routed is None:
+                    return False
+                status, payload = routed
+                if isinstance(payload, bytes):
+                    data = payload
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/octet-stream")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                        self.wfile.write(data)
+                else:
+                    self._send(status, json.dumps(payload), {})
+                return True
+
             def do_GET(self) -> None:  # noqa: N802 - http.server naming
+                if self._batch("GET"):
+                    return
                 if self.path.rstrip("/").endswith("/models"):
                     self._send(200, json.dumps({"object": "list", "data": [{"id": "test-model"}]}), {})
                 else:
@@ -277,6 +468,8 @@ class FakeLLM:
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                if self._batch("POST", raw):
+                    return
                 if self.path.split("?")[0] not in CHAT_PATHS:
                     self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}), {})
                     return

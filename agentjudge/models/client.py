@@ -15,6 +15,9 @@ are easy to get wrong once per call site and easy to get right once. Everything 
   model: every later call to the same (model, api_base) fails at once with the first error, unsent.
 * ``cost_cap`` (``--max-cost``) is a hard cap: each call reserves its worst-case price (prompt tokens by
   litellm's tokenizer + ``max_tokens``) before it is sent; a call that does not fit is not sent.
+* A model with ``batch: true`` is not called here while the runner has attached a batch queue
+  (``self.batch``, ``runner.batches``): an unanswered call is queued and raises ``batch_pending``; an
+  answered one is parsed like a direct answer and priced at the batch price (``models.batch``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import os
 import random
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import Field, ValidationError
 
@@ -59,6 +62,16 @@ class Completion(Strict):
     usage: Usage = Field(default_factory=Usage)
     cost_known: bool = True  # False: litellm has no price for this model, cost_usd is 0.0 for that reason
     raw: dict[str, Any] = Field(default_factory=dict)
+
+
+class BatchQueue(Protocol):
+    """Where batch-mode calls are queued and their answers found (``runner.batches.BatchBroker``)."""
+
+    def answer(self, key: str) -> Any: ...  # BatchAnswer | None
+
+    def defer(self, key: str, settings: ModelSettings, line: dict[str, Any]) -> None: ...
+
+    def delivered(self, key: str) -> None: ...
 
 
 class ModelCallError(Exception):
@@ -156,6 +169,17 @@ def _litellm() -> Any:
             logging.getLogger(name).setLevel(logging.ERROR)
         _LITELLM = litellm
     return _LITELLM
+
+
+class _Answer:
+    """A batch answer's body in the shape ``_to_completion`` reads (a response's ``model_dump``)."""
+
+    def __init__(self, body: dict[str, Any] | None) -> None:
+        self._body = body or {}
+        self._hidden_params = {"response_cost": 0.0}  # priced by the caller at the batch price
+
+    def model_dump(self) -> dict[str, Any]:
+        return self._body
 
 
 def _status_of(exc: BaseException) -> int | None:
@@ -314,19 +338,24 @@ class CostGate:
             self._changed = asyncio.Condition()
         return self._changed
 
-    async def reserve(self, amount: float) -> bool:
+    held: float = 0.0  # of reserved: batch requests, settled only when their batch is read (never waited on)
+
+    async def reserve(self, amount: float, hold: bool = False) -> bool:
+        """``hold``: a batch request's reservation, refused at once rather than waited for."""
         async with self._condition():
             while self.spent + self.reserved + amount > self.cap + 1e-12:
-                if self.reserved <= 0 or self.spent + amount > self.cap + 1e-12:
+                if hold or self.reserved - self.held <= 0 or self.spent + amount > self.cap + 1e-12:
                     self.refused += 1
                     return False
                 await self._condition().wait()
             self.reserved += amount
+            self.held += amount if hold else 0.0
             return True
 
-    async def settle(self, reserved: float, actual: float) -> None:
+    async def settle(self, reserved: float, actual: float, held: bool = False) -> None:
         async with self._condition():
             self.reserved -= reserved
+            self.held -= reserved if held else 0.0
             self.spent += actual
             self._condition().notify_all()
 
@@ -349,6 +378,9 @@ class ModelClient:
         self.backoff_base_s = backoff_base_s  # first retry waits ~this long, doubling; tests use a few ms
         self.stats = ClientStats()
         self._semaphores: dict[tuple[int, str, str | None], asyncio.Semaphore] = {}
+        self.batch: BatchQueue | None = None  # set by the runner when the pipeline has batch: true models
+        self._batch_reserved: dict[str, float] = {}  # cache key -> worst case held under --max-cost
+        self._batch_read: set[tuple[str, str]] = set()  # (cache key, unit) answers counted in stats
 
     def _semaphore(self, settings: ModelSettings) -> asyncio.Semaphore:
         key = (id(asyncio.get_running_loop()), settings.model, settings.api_base)
@@ -399,6 +431,10 @@ class ModelClient:
         stats.calls += 1
         fields = self.request_fields(settings, messages, tools, temperature, sample_index, response_format)
         key = cache_key(fields)
+        if settings.batch and self.batch is not None and self._batch_replay(key):
+            # a unit run again for a later call (a re-ask, the next turn) reads its earlier batch answer
+            # again, with that answer's usage, as the same unit would have in one direct pass
+            return await self._batched(settings, key, fields, stats, _secrets(None))
         if self.cache is not None and self.read_cache:
             hit = self.cache.get(key)
             try:
@@ -433,6 +469,8 @@ class ModelClient:
                     f"environment variable {settings.api_key_env} (api_key_env) is not set or empty",
                 ),
             )
+        if settings.batch and self.batch is not None:
+            return await self._batched(settings, key, fields, stats, _secrets(api_key))
         reserved = await self._reserve(settings, fields)
         secrets = _secrets(api_key)
         kwargs = self._kwargs(settings, fields, api_key)
@@ -463,11 +501,83 @@ class ModelClient:
         self.stopped.setdefault((settings.model, settings.api_base), exc)
         return exc
 
-    async def _reserve(self, settings: ModelSettings, fields: dict[str, Any]) -> float:
-        """Reserve the call's worst-case price under ``--max-cost``; raise ``cost_cap`` if it does not fit."""
+    def _batch_replay(self, key: str) -> bool:
+        from agentjudge.models.batch import current_unit
+
+        return (key, current_unit()) in self._batch_read
+
+    async def _batched(
+        self, settings: ModelSettings, key: str, fields: dict[str, Any], stats: ModelStats, secrets: list[str]
+    ) -> Completion:
+        """A batch-mode call: queue it (``batch_pending``) or return its answer as a direct call would."""
+        from agentjudge.models.batch import batch_token_prices, current_unit, request_line
+
+        assert self.batch is not None
+        answer = self.batch.answer(key)
+        if answer is None or answer.state == "pending":
+            if key not in self._batch_reserved:
+                self._batch_reserved[key] = await self._reserve(settings, fields, batch=True)
+            self.batch.defer(key, settings, request_line(key, self._kwargs(settings, fields, None)))
+            stats.calls -= 1  # not a call yet: counted when its answer is read
+            raise ModelCallError("batch_pending", 0, "queued for the provider's batch API")
+        reserved = self._batch_reserved.pop(key, 0.0)
+        if answer.state == "failed":
+            if self.cost_gate is not None:
+                await self.cost_gate.settle(reserved, 0.0, held=True)
+            stats.failures += 1
+            stats.requests += answer.submissions
+            # not a model stop: the batch's other answers are paid for and are read all the same
+            raise ModelCallError(answer.kind, answer.submissions, _scrub(answer.error, secrets))
+        if not answer.fresh:  # another unit of this run already received it: a cache hit, as direct
+            stats.cache_hits += 1
+            completion = self._to_completion(_litellm(), _Answer(answer.body), secrets, settings)
+            completion.usage = completion.usage.model_copy(
+                update={"cached": True, "cost_usd": 0.0, "cached_prompt_tokens": 0, "cache_saved_usd": 0.0}
+            )
+            return completion
+        stats.requests += 1
+        try:
+            completion = self._to_completion(_litellm(), _Answer(answer.body), secrets, settings)
+        except ModelCallError as exc:
+            if self.cost_gate is not None:
+                await self.cost_gate.settle(reserved, 0.0, held=True)
+            stats.failures += 1
+            raise ModelCallError(exc.kind, 1, exc.message) from None
+        batch_prices = batch_token_prices(settings)
+        usage = completion.usage
+        cost = 0.0
+        if batch_prices is not None:
+            cost = usage.prompt_tokens * batch_prices[0] + usage.completion_tokens * batch_prices[1]
+        completion.cost_known = batch_prices is not None
+        completion.usage = usage.model_copy(update={"cost_usd": cost})
+        replay = (key, current_unit()) in self._batch_read
+        if replay:  # the unit was run again for a later call (a re-ask, the next turn): not a new call
+            stats.calls -= 1
+            stats.requests -= 1
+            return completion
+        self._batch_read.add((key, current_unit()))
+        if self.cost_gate is not None:
+            await self.cost_gate.settle(reserved, cost if usage.prompt_tokens else reserved, held=True)
+        stats.prompt_tokens += usage.prompt_tokens
+        stats.completion_tokens += usage.completion_tokens
+        stats.cached_prompt_tokens += usage.cached_prompt_tokens
+        stats.cost_usd += cost
+        stats.cache_saved_usd += usage.cache_saved_usd
+        stats.unknown_cost_calls += not completion.cost_known
+        self.batch.delivered(key)
+        if self.cache is not None:
+            self.cache.put(key, settings.model, json.loads(_scrub(completion.model_dump_json(), secrets)))
+        return completion
+
+    async def _reserve(self, settings: ModelSettings, fields: dict[str, Any], batch: bool = False) -> float:
+        """Reserve the call's worst-case price under ``--max-cost``; raise ``cost_cap`` if it does not fit.
+        ``batch``: at the batch price, held until the batch is read (``CostGate.reserve(hold=True)``)."""
         if self.cost_gate is None:
             return 0.0
-        prices, out_tokens = model_prices(settings), max_completion_tokens(settings)
+        from agentjudge.models.batch import batch_token_prices
+
+        prices = batch_token_prices(settings) if batch else model_prices(settings)
+        out_tokens = max_completion_tokens(settings)
         if prices is None or out_tokens is None:
             missing = "a price" if prices is None else "a max_tokens"
             self.cost_gate.refused += 1
@@ -475,7 +585,7 @@ class ModelClient:
             raise ModelCallError("cost_cap", 0, f"not sent: --max-cost needs {missing} for {settings.model}")
         worst = prompt_token_bound(settings, fields["messages"], fields["tools"]) * prices[0]
         worst += out_tokens * prices[1]
-        if not await self.cost_gate.reserve(worst):
+        if not await self.cost_gate.reserve(worst, hold=batch):
             self.stats.model(settings.display_name).calls -= 1  # not a call: nothing was asked
             gate = self.cost_gate
             raise ModelCallError(

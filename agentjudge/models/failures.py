@@ -53,6 +53,12 @@ def reason_of(error: str | None) -> str:
     return _KIND_TO_REASON.get(kind, "other")
 
 
+def is_batch_pending(error: str | None) -> bool:
+    """The unit's call was queued for a provider batch (not a failure: the unit runs again on its answer)."""
+    match = _KIND_RE.match(error or "")
+    return match is not None and (match["bracket"] or match["plain"]) == "batch_pending"
+
+
 def is_model_fatal(error: str | None) -> bool:
     """A failure that no retry can fix and that every other call to the same model would repeat."""
     return reason_of(error) in ("auth", "bad_request")

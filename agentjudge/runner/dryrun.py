@@ -27,6 +27,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from agentjudge.judges.templates import needs_cache_breakpoint
+from agentjudge.models.batch import batch_token_prices
 from agentjudge.models.tokens import count_tokens, prices
 from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import Pipeline
@@ -269,10 +270,16 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
         free = kind in ("sim", "simjudge", "baseline")
         args = (model.model, t["prompt"], t["completion"])
         list_cost = _price(*args)
+        batch_cost = _batch_price(*args)
         if model.input_cost_per_token is not None and model.output_cost_per_token is not None:
             # the pipeline's own price wins for the list column (cached/batch stay litellm's, or unknown)
             list_cost = (
                 t["prompt"] * model.input_cost_per_token + t["completion"] * model.output_cost_per_token
+            )
+        if model.batch:  # what the runner charges a batch answer (models.batch.batch_token_prices)
+            per_token = batch_token_prices(model)
+            batch_cost = (
+                None if per_token is None else t["prompt"] * per_token[0] + t["completion"] * per_token[1]
             )
         rows.append(
             {
@@ -287,8 +294,9 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
                 "cost_cached_usd": 0.0
                 if free
                 else _cached_price(model.model, t["prompt"], t["read"], t["written"], t["completion"]),
-                "cost_batch_usd": 0.0 if free else _batch_price(*args),
+                "cost_batch_usd": 0.0 if free else batch_cost,
                 "batch_source": "-" if free else prices(model.model).batch_source,
+                "batch": model.batch,
             }
         )
     counted["interactive"] = [m.display_name for m in pipe.generators if m.generation == "interactive"]
@@ -353,6 +361,17 @@ def dry_run_report(
         "batch mode, for models with a known price"
     )
     console.print(escape(total_line), soft_wrap=True)
+    batch_models = [r["model"] for r in rows if r.get("batch")]
+    if batch_models:
+        expected = [r["cost_batch_usd"] if r.get("batch") else r["cost_usd"] for r in rows]
+        known = sum(v for v in expected if v is not None)
+        console.print(
+            escape(
+                f"expected: ~${known:,.2f} with batch: true for {', '.join(batch_models)} (batch price) "
+                "and list price for the rest; --max-cost reserves at the same prices"
+            ),
+            soft_wrap=True,
+        )
     notes = [
         f"prompt family {pipe.prompt_family}, judge tool rendering {pipe.judge_tool_rendering}",
         "judge calls assume every prediction succeeds",

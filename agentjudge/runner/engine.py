@@ -29,7 +29,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from agentjudge.models.failures import FailureLog, is_model_fatal, reason_of
+from agentjudge.models.failures import FailureLog, is_batch_pending, is_model_fatal, reason_of
 from agentjudge.runner.store import RunStore, Status, UnitKey, now
 from agentjudge.runner.work import prefix_order
 from agentjudge.types import Usage
@@ -142,8 +142,12 @@ async def run_units(
     tallies: dict[str, ModelTally],
     progress: Progress,
     log: RunLog | None = None,
-) -> None:
-    """Run ``units`` (already filtered to what is pending); commit each as it finishes."""
+    reading_batch_answers: bool = False,
+) -> list[UnitKey]:
+    """Run ``units`` (already filtered to what is pending); commit each as it finishes. Returns the units
+    whose call was queued for a provider batch (``batch_pending``): not stored, run again on the answer.
+    ``reading_batch_answers`` (units run again on their batch answers): neither a request error nor the cost
+    cap stops them, since those answers are already paid for (new calls still meet the client's cost gate)."""
     queues: dict[str, list[UnitKey]] = defaultdict(list)
     # workers pop from the end: each model takes its units in prefix order (calls sharing a prompt
     # prefix close together in time, so a provider's prefix cache hits; see work.prefix_order)
@@ -151,6 +155,7 @@ async def run_units(
         queues[model_of(unit)].append(unit)
     bar = progress.add_task(stage, total=len(units))
     log = log if log is not None else RunLog()
+    deferred: list[UnitKey] = []
 
     async def worker(model: str, queue: list[UnitKey]) -> None:
         tally = tallies.setdefault(model, ModelTally())
@@ -160,7 +165,7 @@ async def run_units(
                 log.not_run[model] = log.not_run.get(model, 0) + 1
                 progress.advance(bar)
                 continue
-            if budget.exhausted:
+            if budget.exhausted and not reading_batch_answers:
                 budget.skipped += 1
                 progress.advance(bar)
                 continue
@@ -170,6 +175,10 @@ async def run_units(
                     outcome = await work(unit)
                 except Exception as exc:  # noqa: BLE001 - a unit's failure is recorded, never fatal to the grid
                     outcome = Outcome("failed", None, error_text(exc))
+            if outcome.status == "failed" and is_batch_pending(outcome.error):
+                deferred.append(unit)  # not stored: the unit runs again once its batch is read
+                progress.advance(bar)
+                continue
             if outcome.status == "failed" and reason_of(outcome.error) == "cost_cap":
                 budget.refused = True  # not sent, nothing to store: the unit stays pending
                 budget.skipped += 1
@@ -178,7 +187,7 @@ async def run_units(
             store.finish(unit, outcome.status, outcome.result, outcome.error, started)
             if outcome.status == "failed":
                 log.failures.add(model, outcome.error)
-                if is_model_fatal(outcome.error):
+                if not reading_batch_answers and is_model_fatal(outcome.error):
                     log.stop(model, outcome.error or "")
             elif outcome.parse_failed:
                 log.failures.add(model, outcome.parse_note or "answer could not be parsed", "parse")
@@ -200,3 +209,4 @@ async def run_units(
         for _ in range(max(1, min(caps.get(model, 1), len(queue))))
     ]
     await asyncio.gather(*workers)
+    return deferred

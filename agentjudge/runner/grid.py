@@ -246,6 +246,18 @@ def _build_models(pipe: Pipeline, data: Dataset, client: Any) -> tuple[dict[str,
     return gens, judges
 
 
+def _in_unit(work: Any) -> Any:
+    """``work`` with the unit's id visible to batch mode (stored with each queued request)."""
+    from agentjudge.models.batch import CURRENT_UNIT
+
+    async def run(key: UnitKey) -> engine.Outcome:
+        CURRENT_UNIT.set(json.dumps(list(key.row())))
+        outcome: engine.Outcome = await work(key)
+        return outcome
+
+    return run
+
+
 class _Grid:
     """State shared by the stages of one invocation (models, caps, budget, tallies, store)."""
 
@@ -270,25 +282,26 @@ class _Grid:
         self.log = engine.RunLog()
         self.predictions: dict[UnitKey, Prediction] = {}
         self.scores: dict[ScoreKey, dict[ScoringMode, Score]] = {}
+        self.batches: Any = None  # runner.batches.BatchBroker when some model has batch: true
 
     async def _stage(self, name: str, units: list[UnitKey], model_of: Any, work: Any, progress: Any) -> None:
         status = self.store.statuses(units[0].stage) if units else {}
         pending = [u for u in units if status.get(u) != "done"]
         if self.log.console is not None and not self.log.console.is_terminal:  # no progress bar: say it
             self.log.console.print(f"{name}: {len(pending)} unit(s) to run of {len(units)}")
-        await engine.run_units(
-            name,
-            pending,
-            model_of,
-            self.caps,
-            work,
-            self.store,
-            self.global_cap,
-            self.budget,
-            self.tallies,
-            progress,
-            self.log,
-        )
+        if self.batches is not None:
+            work = _in_unit(work)
+        args = (model_of, self.caps, work, self.store, self.global_cap, self.budget, self.tallies, progress)
+        deferred = await engine.run_units(name, pending, *args, self.log)
+        # batch mode: queued calls are sent as batches and awaited, then their units run again (a unit that
+        # needs a further call, e.g. a re-ask, queues it and the loop goes round)
+        while deferred and self.batches is not None:
+            answered = await self.batches.settle()
+            if not answered and not self.batches.open_requests():
+                break  # nothing was answered and nothing is open: the units stay pending (re-run to resume)
+            deferred = await engine.run_units(
+                f"{name}:batch", deferred, *args, self.log, reading_batch_answers=True
+            )
 
     async def predict(self, key: UnitKey) -> engine.Outcome:
         record, difficulty = self.data.locate(key.record_id)
@@ -419,8 +432,10 @@ async def _run(
         return 2
     if store is None:
         return 2
+    broker = None
     try:
         grid = _Grid(pipe, data, partners, store, client, gens, judges)
+        grid.batches = client.batch = broker = _batch_broker(pipe, rundir, console)
         wanted, jwanted = await grid.run(console)
         failed, missing = grid.export(rundir, wanted, jwanted)
         console.print(summary_table(pipe, grid.tallies, client.stats))
@@ -429,7 +444,27 @@ async def _run(
         console.print(f"[red]error:[/red] {escape(describe(exc, rundir))}", highlight=False, soft_wrap=True)
         return 2
     finally:
+        if broker is not None:
+            broker.close()
         store.close()
+
+
+def _batch_broker(pipe: Pipeline, rundir: Path, console: Console) -> Any:
+    """The run's batch queue when some model has ``batch: true`` (``runner.batches``), else None."""
+    batch_models = {m.display_name: m for m in [*pipe.generators, *pipe.judges] if m.batch}
+    if not batch_models:
+        return None
+    from agentjudge.runner.batches import BatchBroker
+
+    return BatchBroker(
+        rundir / "run.sqlite",
+        batch_models,
+        poll_s=pipe.batch_poll_s,
+        poll_max_s=pipe.batch_poll_max_s,
+        max_requests=pipe.batch_max_requests,
+        max_bytes=pipe.batch_max_bytes,
+        say=lambda text: console.print(escape(text), highlight=False, soft_wrap=True),
+    )
 
 
 def _closing(grid: _Grid, rundir: Path, failed: int, missing: int, console: Console) -> int:

@@ -35,10 +35,13 @@ ScoringChoice = Literal["paper", "strict", "both"]
 # Fields that change how a run is carried out but not what its results mean. They are left out of the
 # config hash so that e.g. raising concurrency, moving a local server to another port, or renaming the
 # pipeline does not force a fresh run folder.
-_COSMETIC_PIPELINE_FIELDS = ("name", "description", "concurrency", "max_cost_usd", "cache")
+_COSMETIC_PIPELINE_FIELDS = (
+    "name", "description", "concurrency", "max_cost_usd", "cache", "batch_poll_s", "batch_poll_max_s",
+    "batch_max_requests", "batch_max_bytes",
+)  # fmt: skip
 _COSMETIC_MODEL_FIELDS = (
     "api_base", "api_key_env", "timeout_s", "max_retries", "concurrency", "input_cost_per_token",
-    "output_cost_per_token",
+    "output_cost_per_token", "batch",
 )  # fmt: skip
 # Model fields added after runs existed: left out of the hash at their default so older run folders keep
 # their hash (generation mode, structured output).
@@ -95,6 +98,12 @@ class Pipeline(Strict):
     seed: int = 0
     cache: Path | None = None
     reask: int = Field(default=0, ge=0)  # parse-failure re-asks, applied to judges with a `reask` attribute
+    # models with `batch: true`: first wait between polls of the provider's batches, doubling up to the max
+    batch_poll_s: float = Field(default=30.0, gt=0)
+    batch_poll_max_s: float = Field(default=600.0, gt=0)
+    # requests / bytes per batch file, below the provider's own limits (None: the provider's limit)
+    batch_max_requests: int | None = Field(default=None, gt=0)
+    batch_max_bytes: int | None = Field(default=None, gt=0)
 
     @field_validator("generators", "judges", mode="before")
     @classmethod
@@ -185,6 +194,18 @@ def parse_pipeline(data: Any, path: Path) -> Pipeline:
     return pipeline
 
 
+def batch_problem(model: str) -> str | None:
+    """Why ``batch: true`` cannot apply to ``model`` (no provider batch API litellm drives), or None."""
+    from agentjudge.models.batch import PROVIDER_LIMITS, batch_provider
+    from agentjudge.runner.models import model_kind
+
+    if model_kind(model) == "litellm" and batch_provider(model) is not None:
+        return None
+    return (
+        f"batch mode needs a provider with a batch API litellm drives ({', '.join(sorted(PROVIDER_LIMITS))})"
+    )
+
+
 def check_models(pipeline: Pipeline, where: str) -> None:
     """Resolve every model string by the registry's rules without calling anything."""
     from agentjudge.runner.models import model_problem
@@ -195,6 +216,10 @@ def check_models(pipeline: Pipeline, where: str) -> None:
             problem = model_problem(settings.model, "generator" if role == "generators" else "judge")
             if problem:
                 problems.append(f"{where}: key `{role}[{i}].model` ({settings.model!r}): {problem}")
+            elif settings.batch:
+                problem = batch_problem(settings.model)
+                if problem:
+                    problems.append(f"{where}: key `{role}[{i}].batch` ({settings.model!r}): {problem}")
     if problems:
         raise PipelineError("\n".join(problems))
 

@@ -1,0 +1,581 @@
+"""Batch mode's bookkeeping in RUNDIR/run.sqlite: requests queued, files uploaded, batches polled, answers.
+
+How a stage runs a ``batch: true`` model (``grid._Grid._stage``):
+
+1. Every pending unit runs as usual; when its model call reaches ``ModelClient.complete`` and the answer is
+   not known yet, the request (the call's cache key and the exact body a direct call would send) is queued
+   here and the unit stops with ``batch_pending``: nothing is stored for it.
+2. ``settle`` writes the queued requests as JSONL files within the provider's limits, uploads them,
+   creates one batch per file, and records every batch id and the requests (with their unit ids) in it
+   *before* polling. It then polls with doubling waits until every batch is final, and reads the output
+   and error files into ``batch_requests``: the answer body, or the failure and its kind.
+3. The deferred units run again; their calls now find their answers here, are parsed by the same code as
+   a direct answer, priced at the batch price and written to the call cache under the same key.
+   A unit that needs another call (a re-ask, the next turn) queues it, and the loop goes round.
+
+Stopping at any point loses nothing that was sent: a re-run finds the submitted batches in the store and
+polls them instead of sending their requests again. Requests of an expired, cancelled or failed batch
+that have no answer are queued again (up to the model's ``max_retries`` resubmissions), and only those.
+A request the provider answered with an error is a failure of its unit (retryable kinds are resubmitted
+first, like a direct call's retries); a later invocation asks a failed request again, as for direct calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sqlite3
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentjudge.models.batch import (
+    CURRENT_UNIT,
+    FINAL_STATES,
+    BatchAPI,
+    BatchInfo,
+    parse_result_line,
+    split_lines,
+)
+from agentjudge.models.client import RETRYABLE_KINDS, _scrub, _secrets, classify
+from agentjudge.runner.store import now
+from agentjudge.types import ModelSettings
+
+log = logging.getLogger(__name__)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS batches (
+    batch_id TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    input_file_id TEXT,
+    state TEXT NOT NULL,
+    total INTEGER NOT NULL DEFAULT 0,
+    completed INTEGER NOT NULL DEFAULT 0,
+    failed INTEGER NOT NULL DEFAULT 0,
+    requests INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    collected INTEGER NOT NULL DEFAULT 0,
+    note TEXT
+);
+CREATE TABLE IF NOT EXISTS batch_requests (
+    cache_key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('queued', 'submitted', 'done', 'failed')),
+    batch_id TEXT,
+    line TEXT NOT NULL,
+    units TEXT NOT NULL,
+    submissions INTEGER NOT NULL DEFAULT 0,
+    answer TEXT,
+    error_kind TEXT,
+    error TEXT,
+    delivered_to TEXT
+);
+CREATE INDEX IF NOT EXISTS batch_requests_batch ON batch_requests (batch_id);
+CREATE TABLE IF NOT EXISTS batch_members (
+    batch_id TEXT NOT NULL,
+    cache_key TEXT NOT NULL,
+    PRIMARY KEY (batch_id, cache_key)
+);
+"""
+_SET_FAILED = "UPDATE batch_requests SET state = 'failed', error_kind = ?, error = ? WHERE cache_key = ?"
+_UPLOADING = "uploading"  # a local row: the file is being uploaded / the batch created
+
+
+@dataclass(frozen=True)
+class BatchAnswer:
+    """What the store knows about one request: ``pending`` (queued or in a batch), ``done`` with the
+    provider's response body, or ``failed`` with the error kind and message."""
+
+    state: str
+    body: dict[str, Any] | None = None
+    kind: str = ""
+    error: str = ""
+    submissions: int = 0
+    fresh: bool = True  # False: another unit already received this answer (counted as a cache hit)
+
+
+def _kind_of_status(status: int | None) -> str:
+    if status == 429:
+        return "rate_limit"
+    if status in (401, 403):
+        return "auth"
+    if status == 404:
+        return "not_found"
+    if status is not None and 400 <= status < 500:
+        return "bad_request"
+    return "server_error"
+
+
+class BatchBroker:
+    """One run's batch requests and batches; the model client asks it for answers (``answer``/``defer``)."""
+
+    def __init__(
+        self,
+        path: Path,
+        settings: dict[str, ModelSettings],
+        *,
+        poll_s: float = 30.0,
+        poll_max_s: float = 600.0,
+        max_requests: int | None = None,
+        max_bytes: int | None = None,
+        say: Callable[[str], None] | None = None,
+        api: Callable[[ModelSettings], Any] = BatchAPI,
+    ) -> None:
+        self.settings = settings  # display name -> settings, for the batch models of the run
+        self.poll_s, self.poll_max_s = poll_s, poll_max_s
+        self.max_requests, self.max_bytes = max_requests, max_bytes
+        self.say = say or (lambda text: log.info("%s", text))
+        self._api = api
+        self._db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(_SCHEMA)
+        # a new invocation asks failed requests again (their units were stored as failed, and a re-run
+        # retries failed units): only failures of this invocation are answers
+        self._failed_now: set[str] = set()
+        self._recovered = False
+        self._resolved = 0  # requests answered or failed for good by this invocation
+
+    def close(self) -> None:
+        self._db.close()
+
+    # --- the model client's side ----------------------------------------------------------------
+    def answer(self, key: str) -> BatchAnswer | None:
+        row = self._db.execute(
+            "SELECT state, answer, error_kind, error, submissions, delivered_to FROM batch_requests "
+            "WHERE cache_key = ?",
+            (key,),
+        ).fetchone()
+        if row is None:
+            return None
+        state, answer, kind, error, submissions, delivered_to = row
+        if state in ("queued", "submitted"):
+            return BatchAnswer("pending", submissions=submissions)
+        if state == "failed":
+            if key not in self._failed_now:
+                return None  # an earlier invocation's failure: ask again
+            return BatchAnswer("failed", kind=kind or "other", error=error or "", submissions=submissions)
+        unit = CURRENT_UNIT.get()
+        fresh = delivered_to is None or delivered_to == unit
+        return BatchAnswer("done", json.loads(answer), submissions=submissions, fresh=fresh)
+
+    def delivered(self, key: str) -> None:
+        """The answer reached the current unit: another unit asking the same request gets a cache hit."""
+        self._db.execute(
+            "UPDATE batch_requests SET delivered_to = ? WHERE cache_key = ? AND delivered_to IS NULL",
+            (CURRENT_UNIT.get(), key),
+        )
+
+    def defer(self, key: str, settings: ModelSettings, line: dict[str, Any]) -> None:
+        """Queue ``line`` for the next batch (or note one more unit waiting for a request already queued)."""
+        unit = CURRENT_UNIT.get()
+        with self._db:
+            row = self._db.execute(
+                "SELECT units, state FROM batch_requests WHERE cache_key = ?", (key,)
+            ).fetchone()
+            if row is None:
+                self._db.execute(
+                    "INSERT INTO batch_requests (cache_key, model, state, line, units) "
+                    "VALUES (?, ?, 'queued', ?, ?)",
+                    (key, settings.display_name, json.dumps(line, sort_keys=True), json.dumps([unit])),
+                )
+                return
+            units = json.loads(row[0])
+            if row[1] in ("failed", "done"):  # failed in an earlier invocation (or answered): ask again
+                self._db.execute(
+                    "UPDATE batch_requests SET state = 'queued', batch_id = NULL, submissions = 0, "
+                    "answer = NULL, error_kind = NULL, error = NULL WHERE cache_key = ?",
+                    (key,),
+                )
+            if unit not in units:
+                units.append(unit)
+                self._db.execute(
+                    "UPDATE batch_requests SET units = ? WHERE cache_key = ?", (json.dumps(units), key)
+                )
+
+    # --- the runner's side ----------------------------------------------------------------------
+    def open_requests(self) -> int:
+        return int(
+            self._db.execute(
+                "SELECT COUNT(*) FROM batch_requests WHERE state IN ('queued', 'submitted')"
+            ).fetchone()[0]
+        )
+
+    async def settle(self) -> int:
+        """Submit what is queued and poll every open batch until all are final and read; requeued
+        requests (expired/failed batches, retryable errors) are submitted again. Returns the number of
+        requests answered or failed for good by this call."""
+        before = self._resolved
+        if not self._recovered:
+            await self._recover()
+            self._recovered = True
+        while True:
+            await self._submit_queued()
+            open_batches = self._open_batches()
+            if not open_batches:
+                if not self._queued():
+                    break
+                await asyncio.sleep(self.poll_s)  # a submission failed and was requeued: try again later
+                continue
+            await self._poll(open_batches)
+        return self._resolved - before
+
+    async def _recover(self) -> None:
+        """Submissions a killed invocation left half-recorded: a batch the provider created (found by its
+        input file among the provider's recent batches) is adopted and polled; otherwise its requests are
+        queued again. The window is one HTTP round trip; this closes it where the provider can list."""
+        stale = self._db.execute(
+            "SELECT batch_id, model, input_file_id FROM batches WHERE state = ?", (_UPLOADING,)
+        ).fetchall()
+        for local, model, file_id in stale:
+            if model not in self.settings:
+                continue
+            found: BatchInfo | None = None
+            if file_id:
+                try:
+                    recent = await self._api(self.settings[model]).recent()
+                except Exception as exc:  # noqa: BLE001 - cannot list: resubmitted (may repeat that batch)
+                    self.say(
+                        f"{model}: could not list the provider's batches ({classify(exc)}); the requests of "
+                        f"an interrupted submission are sent again and may be answered twice"
+                    )
+                    recent = []
+                found = next((b for b in recent if b.input_file_id == file_id), None)
+            with self._db:
+                if found is not None:
+                    self._db.execute(
+                        "UPDATE batches SET batch_id = ?, state = ?, updated_at = ? WHERE batch_id = ?",
+                        (found.id, found.status, now(), local),
+                    )
+                    for table in ("batch_requests", "batch_members"):
+                        self._db.execute(
+                            f"UPDATE {table} SET batch_id = ? WHERE batch_id = ?", (found.id, local)
+                        )
+                    self.say(f"batch {found.id}: created before the interruption; polling it")
+                    continue
+                self._db.execute(
+                    "UPDATE batch_requests SET state = 'queued', batch_id = NULL, "
+                    "submissions = submissions - 1 WHERE batch_id = ? AND state = 'submitted'",
+                    (local,),
+                )
+                self._db.execute("DELETE FROM batches WHERE batch_id = ?", (local,))
+                self._db.execute("DELETE FROM batch_members WHERE batch_id = ?", (local,))
+
+    def _queued(self) -> list[tuple[str, str, str, int]]:
+        """Queued requests of this run's batch models (a model switched to direct since keeps its rows)."""
+        rows = self._db.execute(
+            "SELECT cache_key, model, line, submissions FROM batch_requests WHERE state = 'queued' "
+            "ORDER BY model, cache_key"
+        ).fetchall()
+        return [r for r in rows if r[1] in self.settings]
+
+    def _open_batches(self) -> list[tuple[str, str]]:
+        rows = self._db.execute(
+            "SELECT batch_id, model FROM batches WHERE collected = 0 AND state != ? ORDER BY created_at",
+            (_UPLOADING,),
+        ).fetchall()
+        return [r for r in rows if r[1] in self.settings]
+
+    def _limits(self, api: Any) -> tuple[int, int]:
+        requests, size = api.limits
+        return min(requests, self.max_requests or requests), min(size, self.max_bytes or size)
+
+    async def _submit_queued(self) -> None:
+        by_model: dict[str, list[tuple[str, str, int]]] = {}
+        for key, model, line, submissions in self._queued():
+            by_model.setdefault(model, []).append((key, line, submissions))
+        for model, rows in by_model.items():
+            settings = self.settings[model]
+            api = self._api(settings)
+            max_requests, max_bytes = self._limits(api)
+            lines = [line.encode("utf-8") for _, line, _ in rows]
+            try:
+                groups = split_lines(lines, max_requests, max_bytes)
+            except ValueError as exc:  # a single request larger than a whole file: it can never be sent
+                self._fail([k for k, _, _ in rows], "bad_request", str(exc))
+                continue
+            for group in groups:
+                await self._submit(api, settings, [rows[i] for i in group])
+
+    async def _submit(self, api: Any, settings: ModelSettings, rows: list[tuple[str, str, int]]) -> None:
+        """Upload one file and create its batch; the store names the batch before it is polled."""
+        keys = [k for k, _, _ in rows]
+        local = f"{_UPLOADING}-{uuid.uuid4().hex[:12]}"
+        stamp = now()
+        with self._db:
+            self._db.execute(
+                "INSERT INTO batches (batch_id, model, state, requests, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (local, settings.display_name, _UPLOADING, len(rows), stamp, stamp),
+            )
+            self._db.executemany(
+                "UPDATE batch_requests SET state = 'submitted', batch_id = ?, submissions = submissions + 1 "
+                "WHERE cache_key = ?",
+                [(local, k) for k in keys],
+            )
+            self._db.executemany(
+                "INSERT OR IGNORE INTO batch_members (batch_id, cache_key) VALUES (?, ?)",
+                [(local, k) for k in keys],
+            )
+        data = b"".join(line.encode("utf-8") + b"\n" for _, line, _ in rows)
+        try:
+            file_id = await api.upload(data, f"agentjudge-{local}.jsonl")
+            self._db.execute("UPDATE batches SET input_file_id = ? WHERE batch_id = ?", (file_id, local))
+            info: BatchInfo = await api.create(file_id, {"agentjudge_submission": local})
+        except Exception as exc:  # noqa: BLE001 - a submission that failed is retried or recorded, per request
+            self._submission_failed(settings, local, rows, exc)
+            return
+        with self._db:
+            self._db.execute(
+                "UPDATE batches SET batch_id = ?, state = ?, total = ?, updated_at = ? WHERE batch_id = ?",
+                (info.id, info.status, info.request_counts.total or len(rows), now(), local),
+            )
+            self._db.execute("UPDATE batch_requests SET batch_id = ? WHERE batch_id = ?", (info.id, local))
+            self._db.execute("UPDATE batch_members SET batch_id = ? WHERE batch_id = ?", (info.id, local))
+        self.say(
+            f"batch {info.id}: {len(rows)} request(s) of {settings.display_name} submitted ({info.status})"
+        )
+
+    def _submission_failed(
+        self, settings: ModelSettings, local: str, rows: list[tuple[str, str, int]], exc: BaseException
+    ) -> None:
+        kind = classify(exc)
+        key_value = os.environ.get(settings.api_key_env) if settings.api_key_env else None
+        message = _scrub(f"{type(exc).__name__}: {exc}", _secrets(key_value))[:2000]
+        retry = kind in RETRYABLE_KINDS
+        with self._db:
+            self._db.execute("DELETE FROM batches WHERE batch_id = ?", (local,))
+            self._db.execute("DELETE FROM batch_members WHERE batch_id = ?", (local,))
+            for key, _, submissions in rows:
+                if retry and submissions + 1 <= settings.max_retries:
+                    self._db.execute(
+                        "UPDATE batch_requests SET state = 'queued', batch_id = NULL WHERE cache_key = ?",
+                        (key,),
+                    )
+                else:
+                    self._failed_now.add(key)
+                    self._resolved += 1
+                    self._db.execute(
+                        "UPDATE batch_requests SET state = 'failed', batch_id = NULL, error_kind = ?, "
+                        "error = ? "
+                        "WHERE cache_key = ?",
+                        (kind, f"batch submission failed: {message}", key),
+                    )
+        self.say(f"{settings.display_name}: batch submission failed ({kind}): {message[:200]}")
+
+    def _fail(self, keys: list[str], kind: str, message: str) -> None:
+        self._failed_now.update(keys)
+        self._resolved += len(keys)
+        with self._db:
+            self._db.executemany(
+                _SET_FAILED,
+                [(kind, message, k) for k in keys],
+            )
+
+    async def _poll(self, batches: list[tuple[str, str]]) -> None:
+        """Retrieve each open batch until all are final and collected, waiting longer each round."""
+        delay = self.poll_s
+        pending = list(batches)
+        while pending:
+            still: list[tuple[str, str]] = []
+            for batch_id, model in pending:
+                api = self._api(self.settings[model])
+                try:
+                    info = await api.retrieve(batch_id)
+                except Exception as exc:  # noqa: BLE001 - a failed poll is tried again next round
+                    self.say(f"batch {batch_id}: could not poll ({classify(exc)}); trying again")
+                    still.append((batch_id, model))
+                    continue
+                self._db.execute(
+                    "UPDATE batches SET state = ?, total = ?, completed = ?, failed = ?, updated_at = ?, "
+                    "note = ? WHERE batch_id = ?",
+                    (
+                        info.status,
+                        info.request_counts.total,
+                        info.request_counts.completed,
+                        info.request_counts.failed,
+                        now(),
+                        info.errors,
+                        batch_id,
+                    ),
+                )
+                if info.status not in FINAL_STATES:
+                    still.append((batch_id, model))
+                    continue
+                try:
+                    await self._collect(api, self.settings[model], info)
+                except Exception as exc:  # noqa: BLE001 - the files are read again next round
+                    self.say(f"batch {batch_id}: could not read its results ({classify(exc)}); trying again")
+                    still.append((batch_id, model))
+            pending = still
+            if pending:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.poll_max_s)
+
+    async def _collect(self, api: Any, settings: ModelSettings, info: BatchInfo) -> None:
+        """Read a final batch's output and error files into its requests; requeue what has no answer."""
+        lines: list[str] = []
+        for file_id in (info.output_file_id, info.error_file_id):
+            if file_id:
+                lines.extend((await api.content(file_id)).splitlines())
+        rows = {
+            key: submissions
+            for key, submissions in self._db.execute(
+                "SELECT cache_key, submissions FROM batch_requests "
+                "WHERE batch_id = ? AND state = 'submitted'",
+                (info.id,),
+            )
+        }
+        outcome: Counter[str] = Counter()
+        secrets = _secrets(os.environ.get(settings.api_key_env) if settings.api_key_env else None)
+        with self._db:
+            for text in lines:
+                result = parse_result_line(text)
+                if result is None or result.custom_id not in rows:
+                    continue
+                submissions = rows.pop(result.custom_id)
+                if result.status == 200 and result.body is not None and result.error is None:
+                    self._db.execute(
+                        "UPDATE batch_requests SET state = 'done', answer = ? WHERE cache_key = ?",
+                        (json.dumps(result.body), result.custom_id),
+                    )
+                    outcome["answered"] += 1
+                    continue
+                kind = _kind_of_status(result.status)
+                if kind in RETRYABLE_KINDS and submissions <= settings.max_retries:
+                    self._requeue(result.custom_id)
+                    outcome["requeued"] += 1
+                else:
+                    message = _scrub(f"HTTP {result.status} in batch {info.id}: {result.error}", secrets)[
+                        :2000
+                    ]
+                    self._failed_now.add(result.custom_id)
+                    self._db.execute(
+                        _SET_FAILED,
+                        (kind, message, result.custom_id),
+                    )
+                    outcome["failed"] += 1
+            # requests without a line: a batch that expired/failed/was cancelled before reaching them
+            for key, submissions in rows.items():
+                if submissions <= settings.max_retries:
+                    self._requeue(key)
+                    outcome["requeued"] += 1
+                else:
+                    kind = "timeout" if info.status == "expired" else "server_error"
+                    if info.status == "failed":
+                        kind = "bad_request"
+                    reason = f": {_scrub(info.errors, secrets)}" if info.errors else ""
+                    message = f"batch {info.id} {info.status} after {submissions} submission(s){reason}"
+                    self._failed_now.add(key)
+                    self._db.execute(
+                        _SET_FAILED,
+                        (kind, message, key),
+                    )
+                    outcome["failed"] += 1
+            self._db.execute("UPDATE batches SET collected = 1 WHERE batch_id = ?", (info.id,))
+        self._resolved += outcome["answered"] + outcome["failed"]
+        parts = ", ".join(f"{n} {what}" for what, n in sorted(outcome.items())) or "no requests"
+        self.say(f"batch {info.id} {info.status}: {parts}")
+
+    def _requeue(self, key: str) -> None:
+        self._db.execute(
+            "UPDATE batch_requests SET state = 'queued', batch_id = NULL WHERE cache_key = ?", (key,)
+        )
+
+
+# --- `agentjudge batches RUNDIR` -------------------------------------------------------------------
+def batch_rows(db: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Every batch of a run with its provider counts and its requests' and units' states."""
+    out = []
+    for batch_id, model, state, total, completed, failed, requests, created, updated, note in db.execute(
+        "SELECT batch_id, model, state, total, completed, failed, requests, created_at, updated_at, note "
+        "FROM batches ORDER BY created_at, batch_id"
+    ):
+        units: set[str] = set()
+        by_state: Counter[str] = Counter()
+        for req_state, unit_list in db.execute(
+            "SELECT r.state, r.units FROM batch_members m JOIN batch_requests r ON r.cache_key = m.cache_key "
+            "WHERE m.batch_id = ?",
+            (batch_id,),
+        ):
+            by_state[req_state] += 1
+            units.update(json.loads(unit_list))
+        out.append(
+            {
+                "batch_id": batch_id,
+                "model": model,
+                "state": state,
+                "total": total,
+                "completed": completed,
+                "failed": failed,
+                "requests": requests,
+                "units": len(units),
+                "answered": by_state["done"],  # requests of this batch answered (here or in a later one)
+                "request_failures": by_state["failed"],
+                "open": by_state["queued"] + by_state["submitted"],
+                "created": created,
+                "updated": updated,
+                "note": note,
+            }
+        )
+    return out
+
+
+def batches_cli(rundir: Path) -> int:
+    """``agentjudge batches RUNDIR``: one line per batch. Exit 0, or 2 when RUNDIR holds no run store."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from agentjudge.runner.store import open_readonly
+
+    console = Console(width=None if Console().is_terminal else 200)
+    errors = Console(stderr=True, width=200)
+    store = rundir / "run.sqlite"
+    if not rundir.is_dir():
+        errors.print(
+            f"[red]error:[/red] {escape(str(rundir))}: no such folder", highlight=False, soft_wrap=True
+        )
+        return 2
+    db = open_readonly(store)
+    if db is None:
+        errors.print(
+            f"[red]error:[/red] {escape(str(store))}: not a run store (run `agentjudge run ... --out "
+            f"{escape(str(rundir))}` first)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return 2
+    try:
+        has_table = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='batches'").fetchone()
+        rows = batch_rows(db) if has_table else []
+    finally:
+        db.close()
+    if not rows:
+        console.print(f"{escape(str(rundir))}: no batches (no model of this run has batch: true)")
+        return 0
+    table = Table(title=f"Batches of {rundir}")
+    columns = ("batch", "model", "state", "provider total", "completed", "failed", "requests", "units",
+               "answered", "failed requests", "open", "created", "updated")  # fmt: skip
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(
+            r["batch_id"],
+            r["model"],
+            r["state"] + (f" ({r['note']})" if r["note"] else ""),
+            *(str(r[k]) for k in ("total", "completed", "failed", "requests", "units", "answered")),
+            str(r["request_failures"]),
+            str(r["open"]),
+            r["created"],
+            r["updated"],
+        )
+    console.print(table)
+    states = Counter(r["state"] for r in rows)
+    console.print(", ".join(f"{n} {state}" for state, n in sorted(states.items())))
+    return 0
