@@ -51,7 +51,7 @@ def batch_provider(model: str) -> str | None:
     """The litellm provider of ``model`` if it has a batch API litellm drives, else None."""
     prefix = model.partition("/")[0] if "/" in model else ""
     if not prefix:
-        from agentjudge.models.client import _litellm
+        from agentjudge.models.litellm_import import litellm_module as _litellm
 
         try:
             prefix = str(_litellm().get_llm_provider(model)[1])
@@ -75,7 +75,7 @@ def batch_token_prices(settings: ModelSettings) -> tuple[float, float] | None:
 
 def request_line(custom_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     """One line of a batch input file: the body a direct call would send, addressed by ``custom_id``."""
-    from agentjudge.models.client import _litellm
+    from agentjudge.models.litellm_import import litellm_module as _litellm
 
     body = {k: v for k, v in kwargs.items() if k not in _NOT_BODY}
     try:
@@ -201,13 +201,13 @@ class BatchAPI:
         return out
 
     async def upload(self, data: bytes, filename: str) -> str:
-        from agentjudge.models.client import _litellm
+        from agentjudge.models.litellm_import import litellm_module as _litellm
 
         obj = await _litellm().acreate_file(file=(filename, data), purpose="batch", **self._auth())
         return str(obj.id)
 
     async def create(self, input_file_id: str, metadata: dict[str, str]) -> BatchInfo:
-        from agentjudge.models.client import _litellm
+        from agentjudge.models.litellm_import import litellm_module as _litellm
 
         obj = await _litellm().acreate_batch(
             completion_window="24h",
@@ -219,13 +219,13 @@ class BatchAPI:
         return BatchInfo.of(obj)
 
     async def retrieve(self, batch_id: str) -> BatchInfo:
-        from agentjudge.models.client import _litellm
+        from agentjudge.models.litellm_import import litellm_module as _litellm
 
         return BatchInfo.of(await _litellm().aretrieve_batch(batch_id=batch_id, **self._auth()))
 
     async def recent(self, limit: int = 100) -> list[BatchInfo]:
         """The provider's most recent batches (to find one created just before a crash)."""
-        from agentjudge.models.client import _litellm
+        from agentjudge.models.litellm_import import litellm_module as _litellm
 
         page = await _litellm().alist_batches(limit=limit, **self._auth())
         data = getattr(page, "data", None)
@@ -234,7 +234,7 @@ class BatchAPI:
         return [BatchInfo.of(item) for item in data or []]
 
     async def content(self, file_id: str) -> str:
-        from agentjudge.models.client import _litellm
+        from agentjudge.models.litellm_import import litellm_module as _litellm
 
         response = await _litellm().afile_content(file_id=file_id, **self._auth())
         raw = getattr(response, "content", response)

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from pydantic import Field, ValidationError
 
 from agentjudge.models.cache import CallCache, cache_key
+from agentjudge.models.litellm_import import litellm_module
 from agentjudge.models.tokens import cache_saving
 from agentjudge.types import ModelSettings, Strict, Usage
 
@@ -150,25 +151,7 @@ def cached_prompt_tokens(usage: dict[str, Any]) -> tuple[int, int]:
     return read, int(usage.get("cache_creation_input_tokens") or 0)
 
 
-_LITELLM: Any = None
-
-
-def _litellm() -> Any:
-    """Import litellm once, offline and quiet."""
-    global _LITELLM
-    if _LITELLM is None:
-        os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-        os.environ.setdefault("LITELLM_LOG", "ERROR")
-        import litellm
-
-        litellm.telemetry = False
-        litellm.suppress_debug_info = True
-        litellm.set_verbose = False
-        litellm.num_retries = 0
-        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx"):
-            logging.getLogger(name).setLevel(logging.ERROR)
-        _LITELLM = litellm
-    return _LITELLM
+_litellm = litellm_module  # the name the rest of this module (and its tests) use
 
 
 class _Answer:

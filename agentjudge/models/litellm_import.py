@@ -1,0 +1,31 @@
+"""The one place litellm is imported: offline (bundled price table), quiet, without litellm's own retries.
+
+Kept apart from ``client`` so that modules the client itself uses lazily (batch mode, token counting) can
+load litellm without importing the client back, which would be an import circle.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+_LITELLM: Any = None
+
+
+def litellm_module() -> Any:
+    """Import litellm once, offline and quiet (never call this inside a running event loop the first time)."""
+    global _LITELLM
+    if _LITELLM is None:
+        os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+        os.environ.setdefault("LITELLM_LOG", "ERROR")
+        import litellm
+
+        litellm.telemetry = False
+        litellm.suppress_debug_info = True
+        litellm.set_verbose = False
+        litellm.num_retries = 0
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+        _LITELLM = litellm
+    return _LITELLM
