@@ -22,6 +22,8 @@ Use the ``fake_llm`` fixture (tests/conftest.py); it serves on 127.0.0.1 at a fr
     fake_llm.requests        # list of request JSON bodies, in arrival order
     fake_llm.headers         # matching request headers (lower-cased names)
     fake_llm.max_in_flight   # highest number of requests handled at the same time
+    fake_llm.answered        # replies sent
+    fake_llm.kill()          # crash: refuse connections, drop requests in flight unanswered
 
 Order of precedence for each request: queued faults (``fail_next`` / ``hang_next`` / ``malformed_next``),
 then queued answers (``queue``), then the responder. With none of them the server answers 400
@@ -95,6 +97,8 @@ class FakeLLM:
         self.paths: list[str] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.answered = 0  # replies actually sent (a killed server drops the requests it was holding)
+        self.dead = False
         self._server = ThreadingHTTPServer((host, port), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
@@ -119,6 +123,12 @@ class FakeLLM:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+    def kill(self) -> None:
+        """Die like a crashed process: new connections are refused, and requests in flight or arriving on
+        kept-alive connections get their connection closed without an answer."""
+        self.dead = True
+        self.stop()
 
     def settings(self, **overrides: Any) -> Any:
         """ModelSettings for this server: ``openai/test-model``, the test key env, small timeouts."""
@@ -149,6 +159,7 @@ class FakeLLM:
             self.headers.clear()
             self.paths.clear()
             self.max_in_flight = 0
+            self.answered = 0
             self.latency = 0.0
 
     # ---- scripting -------------------------------------------------------------------------------
@@ -277,6 +288,9 @@ class FakeLLM:
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                if fake.dead:  # a kept-alive connection outlived kill(): drop it unanswered
+                    self.close_connection = True
+                    return
                 if self.path.split("?")[0] not in CHAT_PATHS:
                     self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}), {})
                     return
@@ -294,12 +308,15 @@ class FakeLLM:
                 try:
                     reply = fake._next_reply(request)
                     wait = reply.delay + fake.latency
-                    if wait and fake._stop.wait(wait):
-                        return  # server shutting down
+                    if (wait and fake._stop.wait(wait)) or fake.dead:
+                        self.close_connection = True
+                        return  # server shutting down or killed: no answer
                     if reply.body is not None:
                         self._send(reply.status, reply.body, reply.headers)
                     else:
                         self._send(reply.status, json.dumps(fake._envelope(request, reply)), reply.headers)
+                    with fake._lock:
+                        fake.answered += 1
                 finally:
                     with fake._lock:
                         fake.in_flight -= 1

@@ -8,7 +8,8 @@ invocation, pipeline and command line alike, without spending anything (unless `
 * ``sim/``, ``baseline/`` and plugin names resolve (``runner.models.model_problem``);
 * a litellm model: litellm resolves its provider; the key variable it needs is set (named in the message:
   ``api_key_env`` if given, else the provider's own, e.g. ``OPENAI_API_KEY``);
-* an ``api_base`` answers ``GET {api_base}/models`` (any HTTP status counts as an answer);
+* an ``api_base``, and every endpoint of ``api_bases``, answers ``GET {api_base}/models`` (any HTTP status
+  counts as an answer; the URL is shown without userinfo or query string);
 * ``probe``: one real 1-token call per litellm model (catches a wrong model name or a rejected key);
 * ``max_cost``: the model has a price (litellm's, or ``input/output_cost_per_token`` in the pipeline) and a
   bound on its answer length (``max_tokens``, or litellm's limit for the model).
@@ -28,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from agentjudge.models.fleet import redact_url
 from agentjudge.types import ModelSettings
 
 PLACEHOLDER_RE = re.compile(r"REPLACE[-_ ]?ME", re.IGNORECASE)
@@ -62,7 +64,8 @@ def _provider_problem(settings: ModelSettings) -> str | None:
 
     litellm = _litellm()
     try:
-        _, provider, _, _ = litellm.get_llm_provider(settings.model, api_base=settings.api_base)
+        base = settings.api_bases[0] if settings.api_bases else settings.api_base
+        _, provider, _, _ = litellm.get_llm_provider(settings.model, api_base=base)
     except Exception:  # noqa: BLE001 - litellm raises BadRequestError for an unknown provider
         return (
             "litellm cannot tell which provider serves this model; write it as provider/model "
@@ -99,7 +102,8 @@ def _api_base_problem(api_base: str, timeout_s: float = 3.0) -> str | None:
         return None  # it answered (401/404 are answers: the server is there)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", None) or exc
-        return f"api_base {api_base} does not answer (GET {url}: {reason})"
+        shown = redact_url(api_base)  # a key may sit in the URL's userinfo or query string
+        return f"api_base {shown} does not answer (GET {shown.rstrip('/')}/models: {reason})"
 
 
 def _cost_problem(settings: ModelSettings) -> str | None:
@@ -158,10 +162,10 @@ def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: boo
                 say(problem)
             continue
         found = [_provider_problem(s)]
-        if s.api_base:
-            if s.api_base not in bases_checked:
-                bases_checked[s.api_base] = _api_base_problem(s.api_base)
-            found.append(bases_checked[s.api_base])
+        for base in s.api_bases or ([s.api_base] if s.api_base else []):  # every endpoint of a fleet
+            if base not in bases_checked:
+                bases_checked[base] = _api_base_problem(base)
+            found.append(bases_checked[base])
         if max_cost is not None:
             found.append(_cost_problem(s))
         for problem in found:

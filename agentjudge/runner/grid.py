@@ -34,7 +34,7 @@ from agentjudge.runner.pipeline import (
     override_models,
 )
 from agentjudge.runner.store import RunStore, UnitKey, archive_run, config_diff
-from agentjudge.runner.summary import summary_rows, summary_table
+from agentjudge.runner.summary import endpoint_table, summary_rows, summary_table
 from agentjudge.runner.work import (
     Dataset,
     GridError,
@@ -424,6 +424,9 @@ async def _run(
         wanted, jwanted = await grid.run(console)
         failed, missing = grid.export(rundir, wanted, jwanted)
         console.print(summary_table(pipe, grid.tallies, client.stats))
+        fleets = endpoint_table(pipe, client.stats)
+        if fleets is not None:
+            console.print(fleets)
         return _closing(grid, rundir, failed, missing, console)
     except FS_ERRORS as exc:
         console.print(f"[red]error:[/red] {escape(describe(exc, rundir))}", highlight=False, soft_wrap=True)

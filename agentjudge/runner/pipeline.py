@@ -38,7 +38,7 @@ ScoringChoice = Literal["paper", "strict", "both"]
 _COSMETIC_PIPELINE_FIELDS = ("name", "description", "concurrency", "max_cost_usd", "cache")
 _COSMETIC_MODEL_FIELDS = (
     "api_base", "api_key_env", "timeout_s", "max_retries", "concurrency", "input_cost_per_token",
-    "output_cost_per_token",
+    "output_cost_per_token", "api_bases", "endpoint_concurrency",
 )  # fmt: skip
 # Model fields added after runs existed: left out of the hash at their default so older run folders keep
 # their hash (generation mode, structured output).
