@@ -96,7 +96,9 @@ def test_fleet_keys_are_checked_and_cosmetic(tmp_path: Path) -> None:
         load_pipeline(path)
     # moving or adding replicas does not change what the results mean: the config hash stays
     one = load_pipeline(write_pipeline(tmp_path, judges=[_fleet(["http://a/v1"])]))
-    three = load_pipeline(write_pipeline(tmp_path, judges=[_fleet(["http://a/v1", "http://b/v1", "http://c/v1"])]))
+    three = load_pipeline(
+        write_pipeline(tmp_path, judges=[_fleet(["http://a/v1", "http://b/v1", "http://c/v1"])])
+    )
     assert config_hash(one) == config_hash(three)
 
 
@@ -116,8 +118,9 @@ def test_cache_key_names_no_endpoint(servers: list[FakeLLM]) -> None:
     fields = [{"role": "user", "content": "hello"}]
     first = ModelSettings(**_fleet([a.base_url, b.base_url]))
     other = ModelSettings(**_fleet([c.base_url]))
-    assert client.request_fields(first, fields, None, None, 0) == client.request_fields(other, fields, None, None, 0)
-    assert client.request_fields(first, fields, None, None, 0)["api_base"] == "fleet"
+    key_fields = client.request_fields(first, fields, None, None, 0)
+    assert key_fields == client.request_fields(other, fields, None, None, 0)
+    assert key_fields["api_base"] == "fleet"
 
 
 def test_two_endpoints_share_calls_evenly_and_count_them(servers: list[FakeLLM]) -> None:
@@ -136,7 +139,8 @@ def test_two_endpoints_share_calls_evenly_and_count_them(servers: list[FakeLLM])
     assert a.max_in_flight <= 2 and b.max_in_flight <= 2  # ceil(concurrency 4 / 2 endpoints)
     counts = client.stats.per_endpoint["fleet-judge"]
     assert counts[a.base_url].ok == a.answered and counts[b.base_url].ok == b.answered
-    assert client.stats.summary()["per_endpoint"]["fleet-judge"][a.base_url] == {"ok": a.answered, "failed": 0}
+    summary = client.stats.summary()["per_endpoint"]["fleet-judge"]
+    assert summary[a.base_url] == {"ok": a.answered, "failed": 0}
 
 
 def test_a_failing_endpoint_is_cooled_down_and_the_call_moves_on(servers: list[FakeLLM]) -> None:
@@ -183,13 +187,17 @@ def test_grid_spreads_over_three_endpoints(
     answered = [s.answered for s in servers]
     assert sum(answered) == JUDGE_UNITS
     assert _within_ten_percent_of_even(answered), answered
-    assert _meta_endpoints(tmp_path / "run") == {u: {"ok": n, "failed": 0} for u, n in zip(urls, answered)}
+    assert _meta_endpoints(tmp_path / "run") == {
+        u: {"ok": n, "failed": 0} for u, n in zip(urls, answered, strict=True)
+    }
     out = capsys.readouterr().out
     assert "per endpoint" in out and all(u in out for u in urls)
 
 
 @pytest.mark.parametrize("n_servers", [2, 3])
-def test_grid_survives_an_endpoint_killed_mid_run(tmp_path: Path, servers: list[FakeLLM], n_servers: int) -> None:
+def test_grid_survives_an_endpoint_killed_mid_run(
+    tmp_path: Path, servers: list[FakeLLM], n_servers: int
+) -> None:
     fleet = servers[:n_servers]
     victim = fleet[-1]
 

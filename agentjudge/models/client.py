@@ -619,8 +619,8 @@ class ModelClient:
                 finally:  # also when the unit is cancelled: the slot goes back
                     count.ok += answered  # a cancelled request counts as neither
                     count.failed += error is not None
-                    down = kind in ENDPOINT_DOWN_KINDS
-                    await fleet.release(endpoint, down=down, retry_after=_retry_after(error) if error else None)
+                    retry_after = _retry_after(error) if error is not None else None
+                    await fleet.release(endpoint, down=kind in ENDPOINT_DOWN_KINDS, retry_after=retry_after)
             if error is None:
                 try:
                     completion = self._to_completion(litellm, response, secrets, settings)

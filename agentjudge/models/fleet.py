@@ -28,6 +28,7 @@ Endpoint URLs are shown only through ``redact_url`` (no userinfo, query or fragm
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -116,10 +117,8 @@ class Fleet:
                     return endpoint
                 now = time.monotonic()
                 cooling = [e.down_until - now for e in self.endpoints if e.down_until > now]
-                try:  # woken by a release, or when the first cool-down ends
+                with contextlib.suppress(TimeoutError):  # woken by a release, or when a cool-down ends
                     await asyncio.wait_for(self._changed.wait(), timeout=min(cooling) if cooling else None)
-                except TimeoutError:
-                    pass
 
     async def release(self, endpoint: Endpoint, *, down: bool, retry_after: float | None = None) -> None:
         """Give the slot back; ``down``: the endpoint failed in a way that says it is not serving."""
