@@ -242,3 +242,14 @@ def test_grid_with_every_endpoint_dead_fails_each_unit_without_a_verdict(
     assert judg.verdict.isna().all() and (~judg.parse_ok).all()
     assert judg.judge_error.str.contains("failed on every endpoint").all()
     assert _meta_endpoints(rundir) == {u: {"ok": 0, "failed": 8} for u in urls}
+
+
+def test_probe_calls_every_endpoint_and_names_the_one_that_refuses(servers: list[FakeLLM]) -> None:
+    a, b, _ = servers
+    b.set_responder(None)
+    b.fail_next(status=404, message="model openai/test-model does not exist here")
+    settings = ModelSettings(**_fleet([a.base_url, b.base_url]))
+    (line,) = preflight([ModelUse("judge", settings, "judges[0]")], probe=True)
+    assert line.startswith(f"judges[0] endpoint {b.base_url} ('openai/test-model'): --probe")
+    assert len(a.requests) == 1 and a.requests[0]["max_tokens"] == 1
+    assert len(b.requests) == 1

@@ -10,7 +10,8 @@ invocation, pipeline and command line alike, without spending anything (unless `
   ``api_key_env`` if given, else the provider's own, e.g. ``OPENAI_API_KEY``);
 * an ``api_base``, and every endpoint of ``api_bases``, answers ``GET {api_base}/models`` (any HTTP status
   counts as an answer; the URL is shown without userinfo or query string);
-* ``probe``: one real 1-token call per litellm model (catches a wrong model name or a rejected key);
+* ``probe``: one real 1-token call per litellm model, per endpoint of a fleet (catches a wrong model name,
+  a rejected key, or a replica serving another model);
 * ``max_cost``: the model has a price (litellm's, or ``input/output_cost_per_token`` in the pipeline) and a
   bound on its answer length (``max_tokens``, or litellm's limit for the model).
 
@@ -144,7 +145,7 @@ def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: boo
 
     problems: list[str] = []
     bases_checked: dict[str, str | None] = {}
-    to_probe: list[ModelSettings] = []
+    to_probe: list[tuple[str, ModelSettings]] = []  # (where, settings); a fleet: one per endpoint
     for use in uses:
         s = use.settings
 
@@ -172,14 +173,22 @@ def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: boo
             if problem:
                 say(problem)
         if probe and not any(found):
-            to_probe.append(s)
+            for one in _each_endpoint(s):
+                at = f" endpoint {redact_url(one.api_base or '')}" if s.api_bases else ""
+                to_probe.append((use.where + at, one))
     if to_probe:
-        probed = asyncio.run(_probe_all(to_probe))
-        where = {id(u.settings): u.where for u in uses}
-        for s, problem in zip(to_probe, probed, strict=True):
+        probed = asyncio.run(_probe_all([s for _, s in to_probe]))
+        for (where, s), problem in zip(to_probe, probed, strict=True):
             if problem:
-                problems.append(f"{where[id(s)]} ({s.model!r}): {problem}")
+                problems.append(f"{where} ({s.model!r}): {problem}")
     return problems
+
+
+def _each_endpoint(settings: ModelSettings) -> list[ModelSettings]:
+    """A fleet as one single-endpoint model per ``api_bases`` entry (each is probed); else the model."""
+    if not settings.api_bases:
+        return [settings]
+    return [settings.model_copy(update={"api_base": url, "api_bases": None}) for url in settings.api_bases]
 
 
 async def _probe_all(models: list[ModelSettings]) -> list[str | None]:
