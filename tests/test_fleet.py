@@ -253,3 +253,26 @@ def test_probe_calls_every_endpoint_and_names_the_one_that_refuses(servers: list
     assert line.startswith(f"judges[0] endpoint {b.base_url} ('openai/test-model'): --probe")
     assert len(a.requests) == 1 and a.requests[0]["max_tokens"] == 1
     assert len(b.requests) == 1
+
+
+def test_a_key_in_an_endpoint_url_reaches_no_file(tmp_path: Path, servers: list[FakeLLM]) -> None:
+    # litellm refuses user:password@ next to an api key ("Cannot combine AUTHORIZATION header ..."), so
+    # endpoint A fails every call: the run completes on B, and the password is in no file of the run
+    a, b, _ = servers
+    secret = "userinfo-secret-77"
+    urls = [a.base_url.replace("http://", f"http://judge:{secret}@"), b.base_url]
+    pipeline = write_pipeline(
+        tmp_path, judges=[_fleet(urls)], generators=["sim/perfect"], conditions=["with_gt"]
+    )
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir) == 0
+    assert a.requests == [] and b.answered == 8
+    endpoints = _meta_endpoints(rundir)
+    assert endpoints[b.base_url] == {"ok": 8, "failed": 0}
+    assert endpoints[a.base_url]["ok"] == 0 and endpoints[a.base_url]["failed"] >= 1
+    assert (
+        json.loads((rundir / "meta.json").read_text())["pipeline"]["judges"][0]["api_bases"][0] == a.base_url
+    )
+    for path in rundir.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path

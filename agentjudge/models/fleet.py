@@ -32,6 +32,7 @@ import contextlib
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 ENDPOINT_DOWN_KINDS = frozenset({"connection", "server_error", "timeout", "rate_limit"})
@@ -146,3 +147,15 @@ class Fleet:
             if endpoint.url != endpoint.label:
                 text = text.replace(endpoint.url, endpoint.label)
         return text
+
+
+def redact_model_urls(pipeline: dict[str, Any]) -> dict[str, Any]:
+    """A pipeline dump (``Pipeline.model_dump(mode="json")``) whose models' ``api_base``/``api_bases`` are
+    redacted, for meta.json: a key in a URL's userinfo or query string must not reach a results folder."""
+    for role in ("generators", "judges"):
+        for entry in pipeline.get(role) or []:
+            if entry.get("api_base"):
+                entry["api_base"] = redact_url(entry["api_base"])
+            if entry.get("api_bases"):
+                entry["api_bases"] = [redact_url(url) for url in entry["api_bases"]]
+    return pipeline

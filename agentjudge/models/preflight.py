@@ -95,7 +95,8 @@ def _provider_problem(settings: ModelSettings) -> str | None:
 
 
 def _api_base_problem(api_base: str, timeout_s: float = 3.0) -> str | None:
-    url = api_base.rstrip("/") + "/models"
+    # without userinfo/query: urllib cannot send user:password@ itself, and any HTTP status is an answer
+    url = redact_url(api_base).rstrip("/") + "/models"
     try:
         with urllib.request.urlopen(urllib.request.Request(url, method="GET"), timeout=timeout_s):
             return None
@@ -103,8 +104,7 @@ def _api_base_problem(api_base: str, timeout_s: float = 3.0) -> str | None:
         return None  # it answered (401/404 are answers: the server is there)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", None) or exc
-        shown = redact_url(api_base)  # a key may sit in the URL's userinfo or query string
-        return f"api_base {shown} does not answer (GET {shown.rstrip('/')}/models: {reason})"
+        return f"api_base {redact_url(api_base)} does not answer (GET {url}: {reason})"
 
 
 def _cost_problem(settings: ModelSettings) -> str | None:

@@ -22,6 +22,7 @@ from rich.markup import escape
 
 from agentjudge import __version__
 from agentjudge.fserrors import FS_ERRORS, describe
+from agentjudge.models.fleet import redact_model_urls
 from agentjudge.runner import engine
 from agentjudge.runner.export import export_run
 from agentjudge.runner.models import model_kind
@@ -214,7 +215,7 @@ def _open_store(rundir: Path, pipe: Pipeline, force_new: bool, console: Console)
             {
                 "config_hash": new_hash,
                 "hashed_config": json.dumps(new_config, sort_keys=True),
-                "pipeline": pipe.model_dump_json(),
+                "pipeline": json.dumps(redact_model_urls(pipe.model_dump(mode="json"))),
                 "git_commit": commit,
                 "package_version": __version__,
                 "seed": str(pipe.seed),
@@ -352,7 +353,7 @@ class _Grid:
         }
         meta_store = self.store.meta()
         meta: dict[str, Any] = {
-            "pipeline": self.pipe.model_dump(mode="json"),
+            "pipeline": redact_model_urls(self.pipe.model_dump(mode="json")),  # no key from a URL
             "config_hash": meta_store["config_hash"],
             "git_commit": meta_store.get("git_commit", "unknown"),
             "git_commit_last": meta_store.get("git_commit_last", "unknown"),
