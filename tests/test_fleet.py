@@ -164,6 +164,24 @@ def test_a_failing_endpoint_is_cooled_down_and_the_call_moves_on(servers: list[F
     assert (counts[b.base_url].ok, counts[b.base_url].failed) == (4, 0)
 
 
+def test_an_endpoint_is_asked_again_after_its_cool_down(servers: list[FakeLLM]) -> None:
+    a, b, _ = servers
+    a.fail_next(status=503)
+    settings = ModelSettings(**_fleet([a.base_url, b.base_url], concurrency=1, max_retries=0))
+    client = ModelClient(backoff_base_s=0.05)  # A's first cool-down: 0.05 s
+
+    async def go() -> None:
+        await client.complete(settings, [{"role": "user", "content": "first"}])  # A: 503, then B
+        await asyncio.sleep(0.2)
+        for i in range(4):
+            await client.complete(settings, [{"role": "user", "content": f"q{i}"}])
+
+    asyncio.run(go())
+    # after the cool-down A is probed with one call, answers, and takes its even share again
+    assert [r["messages"][0]["content"] for r in a.requests] == ["first", "q0", "q2"]
+    assert [r["messages"][0]["content"] for r in b.requests] == ["first", "q1", "q3"]
+
+
 def test_every_endpoint_down_is_one_clear_error_without_secrets() -> None:
     secret = "qs-secret-token-123"
     urls = [f"http://127.0.0.1:{_free_port()}/v1?token={secret}", f"http://127.0.0.1:{_free_port()}/v1"]
@@ -183,7 +201,10 @@ def test_grid_spreads_over_three_endpoints(
     tmp_path: Path, servers: list[FakeLLM], capsys: pytest.CaptureFixture[str]
 ) -> None:
     urls = [s.base_url for s in servers]
-    assert run_cli(_pipeline(tmp_path, _fleet(urls)), tmp_path / "run") == 0
+    pipeline = _pipeline(tmp_path, _fleet(urls))
+    assert run_cli(pipeline, tmp_path / "dry", dry_run=True) == 0
+    assert "fleet-judge" in capsys.readouterr().out and all(s.requests == [] for s in servers)
+    assert run_cli(pipeline, tmp_path / "run") == 0
     answered = [s.answered for s in servers]
     assert sum(answered) == JUDGE_UNITS
     assert _within_ten_percent_of_even(answered), answered
