@@ -8,7 +8,8 @@ Starts N scripted OpenAI-compatible servers on 127.0.0.1 (tests/fakeserver.py; r
 writes a pipeline over the mini split (``--limit`` base scenarios, all difficulties, three simulated
 generators, one LLM judge whose ``api_bases`` lists the N servers, both GT conditions) and runs it with the
 ordinary runner into a fresh folder and a fresh cache. ``--kill-after K`` kills the last server (connections
-refused, requests it holds dropped unanswered) once it has answered K requests.
+refused, requests it holds dropped unanswered) once it has answered K requests; ``--kill-all-after K`` kills
+every server once they have answered K requests together (the remaining units fail, each with its error).
 
 Prints the runner's own output (including "This run, per endpoint"), then per server the requests it
 received and answered, the run summary's ok/failed for that endpoint (meta.json), the units done/failed,
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--servers", type=int, default=3)
     parser.add_argument("--kill-after", type=int, default=None, help="kill the last server after K answers")
+    parser.add_argument("--kill-all-after", type=int, default=None, help="kill every server after K answers")
     parser.add_argument("--limit", type=int, default=20, help="base scenarios of the mini split")
     parser.add_argument("--latency", type=float, default=0.02, help="seconds per answer")
     parser.add_argument("--concurrency", type=int, default=12)
@@ -94,6 +96,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"-- killed {victim.base_url} after {victim.answered} answers", flush=True)
 
         threading.Thread(target=kill, daemon=True).start()
+    if args.kill_all_after is not None:
+
+        def kill_all() -> None:
+            while sum(s.answered for s in servers) < args.kill_all_after:
+                time.sleep(0.001)
+            for server in servers:
+                server.kill()
+            print(f"-- killed every server after {sum(s.answered for s in servers)} answers", flush=True)
+
+        threading.Thread(target=kill_all, daemon=True).start()
     rundir = args.out / "run"
     started = time.perf_counter()
     code = run_cli(path, rundir)
@@ -116,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     answered = sum(s.answered for s in servers)
     alive = [s.answered for s in servers if not s.dead] if args.kill_after is not None else []
+    with sqlite3.connect(rundir / "run.sqlite") as db:
+        errors = Counter(e for (e,) in db.execute("SELECT error FROM units WHERE status = 'failed'"))
+    for error, n in errors.most_common(3):
+        print(f"{n} failed unit(s) with error: {str(error)[:300]}")
     print(f"answers sent {answered} = judge units done {units['done']}: {answered == units['done']}")
     if alive:
         print(f"after the kill, the survivors' answers: {alive}")

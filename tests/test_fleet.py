@@ -182,6 +182,28 @@ def test_an_endpoint_is_asked_again_after_its_cool_down(servers: list[FakeLLM]) 
     assert [r["messages"][0]["content"] for r in b.requests] == ["first", "q1", "q3"]
 
 
+def test_a_call_tries_each_endpoint_once_before_failing(servers: list[FakeLLM]) -> None:
+    # every server answers 503: with max_retries 2 and three endpoints, each call is sent exactly once to
+    # each server (a busy endpoint it has not tried is waited for, a tried one is not asked again)
+    from fakeserver import Reply
+
+    for server in servers:
+        server.set_responder(lambda req: Reply(status=503, body='{"error": {"message": "down"}}'))
+    settings = ModelSettings(**_fleet([s.base_url for s in servers], concurrency=6, max_retries=2))
+    client = ModelClient(backoff_base_s=0.001)
+
+    async def go() -> list[BaseException | Any]:
+        calls = [client.complete(settings, [{"role": "user", "content": f"q{i}"}]) for i in range(24)]
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    errors = asyncio.run(go())
+    assert all(isinstance(e, ModelCallError) and e.kind == "server_error" for e in errors)
+    assert {e.attempts for e in errors} == {3}
+    for server in servers:
+        asked = sorted(r["messages"][0]["content"] for r in server.requests)
+        assert asked == sorted(f"q{i}" for i in range(24))
+
+
 def test_every_endpoint_down_is_one_clear_error_without_secrets() -> None:
     secret = "qs-secret-token-123"
     urls = [f"http://127.0.0.1:{_free_port()}/v1?token={secret}", f"http://127.0.0.1:{_free_port()}/v1"]

@@ -633,7 +633,12 @@ class ModelClient:
             message = fleet.redact(_scrub(f"{type(error).__name__}: {error}", secrets))[:2000]
             failed_on[endpoint.url] = kind
             everywhere = failed_on.keys() >= fleet.all_urls()
-            if kind not in RETRYABLE_KINDS or (attempts > settings.max_retries and everywhere):
+            spent = attempts > settings.max_retries and everywhere
+            if (
+                kind not in RETRYABLE_KINDS
+                or spent
+                or attempts > (settings.max_retries + 1) * len(fleet.endpoints)
+            ):
                 stats.failures += 1
                 if kind in RETRYABLE_KINDS:
                     where = ", ".join(f"{fleet.label(url)}: {k}" for url, k in failed_on.items())

@@ -95,13 +95,18 @@ class Fleet:
         return cls([Endpoint(u, redact_url(u), limit) for u in urls], base_s)
 
     def _pick(self, failed_here: set[str]) -> Endpoint | None:
+        """The endpoint for the next attempt of a call that has failed on ``failed_here``; None: wait."""
         now = time.monotonic()
-        if any(now >= e.down_until for e in self.endpoints):
-            usable = [e for e in self.endpoints if e.usable(now)]
-        else:  # the whole fleet is down: no waiting out cool-downs, the call's own backoff paces it
-            usable = [e for e in self.endpoints if e.in_flight < e.limit]
-        fresh = [e for e in usable if e.url not in failed_here]
-        pool = fresh or usable
+        fleet_down = all(now < e.down_until for e in self.endpoints)
+
+        def free(e: Endpoint) -> bool:  # while the whole fleet is down, cool-downs are not waited out
+            return e.in_flight < e.limit if fleet_down else e.usable(now)
+
+        untried = [e for e in self.endpoints if e.url not in failed_here]
+        pool = [e for e in untried if free(e)]
+        if not pool and any(fleet_down or now >= e.down_until for e in untried):
+            return None  # an endpoint this call has not failed on is up but busy: wait for it
+        pool = pool or [e for e in self.endpoints if free(e)]
         if not pool:
             return None
         return min(pool, key=lambda e: (e.in_flight, e.sent, self.endpoints.index(e)))
