@@ -222,6 +222,9 @@ class ModelSettings(Strict):
     model: str
     name: str | None = None  # display name in results; defaults to ``model``
     api_base: str | None = None
+    # a fleet: several endpoints serving this same model (e.g. vLLM replicas); instead of api_base
+    api_bases: list[str] | None = Field(default=None, min_length=1)
+    endpoint_concurrency: int | None = Field(default=None, ge=1)  # per endpoint of api_bases
     api_key_env: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
@@ -242,11 +245,20 @@ class ModelSettings(Strict):
     batch: bool = False  # send through the provider's batch API (OpenAI, Azure OpenAI; runner.batches)
 
     @model_validator(mode="after")
-    def _whole_price(self) -> ModelSettings:
-        """A pipeline price replaces litellm's; half of one would price the other half at 0 as if known."""
+    def _consistent(self) -> ModelSettings:
+        """A pipeline price replaces litellm's; half of one would price the other half at 0 as if known.
+        One endpoint or a fleet: both at once would leave it unclear where calls go."""
         if (self.input_cost_per_token is None) != (self.output_cost_per_token is None):
             raise ValueError(
                 f"{self.model}: set both input_cost_per_token and output_cost_per_token, or neither"
+            )
+        if self.api_bases is not None and self.api_base is not None:
+            raise ValueError(f"{self.model}: set api_base (one endpoint) or api_bases (a fleet), not both")
+        if self.api_bases is not None and len(set(self.api_bases)) != len(self.api_bases):
+            raise ValueError(f"{self.model}: api_bases lists an endpoint twice")
+        if self.batch and self.api_bases is not None:
+            raise ValueError(
+                f"{self.model}: batch mode sends to one provider endpoint; drop api_bases or batch"
             )
         return self
 

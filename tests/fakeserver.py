@@ -22,6 +22,8 @@ Use the ``fake_llm`` fixture (tests/conftest.py); it serves on 127.0.0.1 at a fr
     fake_llm.requests        # list of request JSON bodies, in arrival order
     fake_llm.headers         # matching request headers (lower-cased names)
     fake_llm.max_in_flight   # highest number of requests handled at the same time
+    fake_llm.answered        # replies sent
+    fake_llm.kill()          # crash: refuse connections, drop requests in flight unanswered
 
 Batch API (OpenAI Files and Batches: ``POST /v1/files``, ``GET /v1/files/{id}/content``, ``POST /v1/batches``,
 ``GET /v1/batches/{id}``, ``GET /v1/batches``): each line of a batch is answered like a direct request (same
@@ -107,6 +109,8 @@ class FakeLLM:
         self.paths: list[str] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.answered = 0  # replies actually sent (a killed server drops the requests it was holding)
+        self.dead = False
         # batch API state (see the module docstring)
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
@@ -153,6 +157,12 @@ class FakeLLM:
         self._server.server_close()
         self._thread.join(timeout=5)
 
+    def kill(self) -> None:
+        """Die like a crashed process: new connections are refused, and requests in flight or arriving on
+        kept-alive connections get their connection closed without an answer."""
+        self.dead = True
+        self.stop()
+
     def settings(self, **overrides: Any) -> Any:
         """ModelSettings for this server: ``openai/test-model``, the test key env, small timeouts."""
         return self.settings_for(self.base_url, **overrides)
@@ -182,6 +192,7 @@ class FakeLLM:
             self.headers.clear()
             self.paths.clear()
             self.max_in_flight = 0
+            self.answered = 0
             self.latency = 0.0
             self._batch_scripts.clear()
             self.uploads = self.batches_created = self.retrieves = 0
@@ -468,6 +479,9 @@ class FakeLLM:
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                if fake.dead:  # a kept-alive connection outlived kill(): drop it unanswered
+                    self.close_connection = True
+                    return
                 if self._batch("POST", raw):
                     return
                 if self.path.split("?")[0] not in CHAT_PATHS:
@@ -487,12 +501,15 @@ class FakeLLM:
                 try:
                     reply = fake._next_reply(request)
                     wait = reply.delay + fake.latency
-                    if wait and fake._stop.wait(wait):
-                        return  # server shutting down
+                    if (wait and fake._stop.wait(wait)) or fake.dead:
+                        self.close_connection = True
+                        return  # server shutting down or killed: no answer
                     if reply.body is not None:
                         self._send(reply.status, reply.body, reply.headers)
                     else:
                         self._send(reply.status, json.dumps(fake._envelope(request, reply)), reply.headers)
+                    with fake._lock:
+                        fake.answered += 1
                 finally:
                     with fake._lock:
                         fake.in_flight -= 1

@@ -6,7 +6,8 @@ are easy to get wrong once per call site and easy to get right once. Everything 
 
 * litellm is imported lazily (``agentjudge --help`` stays fast) with the local cost map (no network) and its
   own retries, telemetry and logging turned off — retries happen here, where they are counted.
-* A semaphore per (model, api_base) caps in-flight requests at ``settings.concurrency``.
+* A semaphore per (model, api_base) caps in-flight requests at ``settings.concurrency``; a model with
+  ``api_bases`` (a fleet of replicas) spreads its calls over them and fails over (``models/fleet.py``).
 * 429 / 5xx / timeouts / connection errors / malformed bodies are retried with exponential backoff and
   jitter (Retry-After honoured, capped); errors caused by the request (400/401/403/404/422) are not.
 * After the last attempt ``ModelCallError(kind, attempts, message)`` is raised; an empty answer is an error
@@ -35,6 +36,7 @@ from typing import Any, Protocol
 from pydantic import Field, ValidationError
 
 from agentjudge.models.cache import CallCache, cache_key
+from agentjudge.models.fleet import ENDPOINT_DOWN_KINDS, EndpointCount, Fleet
 from agentjudge.models.litellm_import import litellm_module
 from agentjudge.models.tokens import cache_saving
 from agentjudge.types import ModelSettings, Strict, Usage
@@ -114,9 +116,14 @@ class ModelStats:
 @dataclass
 class ClientStats:
     per_model: dict[str, ModelStats] = field(default_factory=dict)
+    # fleets only: model display name -> redacted endpoint URL -> requests answered / failed there
+    per_endpoint: dict[str, dict[str, EndpointCount]] = field(default_factory=dict)
 
     def model(self, name: str) -> ModelStats:
         return self.per_model.setdefault(name, ModelStats())
+
+    def endpoint(self, model: str, label: str) -> EndpointCount:
+        return self.per_endpoint.setdefault(model, {}).setdefault(label, EndpointCount())
 
     @property
     def total(self) -> ModelStats:
@@ -138,7 +145,13 @@ class ClientStats:
                 out["cost_note"] = f"{s.unknown_cost_calls} answer(s) had no known price; counted as $0"
             return out
 
-        return {"total": row(self.total), "per_model": {k: row(v) for k, v in sorted(self.per_model.items())}}
+        out = {"total": row(self.total), "per_model": {k: row(v) for k, v in sorted(self.per_model.items())}}
+        if self.per_endpoint:
+            out["per_endpoint"] = {
+                model: {label: asdict(count) for label, count in endpoints.items()}
+                for model, endpoints in sorted(self.per_endpoint.items())
+            }
+        return out
 
 
 def cached_prompt_tokens(usage: dict[str, Any]) -> tuple[int, int]:
@@ -152,6 +165,22 @@ def cached_prompt_tokens(usage: dict[str, Any]) -> tuple[int, int]:
 
 
 _litellm = litellm_module  # the name the rest of this module (and its tests) use
+def _target(settings: ModelSettings) -> tuple[str, str | None]:
+    """What a model-fatal error stops: the model at its endpoint, or at its fleet as a whole."""
+    return settings.model, ",".join(settings.api_bases) if settings.api_bases else settings.api_base
+
+
+def _account(stats: ModelStats, completion: Completion) -> None:
+    """Add a fresh (not cached) answer's tokens and money to the model's counters."""
+    stats.prompt_tokens += completion.usage.prompt_tokens
+    stats.completion_tokens += completion.usage.completion_tokens
+    stats.cached_prompt_tokens += completion.usage.cached_prompt_tokens
+    stats.cost_usd += completion.usage.cost_usd
+    stats.cache_saved_usd += completion.usage.cache_saved_usd
+    if not completion.cost_known:
+        stats.unknown_cost_calls += 1
+
+
 
 
 class _Answer:
@@ -364,6 +393,18 @@ class ModelClient:
         self.batch: BatchQueue | None = None  # set by the runner when the pipeline has batch: true models
         self._batch_reserved: dict[str, float] = {}  # cache key -> worst case held under --max-cost
         self._batch_read: set[tuple[str, str]] = set()  # (cache key, unit) answers counted in stats
+        self._fleets: dict[tuple[int, str, tuple[str, ...]], Fleet] = {}
+
+    def _fleet(self, settings: ModelSettings) -> Fleet:
+        """The endpoint states of a model with ``api_bases`` (one per event loop, like the semaphores)."""
+        urls = tuple(settings.api_bases or ())
+        key = (id(asyncio.get_running_loop()), settings.model, urls)
+        fleet = self._fleets.get(key)
+        if fleet is None:
+            fleet = self._fleets[key] = Fleet.of(
+                list(urls), settings.concurrency, settings.endpoint_concurrency, self.backoff_base_s
+            )
+        return fleet
 
     def _semaphore(self, settings: ModelSettings) -> asyncio.Semaphore:
         key = (id(asyncio.get_running_loop()), settings.model, settings.api_base)
@@ -385,7 +426,7 @@ class ModelClient:
         optional = {} if response_format is None else {"response_format": response_format}
         return optional | {
             "model": settings.model,
-            "api_base": settings.api_base,
+            "api_base": "fleet" if settings.api_bases else settings.api_base,  # any replica's answer will do
             "messages": messages,
             "tools": tools,
             "temperature": temperature if temperature is not None else settings.temperature,
@@ -437,7 +478,7 @@ class ModelClient:
                     }
                 )
                 return cached
-        earlier = self.stopped.get((settings.model, settings.api_base))
+        earlier = self.stopped.get(_target(settings))
         if earlier is not None:
             stats.failures += 1
             raise ModelCallError(earlier.kind, 0, f"not sent, the model is stopped: {earlier.message}")
@@ -481,7 +522,7 @@ class ModelClient:
 
     def _stop(self, settings: ModelSettings, exc: ModelCallError) -> ModelCallError:
         """Remember a model-fatal error: later calls to this model fail with it at once, unsent."""
-        self.stopped.setdefault((settings.model, settings.api_base), exc)
+        self.stopped.setdefault(_target(settings), exc)
         return exc
 
     def _batch_replay(self, key: str) -> bool:
@@ -608,6 +649,8 @@ class ModelClient:
     async def _call_with_retries(
         self, settings: ModelSettings, kwargs: dict[str, Any], secrets: list[str], stats: ModelStats
     ) -> Completion:
+        if settings.api_bases:
+            return await self._call_fleet(settings, kwargs, secrets, stats)
         litellm = _litellm()
         attempts = 0
         while True:
@@ -637,14 +680,69 @@ class ModelClient:
                 log.info("%s: %s (attempt %d), retry in %.2fs", settings.display_name, kind, attempts, delay)
                 await asyncio.sleep(delay)
                 continue
-            stats.prompt_tokens += completion.usage.prompt_tokens
-            stats.completion_tokens += completion.usage.completion_tokens
-            stats.cached_prompt_tokens += completion.usage.cached_prompt_tokens
-            stats.cost_usd += completion.usage.cost_usd
-            stats.cache_saved_usd += completion.usage.cache_saved_usd
-            if not completion.cost_known:
-                stats.unknown_cost_calls += 1
+            _account(stats, completion)
             return completion
+
+    async def _call_fleet(
+        self, settings: ModelSettings, kwargs: dict[str, Any], secrets: list[str], stats: ModelStats
+    ) -> Completion:
+        """The retry loop of ``_call_with_retries`` spread over ``settings.api_bases`` (see models/fleet.py):
+        a failed attempt moves to an endpoint this call has not failed on, without a backoff sleep; the call
+        fails for good when its retries are spent and every endpoint has failed it."""
+        litellm, fleet = _litellm(), self._fleet(settings)
+        failed_on: dict[str, str] = {}  # endpoint URL -> the kind of error this call got there
+        attempts = 0
+        while True:
+            attempts += 1
+            stats.requests += 1
+            async with self._semaphore(settings):  # the model's own cap, then a slot on one endpoint
+                endpoint = await fleet.acquire(set(failed_on))
+                count = self.stats.endpoint(settings.display_name, endpoint.label)
+                kind: str | None = None
+                error: BaseException | None = None
+                answered = False
+                try:
+                    response = await asyncio.wait_for(
+                        litellm.acompletion(**{**kwargs, "api_base": endpoint.url}),
+                        timeout=settings.timeout_s + 5.0,
+                    )
+                    answered = True
+                except Exception as exc:  # noqa: BLE001 - classified as in _call_with_retries
+                    kind, error = classify(exc), exc
+                finally:  # also when the unit is cancelled: the slot goes back
+                    count.ok += answered  # a cancelled request counts as neither
+                    count.failed += error is not None
+                    retry_after = _retry_after(error) if error is not None else None
+                    await fleet.release(endpoint, down=kind in ENDPOINT_DOWN_KINDS, retry_after=retry_after)
+            if error is None:
+                try:
+                    completion = self._to_completion(litellm, response, secrets, settings)
+                except ModelCallError as exc:  # an empty answer: the endpoint works, a retry cannot help
+                    stats.failures += 1
+                    raise ModelCallError(exc.kind, attempts, exc.message) from None
+                _account(stats, completion)
+                return completion
+            assert kind is not None  # for mypy
+            message = fleet.redact(_scrub(f"{type(error).__name__}: {error}", secrets))[:2000]
+            failed_on[endpoint.url] = kind
+            everywhere = failed_on.keys() >= fleet.all_urls()
+            spent = attempts > settings.max_retries and everywhere
+            if (
+                kind not in RETRYABLE_KINDS
+                or spent
+                or attempts > (settings.max_retries + 1) * len(fleet.endpoints)
+            ):
+                stats.failures += 1
+                if kind in RETRYABLE_KINDS:
+                    where = ", ".join(f"{fleet.label(url)}: {k}" for url, k in failed_on.items())
+                    message = f"failed on every endpoint ({where}); last: {message}"
+                raise ModelCallError(kind, attempts, message) from None
+            stats.retries += 1
+            if everywhere:  # nowhere left to fail over to: back off as a single endpoint would
+                delay = self.backoff_base_s * 2 ** (attempts - 1)
+                delay = min(delay / 2 + random.uniform(0, delay / 2), MAX_BACKOFF_S)
+                log.info("%s: %s on every endpoint, retry in %.2fs", settings.display_name, kind, delay)
+                await asyncio.sleep(delay)
 
     @staticmethod
     def _to_completion(

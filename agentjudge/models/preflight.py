@@ -8,8 +8,10 @@ invocation, pipeline and command line alike, without spending anything (unless `
 * ``sim/``, ``baseline/`` and plugin names resolve (``runner.models.model_problem``);
 * a litellm model: litellm resolves its provider; the key variable it needs is set (named in the message:
   ``api_key_env`` if given, else the provider's own, e.g. ``OPENAI_API_KEY``);
-* an ``api_base`` answers ``GET {api_base}/models`` (any HTTP status counts as an answer);
-* ``probe``: one real 1-token call per litellm model (catches a wrong model name or a rejected key);
+* an ``api_base``, and every endpoint of ``api_bases``, answers ``GET {api_base}/models`` (any HTTP status
+  counts as an answer; the URL is shown without userinfo or query string);
+* ``probe``: one real 1-token call per litellm model, per endpoint of a fleet (catches a wrong model name,
+  a rejected key, or a replica serving another model);
 * ``max_cost``: the model has a price (litellm's, or ``input/output_cost_per_token`` in the pipeline) and a
   bound on its answer length (``max_tokens``, or litellm's limit for the model).
 
@@ -28,6 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from agentjudge.models.fleet import redact_url
 from agentjudge.types import ModelSettings
 
 PLACEHOLDER_RE = re.compile(r"REPLACE[-_ ]?ME", re.IGNORECASE)
@@ -62,7 +65,8 @@ def _provider_problem(settings: ModelSettings) -> str | None:
 
     litellm = _litellm()
     try:
-        _, provider, _, _ = litellm.get_llm_provider(settings.model, api_base=settings.api_base)
+        base = settings.api_bases[0] if settings.api_bases else settings.api_base
+        _, provider, _, _ = litellm.get_llm_provider(settings.model, api_base=base)
     except Exception:  # noqa: BLE001 - litellm raises BadRequestError for an unknown provider
         return (
             "litellm cannot tell which provider serves this model; write it as provider/model "
@@ -91,7 +95,8 @@ def _provider_problem(settings: ModelSettings) -> str | None:
 
 
 def _api_base_problem(api_base: str, timeout_s: float = 3.0) -> str | None:
-    url = api_base.rstrip("/") + "/models"
+    # without userinfo/query: urllib cannot send user:password@ itself, and any HTTP status is an answer
+    url = redact_url(api_base).rstrip("/") + "/models"
     try:
         with urllib.request.urlopen(urllib.request.Request(url, method="GET"), timeout=timeout_s):
             return None
@@ -99,7 +104,7 @@ def _api_base_problem(api_base: str, timeout_s: float = 3.0) -> str | None:
         return None  # it answered (401/404 are answers: the server is there)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", None) or exc
-        return f"api_base {api_base} does not answer (GET {url}: {reason})"
+        return f"api_base {redact_url(api_base)} does not answer (GET {url}: {reason})"
 
 
 def _cost_problem(settings: ModelSettings) -> str | None:
@@ -140,7 +145,7 @@ def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: boo
 
     problems: list[str] = []
     bases_checked: dict[str, str | None] = {}
-    to_probe: list[ModelSettings] = []
+    to_probe: list[tuple[str, ModelSettings]] = []  # (where, settings); a fleet: one per endpoint
     for use in uses:
         s = use.settings
 
@@ -158,24 +163,32 @@ def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: boo
                 say(problem)
             continue
         found = [_provider_problem(s)]
-        if s.api_base:
-            if s.api_base not in bases_checked:
-                bases_checked[s.api_base] = _api_base_problem(s.api_base)
-            found.append(bases_checked[s.api_base])
+        for base in s.api_bases or ([s.api_base] if s.api_base else []):  # every endpoint of a fleet
+            if base not in bases_checked:
+                bases_checked[base] = _api_base_problem(base)
+            found.append(bases_checked[base])
         if max_cost is not None:
             found.append(_cost_problem(s))
         for problem in found:
             if problem:
                 say(problem)
         if probe and not any(found):
-            to_probe.append(s)
+            for one in _each_endpoint(s):
+                at = f" endpoint {redact_url(one.api_base or '')}" if s.api_bases else ""
+                to_probe.append((use.where + at, one))
     if to_probe:
-        probed = asyncio.run(_probe_all(to_probe))
-        where = {id(u.settings): u.where for u in uses}
-        for s, problem in zip(to_probe, probed, strict=True):
+        probed = asyncio.run(_probe_all([s for _, s in to_probe]))
+        for (where, s), problem in zip(to_probe, probed, strict=True):
             if problem:
-                problems.append(f"{where[id(s)]} ({s.model!r}): {problem}")
+                problems.append(f"{where} ({s.model!r}): {problem}")
     return problems
+
+
+def _each_endpoint(settings: ModelSettings) -> list[ModelSettings]:
+    """A fleet as one single-endpoint model per ``api_bases`` entry (each is probed); else the model."""
+    if not settings.api_bases:
+        return [settings]
+    return [settings.model_copy(update={"api_base": url, "api_bases": None}) for url in settings.api_bases]
 
 
 async def _probe_all(models: list[ModelSettings]) -> list[str | None]:

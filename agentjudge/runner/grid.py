@@ -22,6 +22,7 @@ from rich.markup import escape
 
 from agentjudge import __version__
 from agentjudge.fserrors import FS_ERRORS, describe
+from agentjudge.models.fleet import redact_model_urls
 from agentjudge.runner import engine
 from agentjudge.runner.export import export_run
 from agentjudge.runner.models import model_kind
@@ -34,7 +35,7 @@ from agentjudge.runner.pipeline import (
     override_models,
 )
 from agentjudge.runner.store import RunStore, UnitKey, archive_run, config_diff
-from agentjudge.runner.summary import summary_rows, summary_table
+from agentjudge.runner.summary import endpoint_table, summary_rows, summary_table
 from agentjudge.runner.work import (
     Dataset,
     GridError,
@@ -214,7 +215,7 @@ def _open_store(rundir: Path, pipe: Pipeline, force_new: bool, console: Console)
             {
                 "config_hash": new_hash,
                 "hashed_config": json.dumps(new_config, sort_keys=True),
-                "pipeline": pipe.model_dump_json(),
+                "pipeline": json.dumps(redact_model_urls(pipe.model_dump(mode="json"))),
                 "git_commit": commit,
                 "package_version": __version__,
                 "seed": str(pipe.seed),
@@ -365,7 +366,7 @@ class _Grid:
         }
         meta_store = self.store.meta()
         meta: dict[str, Any] = {
-            "pipeline": self.pipe.model_dump(mode="json"),
+            "pipeline": redact_model_urls(self.pipe.model_dump(mode="json")),  # no key from a URL
             "config_hash": meta_store["config_hash"],
             "git_commit": meta_store.get("git_commit", "unknown"),
             "git_commit_last": meta_store.get("git_commit_last", "unknown"),
@@ -439,6 +440,9 @@ async def _run(
         wanted, jwanted = await grid.run(console)
         failed, missing = grid.export(rundir, wanted, jwanted)
         console.print(summary_table(pipe, grid.tallies, client.stats))
+        fleets = endpoint_table(pipe, client.stats)
+        if fleets is not None:
+            console.print(fleets)
         return _closing(grid, rundir, failed, missing, console)
     except FS_ERRORS as exc:
         console.print(f"[red]error:[/red] {escape(describe(exc, rundir))}", highlight=False, soft_wrap=True)

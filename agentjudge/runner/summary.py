@@ -13,9 +13,11 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from agentjudge.models.fleet import redact_url
 from agentjudge.runner.engine import ModelTally
 from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import Pipeline
+from agentjudge.types import ModelSettings
 
 
 def summary_rows(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: Any) -> list[dict[str, Any]]:
@@ -45,7 +47,37 @@ def summary_rows(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: A
                     "cache_saved_usd": stats.cache_saved_usd if stats is not None else 0.0,
                 }
             )
+            if settings.api_bases:  # a fleet: requests answered / failed per endpoint
+                rows[-1]["endpoints"] = endpoint_counts(settings, client_stats)
     return rows
+
+
+def endpoint_counts(settings: ModelSettings, client_stats: Any) -> dict[str, dict[str, int]]:
+    """``{redacted endpoint URL: {"ok": n, "failed": n}}`` for every endpoint of a fleet, idle ones too."""
+    seen = (getattr(client_stats, "per_endpoint", {}) or {}).get(settings.display_name, {})
+    out = {}
+    for url in settings.api_bases or []:
+        label = redact_url(url)
+        count = seen.get(label)
+        out[label] = {"ok": count.ok if count else 0, "failed": count.failed if count else 0}
+    return out
+
+
+def endpoint_table(pipe: Pipeline, client_stats: Any) -> Table | None:
+    """The fleets' requests per endpoint (None when no model lists ``api_bases``)."""
+    table = Table(title="This run, per endpoint (fleets)")
+    for col in ("model", "endpoint", "ok", "failed", "share of ok"):
+        table.add_column(col, justify="left" if col in ("model", "endpoint") else "right")
+    fleets = [s for s in (*pipe.generators, *pipe.judges) if s.api_bases]
+    for settings in fleets:
+        counts = endpoint_counts(settings, client_stats)
+        total_ok = sum(c["ok"] for c in counts.values())
+        for label, c in counts.items():
+            table.add_row(
+                escape(settings.display_name), escape(label), str(c["ok"]), str(c["failed"]),
+                _share(c["ok"], total_ok),
+            )  # fmt: skip
+    return table if fleets else None
 
 
 def _share(part: float, whole: float) -> str:

@@ -1,0 +1,323 @@
+"""Issue 16 (fleets): one model served by several loopback servers through ``api_bases``.
+
+Real HTTP on 127.0.0.1 (tests/fakeserver.py): the load spreads evenly while every server is up, a server
+killed mid-run costs no unit, every server down fails each unit with a per-unit error and no verdict, the
+cache key names no endpoint, the preflight checks every endpoint, and URLs are redacted where shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakeserver import TEST_KEY_ENV, FakeLLM
+from test_preflight import _free_port
+from test_runner import _verdict_json, read, write_pipeline
+
+from agentjudge.models.client import ModelCallError, ModelClient
+from agentjudge.models.fleet import redact_url
+from agentjudge.models.preflight import ModelUse, preflight
+from agentjudge.runner.grid import run_cli
+from agentjudge.runner.pipeline import PipelineError, config_hash, load_pipeline
+from agentjudge.types import ModelSettings
+
+COORDS = ["record_id", "generator", "generator_trial", "judge", "condition", "temperature", "trial"]
+# write_pipeline's grid with two generators (2 x 4 records x 2 difficulties = 16 predictions), three
+# conditions and two trials: 96 judge units, one call each
+JUDGE_UNITS = 16 * 3 * 2
+
+
+@pytest.fixture
+def servers() -> Iterator[list[FakeLLM]]:
+    started = [FakeLLM().start() for _ in range(3)]
+    for server in started:
+        server.set_responder(lambda req: _verdict_json(1.0))
+        server.latency = 0.01
+    try:
+        yield started
+    finally:
+        for server in started:
+            if not server.dead:
+                server.stop()
+
+
+def _fleet(urls: list[str], **overrides: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "model": "openai/test-model",
+        "name": "fleet-judge",
+        "api_bases": urls,
+        "api_key_env": TEST_KEY_ENV,
+        "timeout_s": 2.0,
+        "max_retries": 2,
+        "concurrency": 6,
+    }
+    return values | overrides
+
+
+def _pipeline(tmp_path: Path, judge: dict[str, Any]) -> Path:
+    return write_pipeline(tmp_path, judges=[judge], trials=2)
+
+
+def _meta_endpoints(rundir: Path) -> dict[str, dict[str, int]]:
+    rows = json.loads((rundir / "meta.json").read_text())["last_invocation"]["per_model"]
+    return next(r for r in rows if r["model"] == "fleet-judge")["endpoints"]
+
+
+def _units(rundir: Path) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(rundir / "run.sqlite") as db:
+        return db.execute("SELECT status FROM units WHERE stage = 'judge'").fetchall()
+
+
+def _within_ten_percent_of_even(counts: list[int]) -> bool:
+    even = sum(counts) / len(counts)
+    return all(abs(n - even) <= 0.1 * even for n in counts)
+
+
+# ------------------------------------------------------------------------------------------ settings
+def test_redact_url_drops_userinfo_query_and_fragment() -> None:
+    assert redact_url("http://user:pw@gpu-1:8000/v1?key=abc#x") == "http://gpu-1:8000/v1"
+    assert redact_url("https://host/v1") == "https://host/v1"
+
+
+def test_fleet_keys_are_checked_and_cosmetic(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="api_base .one endpoint. or api_bases"):
+        ModelSettings(model="openai/x", api_base="http://a/v1", api_bases=["http://b/v1"])
+    with pytest.raises(ValueError, match="twice"):
+        ModelSettings(model="openai/x", api_bases=["http://a/v1", "http://a/v1"])
+    with pytest.raises(ValueError, match="batch mode sends to one provider endpoint"):
+        ModelSettings(model="openai/x", api_bases=["http://a/v1", "http://b/v1"], batch=True)
+    path = write_pipeline(tmp_path, judges=[_fleet([], name="j")])
+    with pytest.raises(PipelineError, match=r"judges\[0\]\.api_bases"):
+        load_pipeline(path)
+    # moving or adding replicas does not change what the results mean: the config hash stays
+    one = load_pipeline(write_pipeline(tmp_path, judges=[_fleet(["http://a/v1"])]))
+    three = load_pipeline(
+        write_pipeline(tmp_path, judges=[_fleet(["http://a/v1", "http://b/v1", "http://c/v1"])])
+    )
+    assert config_hash(one) == config_hash(three)
+
+
+def test_preflight_checks_every_endpoint_and_redacts_it(fake_llm: FakeLLM) -> None:
+    dead = f"http://user:hunter2-secret@127.0.0.1:{_free_port()}/v1?api-key=hunter2-secret"
+    settings = ModelSettings(**_fleet([fake_llm.base_url, dead]))
+    (line,) = preflight([ModelUse("judge", settings, "judges[0]")])
+    assert "does not answer" in line and redact_url(dead) in line
+    assert "hunter2" not in line
+    assert preflight([ModelUse("judge", ModelSettings(**_fleet([fake_llm.base_url])), "judges[0]")]) == []
+
+
+# ------------------------------------------------------------------------------------------ client
+def test_cache_key_names_no_endpoint(servers: list[FakeLLM]) -> None:
+    a, b, c = servers
+    client = ModelClient(backoff_base_s=0.01)
+    fields = [{"role": "user", "content": "hello"}]
+    first = ModelSettings(**_fleet([a.base_url, b.base_url]))
+    other = ModelSettings(**_fleet([c.base_url]))
+    key_fields = client.request_fields(first, fields, None, None, 0)
+    assert key_fields == client.request_fields(other, fields, None, None, 0)
+    assert key_fields["api_base"] == "fleet"
+
+
+def test_two_endpoints_share_calls_evenly_and_count_them(servers: list[FakeLLM]) -> None:
+    a, b, _ = servers
+    settings = ModelSettings(**_fleet([a.base_url, b.base_url], concurrency=4))
+    client = ModelClient(backoff_base_s=0.01)
+
+    async def go() -> None:
+        await asyncio.gather(
+            *(client.complete(settings, [{"role": "user", "content": f"q{i}"}]) for i in range(40))
+        )
+
+    asyncio.run(go())
+    assert a.answered + b.answered == 40
+    assert _within_ten_percent_of_even([a.answered, b.answered])
+    assert a.max_in_flight <= 2 and b.max_in_flight <= 2  # ceil(concurrency 4 / 2 endpoints)
+    counts = client.stats.per_endpoint["fleet-judge"]
+    assert counts[a.base_url].ok == a.answered and counts[b.base_url].ok == b.answered
+    summary = client.stats.summary()["per_endpoint"]["fleet-judge"]
+    assert summary[a.base_url] == {"ok": a.answered, "failed": 0}
+
+
+def test_a_failing_endpoint_is_cooled_down_and_the_call_moves_on(servers: list[FakeLLM]) -> None:
+    a, b, _ = servers
+    a.fail_next(status=503, times=1)
+    settings = ModelSettings(**_fleet([a.base_url, b.base_url], concurrency=1, max_retries=0))
+    client = ModelClient(backoff_base_s=5.0)  # a long cool-down: A is not asked again in this test
+
+    async def go() -> list[str]:
+        out = []
+        for i in range(4):
+            out.append((await client.complete(settings, [{"role": "user", "content": f"q{i}"}])).text)
+        return out
+
+    texts = asyncio.run(go())
+    assert len(texts) == 4  # max_retries 0, yet nothing failed: the 503 moved to B at once
+    assert len(a.requests) == 1 and a.answered == 1  # the one 503 answer, then A was left alone
+    assert b.answered == 4
+    counts = client.stats.per_endpoint["fleet-judge"]
+    assert (counts[a.base_url].ok, counts[a.base_url].failed) == (0, 1)
+    assert (counts[b.base_url].ok, counts[b.base_url].failed) == (4, 0)
+
+
+def test_an_endpoint_is_asked_again_after_its_cool_down(servers: list[FakeLLM]) -> None:
+    a, b, _ = servers
+    a.fail_next(status=503)
+    settings = ModelSettings(**_fleet([a.base_url, b.base_url], concurrency=1, max_retries=0))
+    client = ModelClient(backoff_base_s=0.05)  # A's first cool-down: 0.05 s
+
+    async def go() -> None:
+        await client.complete(settings, [{"role": "user", "content": "first"}])  # A: 503, then B
+        await asyncio.sleep(0.2)
+        for i in range(4):
+            await client.complete(settings, [{"role": "user", "content": f"q{i}"}])
+
+    asyncio.run(go())
+    # after the cool-down A is probed with one call, answers, and takes its even share again
+    assert [r["messages"][0]["content"] for r in a.requests] == ["first", "q0", "q2"]
+    assert [r["messages"][0]["content"] for r in b.requests] == ["first", "q1", "q3"]
+
+
+def test_a_call_tries_each_endpoint_once_before_failing(servers: list[FakeLLM]) -> None:
+    # every server answers 503: with max_retries 2 and three endpoints, each call is sent exactly once to
+    # each server (a busy endpoint it has not tried is waited for, a tried one is not asked again)
+    from fakeserver import Reply
+
+    for server in servers:
+        server.set_responder(lambda req: Reply(status=503, body='{"error": {"message": "down"}}'))
+    settings = ModelSettings(**_fleet([s.base_url for s in servers], concurrency=6, max_retries=2))
+    client = ModelClient(backoff_base_s=0.001)
+
+    async def go() -> list[BaseException | Any]:
+        calls = [client.complete(settings, [{"role": "user", "content": f"q{i}"}]) for i in range(24)]
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    errors = asyncio.run(go())
+    assert all(isinstance(e, ModelCallError) and e.kind == "server_error" for e in errors)
+    assert {e.attempts for e in errors} == {3}
+    for server in servers:
+        asked = sorted(r["messages"][0]["content"] for r in server.requests)
+        assert asked == sorted(f"q{i}" for i in range(24))
+
+
+def test_every_endpoint_down_is_one_clear_error_without_secrets() -> None:
+    secret = "qs-secret-token-123"
+    urls = [f"http://127.0.0.1:{_free_port()}/v1?token={secret}", f"http://127.0.0.1:{_free_port()}/v1"]
+    settings = ModelSettings(**_fleet(urls, max_retries=0))
+    client = ModelClient(backoff_base_s=0.01)
+    with pytest.raises(ModelCallError) as info:
+        asyncio.run(client.complete(settings, [{"role": "user", "content": "hi"}]))
+    assert info.value.kind == "connection" and info.value.attempts == 2
+    assert "failed on every endpoint" in info.value.message
+    assert redact_url(urls[0]) in info.value.message and urls[1] in info.value.message
+    assert secret not in str(info.value)
+    assert secret not in json.dumps(client.stats.summary())
+
+
+# ------------------------------------------------------------------------------------------ grid
+def test_grid_spreads_over_three_endpoints(
+    tmp_path: Path, servers: list[FakeLLM], capsys: pytest.CaptureFixture[str]
+) -> None:
+    urls = [s.base_url for s in servers]
+    pipeline = _pipeline(tmp_path, _fleet(urls))
+    assert run_cli(pipeline, tmp_path / "dry", dry_run=True) == 0
+    assert "fleet-judge" in capsys.readouterr().out and all(s.requests == [] for s in servers)
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    answered = [s.answered for s in servers]
+    assert sum(answered) == JUDGE_UNITS
+    assert _within_ten_percent_of_even(answered), answered
+    assert _meta_endpoints(tmp_path / "run") == {
+        u: {"ok": n, "failed": 0} for u, n in zip(urls, answered, strict=True)
+    }
+    out = capsys.readouterr().out
+    assert "per endpoint" in out and all(u in out for u in urls)
+
+
+@pytest.mark.parametrize("n_servers", [2, 3])
+def test_grid_survives_an_endpoint_killed_mid_run(
+    tmp_path: Path, servers: list[FakeLLM], n_servers: int
+) -> None:
+    fleet = servers[:n_servers]
+    victim = fleet[-1]
+
+    def kill_when_busy() -> None:  # kill the last server after it has answered a few units
+        deadline = time.monotonic() + 20
+        while victim.answered < 8 and time.monotonic() < deadline:
+            time.sleep(0.002)
+        victim.kill()
+
+    killer = threading.Thread(target=kill_when_busy, daemon=True)
+    killer.start()
+    rundir = tmp_path / "run"
+    assert run_cli(_pipeline(tmp_path, _fleet([s.base_url for s in fleet])), rundir) == 0
+    killer.join(timeout=5)
+    assert victim.dead and victim.answered >= 8
+    # every unit done once, and every answer the servers sent was used exactly once
+    assert _units(rundir) == [("done",)] * JUDGE_UNITS
+    judg = read(rundir, "judgments")
+    assert judg.judge_error.isna().all() and judg.parse_ok.all()
+    assert len(judg.drop_duplicates(COORDS)) == JUDGE_UNITS
+    assert sum(s.answered for s in fleet) == JUDGE_UNITS
+    endpoints = _meta_endpoints(rundir)
+    assert [endpoints[s.base_url]["ok"] for s in fleet] == [s.answered for s in fleet]
+    assert endpoints[victim.base_url]["failed"] >= 1  # the kill was seen and routed around
+    assert all(endpoints[s.base_url]["failed"] == 0 for s in fleet[:-1])
+
+
+def test_grid_with_every_endpoint_dead_fails_each_unit_without_a_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    urls = [f"http://127.0.0.1:{_free_port()}/v1" for _ in range(2)]
+    rundir = tmp_path / "run"
+    judge = _fleet(urls, max_retries=0)
+    pipeline = write_pipeline(tmp_path, judges=[judge], generators=["sim/perfect"], conditions=["with_gt"])
+    from agentjudge.runner import grid
+
+    # the preflight would refuse this run (rightly: nothing answers); here the servers die after it
+    monkeypatch.setattr(grid, "_preflight", lambda *a, **k: [])
+    assert run_cli(pipeline, rundir) == 1
+    assert _units(rundir) == [("failed",)] * 8
+    judg = read(rundir, "judgments")
+    assert judg.verdict.isna().all() and (~judg.parse_ok).all()
+    assert judg.judge_error.str.contains("failed on every endpoint").all()
+    assert _meta_endpoints(rundir) == {u: {"ok": 0, "failed": 8} for u in urls}
+
+
+def test_probe_calls_every_endpoint_and_names_the_one_that_refuses(servers: list[FakeLLM]) -> None:
+    a, b, _ = servers
+    b.set_responder(None)
+    b.fail_next(status=404, message="model openai/test-model does not exist here")
+    settings = ModelSettings(**_fleet([a.base_url, b.base_url]))
+    (line,) = preflight([ModelUse("judge", settings, "judges[0]")], probe=True)
+    assert line.startswith(f"judges[0] endpoint {b.base_url} ('openai/test-model'): --probe")
+    assert len(a.requests) == 1 and a.requests[0]["max_tokens"] == 1
+    assert len(b.requests) == 1
+
+
+def test_a_key_in_an_endpoint_url_reaches_no_file(tmp_path: Path, servers: list[FakeLLM]) -> None:
+    # litellm refuses user:password@ next to an api key ("Cannot combine AUTHORIZATION header ..."), so
+    # endpoint A fails every call: the run completes on B, and the password is in no file of the run
+    a, b, _ = servers
+    secret = "userinfo-secret-77"
+    urls = [a.base_url.replace("http://", f"http://judge:{secret}@"), b.base_url]
+    pipeline = write_pipeline(
+        tmp_path, judges=[_fleet(urls)], generators=["sim/perfect"], conditions=["with_gt"]
+    )
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir) == 0
+    assert a.requests == [] and b.answered == 8
+    endpoints = _meta_endpoints(rundir)
+    assert endpoints[b.base_url] == {"ok": 8, "failed": 0}
+    assert endpoints[a.base_url]["ok"] == 0 and endpoints[a.base_url]["failed"] >= 1
+    assert (
+        json.loads((rundir / "meta.json").read_text())["pipeline"]["judges"][0]["api_bases"][0] == a.base_url
+    )
+    for path in rundir.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
