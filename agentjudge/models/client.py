@@ -165,6 +165,8 @@ def cached_prompt_tokens(usage: dict[str, Any]) -> tuple[int, int]:
 
 
 _litellm = litellm_module  # the name the rest of this module (and its tests) use
+
+
 def _target(settings: ModelSettings) -> tuple[str, str | None]:
     """What a model-fatal error stops: the model at its endpoint, or at its fleet as a whole."""
     return settings.model, ",".join(settings.api_bases) if settings.api_bases else settings.api_base
@@ -179,8 +181,6 @@ def _account(stats: ModelStats, completion: Completion) -> None:
     stats.cache_saved_usd += completion.usage.cache_saved_usd
     if not completion.cost_known:
         stats.unknown_cost_calls += 1
-
-
 
 
 class _Answer:
