@@ -40,7 +40,7 @@ import networkx as nx
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import SchemaError
 
-from agentjudge.dataset import resolve, wording
+from agentjudge.dataset import knowledge, resolve, wording
 from agentjudge.types import DIFFICULTIES, Difficulty, GateFinding, Record, ValidationReport
 
 GATES_RUN = ["gate1", "gate2"]
@@ -148,7 +148,14 @@ def _grounded(record: Record, i: int, arg: str, leaf: Any, texts: list[str]) -> 
         _chosen_by_meaning(record, i, arg, leaf)
         or _named_in_description(record, i, arg, leaf, texts)
         or any(_misspelt_in(leaf, t) for t in texts)
+        or any(knowledge.explain(leaf, t, arg, _param_schema(record, i, arg)) for t in texts)
     )
+
+
+def _param_schema(record: Record, i: int, arg: str) -> dict[str, Any] | None:
+    tool = next((t for t in record.tools if t.name == record.gt[i].call.name), None)
+    schema = (tool.parameters.get("properties") or {}).get(arg) if tool else None
+    return schema if isinstance(schema, dict) else None
 
 
 def _misspelt_in(value: Any, text: str) -> bool:
