@@ -449,8 +449,9 @@ def _country_named(country: str, text: str, with_cities: bool = True) -> bool:
     a2, a3, names, cities = COUNTRIES[country]
     if _says(text, country) or any(_says(text, n) for n in names):
         return True
-    if re.search(rf"(?<![A-Za-z])(?:{a2}|{a3})(?![A-Za-z])", text) and a2 not in ("IN", "IT", "NO", "ID"):
-        return True  # two-letter codes that are also English words only count as words
+    codes = a3 if a2 in ("IN", "IT", "NO", "ID") else f"{a2}|{a3}"  # "IN", "IT": words, not codes
+    if re.search(rf"(?<![A-Za-z])(?:{codes})(?![A-Za-z])", text):
+        return True
     return with_cities and any(_says(text, c) for c in cities)
 
 
