@@ -24,7 +24,9 @@ Imported records (``source="imported"``, e.g. BFCL) are checked the same way, wi
 adds: any accepted value may ground an argument and one the answer marks optional ("") needs none; their
 ``dag_type`` is read off the structure, so the topology-shape check is skipped. A record whose only query is a
 person's own (``human_query``) has no medium/hard rewrites to check, skips the naturalness checks, and its
-values may be chosen by meaning (see ``_grounded``); none of that applies to our generated records.
+values may be chosen by meaning (see ``_grounded``) or stated by common knowledge the query leaves unsaid
+(``knowledge.explain``: arithmetic, places, constants, synonyms, formats); none of that applies to our
+generated records.
 
 Records read from published files have no dependency edges (the layout reader leaves them empty and
 ``version`` unset); for those a value may come from any earlier output and the shape check is skipped.
