@@ -11,7 +11,8 @@ answers not grounded in their query would pass those, so the control's pass rate
 of the false-rejection figure. Records whose GT has no value to ground pass any query and are counted apart.
 
 ``--families`` chooses which families of ``agentjudge.dataset.knowledge`` (the semantic layer) are on;
-``--ablation`` prints the three figures with none, then with each family added in turn.
+``--ablation`` prints the figures with none, then with each family added in turn, then with all but one;
+``--control-offsets K`` gives each record K different partners in the mismatched control (default 1).
 
     python bench/bench_bfcl_gates.py [--data ../shared/data/bfcl] [--families arithmetic,places] [--ablation]
 """
@@ -42,7 +43,18 @@ def load_readings() -> dict[str, tuple[str, str]]:
     return out
 
 
-def measure(records: list[Record], readings: dict[str, tuple[str, str]], show: bool) -> str:
+def offsets(n: int, k: int) -> list[int]:
+    """Partner offsets for the mismatched-query control: half the file away first, then other distances."""
+    out: list[int] = []
+    for d in (n // 2, n // 3, n // 5, n // 7, 1, 2, 3, 11, 29, 97):
+        if 0 < d < n and d not in out:
+            out.append(d)
+    return out[:k]
+
+
+def measure(
+    records: list[Record], readings: dict[str, tuple[str, str]], show: bool, n_offsets: int = 1
+) -> str:
     defects = {k: v for k, v in readings.items() if v[0].startswith("D")}
     n = len(records)
     rejected = [(r, rep) for r in records if not (rep := run_gates(r)).passed]
@@ -50,13 +62,15 @@ def measure(records: list[Record], readings: dict[str, tuple[str, str]], show: b
     n_defects = sum(r.id in defects for r in records)
     passed_defects = [r for r in records if r.id in defects and r.id not in {x.id for x, _ in rejected}]
     mismatched = trivial = 0
-    for k, record in enumerate(records):
-        other = record.model_copy(update={"queries": {"easy": records[(k + n // 2) % n].queries["easy"]}})
-        if not _user_supplied(other):
-            trivial += 1
-        elif run_gates(other).passed:
-            mismatched += 1
-    checked = n - trivial
+    for d in offsets(n, n_offsets):
+        for k, record in enumerate(records):
+            other = record.model_copy(update={"queries": {"easy": records[(k + d) % n].queries["easy"]}})
+            if not _user_supplied(other):
+                trivial += 1
+            elif run_gates(other).passed:
+                mismatched += 1
+    checked = n * len(offsets(n, n_offsets)) - trivial
+    trivial //= len(offsets(n, n_offsets))
     same, same_checked = same_tool_control(records)
     clean = n - n_defects
     line = (
@@ -116,6 +130,9 @@ def main() -> None:
     parser.add_argument("--families", default=",".join(knowledge.FAMILIES), help="semantic families on")
     parser.add_argument("--ablation", action="store_true", help="none, then each family added in turn")
     parser.add_argument("--quiet", action="store_true", help="figures only, no list of rejections")
+    parser.add_argument(
+        "--control-offsets", type=int, default=1, help="partners per record in the mismatched control (1-10)"
+    )
     args = parser.parse_args()
     if not (args.data / "BFCL_v4_multiple.json").exists():
         raise SystemExit(f"no BFCL files in {args.data} (pass --data or set AGENTJUDGE_BFCL_DATA)")
@@ -128,17 +145,18 @@ def main() -> None:
     }
     if args.ablation:
         steps = [list(knowledge.FAMILIES[:k]) for k in range(len(knowledge.FAMILIES) + 1)]
+        steps += [[f for f in knowledge.FAMILIES if f != off] for off in knowledge.FAMILIES]
         for on in steps:
             knowledge.ENABLED.clear()
             knowledge.ENABLED.update(on)
             print(f"semantic families: {', '.join(on) or 'none'}")
             for name, records in files.items():
-                print(f"  {name}: {measure(records, readings, show=False)}")
+                print(f"  {name}: {measure(records, readings, show=False, n_offsets=args.control_offsets)}")
         return
     knowledge.ENABLED.clear()
     knowledge.ENABLED.update(f for f in args.families.split(",") if f)
     for name, records in files.items():
-        print(f"{name}: {measure(records, readings, show=not args.quiet)}")
+        print(f"{name}: {measure(records, readings, show=not args.quiet, n_offsets=args.control_offsets)}")
         used: Counter[str] = Counter()
         for record in records:  # which family grounds how many argument values of the passing records
             for i, arg, leaf in _user_supplied(record):
