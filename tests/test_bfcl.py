@@ -593,3 +593,16 @@ def test_score_writes_which_accepted_value_matched(bfcl_files: tuple[Path, Path]
     assert lines[1]["calls"][0]["arguments"]["function"] == {"matched": None, "value": None}
     bad = CliRunner().invoke(app, [*args, "--value-matches", str(tmp_path / "m.csv")])
     assert bad.exit_code == 2 and "must end in .jsonl" in bad.output
+
+
+def test_import_says_how_many_records_will_fail_validate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = _write(tmp_path / "BFCL_v4_multiple.json", TASKS)
+    ungrounded = json.loads(json.dumps(ANSWERS))
+    ungrounded[0]["ground_truth"][0]["physics.electric_field"]["charge"] = [5.0]  # the query says 4C
+    answers = _write(tmp_path / "answers.json", ungrounded)
+    assert import_cli(tasks, answers, out=tmp_path / "out", category=None) == 0
+    assert "1 of 3 will fail `agentjudge validate`" in capsys.readouterr().out
+    assert import_cli(tasks, _write(tmp_path / "a2.json", ANSWERS), out=tmp_path / "o2", category=None) == 0
+    assert "0 of 3 will fail `agentjudge validate`" in capsys.readouterr().out
