@@ -178,12 +178,25 @@ def score(
     lenient: Annotated[
         bool, typer.Option(help="strict mode: schema-allowed extra keys score 1.0", metavar=FLAG)
     ] = False,
+    value_matches: Annotated[
+        Path | None,
+        typer.Option(help="also write .jsonl: which accepted value each argument matched (p_value)"),
+    ] = None,
 ) -> None:
     """Score predictions with the programmatic scorer (§6)."""
     from agentjudge.scoring_cli import score_cli
 
     raise typer.Exit(
-        _guarded(lambda: score_cli(data=data, predictions=predictions, out=out, mode=mode, lenient=lenient))
+        _guarded(
+            lambda: score_cli(
+                data=data,
+                predictions=predictions,
+                out=out,
+                mode=mode,
+                lenient=lenient,
+                value_matches_out=value_matches,
+            )
+        )
     )
 
 

@@ -137,6 +137,33 @@ def score_rows(
     return rows, failed
 
 
+def value_match_lines(records: list[Record], predictions: list[Prediction]) -> list[dict[str, Any]]:
+    """Per scored prediction, which accepted value each GT argument's generated value matched (for p_value):
+    the index in the record's accepted list ("accepted_values" in the layout; 0 for a record without
+    one) and that value itself, "omitted" when the answer allows leaving it out, or null when nothing
+    matched. One line per prediction, for reading which of several right answers a generator gave."""
+    from agentjudge.scoring import value_matches
+
+    by_id = {r.id: r for r in records}
+    lines: list[dict[str, Any]] = []
+    for p in predictions:
+        record = by_id[p.base_id]
+        if p.calls is None:
+            continue
+        calls = []
+        for pair in value_matches(record, p.calls):
+            step = record.gt[pair["expected"]]
+            accepted = step.accepted or {}
+            arguments = {}
+            for key, which in pair["arguments"].items():
+                alts = accepted.get(key, [step.call.arguments.get(key)])
+                value = alts[which] if isinstance(which, int) and which < len(alts) else None
+                arguments[key] = {"matched": which, "value": value}
+            calls.append({**pair, "arguments": arguments})
+        lines.append({"record_id": p.record_id, "generator": p.generator, "trial": p.trial, "calls": calls})
+    return lines
+
+
 def write_scores(rows: list[dict[str, Any]], out: Path) -> None:
     frame = pd.DataFrame(rows, columns=list(SCORE_COLUMNS))
     frame["state_match"] = frame["state_match"].astype("boolean")  # nullable: None = no environment
@@ -149,7 +176,9 @@ def write_scores(rows: list[dict[str, Any]], out: Path) -> None:
         raise ScoreInputError(f"{out}: output must end in .parquet or .csv")
 
 
-def score_cli(data: Path, predictions: Path, out: Path, mode: str, lenient: bool) -> int:
+def score_cli(
+    data: Path, predictions: Path, out: Path, mode: str, lenient: bool, value_matches_out: Path | None = None
+) -> int:
     """Read, score, write, print a summary; 0 on success, 2 on bad input (message on stderr)."""
     from agentjudge.dataset.layout import read_records
 
@@ -169,19 +198,35 @@ def score_cli(data: Path, predictions: Path, out: Path, mode: str, lenient: bool
     if (problem := out_path_problem(out, "file")) is not None:
         print(f"error: --out {problem}", file=sys.stderr)
         return 2
+    if value_matches_out is not None:
+        if value_matches_out.suffix != ".jsonl":
+            print(f"error: {value_matches_out}: --value-matches must end in .jsonl", file=sys.stderr)
+            return 2
+        if (problem := out_path_problem(value_matches_out, "file")) is not None:
+            print(f"error: --value-matches {problem}", file=sys.stderr)
+            return 2
     try:
         records = read_records(data)
         preds = read_predictions(predictions)
         if not preds:
             raise ValueError(f"{predictions}: no predictions")
         rows, failed = score_rows(records, preds, modes, lenient)
+        matches = value_match_lines(records, preds) if value_matches_out is not None else []
         write_scores(rows, out)
+        if value_matches_out is not None:
+            value_matches_out.parent.mkdir(parents=True, exist_ok=True)
+            text = "".join(json.dumps(line, ensure_ascii=False, default=str) + "\n" for line in matches)
+            value_matches_out.write_text(text, encoding="utf-8")
     except ValueError as exc:  # LayoutError, ScoreInputError, a broken GT trace
         print(f"error: {exc}", file=sys.stderr)
         return 2
     n_scored = len(preds) - sum(failed.values())
     print(f"scored {n_scored} of {len(preds)} predictions ({', '.join(modes)}"
           f"{', lenient' if lenient else ''}) -> {out}")  # fmt: skip
+    if value_matches_out is not None:
+        print(
+            f"which accepted value each argument matched: {len(matches)} predictions -> {value_matches_out}"
+        )
     for gen in sorted({p.generator for p in preds}):
         if failed[gen]:
             total = sum(1 for p in preds if p.generator == gen)

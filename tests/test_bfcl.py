@@ -555,3 +555,54 @@ def test_validate_counts_base_scenarios_and_records(bfcl_files: tuple[Path, Path
     result = CliRunner().invoke(app, ["validate", str(out / "records.jsonl")])
     assert result.exit_code == 0, result.output
     assert "3 base scenarios (3 records over 1 difficulty: easy); 3 pass, 0 fail" in result.output
+
+
+def test_score_writes_which_accepted_value_matched(bfcl_files: tuple[Path, Path], tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentjudge.cli import app
+
+    out = tmp_path / "out"
+    assert import_cli(*bfcl_files, out=out, category="multiple") == 0
+    lam = {
+        "name": "math.integral",
+        "arguments": {"function": "lambda x: x**2", "bounds": {"low": 1, "high": 2}},
+    }
+    wrong = {"name": "math.integral", "arguments": {"function": "x**3", "bounds": {"low": 1, "high": 2}}}
+    preds = [
+        {"record_id": "multiple_1:easy", "base_id": "multiple_1", "difficulty": "easy", "generator": g,
+         "trial": 0, "calls_json": json.dumps([call]), "error": None}
+        for g, call in (("right", lam), ("wrong", wrong))
+    ]  # fmt: skip
+    _write(tmp_path / "preds.jsonl", preds)
+    matches = tmp_path / "matches.jsonl"
+    args = [
+        "score",
+        str(out / "records.jsonl"),
+        str(tmp_path / "preds.jsonl"),
+        "--out",
+        str(tmp_path / "s.csv"),
+    ]
+    result = CliRunner().invoke(app, [*args, "--value-matches", str(matches)])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(x) for x in matches.read_text().splitlines()]
+    assert [x["generator"] for x in lines] == ["right", "wrong"]
+    right = lines[0]["calls"][0]["arguments"]
+    assert right["function"] == {"matched": 1, "value": "lambda x: x**2"}  # the second accepted value
+    assert right["bounds"]["matched"] == 0
+    assert lines[1]["calls"][0]["arguments"]["function"] == {"matched": None, "value": None}
+    bad = CliRunner().invoke(app, [*args, "--value-matches", str(tmp_path / "m.csv")])
+    assert bad.exit_code == 2 and "must end in .jsonl" in bad.output
+
+
+def test_import_says_how_many_records_will_fail_validate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = _write(tmp_path / "BFCL_v4_multiple.json", TASKS)
+    ungrounded = json.loads(json.dumps(ANSWERS))
+    ungrounded[0]["ground_truth"][0]["physics.electric_field"]["charge"] = [5.0]  # the query says 4C
+    answers = _write(tmp_path / "answers.json", ungrounded)
+    assert import_cli(tasks, answers, out=tmp_path / "out", category=None) == 0
+    assert "1 of 3 will fail `agentjudge validate`" in capsys.readouterr().out
+    assert import_cli(tasks, _write(tmp_path / "a2.json", ANSWERS), out=tmp_path / "o2", category=None) == 0
+    assert "0 of 3 will fail `agentjudge validate`" in capsys.readouterr().out

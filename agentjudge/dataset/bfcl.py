@@ -293,5 +293,12 @@ def import_cli(tasks: Path, answers: Path, out: Path, category: str | None) -> i
         f"{len(records)} BFCL {name} tasks → {out / 'records.jsonl'} ({shapes}); human-written queries, "
         "no executable environment (state_match will be None)"
     )
-    console.print(f"check them with: agentjudge validate {out / 'records.jsonl'}")
+    from agentjudge.dataset.validate import check_records
+
+    failing = sum(not report.passed for report in check_records(records, processes=1))
+    console.print(
+        f"{failing} of {len(records)} will fail `agentjudge validate` (an answer its query does not ground, "
+        "or one that breaks its own schema: README, 'Real human-written tasks (BFCL)'); "
+        f"see them with: agentjudge validate {out / 'records.jsonl'}"
+    )
     return 0

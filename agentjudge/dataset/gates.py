@@ -24,7 +24,9 @@ Imported records (``source="imported"``, e.g. BFCL) are checked the same way, wi
 adds: any accepted value may ground an argument and one the answer marks optional ("") needs none; their
 ``dag_type`` is read off the structure, so the topology-shape check is skipped. A record whose only query is a
 person's own (``human_query``) has no medium/hard rewrites to check, skips the naturalness checks, and its
-values may be chosen by meaning (see ``_grounded``); none of that applies to our generated records.
+values may be chosen by meaning (see ``_grounded``) or stated by common knowledge the query leaves unsaid
+(``knowledge.explain``: arithmetic, places, constants, synonyms, formats); none of that applies to our
+generated records.
 
 Records read from published files have no dependency edges (the layout reader leaves them empty and
 ``version`` unset); for those a value may come from any earlier output and the shape check is skipped.
@@ -40,7 +42,7 @@ import networkx as nx
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import SchemaError
 
-from agentjudge.dataset import resolve, wording
+from agentjudge.dataset import knowledge, resolve, wording
 from agentjudge.types import DIFFICULTIES, Difficulty, GateFinding, Record, ValidationReport
 
 GATES_RUN = ["gate1", "gate2"]
@@ -148,7 +150,14 @@ def _grounded(record: Record, i: int, arg: str, leaf: Any, texts: list[str]) -> 
         _chosen_by_meaning(record, i, arg, leaf)
         or _named_in_description(record, i, arg, leaf, texts)
         or any(_misspelt_in(leaf, t) for t in texts)
+        or any(knowledge.explain(leaf, t, arg, _param_schema(record, i, arg)) for t in texts)
     )
+
+
+def _param_schema(record: Record, i: int, arg: str) -> dict[str, Any] | None:
+    tool = next((t for t in record.tools if t.name == record.gt[i].call.name), None)
+    schema = (tool.parameters.get("properties") or {}).get(arg) if tool else None
+    return schema if isinstance(schema, dict) else None
 
 
 def _misspelt_in(value: Any, text: str) -> bool:
