@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         both = pd.concat(
             [runs["full"][runs["full"].judge == judge], runs["compact"][runs["compact"].judge == judge]]
         )
+        if mode:  # each verdict appears once per scoring mode: count it once
+            both = both[both.scoring_mode == mode]
         answered = both.verdict.dropna()
         if len(answered) and answered.nunique() == 1:
             print(
