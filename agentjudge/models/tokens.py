@@ -1,4 +1,4 @@
-"""Token counts and the per-token prices that depend on how a prompt is served (list, cached, batch).
+"""Token counts and the per-token prices that depend on how a prompt is served (list, cached, batch, both).
 
 One small place for both because the dry run, the run summary and the spending cap all need the same
 numbers: tokens counted by the model's own tokenizer through ``litellm.token_counter`` (tiktoken for

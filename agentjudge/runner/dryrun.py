@@ -205,7 +205,7 @@ def _done_units(rundir: Path) -> set[tuple[Any, ...]]:
 
 
 def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Path) -> list[dict[str, Any]]:
-    """Per model: calls still to make, prompt/cached/completion tokens and the three prices. An interactive
+    """Per model: calls still to make, prompt/cached/completion tokens and the four prices. An interactive
     generator is counted along the GT's path (one call per GT step plus a final answer), footnoted."""
     done = _done_units(rundir)
     preds = predict_units(pipe, data)
