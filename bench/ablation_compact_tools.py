@@ -9,7 +9,8 @@ paired rows and how many verdicts changed. ``strict`` scoring is used when the r
 
 Honest limit: only judges that read the prompt (LLM judges) can be affected. The offline baselines ignore
 it, so with them the difference is exactly zero by construction, and the script says so instead of
-presenting that zero as a finding.
+presenting that zero as a finding. Likewise a judge that gives one verdict to every row of both runs (a
+tiny model copying the format example) is flagged: its zero delta is no evidence either.
 """
 
 from __future__ import annotations
@@ -68,6 +69,19 @@ def main(argv: list[str] | None = None) -> int:
             f"delta {d.delta:+.4f} [{d.ci_lo:+.4f}, {d.ci_hi:+.4f}]  "
             f"pairs {d.pairs}, verdicts changed {d.changed}, unpaired {d.unpaired}"
         )
+    for judge in names:
+        both = pd.concat(
+            [runs["full"][runs["full"].judge == judge], runs["compact"][runs["compact"].judge == judge]]
+        )
+        if mode:  # each verdict appears once per scoring mode: count it once
+            both = both[both.scoring_mode == mode]
+        answered = both.verdict.dropna()
+        if len(answered) and answered.nunique() == 1:
+            print(
+                f"NOT EVIDENCE for {judge}: it gave verdict {answered.iloc[0]:g} to all {len(answered)} "
+                "answered rows of both runs, whatever it was shown, so its verdicts cannot reveal an "
+                "effect of the rendering (a zero delta says nothing about a judge that discriminates)."
+            )
     if not reading:
         print(
             "NOT A MEASUREMENT: every judge here is offline (sim/baseline) and none reads the prompt, so "

@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
-from fakeserver import TEST_KEY, FakeLLM
+from fakeserver import TEST_KEY, FakeLLM, prompt_text
 
 from agentjudge.models.cache import CallCache, cache_key
-from agentjudge.models.client import ModelCallError, ModelClient, classify
+from agentjudge.models.client import Completion, ModelCallError, ModelClient, classify
 
 MSG = [{"role": "user", "content": "say hello"}]
 
@@ -206,6 +206,43 @@ async def test_cache_second_identical_run_is_all_hits(fake_llm: FakeLLM) -> None
     assert b.usage.prompt_tokens == 5 and b.usage.cost_usd == 0.0
     stats = second.stats.total
     assert (stats.calls, stats.cache_hits, stats.requests, stats.hit_rate) == (1, 1, 0, 1.0)
+
+
+async def test_identical_requests_in_flight_are_sent_once(fake_llm: FakeLLM) -> None:
+    # three identical requests at the same moment (e.g. two generators' identical calls judged side by
+    # side) and one different one: the provider sees two requests, the copies read the first's answer
+    fake_llm.latency = 0.3
+    fake_llm.set_responder(lambda req: "other answer" if "else" in prompt_text(req) else "the answer")
+    client = fast_client(CallCache())
+    settings = fake_llm.settings(concurrency=4)
+    other = [{"role": "user", "content": "something else"}]
+    a, b, c, d = await asyncio.gather(
+        client.complete(settings, MSG),
+        client.complete(settings, MSG),
+        client.complete(settings, MSG),
+        client.complete(settings, other),
+    )
+    assert len(fake_llm.requests) == 2
+    assert [x.text for x in (a, b, c)] == ["the answer"] * 3 and d.text == "other answer"
+    assert [x.usage.cached for x in (a, b, c, d)] == [False, True, True, False]
+    assert b.usage.cost_usd == 0.0 and b.usage.prompt_tokens == a.usage.prompt_tokens == 2  # "say hello"
+    stats = client.stats.total
+    assert (stats.calls, stats.cache_hits, stats.requests) == (4, 2, 2)
+    assert client._in_flight == {}  # nothing left behind
+
+
+async def test_a_failed_request_in_flight_lets_the_copy_ask_itself(fake_llm: FakeLLM) -> None:
+    fake_llm.latency = 0.3
+    fake_llm.fail_next(status=500)  # max_retries=0: the first call fails (a server error stops no model)
+    fake_llm.queue("second try")
+    client = fast_client(CallCache())
+    settings = fake_llm.settings(concurrency=2, max_retries=0)
+    first, second = await asyncio.gather(
+        client.complete(settings, MSG), client.complete(settings, MSG), return_exceptions=True
+    )
+    assert isinstance(first, ModelCallError)
+    assert isinstance(second, Completion) and second.text == "second try" and not second.usage.cached
+    assert len(fake_llm.requests) == 2  # the copy was not handed the failure: it sent its own request
 
 
 async def test_no_cache_reads_nothing_but_writes(fake_llm: FakeLLM) -> None:

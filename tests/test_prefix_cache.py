@@ -346,6 +346,66 @@ def test_dry_run_counts_with_the_tokenizer_and_prices_three_ways(
     assert rows["sim/weak"]["cost_usd"] == 0.0
 
 
+def test_batch_cache_stacking_only_where_the_provider_lists_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import litellm
+
+    # gpt-4o: litellm lists batch prices and a cache-read price, but no cache-read price inside a batch
+    gpt4o = prices("openai/gpt-4o")
+    assert gpt4o.batch_cache_source == "none" and gpt4o.batch_cache_read is None
+    # claude-sonnet-4-5: litellm lists the in-batch cache prices (half the usual cache prices)
+    sonnet = prices("anthropic/claude-sonnet-4-5")
+    assert sonnet.batch_cache_source == "litellm"
+    assert (sonnet.batch_cache_read, sonnet.batch_cache_write) == (1.5e-7, 1.875e-6)
+    # an Anthropic model with cache prices but no batch prices listed: the batch page's 50 % for all usage
+    fake = {"litellm_provider": "anthropic", "mode": "chat", "input_cost_per_token": 4e-6,
+            "output_cost_per_token": 2e-5, "cache_read_input_token_cost": 4e-7,
+            "cache_creation_input_token_cost": 5e-6}  # fmt: skip
+    monkeypatch.setitem(litellm.model_cost, "agentjudge-test-claude", fake)
+    prices.cache_clear()
+    try:
+        p = prices("anthropic/agentjudge-test-claude")
+        assert (p.batch_source, p.batch_cache_source) == ("documented 50%", "documented 50%")
+        assert (p.batch_input, p.batch_output) == (2e-6, 1e-5)
+        assert (p.batch_cache_read, p.batch_cache_write) == (2e-7, 2.5e-6)
+        # the same model under a provider with no documented stacking: batch yes, cache inside it no
+        monkeypatch.setitem(
+            litellm.model_cost, "agentjudge-test-claude", fake | {"litellm_provider": "openai"}
+        )
+        prices.cache_clear()
+        q = prices("openai/agentjudge-test-claude")
+        assert (q.batch_source, q.batch_cache_source, q.batch_cache_read) == ("documented 50%", "none", None)
+    finally:
+        prices.cache_clear()
+
+
+def test_dry_run_batch_plus_cache_column(tmp_path: Path) -> None:
+    from agentjudge.runner.dryrun import estimate
+    from agentjudge.runner.grid import load_dataset
+    from agentjudge.runner.pipeline import load_pipeline
+
+    path = _pipeline(tmp_path, {"model": "openai/gpt-4o", "name": "gpt"}, generators=["sim/weak"])
+    spec = yaml.safe_load(path.read_text())
+    spec["judges"].append({"model": "anthropic/claude-sonnet-4-5", "name": "sonnet"})
+    path.write_text(yaml.safe_dump(spec))
+    pipe = load_pipeline(path)
+    rows = {r["model"]: r for r in estimate(pipe, load_dataset(pipe), {}, tmp_path / "none")}
+    gpt, sonnet = rows["gpt"], rows["sonnet"]
+    # no documented stacking for gpt-4o: batch+cache is the batch price, to the cent and below
+    assert gpt["cost_batch_cached_usd"] == gpt["cost_batch_usd"] and gpt["batch_cache_source"] == "none"
+    assert gpt["cached_prompt_tokens"] > 0  # there were cached prefixes; they are just not discounted
+    # sonnet: uncached prompt at 1.5e-6, cached reads at 1.5e-7, the write premium at 1.875e-6 - 1.5e-6,
+    # completions at 7.5e-6 (litellm's batch prices for claude-sonnet-4-5)
+    assert sonnet["batch_cache_source"] == "litellm" and sonnet["cached_prompt_tokens"] > 0
+    # the written tokens are not a row field: recover them from the cached column's write premium
+    # (cached $ = (P - R) * 3e-6 + R * 3e-7 + W * (3.75e-6 - 3e-6) + C * 1.5e-5)
+    p, r, c = sonnet["prompt_tokens"], sonnet["cached_prompt_tokens"], sonnet["completion_tokens"]
+    written = (sonnet["cost_cached_usd"] - (p - r) * 3e-6 - r * 3e-7 - c * 1.5e-5) / 0.75e-6
+    assert written == pytest.approx(round(written), abs=1e-3) and written > 0
+    expected = (p - r) * 1.5e-6 + r * 1.5e-7 + round(written) * 0.375e-6 + c * 7.5e-6
+    assert sonnet["cost_batch_cached_usd"] == pytest.approx(expected)
+    assert sonnet["cost_batch_cached_usd"] < sonnet["cost_batch_usd"]
+
+
 def test_dry_run_prices_an_interactive_episode_along_the_gt_path(tmp_path: Path) -> None:
     import io
 

@@ -270,6 +270,15 @@ def _retry_after(exc: BaseException) -> float | None:
 _SECRET_ENV_RE = re.compile(r"(API_KEY|_TOKEN|_SECRET|_PASSWORD)$", re.IGNORECASE)
 
 
+def _unsent(completion: Completion) -> Completion:
+    """An answer served without a request (cache hit, or shared with an identical request in flight):
+    no cost, and no provider-cache reads or savings either."""
+    completion.usage = completion.usage.model_copy(
+        update={"cached": True, "cost_usd": 0.0, "cached_prompt_tokens": 0, "cache_saved_usd": 0.0}
+    )
+    return completion
+
+
 def _secrets(api_key: str | None) -> list[str]:
     """Values to scrub: the call's key, and every key-like env var (litellm reads e.g. OPENAI_API_KEY
     itself when no ``api_key_env`` is given, and a provider may echo it in an error)."""
@@ -394,6 +403,10 @@ class ModelClient:
         self._batch_reserved: dict[str, float] = {}  # cache key -> worst case held under --max-cost
         self._batch_read: set[tuple[str, str]] = set()  # (cache key, unit) answers counted in stats
         self._fleets: dict[tuple[int, str, tuple[str, ...]], Fleet] = {}
+        # requests being sent, by (event loop, cache key): an identical request made meanwhile waits for it
+        # and reads its answer from the cache instead of paying for the same question twice (what the
+        # cache does anyway when the two are not sent at the same moment)
+        self._in_flight: dict[tuple[int, str], asyncio.Future[None]] = {}
 
     def _fleet(self, settings: ModelSettings) -> Fleet:
         """The endpoint states of a model with ``api_bases`` (one per event loop, like the semaphores)."""
@@ -460,24 +473,36 @@ class ModelClient:
             # again, with that answer's usage, as the same unit would have in one direct pass
             return await self._batched(settings, key, fields, stats, _secrets(None))
         if self.cache is not None and self.read_cache:
-            hit = self.cache.get(key)
-            try:
-                cached = None if hit is None else Completion.model_validate(hit)
-            except ValidationError:  # written by an older/newer format: ask again and overwrite
-                log.warning("ignoring an unreadable cache entry %s for %s", key[:12], settings.display_name)
-                cached = None
+            cached = self._cached(key, settings)
+            flight = (id(asyncio.get_running_loop()), key)
+            pending = self._in_flight.get(flight) if cached is None else None
+            if pending is not None:  # the identical request is being sent: wait, then read its answer
+                await asyncio.shield(pending)
+                cached = self._cached(key, settings)  # None if it failed: then ask ourselves
             if cached is not None:
                 stats.cache_hits += 1
-                # nothing was sent: no cost, and no provider-cache reads or savings either
-                cached.usage = cached.usage.model_copy(
-                    update={
-                        "cached": True,
-                        "cost_usd": 0.0,
-                        "cached_prompt_tokens": 0,
-                        "cache_saved_usd": 0.0,
-                    }
-                )
-                return cached
+                return _unsent(cached)
+            if pending is None:
+                self._in_flight[flight] = done = asyncio.get_running_loop().create_future()
+                try:
+                    return await self._send(settings, fields, key, stats)
+                finally:
+                    del self._in_flight[flight]
+                    done.set_result(None)
+        return await self._send(settings, fields, key, stats)
+
+    def _cached(self, key: str, settings: ModelSettings) -> Completion | None:
+        hit = self.cache.get(key) if self.cache is not None else None
+        try:
+            return None if hit is None else Completion.model_validate(hit)
+        except ValidationError:  # written by an older/newer format: ask again and overwrite
+            log.warning("ignoring an unreadable cache entry %s for %s", key[:12], settings.display_name)
+            return None
+
+    async def _send(
+        self, settings: ModelSettings, fields: dict[str, Any], key: str, stats: ModelStats
+    ) -> Completion:
+        """Send one request to the provider (not from the cache), account for it, store the answer."""
         earlier = self.stopped.get(_target(settings))
         if earlier is not None:
             stats.failures += 1

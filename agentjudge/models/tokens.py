@@ -1,4 +1,4 @@
-"""Token counts and the per-token prices that depend on how a prompt is served (list, cached, batch).
+"""Token counts and the per-token prices that depend on how a prompt is served (list, cached, batch, both).
 
 One small place for both because the dry run, the run summary and the spending cap all need the same
 numbers: tokens counted by the model's own tokenizer through ``litellm.token_counter`` (tiktoken for
@@ -6,6 +6,12 @@ OpenAI models; litellm falls back to a generic tokenizer for models it has none 
 chars/4 only when litellm itself fails), and prices from litellm's bundled cost map, which lists a
 cache-read price (``cache_read_input_token_cost``), a cache-write price for providers that charge one
 (``cache_creation_input_token_cost``, Anthropic) and batch prices (``*_cost_per_token_batches``) per model.
+
+Whether the prefix-cache discount also applies inside a batch is a per-provider fact, not a rule: litellm
+lists it as ``cache_read_input_token_cost_batches`` (Anthropic, Gemini, the gpt-5 family, fine-tuned
+OpenAI models) and Anthropic's batch-processing page says every usage type, cache reads and writes
+included, is billed at 50 % there. For the other models (gpt-4o, gpt-4o-mini, gpt-4.1 among them) no such
+price is listed, so the cache discount is not assumed inside a batch.
 """
 
 from __future__ import annotations
@@ -18,6 +24,10 @@ from typing import Any
 # Providers whose batch API halves the list price (their pricing pages: OpenAI Batch API, Anthropic
 # Message Batches, Google Vertex/Gemini batch prediction). Used only when litellm lists no batch price.
 DOCUMENTED_BATCH_DISCOUNT = {"openai": 0.5, "azure": 0.5, "anthropic": 0.5, "vertex_ai": 0.5, "gemini": 0.5}
+# Providers whose batch-processing page says cache reads and writes in a batch are billed at 50 % of their
+# usual price (Anthropic: "all usage is charged at 50% of the standard API prices"). Used only when litellm
+# lists no batch cache price for the model.
+DOCUMENTED_BATCH_CACHE_DISCOUNT = {"anthropic": 0.5}
 # The shortest prefix a provider caches (OpenAI: 1,024 tokens; Anthropic: 1,024 for most models).
 MIN_CACHED_PREFIX_TOKENS = 1024
 
@@ -55,6 +65,10 @@ class Prices:
     batch_input: float | None
     batch_output: float | None
     batch_source: str  # "litellm" (listed batch prices), "documented 50%" or "none"
+    # the cache prices inside a batch, only where the provider's stacking of the two discounts is listed
+    batch_cache_read: float | None = None
+    batch_cache_write: float | None = None
+    batch_cache_source: str = "none"  # "litellm", "documented 50%" or "none" (not assumed)
 
 
 @lru_cache(maxsize=256)
@@ -73,20 +87,33 @@ def prices(model: str) -> Prices:
             info = {}
     inp, out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
     b_in, b_out = info.get("input_cost_per_token_batches"), info.get("output_cost_per_token_batches")
+    provider = model.partition("/")[0] if "/" in model else str(info.get("litellm_provider") or "")
     source = "litellm" if b_in is not None and b_out is not None else "none"
     if source == "none" and inp is not None and out is not None:
-        provider = model.partition("/")[0] if "/" in model else str(info.get("litellm_provider") or "")
         factor = DOCUMENTED_BATCH_DISCOUNT.get(provider)
         if factor is not None:
             b_in, b_out, source = inp * factor, out * factor, "documented 50%"
+    c_read, c_write = info.get("cache_read_input_token_cost"), info.get("cache_creation_input_token_cost")
+    bc_read = info.get("cache_read_input_token_cost_batches")
+    bc_write = info.get("cache_creation_input_token_cost_batches")
+    cache_factor = DOCUMENTED_BATCH_CACHE_DISCOUNT.get(provider)
+    bc_source = "litellm" if bc_read is not None and source != "none" else "none"
+    if bc_source == "none" and source != "none" and c_read is not None and cache_factor is not None:
+        bc_read, bc_source = c_read * cache_factor, "documented 50%"
+    if bc_source != "none" and bc_write is None and c_write is not None:
+        # a write premium with no batch price listed: the documented 50 %, else the full write price
+        bc_write = c_write * (cache_factor or 1.0)
     return Prices(
         input=inp,
         output=out,
-        cache_read=info.get("cache_read_input_token_cost"),
-        cache_write=info.get("cache_creation_input_token_cost"),
+        cache_read=c_read,
+        cache_write=c_write,
         batch_input=b_in if source != "none" else None,
         batch_output=b_out if source != "none" else None,
         batch_source=source,
+        batch_cache_read=bc_read if bc_source != "none" else None,
+        batch_cache_write=bc_write if bc_source != "none" else None,
+        batch_cache_source=bc_source,
     )
 
 

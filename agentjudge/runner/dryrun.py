@@ -12,7 +12,10 @@ Three prices per model, all from litellm's bundled cost map (a model it does not
 $0): the list price; with prefix caching, replaying the run's calls in the runner's order and pricing the
 shared prefixes each call would find cached (``runner.prefixes``) at the cache-read price; and in batch
 mode, at litellm's batch prices where it lists them, else the provider's documented 50 % (the footnote says
-which), without caching.
+which), without caching. A fourth, batch + cache, prices the same cached prefixes at the cache-read price
+*inside* a batch, only for models whose provider lists that stacking (``tokens.prices``:
+``batch_cache_source``); for every other model it equals the batch price, because the cache discount is
+not assumed where it is not documented.
 """
 
 from __future__ import annotations
@@ -174,6 +177,20 @@ def _batch_price(model: str, prompt_tokens: int, completion_tokens: int) -> floa
     return prompt_tokens * p.batch_input + completion_tokens * p.batch_output
 
 
+def _batch_cached_price(model: str, prompt: int, read: int, written: int, completion: int) -> float | None:
+    """Batch prices with the cached prefixes at the in-batch cache prices where the provider lists them;
+    the plain batch price (no cache discount assumed) where it does not."""
+    p = prices(model)
+    if p.batch_input is None or p.batch_output is None:
+        return None
+    if p.batch_cache_read is None:
+        return _batch_price(model, prompt, completion)
+    cost = (prompt - read) * p.batch_input + read * p.batch_cache_read
+    if p.batch_cache_write is not None:
+        cost += written * (p.batch_cache_write - p.batch_input)
+    return cost + completion * p.batch_output
+
+
 def _done_units(rundir: Path) -> set[tuple[Any, ...]]:
     db = open_readonly(rundir / "run.sqlite")
     if db is None:
@@ -189,7 +206,7 @@ def _done_units(rundir: Path) -> set[tuple[Any, ...]]:
 
 
 def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Path) -> list[dict[str, Any]]:
-    """Per model: calls still to make, prompt/cached/completion tokens and the three prices. An interactive
+    """Per model: calls still to make, prompt/cached/completion tokens and the four prices. An interactive
     generator is counted along the GT's path (one call per GT step plus a final answer), footnoted."""
     done = _done_units(rundir)
     preds = predict_units(pipe, data)
@@ -295,13 +312,24 @@ def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Pa
                 if free
                 else _cached_price(model.model, t["prompt"], t["read"], t["written"], t["completion"]),
                 "cost_batch_usd": 0.0 if free else batch_cost,
+                "cost_batch_cached_usd": 0.0
+                if free
+                else _batch_cached_price(model.model, t["prompt"], t["read"], t["written"], t["completion"]),
                 "batch_source": "-" if free else prices(model.model).batch_source,
+                "batch_cache_source": "-" if free else prices(model.model).batch_cache_source,
                 "batch": model.batch,
             }
         )
     counted["interactive"] = [m.display_name for m in pipe.generators if m.generation == "interactive"]
     rows.append({"model": "_counted", **counted})  # how the tokens were counted, for the footnote
     return rows
+
+
+_COST_COLUMNS = ("cost_usd", "cost_cached_usd", "cost_batch_usd", "cost_batch_cached_usd")
+_STACKING = {
+    "litellm": "litellm's cache_read_input_token_cost_batches",
+    "documented 50%": "the provider's batch page: cache reads and writes at 50 %",
+}
 
 
 def _money(value: float | None) -> str:
@@ -315,19 +343,22 @@ def dry_run_report(
     counted = rows.pop()
     table = Table(title=f"Dry run of {pipe.name}: calls still to make (nothing is spent or written)")
     columns = ("model", "role", "kind", "calls", "prompt tokens", "cached share", "completion tokens")
-    for col in (*columns, "list $", "cached $", "batch $"):
+    for col in (*columns, "list $", "cached $", "batch $", "batch+cache $"):
         table.add_column(col, justify="left" if col in ("model", "role", "kind") else "right")
     totals: dict[str, float] = defaultdict(float)
     unknown: dict[str, list[str]] = defaultdict(list)
     sources: dict[str, list[str]] = defaultdict(list)
+    stacked: dict[str, list[str]] = defaultdict(list)  # batch+cache source -> models
     for r in rows:
-        for col in ("cost_usd", "cost_cached_usd", "cost_batch_usd"):
+        for col in _COST_COLUMNS:
             if r[col] is None:
                 unknown[col].append(r["model"])
             else:
                 totals[col] += r[col]
         if r["batch_source"] not in ("-", "none"):
             sources[r["batch_source"]].append(r["model"])
+        if r["batch_cache_source"] != "-":
+            stacked[r["batch_cache_source"]].append(r["model"])
         share = r["cached_prompt_tokens"] / r["prompt_tokens"] if r["prompt_tokens"] else 0.0
         table.add_row(
             escape(r["model"]),
@@ -340,6 +371,7 @@ def dry_run_report(
             _money(r["cost_usd"]),
             _money(r["cost_cached_usd"]),
             _money(r["cost_batch_usd"]),
+            _money(r["cost_batch_cached_usd"]),
         )
     prompt = sum(r["prompt_tokens"] for r in rows)
     cached = sum(r["cached_prompt_tokens"] for r in rows)
@@ -351,14 +383,15 @@ def dry_run_report(
         f"{prompt:,}",
         f"{cached / prompt:.0%}" if prompt else "0%",
         f"{sum(r['completion_tokens'] for r in rows):,}",
-        *(_money(totals[c]) for c in ("cost_usd", "cost_cached_usd", "cost_batch_usd")),
+        *(_money(totals[c]) for c in _COST_COLUMNS),
         style="bold",
     )
     console.print(table)
     total_line = (
         f"total: {sum(r['calls'] for r in rows)} calls; ~${totals['cost_usd']:,.2f} at list price, "
         f"~${totals['cost_cached_usd']:,.2f} with prefix caching, ~${totals['cost_batch_usd']:,.2f} in "
-        "batch mode, for models with a known price"
+        f"batch mode, ~${totals['cost_batch_cached_usd']:,.2f} in batch mode with caching where documented, "
+        "for models with a known price"
     )
     console.print(escape(total_line), soft_wrap=True)
     batch_models = [r["model"] for r in rows if r.get("batch")]
@@ -388,6 +421,20 @@ def dry_run_report(
             "; ".join(f"{src} for {', '.join(names)}" for src, names in sorted(sources.items()))
             or "no batch prices"
         ),
+        "batch+cache $: the cached prefixes at the in-batch cache price only where the provider lists that "
+        "the two discounts stack ("
+        + (
+            "; ".join(
+                f"{_STACKING.get(src, src)} for {', '.join(names)}"
+                for src, names in sorted(stacked.items())
+                if src != "none"
+            )
+            or "none of these models"
+        )
+        + "), assuming the same hits as the cached column (a provider serves cache hits inside a batch on a "
+        "best-effort basis); equal to batch $ for "
+        + (", ".join(stacked["none"]) if stacked["none"] else "no model")
+        + " (no documented stacking: not assumed)",
     ]
     if counted["interactive"]:
         notes.append(
@@ -396,7 +443,7 @@ def dry_run_report(
             "plus a final answer, each re-sending the growing conversation; an agent that strays or "
             "retries costs more"
         )
-    label = {"cost_usd": "list $", "cost_cached_usd": "cached $", "cost_batch_usd": "batch $"}
+    label = dict(zip(_COST_COLUMNS, ("list $", "cached $", "batch $", "batch+cache $"), strict=True))
     for col, names in unknown.items():
         notes.append(f"{label[col]}: price unknown for {', '.join(names)} (not counted in the total)")
     for note in notes:
