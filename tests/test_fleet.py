@@ -70,6 +70,13 @@ def _meta_endpoints(rundir: Path) -> dict[str, dict[str, int]]:
     return next(r for r in rows if r["model"] == "fleet-judge")["endpoints"]
 
 
+def _sent_units(rundir: Path) -> int:
+    """Judge units answered by a request (not by the call cache: two generators can make byte-identical
+    calls, and the identical judge prompt is then asked once)."""
+    rows = json.loads((rundir / "meta.json").read_text())["last_invocation"]["per_model"]
+    return JUDGE_UNITS - int(next(r for r in rows if r["model"] == "fleet-judge")["cache_hits"])
+
+
 def _units(rundir: Path) -> list[tuple[Any, ...]]:
     with sqlite3.connect(rundir / "run.sqlite") as db:
         return db.execute("SELECT status FROM units WHERE stage = 'judge'").fetchall()
@@ -230,7 +237,7 @@ def test_grid_spreads_over_three_endpoints(
     assert "fleet-judge" in capsys.readouterr().out and all(s.requests == [] for s in servers)
     assert run_cli(pipeline, tmp_path / "run") == 0
     answered = [s.answered for s in servers]
-    assert sum(answered) == JUDGE_UNITS
+    assert sum(answered) == _sent_units(tmp_path / "run") > JUDGE_UNITS // 2
     assert _within_ten_percent_of_even(answered), answered
     assert _meta_endpoints(tmp_path / "run") == {
         u: {"ok": n, "failed": 0} for u, n in zip(urls, answered, strict=True)
@@ -263,7 +270,7 @@ def test_grid_survives_an_endpoint_killed_mid_run(
     judg = read(rundir, "judgments")
     assert judg.judge_error.isna().all() and judg.parse_ok.all()
     assert len(judg.drop_duplicates(COORDS)) == JUDGE_UNITS
-    assert sum(s.answered for s in fleet) == JUDGE_UNITS
+    assert sum(s.answered for s in fleet) == _sent_units(rundir) > JUDGE_UNITS // 2
     endpoints = _meta_endpoints(rundir)
     assert [endpoints[s.base_url]["ok"] for s in fleet] == [s.answered for s in fleet]
     assert endpoints[victim.base_url]["failed"] >= 1  # the kill was seen and routed around
