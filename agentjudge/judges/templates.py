@@ -54,7 +54,12 @@ def prompts_dir() -> Path:
 
     The fallback works for an editable install (the repository layout); a wheel install needs the variable.
     """
-    env = os.environ.get(PROMPTS_ENV)
+    return _prompts_dir_for(os.environ.get(PROMPTS_ENV))
+
+
+@lru_cache(maxsize=16)
+def _prompts_dir_for(env: str | None) -> Path:
+    """Located once per value of the variable (a judge call must not search the disk; errors are not cached)."""
     if env:
         path = Path(env)
         if not path.is_dir():
@@ -71,23 +76,30 @@ def prompts_dir() -> Path:
     return path
 
 
-@lru_cache(maxsize=256)
-def _read_template(path: str, mtime_ns: int, size: int) -> str:
-    """Cached by path and file stamp, so an edited template is picked up without a restart."""
-    text = _COMMENT.sub("", Path(path).read_text(encoding="utf-8"))
-    return text.strip()
-
-
-def load_template(name: str) -> str:
-    """The text of ``prompts/<name>`` with ``<!-- -->`` comments removed and outer whitespace stripped."""
-    file = prompts_dir() / name
+@lru_cache(maxsize=512)
+def _template(folder: Path, name: str) -> tuple[str, frozenset[str]]:
+    """A template's text (comments removed, outer whitespace stripped) and its markers, read once per process
+    and folder: a run reads each file once, not once per judge call (``reload_templates`` forgets them)."""
+    file = folder / name
     try:
-        stat = file.stat()
+        raw = file.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FileNotFoundError(
             f"judge prompt template {name!r} missing in {file.parent} (set {PROMPTS_ENV} to override)"
         ) from None
-    return _read_template(str(file), stat.st_mtime_ns, stat.st_size)
+    text = _COMMENT.sub("", raw).strip()
+    return text, frozenset(_MARKER.findall(text))
+
+
+def reload_templates() -> None:
+    """Forget the templates read so far (an edited template is otherwise seen by the next process)."""
+    _template.cache_clear()
+    _prompts_dir_for.cache_clear()
+
+
+def load_template(name: str) -> str:
+    """The text of ``prompts/<name>`` with ``<!-- -->`` comments removed and outer whitespace stripped."""
+    return _template(prompts_dir(), name)[0]
 
 
 def fill(name: str, values: dict[str, str]) -> str:
@@ -96,8 +108,7 @@ def fill(name: str, values: dict[str, str]) -> str:
     Every marker must have a value and every value must have a marker: a template edit that drops
     ``{{calls}}`` would otherwise silently hide the calls from the judge.
     """
-    text = load_template(name)
-    found = set(_MARKER.findall(text))
+    text, found = _template(prompts_dir(), name)
     unknown = found - values.keys()
     if unknown:
         raise ValueError(

@@ -35,6 +35,7 @@ from agentjudge.runner.pipeline import (
 )
 from agentjudge.runner.store import RunStore, UnitKey, archive_run, config_diff
 from agentjudge.runner.summary import summary_rows, summary_table
+from agentjudge.runner.workers import WorkerPool, WorkerSpec, effective_workers
 from agentjudge.runner.work import (
     Dataset,
     GridError,
@@ -149,6 +150,10 @@ def run_cli(
         from agentjudge.runner.dryrun import dry_run_report
 
         return dry_run_report(pipe, data, Path(out), console, partners)
+    if any(model_kind(m.model) == "litellm" for m in [*pipe.generators, *pipe.judges]):
+        from agentjudge.models.client import load_litellm
+
+        load_litellm()  # seconds of import, before the event loop rather than inside the first call
     try:
         return asyncio.run(_run(pipe, data, partners, Path(out), force_new, no_cache, console))
     except KeyboardInterrupt:
@@ -246,6 +251,20 @@ def _build_models(pipe: Pipeline, data: Dataset, client: Any) -> tuple[dict[str,
     return gens, judges
 
 
+def remote_models(pipe: Pipeline) -> tuple[set[str], set[str]]:
+    """(generators, judges) whose units may run in worker processes: litellm models, single-shot
+    generators only, and none when a cost cap needs one cost gate for the run (runner/workers.py)."""
+    if pipe.max_cost_usd is not None:
+        return set(), set()
+    gens = {
+        s.display_name
+        for s in pipe.generators
+        if model_kind(s.model) == "litellm" and s.generation == "single_shot"
+    }
+    judges = {s.display_name for s in pipe.judges if model_kind(s.model) == "litellm"}
+    return gens, judges
+
+
 class _Grid:
     """State shared by the stages of one invocation (models, caps, budget, tallies, store)."""
 
@@ -270,10 +289,45 @@ class _Grid:
         self.log = engine.RunLog()
         self.predictions: dict[UnitKey, Prediction] = {}
         self.scores: dict[ScoreKey, dict[ScoringMode, Score]] = {}
+        self.remote_gens, self.remote_judges = remote_models(pipe)
+        self.pool: WorkerPool | None = None
+
+    async def _start_workers(self, stage: str, pending: list[UnitKey]) -> None:
+        """Start the worker processes (once) when this stage's litellm units call for them."""
+        if self.pool is not None:
+            return
+        if stage == "predict":
+            remote = sum(u.generator in self.remote_gens for u in pending)
+        else:
+            remote = sum(u.judge in self.remote_judges for u in pending)
+        n = effective_workers(self.pipe.workers, remote)
+        if n > 1:
+            spec = WorkerSpec(
+                generators=[s for s in self.pipe.generators if s.display_name in self.remote_gens],
+                judges=[s for s in self.pipe.judges if s.display_name in self.remote_judges],
+                cache=None if self.client.cache is None else str(self.client.cache.path),
+                read_cache=self.client.read_cache,
+                reask=self.pipe.reask,
+                prompt_family=self.pipe.prompt_family,
+                tool_rendering=self.pipe.judge_tool_rendering,
+            )
+            self.pool = WorkerPool(n, spec)
+            await self.pool.start()
+
+    async def close_workers(self) -> None:
+        """Let the workers finish and add their call statistics to this process's."""
+        if self.pool is None:
+            return
+        pool, self.pool = self.pool, None
+        for stats in await pool.close():
+            if stats is not None:
+                for name, model_stats in stats.per_model.items():
+                    self.client.stats.model(name).add(model_stats)
 
     async def _stage(self, name: str, units: list[UnitKey], model_of: Any, work: Any, progress: Any) -> None:
         status = self.store.statuses(units[0].stage) if units else {}
         pending = [u for u in units if status.get(u) != "done"]
+        await self._start_workers(name, pending)
         if self.log.console is not None and not self.log.console.is_terminal:  # no progress bar: say it
             self.log.console.print(f"{name}: {len(pending)} unit(s) to run of {len(units)}")
         await engine.run_units(
@@ -292,9 +346,12 @@ class _Grid:
 
     async def predict(self, key: UnitKey) -> engine.Outcome:
         record, difficulty = self.data.locate(key.record_id)
-        pred: Prediction = await self.gens[key.generator](
-            self.data.task(record, difficulty), key.generator_trial
-        )
+        task = self.data.task(record, difficulty)
+        pred: Prediction
+        if self.pool is not None and key.generator in self.remote_gens:
+            pred = await self.pool.call("predict", key.generator, (task, key.generator_trial))
+        else:
+            pred = await self.gens[key.generator](task, key.generator_trial)
         result = pred.model_dump(mode="json")
         if pred.error is not None or pred.calls is None:
             return engine.Outcome("failed", result, pred.error or "prediction has no calls", pred.usage)
@@ -310,7 +367,11 @@ class _Grid:
         request = judge_request(
             key, self.data, self.predictions[pkey], self.variants, self.partners, ref, outcome_ref
         )
-        res: JudgeResult = await model(request)
+        res: JudgeResult
+        if self.pool is not None and key.judge in self.remote_judges:
+            res = await self.pool.call("judge", key.judge, (request,))
+        else:
+            res = await model(request)
         result = res.model_dump(mode="json")
         if res.error is not None:
             return engine.Outcome("failed", result, res.error, res.usage)
@@ -339,6 +400,7 @@ class _Grid:
             )
             jwanted = judge_units(self.pipe, sorted(self.predictions))
             await self._stage("judge", jwanted, lambda u: u.judge, self.judge, progress)
+        await self.close_workers()
         return wanted, jwanted
 
     def export(self, rundir: Path, wanted: list[UnitKey], jwanted: list[UnitKey]) -> tuple[int, int]:
@@ -419,6 +481,7 @@ async def _run(
         return 2
     if store is None:
         return 2
+    grid: _Grid | None = None
     try:
         grid = _Grid(pipe, data, partners, store, client, gens, judges)
         wanted, jwanted = await grid.run(console)
@@ -429,6 +492,8 @@ async def _run(
         console.print(f"[red]error:[/red] {escape(describe(exc, rundir))}", highlight=False, soft_wrap=True)
         return 2
     finally:
+        if grid is not None and grid.pool is not None:
+            grid.pool.abandon()  # interrupted: workers see their input close and exit
         store.close()
 
 

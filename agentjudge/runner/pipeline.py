@@ -35,7 +35,7 @@ ScoringChoice = Literal["paper", "strict", "both"]
 # Fields that change how a run is carried out but not what its results mean. They are left out of the
 # config hash so that e.g. raising concurrency, moving a local server to another port, or renaming the
 # pipeline does not force a fresh run folder.
-_COSMETIC_PIPELINE_FIELDS = ("name", "description", "concurrency", "max_cost_usd", "cache")
+_COSMETIC_PIPELINE_FIELDS = ("name", "description", "concurrency", "max_cost_usd", "cache", "workers")
 _COSMETIC_MODEL_FIELDS = (
     "api_base", "api_key_env", "timeout_s", "max_retries", "concurrency", "input_cost_per_token",
     "output_cost_per_token",
@@ -95,6 +95,8 @@ class Pipeline(Strict):
     seed: int = 0
     cache: Path | None = None
     reask: int = Field(default=0, ge=0)  # parse-failure re-asks, applied to judges with a `reask` attribute
+    # processes making litellm calls (runner/workers.py); None: the cores (at most 8) for >= 200 calls
+    workers: int | None = Field(default=None, gt=0, le=64)
 
     @field_validator("generators", "judges", mode="before")
     @classmethod
