@@ -95,6 +95,7 @@ def reload_templates() -> None:
     """Forget the templates read so far (an edited template is otherwise seen by the next process)."""
     _template.cache_clear()
     _prompts_dir_for.cache_clear()
+    _RECORD_PARTS.clear()
 
 
 def load_template(name: str) -> str:
@@ -257,15 +258,7 @@ def user_parts(request: JudgeRequest, tool_rendering: ToolRendering = "full") ->
             "reference_block.md", {"gt": block(TAG_REFERENCE, _json_lines(_gt_payload(request.gt)))}
         )
         reference += "\n\n"
-    shared = fill(
-        "user_record.md",
-        {
-            "tools": block(
-                TAG_TOOLS, _json_lines([_tool_payload(t, tool_rendering) for t in request.task.tools])
-            ),
-            "query": block(TAG_QUERY, safe_json(request.task.query)),
-        },
-    )
+    shared = _record_part(request, tool_rendering)
     rest = fill(
         "user.md",
         {
@@ -275,6 +268,33 @@ def user_parts(request: JudgeRequest, tool_rendering: ToolRendering = "full") ->
         },
     )
     return shared, rest
+
+
+# (id of the task's tool list, query, rendering, prompts folder) -> (that list, the record part). Every judge
+# call on a record shares its tool list object, and serialising the tools was the largest share of a
+# judge call's prompt building; the list is kept in the entry, so its id cannot be reused while cached.
+_RECORD_PARTS: dict[tuple[int, str, str, Path], tuple[Any, str]] = {}
+_RECORD_PARTS_MAX = 4096
+
+
+def _record_part(request: JudgeRequest, tool_rendering: ToolRendering) -> str:
+    """The record's tools and query block (``user_record.md``), rendered once per record in a process."""
+    tools = request.task.tools
+    key = (id(tools), request.task.query, tool_rendering, prompts_dir())
+    hit = _RECORD_PARTS.get(key)
+    if hit is not None and hit[0] is tools:
+        return hit[1]
+    text = fill(
+        "user_record.md",
+        {
+            "tools": block(TAG_TOOLS, _json_lines([_tool_payload(t, tool_rendering) for t in tools])),
+            "query": block(TAG_QUERY, safe_json(request.task.query)),
+        },
+    )
+    if len(_RECORD_PARTS) >= _RECORD_PARTS_MAX:
+        _RECORD_PARTS.clear()
+    _RECORD_PARTS[key] = (tools, text)
+    return text
 
 
 def user_prompt(request: JudgeRequest, tool_rendering: ToolRendering = "full") -> str:

@@ -478,7 +478,7 @@ class ModelClient:
                 )
             await self.cost_gate.settle(reserved, billed)
         if self.cache is not None:
-            self.cache.put(key, settings.model, json.loads(_scrub(completion.model_dump_json(), secrets)))
+            self.cache.put(key, settings.model, _scrub(completion.model_dump_json(), secrets))
         return completion
 
     def _stop(self, settings: ModelSettings, exc: ModelCallError) -> ModelCallError:
