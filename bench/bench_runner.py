@@ -9,15 +9,16 @@ through three clients, one after the other, each in a fresh process:
   ``workers: N`` when ``--workers`` lists it, else the pipeline default);
 * ``raw async``: the request bodies the runner sent (logged by the server), replayed with
   ``litellm.acompletion`` under an ``asyncio.Semaphore(C)``;
-* ``threads``: the same bodies through a ``ThreadPoolExecutor(C)`` of ``litellm.completion`` (tau-bench style).
+* ``threads``: the same bodies through a ``ThreadPoolExecutor(C)`` of ``litellm.completion`` (as tau-bench
+  does).
 
 Figures: calls/s over the judge calls (the runner's from its run folder: first judge unit started to last
 finished; raw/threads: first call sent to last answer), that rate as % of the ceiling C/L, the ratios runner
 ÷ raw async and runner ÷ threads, and CPU ms per call (raw/threads: the whole process's CPU, litellm's
 import included; the runner: its whole CPU, worker processes included, minus that of the same run without
-the judge, which imports no litellm; divided by the calls). Ratios are measured in one run on one machine: read them, not the absolute figures, when
-other jobs share the cores. The issue's goals are printed beside the figures with PASS/MISS; this is a
-benchmark, nothing here is asserted.
+the judge, which imports no litellm; divided by the calls). Ratios are measured in one run on one machine:
+read them, not the absolute figures, when other jobs share the cores. The issue's goals are printed beside
+the figures with PASS/MISS; this is a benchmark, nothing here is asserted.
 
     python bench/bench_runner.py --quick           # C in {32, 128}, L = 200 ms, 600 calls
     python bench/bench_runner.py                   # C in {8, 32, 128} x L in {50, 200} ms, 1,800 calls
@@ -105,10 +106,13 @@ def _run_runner(pipeline: Path, rundir: Path) -> tuple[float, float, int]:
     )
     cpu = _children_cpu() - cpu0
     if proc.returncode != 0:
-        raise SystemExit(f"agentjudge run failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+        raise SystemExit(
+            f"agentjudge run failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+        )
     with sqlite3.connect(rundir / "run.sqlite") as db:
         first, last, done = db.execute(
-            "SELECT MIN(first_started_at), MAX(finished_at), SUM(status = 'done') FROM units WHERE stage='judge'"
+            "SELECT MIN(first_started_at), MAX(finished_at), SUM(status = 'done') FROM units "
+            "WHERE stage='judge'"
         ).fetchone()
     if first is None:
         return 0.0, cpu, 0
@@ -213,7 +217,9 @@ class Server:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="C in {32, 128}, L = 200 ms, 600 calls")
     parser.add_argument("--records", type=int, default=None, help="base scenarios (30 calls each)")
     parser.add_argument("--workers", default=None, help="comma list of `workers:` values for runner rows")
@@ -221,7 +227,11 @@ def main() -> None:
     parser.add_argument("--latency-ms", default=None, help="comma list of L in ms (overrides the preset)")
     args = parser.parse_args()
     records = args.records or (20 if args.quick else 60)
-    cs = [int(x) for x in args.concurrency.split(",")] if args.concurrency else ([32, 128] if args.quick else [8, 32, 128])
+    cs = (
+        [int(x) for x in args.concurrency.split(",")]
+        if args.concurrency
+        else ([32, 128] if args.quick else [8, 32, 128])
+    )
     ls = (
         [int(x) / 1000 for x in args.latency_ms.split(",")]
         if args.latency_ms
@@ -248,7 +258,11 @@ def main() -> None:
                         folder = root / f"run-{c}-{latency}-{w}"
                         pipe = _pipeline(folder, records, server.base_url, c, w)
                         seconds, cpu, done = _run_runner(pipe, folder / "run")
-                        row[name] = {"rate": done / seconds if seconds else 0.0, "cpu_ms": 1000 * (cpu - fixed_cpu) / max(done, 1), "done": done}
+                        row[name] = {
+                            "rate": done / seconds if seconds else 0.0,
+                            "cpu_ms": 1000 * (cpu - fixed_cpu) / max(done, 1),
+                            "done": done,
+                        }
                     bodies = root / f"bodies-{c}-{latency}.jsonl"
                     bodies.write_text("".join(log.read_text().splitlines(keepends=True)[:n]))
                     for kind in ("raw", "threads"):
@@ -269,7 +283,8 @@ def main() -> None:
 
 
 def _print_row(row: dict[str, Any]) -> None:
-    print(f"\nC={row['C']}, L={row['L'] * 1000:.0f} ms (ceiling {row['limit']:.0f} calls/s); server {row['server']}")
+    ceiling = f"ceiling {row['limit']:.0f} calls/s"
+    print(f"\nC={row['C']}, L={row['L'] * 1000:.0f} ms ({ceiling}); server {row['server']}")
     print(f"  {'client':<14} {'calls/s':>8} {'% of C/L':>9} {'CPU ms/call':>12} {'ok':>6}")
     for name, fig in row.items():
         if isinstance(fig, dict):
@@ -291,10 +306,11 @@ def _print_goals(rows: list[dict[str, Any]]) -> None:
             ratio = row[name]["rate"] / row["raw"]["rate"]
             goal = 1.5 if row["C"] == 128 else 1.0
             verdict = "PASS" if ratio >= goal else "MISS"
-            print(f"  {name}: runner ÷ raw async ≥ {goal} at C={row['C']}, L={row['L'] * 1000:.0f} ms: {ratio:.2f} {verdict}")
+            where = f"C={row['C']}, L={row['L'] * 1000:.0f} ms"
+            print(f"  {name}: runner ÷ raw async ≥ {goal} at {where}: {ratio:.2f} {verdict}")
             cpu_gap = row[name]["cpu_ms"] - row["raw"]["cpu_ms"]
             verdict = "PASS" if cpu_gap <= 0.5 else "MISS"
-            print(f"  {name}: CPU/call within 0.5 ms of raw at C={row['C']}, L={row['L'] * 1000:.0f} ms: {cpu_gap:+.2f} ms {verdict}")
+            print(f"  {name}: CPU/call within 0.5 ms of raw at {where}: {cpu_gap:+.2f} ms {verdict}")
             if row["C"] == 32 and abs(row["L"] - 0.2) < 1e-9:
                 pct = 100 * row[name]["rate"] / row["limit"]
                 verdict = "PASS" if pct >= 85 else "MISS"

@@ -59,7 +59,8 @@ def prompts_dir() -> Path:
 
 @lru_cache(maxsize=16)
 def _prompts_dir_for(env: str | None) -> Path:
-    """Located once per value of the variable (a judge call must not search the disk; errors are not cached)."""
+    """Located once per value of the variable: a judge call must not search the disk (errors are not
+    cached, so a folder created later is found)."""
     if env:
         path = Path(env)
         if not path.is_dir():

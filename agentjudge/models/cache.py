@@ -101,7 +101,7 @@ class CallCache:
         return value
 
     def put(self, key: str, model: str, response: dict[str, Any] | str) -> None:
-        """Store (or overwrite) one successful answer (a dict, or its JSON text as the client already has it)."""
+        """Store (or overwrite) one successful answer: a dict, or its JSON text as the client has it."""
         text = response if isinstance(response, str) else canonical_json(response)
         self._conn().execute(
             "INSERT OR REPLACE INTO calls(key, model, created, response, hits) VALUES (?, ?, ?, ?, "

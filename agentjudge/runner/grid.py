@@ -35,7 +35,6 @@ from agentjudge.runner.pipeline import (
 )
 from agentjudge.runner.store import RunStore, UnitKey, archive_run, config_diff
 from agentjudge.runner.summary import summary_rows, summary_table
-from agentjudge.runner.workers import WorkerPool, WorkerSpec, effective_workers
 from agentjudge.runner.work import (
     Dataset,
     GridError,
@@ -47,6 +46,7 @@ from agentjudge.runner.work import (
     reference,
     swap_partners,
 )
+from agentjudge.runner.workers import WorkerPool, WorkerSpec, effective_workers
 from agentjudge.types import JudgeResult, ModelSettings, Prediction, Score, ScoringMode
 
 

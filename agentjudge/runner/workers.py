@@ -36,6 +36,7 @@ import signal
 import struct
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agentjudge.types import ModelSettings, PromptFamily
@@ -224,7 +225,7 @@ async def _serve(frames_in: int, frames_out: int) -> None:
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(frames_in, "rb"))
     transport, protocol = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(frames_out, "wb"))
     spec: WorkerSpec = await _read_frame(reader)
-    cache = CallCache(spec.cache) if spec.cache else None
+    cache = CallCache(Path(spec.cache)) if spec.cache else None
     client = ModelClient(cache=cache, read_cache=spec.read_cache)
     models = _build(spec, client)
     tasks: set[asyncio.Task[None]] = set()
