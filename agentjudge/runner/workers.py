@@ -148,7 +148,12 @@ class WorkerPool:
                     future.set_exception(RemoteUnitError(payload))
         except (asyncio.IncompleteReadError, ConnectionError, EOFError) as exc:
             worker.dead = f"worker process {worker.proc.pid} exited ({type(exc).__name__})"
+        except Exception as exc:  # noqa: BLE001 - an unreadable frame: this worker is no longer usable
+            worker.dead = f"worker process {worker.proc.pid}: unreadable answer ({type(exc).__name__})"
+            worker.proc.kill()
         finally:
+            if worker.dead is None and not worker.final.done():
+                worker.dead = f"worker process {worker.proc.pid} stopped"
             for future in worker.pending.values():
                 if not future.done():
                     future.set_exception(RemoteUnitError(f"WorkerError: {worker.dead or 'worker stopped'}"))
