@@ -46,7 +46,7 @@ from agentjudge.runner.work import (
     reference,
     swap_partners,
 )
-from agentjudge.runner.workers import WorkerPool, WorkerSpec, effective_workers
+from agentjudge.runner.workers import AUTO_MIN_UNITS, WorkerPool, WorkerSpec, effective_workers
 from agentjudge.types import JudgeResult, ModelSettings, Prediction, Score, ScoringMode
 
 
@@ -154,8 +154,9 @@ def run_cli(
         from agentjudge.models.client import load_litellm
 
         load_litellm()  # seconds of import, before the event loop rather than inside the first call
+    pool = _fork_workers(pipe, data, no_cache)
     try:
-        return asyncio.run(_run(pipe, data, partners, Path(out), force_new, no_cache, console))
+        return asyncio.run(_run(pipe, data, partners, Path(out), force_new, no_cache, console, pool))
     except KeyboardInterrupt:
         console.print(
             f"interrupted: finished units are saved in {escape(str(Path(out) / 'run.sqlite'))}; "
@@ -163,6 +164,37 @@ def run_cli(
             soft_wrap=True,
         )
         return 130
+    finally:
+        if pool is not None:
+            pool.abandon()  # after an interruption or an early exit: workers see their pipe close
+
+
+def _fork_workers(pipe: Pipeline, data: Dataset, no_cache: bool) -> WorkerPool | None:
+    """Fork the worker processes (pipeline key ``workers``), before the event loop and after litellm's
+    import, when the litellm units of the run call for them; None keeps every unit in this process."""
+    gens, judges = remote_models(pipe)
+    if not gens and not judges:
+        return None
+    predict = predict_units(pipe, data)
+    remote = sum(u.generator in gens for u in predict)
+    if remote < AUTO_MIN_UNITS:  # each prediction has >= 1 unit per judge: the first ones tell
+        first = judge_units(pipe, predict[:AUTO_MIN_UNITS])
+        remote += sum(u.judge in judges for u in first)
+    size = effective_workers(pipe.workers, remote)
+    if size <= 1:
+        return None
+    spec = WorkerSpec(
+        generators=[s for s in pipe.generators if s.display_name in gens],
+        judges=[s for s in pipe.judges if s.display_name in judges],
+        cache=pipe.cache,
+        read_cache=not no_cache,
+        reask=pipe.reask,
+        prompt_family=pipe.prompt_family,
+        tool_rendering=pipe.judge_tool_rendering,
+    )
+    pool = WorkerPool(size, spec)
+    pool.fork()
+    return pool
 
 
 def _preflight(
@@ -277,6 +309,7 @@ class _Grid:
         client: Any,
         gens: dict[str, Any],
         judges: dict[str, Any],
+        pool: WorkerPool | None = None,
     ) -> None:
         self.pipe, self.data, self.partners, self.store, self.client = pipe, data, partners, store, client
         self.gens, self.judges = gens, judges
@@ -290,29 +323,7 @@ class _Grid:
         self.predictions: dict[UnitKey, Prediction] = {}
         self.scores: dict[ScoreKey, dict[ScoringMode, Score]] = {}
         self.remote_gens, self.remote_judges = remote_models(pipe)
-        self.pool: WorkerPool | None = None
-
-    async def _start_workers(self, stage: str, pending: list[UnitKey]) -> None:
-        """Start the worker processes (once) when this stage's litellm units call for them."""
-        if self.pool is not None:
-            return
-        if stage == "predict":
-            remote = sum(u.generator in self.remote_gens for u in pending)
-        else:
-            remote = sum(u.judge in self.remote_judges for u in pending)
-        n = effective_workers(self.pipe.workers, remote)
-        if n > 1:
-            spec = WorkerSpec(
-                generators=[s for s in self.pipe.generators if s.display_name in self.remote_gens],
-                judges=[s for s in self.pipe.judges if s.display_name in self.remote_judges],
-                cache=None if self.client.cache is None else str(self.client.cache.path),
-                read_cache=self.client.read_cache,
-                reask=self.pipe.reask,
-                prompt_family=self.pipe.prompt_family,
-                tool_rendering=self.pipe.judge_tool_rendering,
-            )
-            self.pool = WorkerPool(n, spec)
-            await self.pool.start()
+        self.pool = pool
 
     async def close_workers(self) -> None:
         """Let the workers finish and add their call statistics to this process's."""
@@ -327,7 +338,6 @@ class _Grid:
     async def _stage(self, name: str, units: list[UnitKey], model_of: Any, work: Any, progress: Any) -> None:
         status = self.store.statuses(units[0].stage) if units else {}
         pending = [u for u in units if status.get(u) != "done"]
-        await self._start_workers(name, pending)
         if self.log.console is not None and not self.log.console.is_terminal:  # no progress bar: say it
             self.log.console.print(f"{name}: {len(pending)} unit(s) to run of {len(units)}")
         await engine.run_units(
@@ -381,6 +391,8 @@ class _Grid:
     async def run(self, console: Console) -> tuple[list[UnitKey], list[UnitKey]]:
         """predict -> score -> judge; returns the planned units of both stages."""
         self.log.console = console
+        if self.pool is not None:
+            await self.pool.start()
         wanted = predict_units(self.pipe, self.data)
         with engine.make_progress(console) as progress:
             await self._stage("predict", wanted, lambda u: u.generator, self.predict, progress)
@@ -463,6 +475,7 @@ async def _run(
     force_new: bool,
     no_cache: bool,
     console: Console,
+    pool: WorkerPool | None = None,
 ) -> int:
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
@@ -481,9 +494,8 @@ async def _run(
         return 2
     if store is None:
         return 2
-    grid: _Grid | None = None
     try:
-        grid = _Grid(pipe, data, partners, store, client, gens, judges)
+        grid = _Grid(pipe, data, partners, store, client, gens, judges, pool)
         wanted, jwanted = await grid.run(console)
         failed, missing = grid.export(rundir, wanted, jwanted)
         console.print(summary_table(pipe, grid.tallies, client.stats))
@@ -492,8 +504,6 @@ async def _run(
         console.print(f"[red]error:[/red] {escape(describe(exc, rundir))}", highlight=False, soft_wrap=True)
         return 2
     finally:
-        if grid is not None and grid.pool is not None:
-            grid.pool.abandon()  # interrupted: workers see their input close and exit
         store.close()
 
 

@@ -2,8 +2,9 @@
 
 Why processes: a judge call costs a few milliseconds of CPU in litellm and httpx (request building,
 response parsing, pydantic), so one event loop on one core caps a run at a few hundred calls per second
-however high the concurrency. ``workers: N`` starts N processes (``python -m agentjudge.runner.workers``),
-each with its own event loop, litellm import and ``ModelClient``; the parent keeps everything else.
+however high the concurrency. ``workers: N`` forks N processes before the parent's event loop starts (after
+litellm is imported, so a worker costs no second import: that import is worth about a thousand calls of
+CPU), each running its own event loop and ``ModelClient``; the parent keeps everything else.
 
 What stays where:
 * The parent schedules: the engine's per-model worker tasks and the global semaphore are held in the
@@ -20,10 +21,9 @@ What stays where:
   it saves.
 * ``--max-cost`` needs one cost gate for the whole run, so a run with a cost cap keeps its calls in process.
 
-Wire format: length-prefixed pickles over the worker's stdin/stdout (parent and workers are the same
-program, so pickle is trusted here). The worker moves its own stdout to stderr first, so a library that
-prints cannot corrupt a frame. Workers ignore SIGINT (Ctrl-C reaches the whole process group; the parent
-decides) and exit when their stdin closes, which also happens when the parent is killed.
+Wire format: length-prefixed pickles over two pipes per worker (parent and workers are the same program,
+so pickle is trusted here). Workers ignore SIGINT (Ctrl-C reaches the whole process group; the parent
+decides) and exit when their request pipe closes, which also happens when the parent is killed.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import pickle
 import signal
 import struct
 import sys
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,11 +66,11 @@ def effective_workers(configured: int | None, remote_units: int) -> int:
 
 @dataclass
 class WorkerSpec:
-    """What a worker needs to build the run's remote models exactly as the parent would."""
+    """What a worker needs to build the run's remote models exactly as the parent does."""
 
     generators: list[ModelSettings]
     judges: list[ModelSettings]
-    cache: str | None
+    cache: Path | None  # the pipeline's `cache` (None: the default cache file, as in the parent)
     read_cache: bool
     reask: int
     prompt_family: PromptFamily
@@ -92,49 +93,86 @@ def _frame(obj: Any) -> bytes:
 async def _read_frame(reader: asyncio.StreamReader) -> Any:
     header = await reader.readexactly(_HEADER.size)
     (size,) = _HEADER.unpack(header)
-    return pickle.loads(await reader.readexactly(size))  # noqa: S301 - our own child process
+    return pickle.loads(await reader.readexactly(size))  # noqa: S301 - our own forked process
+
+
+async def _pipe_streams(read_fd: int, write_fd: int) -> tuple[asyncio.StreamReader, asyncio.WriteTransport]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=2**26)
+    protocol = asyncio.StreamReaderProtocol(reader)
+    await loop.connect_read_pipe(lambda: protocol, os.fdopen(read_fd, "rb", buffering=0))
+    transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(write_fd, "wb", buffering=0))
+    return reader, transport
 
 
 @dataclass
 class _Worker:
-    proc: asyncio.subprocess.Process
+    pid: int
+    request_fd: int  # the parent writes requests here
+    answer_fd: int  # and reads answers here
+    writer: asyncio.WriteTransport | None = None
     pending: dict[int, asyncio.Future[Any]] = field(default_factory=dict)
     reader_task: asyncio.Task[None] | None = None
     final: asyncio.Future[Any] | None = None
     dead: str | None = None
+    reaped: bool = False
+    fds_closed: bool = False
 
 
 class WorkerPool:
-    """N worker processes; ``call`` sends one unit to the least busy one and awaits its result."""
+    """N forked worker processes; ``call`` sends one unit to the least busy one and awaits its result.
+
+    ``fork()`` before the event loop starts, ``await start()`` inside it, ``await close()`` at the end
+    (``abandon()`` when interrupted)."""
 
     def __init__(self, size: int, spec: WorkerSpec) -> None:
         self.size = size
         self.spec = spec
         self._workers: list[_Worker] = []
         self._next_id = 0
+        self.started = False
+
+    def fork(self) -> None:
+        for _ in range(self.size):
+            request_r, request_w = os.pipe()
+            answer_r, answer_w = os.pipe()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:  # the worker: never returns into the caller's code
+                code = 1
+                try:
+                    os.close(request_w)
+                    os.close(answer_r)
+                    for earlier in self._workers:  # their pipes are the parent's, not this worker's
+                        os.close(earlier.request_fd)
+                        os.close(earlier.answer_fd)
+                    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+                    asyncio.run(_serve(self.spec, request_r, answer_w))
+                    code = 0
+                except BaseException:  # noqa: BLE001 - reported, then the worker ends
+                    traceback.print_exc()
+                finally:
+                    os._exit(code)
+            os.close(request_r)
+            os.close(answer_w)
+            self._workers.append(_Worker(pid, request_w, answer_r))
 
     async def start(self) -> None:
-        for _ in range(self.size):
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "agentjudge.runner.workers",
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                limit=2**26,
-            )
-            worker = _Worker(proc)
+        """Connect the pipes to the running loop and start reading answers (once)."""
+        if self.started:
+            return
+        self.started = True
+        for worker in self._workers:
+            reader, worker.writer = await _pipe_streams(worker.answer_fd, worker.request_fd)
             worker.final = asyncio.get_running_loop().create_future()
-            assert proc.stdin is not None
-            proc.stdin.write(_frame(self.spec))
-            worker.reader_task = asyncio.create_task(self._read(worker))
-            self._workers.append(worker)
+            worker.reader_task = asyncio.create_task(self._read(worker, reader))
 
-    async def _read(self, worker: _Worker) -> None:
-        assert worker.proc.stdout is not None and worker.final is not None
+    async def _read(self, worker: _Worker, reader: asyncio.StreamReader) -> None:
+        assert worker.final is not None
         try:
             while True:
-                message = await _read_frame(worker.proc.stdout)
+                message = await _read_frame(reader)
                 if message[0] == "stats":
                     worker.final.set_result(message[1])
                     return
@@ -147,13 +185,14 @@ class WorkerPool:
                 else:
                     future.set_exception(RemoteUnitError(payload))
         except (asyncio.IncompleteReadError, ConnectionError, EOFError) as exc:
-            worker.dead = f"worker process {worker.proc.pid} exited ({type(exc).__name__})"
+            worker.dead = f"worker process {worker.pid} exited ({type(exc).__name__})"
         except Exception as exc:  # noqa: BLE001 - an unreadable frame: this worker is no longer usable
-            worker.dead = f"worker process {worker.proc.pid}: unreadable answer ({type(exc).__name__})"
-            worker.proc.kill()
+            worker.dead = f"worker process {worker.pid}: unreadable answer ({type(exc).__name__})"
+            with contextlib.suppress(OSError):
+                os.kill(worker.pid, signal.SIGKILL)
         finally:
             if worker.dead is None and not worker.final.done():
-                worker.dead = f"worker process {worker.proc.pid} stopped"
+                worker.dead = f"worker process {worker.pid} stopped"
             for future in worker.pending.values():
                 if not future.done():
                     future.set_exception(RemoteUnitError(f"WorkerError: {worker.dead or 'worker stopped'}"))
@@ -162,8 +201,9 @@ class WorkerPool:
                 worker.final.set_result(None)
 
     async def call(self, role: str, name: str, payload: Any) -> Any:
-        """Run ``models[role][name](*payload)`` in a worker; its exception comes back as RemoteUnitError."""
-        alive = [w for w in self._workers if w.dead is None]
+        """Run ``models[role][name](*payload)`` in a worker; its exception comes back as RemoteUnitError.
+        ``start`` must have finished."""
+        alive = [w for w in self._workers if w.dead is None and w.writer is not None]
         if not alive:
             raise RemoteUnitError(f"WorkerError: every worker process has exited ({self._workers[0].dead})")
         worker = min(alive, key=lambda w: len(w.pending))
@@ -171,35 +211,44 @@ class WorkerPool:
         call_id = self._next_id
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         worker.pending[call_id] = future
-        assert worker.proc.stdin is not None
-        worker.proc.stdin.write(_frame((call_id, role, name, payload)))
+        assert worker.writer is not None
+        worker.writer.write(_frame((call_id, role, name, payload)))
         try:
             return await future
         finally:
             worker.pending.pop(call_id, None)
 
-    def abandon(self) -> None:
-        """Close every worker's input without waiting (an interrupted run): each exits on its own."""
-        for worker in self._workers:
-            if worker.proc.stdin is not None:
-                with contextlib.suppress(Exception):
-                    worker.proc.stdin.close()
-
     async def close(self) -> list[Any]:
         """Ask every worker to finish and return its client statistics (None for a worker that died)."""
+        await self.start()
         for worker in self._workers:
-            if worker.dead is None and worker.proc.stdin is not None:
-                with contextlib.suppress(ConnectionError, RuntimeError):
-                    worker.proc.stdin.write(_frame(None))
-                    await worker.proc.stdin.drain()
+            if worker.dead is None and worker.writer is not None:
+                worker.writer.write(_frame(None))
         stats = []
         for worker in self._workers:
             assert worker.final is not None
             stats.append(await worker.final)
-            if worker.proc.stdin is not None:
-                worker.proc.stdin.close()
-            await worker.proc.wait()
+        self.abandon()
         return stats
+
+    def abandon(self) -> None:
+        """End the workers and reap them. After ``close`` they have already finished; after an interruption
+        they are stopped mid-call, which loses nothing: the parent commits units, and a call a worker had
+        finished is already in the call cache."""
+        for worker in self._workers:
+            if not worker.reaped:
+                with contextlib.suppress(OSError):
+                    os.kill(worker.pid, signal.SIGTERM)
+        for worker in self._workers:
+            if not worker.reaped:
+                worker.reaped = True
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(worker.pid, 0)
+            if worker.writer is None and not worker.fds_closed:  # never handed to an event loop
+                worker.fds_closed = True
+                for fd in (worker.request_fd, worker.answer_fd):
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
 
 
 # --------------------------------------------------------------------------------------- worker side
@@ -220,27 +269,22 @@ def _build(spec: WorkerSpec, client: Any) -> dict[str, dict[str, Any]]:
     return {"judge": judges, "predict": gens}
 
 
-async def _serve(frames_in: int, frames_out: int) -> None:
+async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int) -> None:
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
     from agentjudge.runner.engine import error_text
 
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=2**26)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(frames_in, "rb"))
-    transport, protocol = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(frames_out, "wb"))
-    spec: WorkerSpec = await _read_frame(reader)
-    cache = CallCache(Path(spec.cache)) if spec.cache else None
-    client = ModelClient(cache=cache, read_cache=spec.read_cache)
+    reader, writer = await _pipe_streams(request_fd, answer_fd)
+    client = ModelClient(cache=CallCache(spec.cache), read_cache=spec.read_cache)
     models = _build(spec, client)
     tasks: set[asyncio.Task[None]] = set()
 
     async def handle(call_id: int, role: str, name: str, payload: Any) -> None:
         try:
             result = await models[role][name](*payload)
-            transport.write(_frame((call_id, True, result)))
+            writer.write(_frame((call_id, True, result)))
         except Exception as exc:  # noqa: BLE001 - the parent records it as the unit's failure
-            transport.write(_frame((call_id, False, error_text(exc))))
+            writer.write(_frame((call_id, False, error_text(exc))))
 
     try:
         while True:
@@ -254,20 +298,7 @@ async def _serve(frames_in: int, frames_out: int) -> None:
         return
     if tasks:
         await asyncio.gather(*tasks)
-    transport.write(_frame(("stats", client.stats)))
-    transport.close()
-
-
-def main() -> None:
-    """Entry point of a worker process (started by ``WorkerPool``)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    frames_out = os.dup(1)
-    os.dup2(2, 1)  # anything printed goes to stderr, never into a frame
-    from agentjudge.models.client import _litellm
-
-    _litellm()  # imported before the event loop starts, never inside it
-    asyncio.run(_serve(0, frames_out))
-
-
-if __name__ == "__main__":
-    main()
+    writer.write(_frame(("stats", client.stats)))
+    while writer.get_write_buffer_size():  # asyncio.run must not close the loop on unsent answers
+        await asyncio.sleep(0.005)
+    writer.close()
