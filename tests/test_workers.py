@@ -189,3 +189,36 @@ def test_sigkill_with_two_workers_then_resume_loses_nothing_and_repays_nothing(
             _sorted(pd.read_parquet(ref / "run" / f"{name}.parquet")),
             _sorted(pd.read_parquet(rundir / f"{name}.parquet")),
         )
+
+
+@pytest.mark.slow  # one more subprocess run; the SIGKILL test above covers resuming in the fast suite
+def test_ctrl_c_with_two_workers_stops_them_and_resumes(tmp_path: Path, fake_llm: Any) -> None:
+    fake_llm.set_responder(_responder)
+    fake_llm.latency = 0.1
+    units = 4 * 3 * 2
+    pipeline = write_pipeline(
+        tmp_path,
+        difficulties=["easy", "medium", "hard"],
+        generators=["sim/weak"],
+        judges=[_judge(fake_llm, "judge-a", 2)],
+        conditions=["with_gt", "without_gt"],
+        workers=2,
+    )
+    rundir = tmp_path / "run"
+    command = [sys.executable, "-m", "agentjudge", "run", str(pipeline), "--out", str(rundir)]
+    proc = subprocess.Popen(command, env=dict(os.environ), stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+    while len(_done_units(rundir / "run.sqlite")) < 4:
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out
+    assert "re-run the same command to resume" in out
+    finished = _done_units(rundir / "run.sqlite")
+    before_resume = len(fake_llm.requests)
+    assert run_cli(pipeline, rundir) == 0
+    resumed = {_digest(r) for r in fake_llm.requests[before_resume:]}
+    assert not resumed & set(finished)  # finished units were not sent again
+    assert len({_digest(r) for r in fake_llm.requests}) == units
+    assert len(pd.read_parquet(rundir / "judgments.parquet").query("judge == 'judge-a'")) == units * 4 * 2
