@@ -271,19 +271,19 @@ def user_parts(request: JudgeRequest, tool_rendering: ToolRendering = "full") ->
     return shared, rest
 
 
-# (id of the task's tool list, query, rendering, prompts folder) -> (that list, the record part). Every judge
-# call on a record shares its tool list object, and serialising the tools was the largest share of a
-# judge call's prompt building; the list is kept in the entry, so its id cannot be reused while cached.
-_RECORD_PARTS: dict[tuple[int, str, str, Path], tuple[Any, str]] = {}
+# (record id, query, rendering, prompts folder) -> (the tool list, the record part). Serialising the tools
+# was the largest share of building a judge prompt, and every judge call on a record shows the same tools:
+# a hit is the same list object, or (a request unpickled in a worker process) an equal one.
+_RECORD_PARTS: dict[tuple[str, str, str, Path], tuple[Any, str]] = {}
 _RECORD_PARTS_MAX = 4096
 
 
 def _record_part(request: JudgeRequest, tool_rendering: ToolRendering) -> str:
     """The record's tools and query block (``user_record.md``), rendered once per record in a process."""
     tools = request.task.tools
-    key = (id(tools), request.task.query, tool_rendering, prompts_dir())
+    key = (request.task.record_id, request.task.query, tool_rendering, prompts_dir())
     hit = _RECORD_PARTS.get(key)
-    if hit is not None and hit[0] is tools:
+    if hit is not None and (hit[0] is tools or hit[0] == tools):
         return hit[1]
     text = fill(
         "user_record.md",
