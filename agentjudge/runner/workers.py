@@ -23,7 +23,10 @@ What stays where:
 
 Wire format: length-prefixed pickles over two pipes per worker (parent and workers are the same program,
 so pickle is trusted here). Workers ignore SIGINT (Ctrl-C reaches the whole process group; the parent
-decides) and exit when their request pipe closes, which also happens when the parent is killed.
+decides: an interrupted parent stops them with SIGTERM and reaps them) and exit when their request pipe
+closes, which is what a SIGKILLed parent leaves them. The fork happens before any event loop exists; a
+worker runs only its own loop and then ``os._exit``, so threads of the forking process (a test's in-process
+server) are never used in it. POSIX only (``os.fork``), like the rest of the runner's process handling.
 """
 
 from __future__ import annotations
@@ -53,10 +56,10 @@ def default_workers() -> int:
 
 
 def effective_workers(configured: int | None, remote_units: int) -> int:
-    """How many worker processes a stage with ``remote_units`` litellm units uses (1: in process).
+    """How many worker processes a run with ``remote_units`` litellm units uses (1: all in process).
 
-    An explicit ``workers: N`` is obeyed; unset, workers start only for at least ``AUTO_MIN_UNITS`` units,
-    because a worker takes a few seconds to import litellm and a small run is over before it pays off."""
+    An explicit ``workers: N`` is obeyed; unset, workers are forked only for at least ``AUTO_MIN_UNITS``
+    units: a small run gains nothing from a second core, and one process is the simpler thing to debug."""
     if remote_units == 0:
         return 1
     if configured is not None:
