@@ -515,3 +515,46 @@ class FakeLLM:
                         fake.in_flight -= 1
 
         return Handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python tests/fakeserver.py --latency 0.2 --text '...'``: serve one fixed answer until stdin closes.
+
+    For benchmarks (bench/bench_runner.py): the server runs in its own process so its CPU is not the
+    client's. It prints its base URL on the first line of stdout; with ``--log FILE`` each request body is
+    appended to FILE as one JSON line (for replaying the same calls through another client), and
+    ``max_in_flight`` is printed on the last line when stdin closes.
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before every answer")
+    parser.add_argument("--text", required=True, help="the answer's text")
+    parser.add_argument("--log", default=None, help="append each request body to this JSONL file")
+    args = parser.parse_args(argv)
+    log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115 - open for the run
+    log_lock = threading.Lock()
+
+    def responder(request: dict[str, Any]) -> str:
+        if log is not None:
+            with log_lock:
+                log.write(json.dumps(request) + "\n")
+                log.flush()
+        return str(args.text)
+
+    fake = FakeLLM()
+    fake.latency = args.latency
+    fake.set_responder(responder)
+    fake._server.socket.listen(1024)  # many clients connect at once (the default backlog is 5)
+    fake.start()
+    print(fake.base_url, flush=True)
+    sys.stdin.read()  # until the parent closes the pipe
+    print(f"max_in_flight {fake.max_in_flight}", flush=True)
+    fake.stop()
+    if log is not None:
+        log.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -353,3 +353,25 @@ async def test_unset_key_env_is_a_config_error(fake_llm: FakeLLM, monkeypatch: p
         await fast_client().complete(fake_llm.settings(), MSG)
     assert err.value.kind == "auth" and "AGENTJUDGE_TEST_KEY" in err.value.message
     assert fake_llm.requests == []
+
+
+async def test_a_model_without_a_price_is_looked_up_once_per_process(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import litellm
+
+    asked: list[str] = []
+    original = litellm.completion_cost
+
+    def counting(*args: object, **kwargs: object) -> object:
+        asked.append("cost")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(litellm, "completion_cost", counting)
+    fake_llm.set_responder(lambda req: "ok")
+    client = fast_client()
+    settings = fake_llm.settings(model="openai/no-price-model-for-this-test")
+    outs = [await client.complete(settings, [{"role": "user", "content": f"q{i}"}]) for i in range(4)]
+    assert all((o.usage.cost_usd, o.cost_known) == (0.0, False) for o in outs)
+    assert len(asked) <= 1  # the "no price" answer is remembered for the model
+    assert client.stats.model("openai/no-price-model-for-this-test").unknown_cost_calls == 4

@@ -200,15 +200,18 @@ def test_prompts_dir_env_override_and_errors(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv(templates.PROMPTS_ENV, str(copy))
     assert "EDITED: verdicts only." in build_messages(make_request())[1]["content"]
     (copy / "user.md").write_text("no markers at all", encoding="utf-8")
+    templates.reload_templates()  # templates are read once per process; an edit needs a reload
     with pytest.raises(ValueError, match="lacks required marker"):
         build_messages(make_request())
     (copy / "user.md").write_text((prompts_dir() / "user.md").read_text(encoding="utf-8"), encoding="utf-8")
     (copy / "condition_swapped_gt.md").write_text(
         "This reference belongs to another record.", encoding="utf-8"
     )
+    templates.reload_templates()
     with pytest.raises(ValueError, match="must read exactly like condition_with_gt.md"):
         build_messages(make_request("swapped_gt"))
     (copy / "system.md").unlink()
+    templates.reload_templates()
     with pytest.raises(FileNotFoundError, match="system.md"):
         build_messages(make_request())
     monkeypatch.setenv(templates.PROMPTS_ENV, str(tmp_path / "nowhere"))

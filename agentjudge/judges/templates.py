@@ -54,7 +54,13 @@ def prompts_dir() -> Path:
 
     The fallback works for an editable install (the repository layout); a wheel install needs the variable.
     """
-    env = os.environ.get(PROMPTS_ENV)
+    return _prompts_dir_for(os.environ.get(PROMPTS_ENV))
+
+
+@lru_cache(maxsize=16)
+def _prompts_dir_for(env: str | None) -> Path:
+    """Located once per value of the variable: a judge call must not search the disk (errors are not
+    cached, so a folder created later is found)."""
     if env:
         path = Path(env)
         if not path.is_dir():
@@ -71,23 +77,31 @@ def prompts_dir() -> Path:
     return path
 
 
-@lru_cache(maxsize=256)
-def _read_template(path: str, mtime_ns: int, size: int) -> str:
-    """Cached by path and file stamp, so an edited template is picked up without a restart."""
-    text = _COMMENT.sub("", Path(path).read_text(encoding="utf-8"))
-    return text.strip()
-
-
-def load_template(name: str) -> str:
-    """The text of ``prompts/<name>`` with ``<!-- -->`` comments removed and outer whitespace stripped."""
-    file = prompts_dir() / name
+@lru_cache(maxsize=512)
+def _template(folder: Path, name: str) -> tuple[str, frozenset[str]]:
+    """A template's text (comments removed, outer whitespace stripped) and its markers, read once per process
+    and folder: a run reads each file once, not once per judge call (``reload_templates`` forgets them)."""
+    file = folder / name
     try:
-        stat = file.stat()
+        raw = file.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FileNotFoundError(
             f"judge prompt template {name!r} missing in {file.parent} (set {PROMPTS_ENV} to override)"
         ) from None
-    return _read_template(str(file), stat.st_mtime_ns, stat.st_size)
+    text = _COMMENT.sub("", raw).strip()
+    return text, frozenset(_MARKER.findall(text))
+
+
+def reload_templates() -> None:
+    """Forget the templates read so far (an edited template is otherwise seen by the next process)."""
+    _template.cache_clear()
+    _prompts_dir_for.cache_clear()
+    _RECORD_PARTS.clear()
+
+
+def load_template(name: str) -> str:
+    """The text of ``prompts/<name>`` with ``<!-- -->`` comments removed and outer whitespace stripped."""
+    return _template(prompts_dir(), name)[0]
 
 
 def fill(name: str, values: dict[str, str]) -> str:
@@ -96,8 +110,7 @@ def fill(name: str, values: dict[str, str]) -> str:
     Every marker must have a value and every value must have a marker: a template edit that drops
     ``{{calls}}`` would otherwise silently hide the calls from the judge.
     """
-    text = load_template(name)
-    found = set(_MARKER.findall(text))
+    text, found = _template(prompts_dir(), name)
     unknown = found - values.keys()
     if unknown:
         raise ValueError(
@@ -246,15 +259,7 @@ def user_parts(request: JudgeRequest, tool_rendering: ToolRendering = "full") ->
             "reference_block.md", {"gt": block(TAG_REFERENCE, _json_lines(_gt_payload(request.gt)))}
         )
         reference += "\n\n"
-    shared = fill(
-        "user_record.md",
-        {
-            "tools": block(
-                TAG_TOOLS, _json_lines([_tool_payload(t, tool_rendering) for t in request.task.tools])
-            ),
-            "query": block(TAG_QUERY, safe_json(request.task.query)),
-        },
-    )
+    shared = _record_part(request, tool_rendering)
     rest = fill(
         "user.md",
         {
@@ -264,6 +269,33 @@ def user_parts(request: JudgeRequest, tool_rendering: ToolRendering = "full") ->
         },
     )
     return shared, rest
+
+
+# (record id, query, rendering, prompts folder) -> (the tool list, the record part). Serialising the tools
+# was the largest share of building a judge prompt, and every judge call on a record shows the same tools:
+# a hit is the same list object, or (a request unpickled in a worker process) an equal one.
+_RECORD_PARTS: dict[tuple[str, str, str, Path], tuple[Any, str]] = {}
+_RECORD_PARTS_MAX = 4096
+
+
+def _record_part(request: JudgeRequest, tool_rendering: ToolRendering) -> str:
+    """The record's tools and query block (``user_record.md``), rendered once per record in a process."""
+    tools = request.task.tools
+    key = (request.task.record_id, request.task.query, tool_rendering, prompts_dir())
+    hit = _RECORD_PARTS.get(key)
+    if hit is not None and (hit[0] is tools or hit[0] == tools):
+        return hit[1]
+    text = fill(
+        "user_record.md",
+        {
+            "tools": block(TAG_TOOLS, _json_lines([_tool_payload(t, tool_rendering) for t in tools])),
+            "query": block(TAG_QUERY, safe_json(request.task.query)),
+        },
+    )
+    if len(_RECORD_PARTS) >= _RECORD_PARTS_MAX:
+        _RECORD_PARTS.clear()
+    _RECORD_PARTS[key] = (tools, text)
+    return text
 
 
 def user_prompt(request: JudgeRequest, tool_rendering: ToolRendering = "full") -> str:

@@ -100,12 +100,13 @@ class CallCache:
         value: dict[str, Any] = json.loads(row[0])
         return value
 
-    def put(self, key: str, model: str, response: dict[str, Any]) -> None:
-        """Store (or overwrite) one successful answer."""
+    def put(self, key: str, model: str, response: dict[str, Any] | str) -> None:
+        """Store (or overwrite) one successful answer: a dict, or its JSON text as the client has it."""
+        text = response if isinstance(response, str) else canonical_json(response)
         self._conn().execute(
             "INSERT OR REPLACE INTO calls(key, model, created, response, hits) VALUES (?, ?, ?, ?, "
             "COALESCE((SELECT hits FROM calls WHERE key = ?), 0))",
-            (key, model, time.time(), canonical_json(response), key),
+            (key, model, time.time(), text, key),
         )
 
     def __len__(self) -> int:

@@ -31,6 +31,7 @@ import os
 import random
 import re
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any, Protocol
 
 from pydantic import Field, ValidationError
@@ -194,6 +195,17 @@ class _Answer:
         return self._body
 
 
+def load_litellm() -> None:
+    """Import litellm now: callers do it before their event loop starts (the import blocks for seconds,
+    so done inside a running loop it would stall every call in flight)."""
+    _litellm()
+
+
+# Models whose price litellm does not know (vLLM, Ollama, local servers): asked once per process, so an
+# answer's cost is not looked up (and the lookup's exception raised) again on every call.
+_NO_PRICE: set[str] = set()
+
+
 def _status_of(exc: BaseException) -> int | None:
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
@@ -309,8 +321,14 @@ def model_prices(settings: ModelSettings) -> tuple[float, float] | None:
     """USD per (prompt, completion) token: the pipeline's price if given, else litellm's; None if unknown."""
     if settings.input_cost_per_token is not None and settings.output_cost_per_token is not None:
         return settings.input_cost_per_token, settings.output_cost_per_token
+    return _litellm_prices(settings.model)
+
+
+@lru_cache(maxsize=256)
+def _litellm_prices(model: str) -> tuple[float, float] | None:
+    """litellm's list price of ``model``, resolved once per model (the cost gate asks on every call)."""
     try:
-        info = _litellm().get_model_info(settings.model)
+        info = _litellm().get_model_info(model)
     except Exception:  # noqa: BLE001 - litellm raises several types for "not in the cost map"
         return None
     prompt, completion = info.get("input_cost_per_token"), info.get("output_cost_per_token")
@@ -323,8 +341,13 @@ def max_completion_tokens(settings: ModelSettings) -> int | None:
     """The most tokens one answer can have: ``max_tokens`` if set, else the model's limit if litellm knows."""
     if settings.max_tokens is not None:
         return settings.max_tokens
+    return _litellm_max_tokens(settings.model)
+
+
+@lru_cache(maxsize=256)
+def _litellm_max_tokens(model: str) -> int | None:
     try:
-        info = _litellm().get_model_info(settings.model)
+        info = _litellm().get_model_info(model)
     except Exception:  # noqa: BLE001
         return None
     value = info.get("max_output_tokens") or info.get("max_tokens")
@@ -542,7 +565,7 @@ class ModelClient:
                 )
             await self.cost_gate.settle(reserved, billed)
         if self.cache is not None:
-            self.cache.put(key, settings.model, json.loads(_scrub(completion.model_dump_json(), secrets)))
+            self.cache.put(key, settings.model, _scrub(completion.model_dump_json(), secrets))
         return completion
 
     def _stop(self, settings: ModelSettings, exc: ModelCallError) -> ModelCallError:
@@ -805,15 +828,18 @@ class ModelClient:
                 settings.output_cost_per_token or 0.0
             )
         else:
-            try:
-                hidden = getattr(response, "_hidden_params", {}) or {}
-                value = hidden.get("response_cost")
-                if value is None:
+            hidden = getattr(response, "_hidden_params", {}) or {}
+            value = hidden.get("response_cost")
+            price_key = settings.model if settings is not None else str(raw.get("model") or "")
+            if value is None and price_key not in _NO_PRICE:
+                try:
                     value = litellm.completion_cost(completion_response=response)
-                cost = float(value or 0.0)
-                known = value is not None
-            except Exception:  # noqa: BLE001 - unknown model price: recorded as unknown, not guessed
-                cost, known = 0.0, False
+                except Exception:  # noqa: BLE001 - unknown model price: recorded as unknown, not guessed
+                    value = None
+                if value is None:
+                    _NO_PRICE.add(price_key)
+            cost = float(value or 0.0)
+            known = value is not None
         cache_read, cache_write = cached_prompt_tokens(usage_raw)
         model = (settings.model if settings is not None else "") or str(raw.get("model") or "")
         return Completion(

@@ -32,6 +32,7 @@ from rich.text import Text
 from agentjudge.models.failures import FailureLog, is_batch_pending, is_model_fatal, reason_of
 from agentjudge.runner.store import RunStore, Status, UnitKey, now
 from agentjudge.runner.work import prefix_order
+from agentjudge.runner.workers import RemoteUnitError
 from agentjudge.types import Usage
 
 
@@ -126,6 +127,8 @@ def make_progress(console: Console) -> Progress:
 
 def error_text(exc: BaseException) -> str:
     """A failure as data for the store; never empty (the exception type is always named)."""
+    if isinstance(exc, RemoteUnitError):  # raised in a worker process: already in this form
+        return exc.text
     message = str(exc).strip()
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 

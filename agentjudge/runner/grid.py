@@ -47,6 +47,7 @@ from agentjudge.runner.work import (
     reference,
     swap_partners,
 )
+from agentjudge.runner.workers import AUTO_MIN_UNITS, WorkerPool, WorkerSpec, effective_workers
 from agentjudge.types import JudgeResult, ModelSettings, Prediction, Score, ScoringMode
 
 
@@ -150,8 +151,13 @@ def run_cli(
         from agentjudge.runner.dryrun import dry_run_report
 
         return dry_run_report(pipe, data, Path(out), console, partners)
+    if any(model_kind(m.model) == "litellm" for m in [*pipe.generators, *pipe.judges]):
+        from agentjudge.models.client import load_litellm
+
+        load_litellm()  # seconds of import, before the event loop rather than inside the first call
+    pool = _fork_workers(pipe, data, no_cache)
     try:
-        return asyncio.run(_run(pipe, data, partners, Path(out), force_new, no_cache, console))
+        return asyncio.run(_run(pipe, data, partners, Path(out), force_new, no_cache, console, pool))
     except KeyboardInterrupt:
         console.print(
             f"interrupted: finished units are saved in {escape(str(Path(out) / 'run.sqlite'))}; "
@@ -159,6 +165,37 @@ def run_cli(
             soft_wrap=True,
         )
         return 130
+    finally:
+        if pool is not None:
+            pool.abandon()  # after an interruption or an early exit: workers see their pipe close
+
+
+def _fork_workers(pipe: Pipeline, data: Dataset, no_cache: bool) -> WorkerPool | None:
+    """Fork the worker processes (pipeline key ``workers``), before the event loop and after litellm's
+    import, when the litellm units of the run call for them; None keeps every unit in this process."""
+    gens, judges = remote_models(pipe)
+    if not gens and not judges:
+        return None
+    predict = predict_units(pipe, data)
+    remote = sum(u.generator in gens for u in predict)
+    if remote < AUTO_MIN_UNITS:  # each prediction has >= 1 unit per judge: the first ones tell
+        first = judge_units(pipe, predict[:AUTO_MIN_UNITS])
+        remote += sum(u.judge in judges for u in first)
+    size = effective_workers(pipe.workers, remote)
+    if size <= 1:
+        return None
+    spec = WorkerSpec(
+        generators=[s for s in pipe.generators if s.display_name in gens],
+        judges=[s for s in pipe.judges if s.display_name in judges],
+        cache=pipe.cache,
+        read_cache=not no_cache,
+        reask=pipe.reask,
+        prompt_family=pipe.prompt_family,
+        tool_rendering=pipe.judge_tool_rendering,
+    )
+    pool = WorkerPool(size, spec)
+    pool.fork()
+    return pool
 
 
 def _preflight(
@@ -259,6 +296,27 @@ def _in_unit(work: Any) -> Any:
     return run
 
 
+def remote_models(pipe: Pipeline) -> tuple[set[str], set[str]]:
+    """(generators, judges) whose units may run in worker processes: litellm models, single-shot
+    generators only, and none when a cost cap needs one cost gate for the run (runner/workers.py). Batch-mode
+    models stay here (their queue is this process's) and so do fleets (one view of endpoint health and one
+    per-endpoint tally)."""
+    if pipe.max_cost_usd is not None:
+        return set(), set()
+    gens = {
+        s.display_name
+        for s in pipe.generators
+        if model_kind(s.model) == "litellm" and s.generation == "single_shot" and _one_process_ok(s)
+    }
+    judges = {s.display_name for s in pipe.judges if model_kind(s.model) == "litellm" and _one_process_ok(s)}
+    return gens, judges
+
+
+def _one_process_ok(settings: ModelSettings) -> bool:
+    """May this model's calls leave the main process? Not in batch mode, not as a fleet."""
+    return not settings.batch and not settings.api_bases
+
+
 class _Grid:
     """State shared by the stages of one invocation (models, caps, budget, tallies, store)."""
 
@@ -271,6 +329,7 @@ class _Grid:
         client: Any,
         gens: dict[str, Any],
         judges: dict[str, Any],
+        pool: WorkerPool | None = None,
     ) -> None:
         self.pipe, self.data, self.partners, self.store, self.client = pipe, data, partners, store, client
         self.gens, self.judges = gens, judges
@@ -284,6 +343,18 @@ class _Grid:
         self.predictions: dict[UnitKey, Prediction] = {}
         self.scores: dict[ScoreKey, dict[ScoringMode, Score]] = {}
         self.batches: Any = None  # runner.batches.BatchBroker when some model has batch: true
+        self.remote_gens, self.remote_judges = remote_models(pipe)
+        self.pool = pool
+
+    async def close_workers(self) -> None:
+        """Let the workers finish and add their call statistics to this process's."""
+        if self.pool is None:
+            return
+        pool, self.pool = self.pool, None
+        for stats in await pool.close():
+            if stats is not None:
+                for name, model_stats in stats.per_model.items():
+                    self.client.stats.model(name).add(model_stats)
 
     async def _stage(self, name: str, units: list[UnitKey], model_of: Any, work: Any, progress: Any) -> None:
         status = self.store.statuses(units[0].stage) if units else {}
@@ -306,9 +377,12 @@ class _Grid:
 
     async def predict(self, key: UnitKey) -> engine.Outcome:
         record, difficulty = self.data.locate(key.record_id)
-        pred: Prediction = await self.gens[key.generator](
-            self.data.task(record, difficulty), key.generator_trial
-        )
+        task = self.data.task(record, difficulty)
+        pred: Prediction
+        if self.pool is not None and key.generator in self.remote_gens:
+            pred = await self.pool.call("predict", key.generator, (task, key.generator_trial))
+        else:
+            pred = await self.gens[key.generator](task, key.generator_trial)
         result = pred.model_dump(mode="json")
         if pred.error is not None or pred.calls is None:
             return engine.Outcome("failed", result, pred.error or "prediction has no calls", pred.usage)
@@ -324,7 +398,11 @@ class _Grid:
         request = judge_request(
             key, self.data, self.predictions[pkey], self.variants, self.partners, ref, outcome_ref
         )
-        res: JudgeResult = await model(request)
+        res: JudgeResult
+        if self.pool is not None and key.judge in self.remote_judges:
+            res = await self.pool.call("judge", key.judge, (request,))
+        else:
+            res = await model(request)
         result = res.model_dump(mode="json")
         if res.error is not None:
             return engine.Outcome("failed", result, res.error, res.usage)
@@ -334,6 +412,8 @@ class _Grid:
     async def run(self, console: Console) -> tuple[list[UnitKey], list[UnitKey]]:
         """predict -> score -> judge; returns the planned units of both stages."""
         self.log.console = console
+        if self.pool is not None:
+            await self.pool.start()
         wanted = predict_units(self.pipe, self.data)
         with engine.make_progress(console) as progress:
             await self._stage("predict", wanted, lambda u: u.generator, self.predict, progress)
@@ -353,6 +433,7 @@ class _Grid:
             )
             jwanted = judge_units(self.pipe, sorted(self.predictions))
             await self._stage("judge", jwanted, lambda u: u.judge, self.judge, progress)
+        await self.close_workers()
         return wanted, jwanted
 
     def export(self, rundir: Path, wanted: list[UnitKey], jwanted: list[UnitKey]) -> tuple[int, int]:
@@ -415,6 +496,7 @@ async def _run(
     force_new: bool,
     no_cache: bool,
     console: Console,
+    pool: WorkerPool | None = None,
 ) -> int:
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
@@ -435,7 +517,7 @@ async def _run(
         return 2
     broker = None
     try:
-        grid = _Grid(pipe, data, partners, store, client, gens, judges)
+        grid = _Grid(pipe, data, partners, store, client, gens, judges, pool)
         grid.batches = client.batch = broker = _batch_broker(pipe, rundir, console)
         wanted, jwanted = await grid.run(console)
         failed, missing = grid.export(rundir, wanted, jwanted)

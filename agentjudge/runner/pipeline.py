@@ -37,7 +37,7 @@ ScoringChoice = Literal["paper", "strict", "both"]
 # pipeline does not force a fresh run folder.
 _COSMETIC_PIPELINE_FIELDS = (
     "name", "description", "concurrency", "max_cost_usd", "cache", "batch_poll_s", "batch_poll_max_s",
-    "batch_max_requests", "batch_max_bytes",
+    "batch_max_requests", "batch_max_bytes", "workers",
 )  # fmt: skip
 _COSMETIC_MODEL_FIELDS = (
     "api_base", "api_key_env", "timeout_s", "max_retries", "concurrency", "input_cost_per_token",
@@ -104,6 +104,8 @@ class Pipeline(Strict):
     # requests / bytes per batch file, below the provider's own limits (None: the provider's limit)
     batch_max_requests: int | None = Field(default=None, gt=0)
     batch_max_bytes: int | None = Field(default=None, gt=0)
+    # processes making litellm calls (runner/workers.py); None: the cores (at most 8) for >= 200 calls
+    workers: int | None = Field(default=None, gt=0, le=64)
 
     @field_validator("generators", "judges", mode="before")
     @classmethod

@@ -1,0 +1,307 @@
+"""Model calls in worker processes (pipeline key ``workers``): both cores for litellm, one store writer.
+
+Why processes: a judge call costs a few milliseconds of CPU in litellm and httpx (request building,
+response parsing, pydantic), so one event loop on one core caps a run at a few hundred calls per second
+however high the concurrency. ``workers: N`` forks N processes before the parent's event loop starts (after
+litellm is imported, so a worker costs no second import: that import is worth about a thousand calls of
+CPU), each running its own event loop and ``ModelClient``; the parent keeps everything else.
+
+What stays where:
+* The parent schedules: the engine's per-model worker tasks and the global semaphore are held in the
+  parent for the whole time a unit is out in a worker process, so per-model ``concurrency`` and the
+  pipeline's ``concurrency`` hold across processes exactly as in one process (a parent-side token scheme:
+  no splitting of limits, so no rounding and no idle share when one worker is busier than another).
+* The parent is the one writer of ``run.sqlite``: a worker answers with the unit's result and the parent
+  commits it, as for an in-process unit. A killed parent leaves nothing half-written; a unit whose answer
+  had not been committed is run again by the next invocation, and its call is answered from the call cache
+  (each worker writes it, as the in-process client does), so it is not paid twice.
+* Only litellm models go to workers (``kind == "litellm"``; interactive generators stay in process, they
+  are bound to the records' environments). Simulated generators, baselines, simulated judges and plugins
+  run in the parent: they cost microseconds per unit, so a round trip to another process costs more than
+  it saves.
+* ``--max-cost`` needs one cost gate for the whole run, so a run with a cost cap keeps its calls in process.
+
+Wire format: length-prefixed pickles over two pipes per worker (parent and workers are the same program,
+so pickle is trusted here). Workers ignore SIGINT (Ctrl-C reaches the whole process group; the parent
+decides: an interrupted parent stops them with SIGTERM and reaps them) and exit when their request pipe
+closes, which is what a SIGKILLed parent leaves them. The fork happens before any event loop exists; a
+worker runs only its own loop and then ``os._exit``, so threads of the forking process (a test's in-process
+server) are never used in it. POSIX only (``os.fork``), like the rest of the runner's process handling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import pickle
+import signal
+import struct
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentjudge.types import ModelSettings, PromptFamily
+
+_HEADER = struct.Struct("!I")
+MAX_DEFAULT_WORKERS = 8
+AUTO_MIN_UNITS = 200  # with `workers` unset, fewer model-call units than this run in the parent
+
+
+def default_workers() -> int:
+    """The number of cores, capped at ``MAX_DEFAULT_WORKERS``."""
+    return max(1, min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS))
+
+
+def effective_workers(configured: int | None, remote_units: int) -> int:
+    """How many worker processes a run with ``remote_units`` litellm units uses (1: all in process).
+
+    An explicit ``workers: N`` is obeyed; unset, workers are forked only for at least ``AUTO_MIN_UNITS``
+    units: a small run gains nothing from a second core, and one process is the simpler thing to debug."""
+    if remote_units == 0:
+        return 1
+    if configured is not None:
+        return configured
+    return default_workers() if remote_units >= AUTO_MIN_UNITS else 1
+
+
+@dataclass
+class WorkerSpec:
+    """What a worker needs to build the run's remote models exactly as the parent does."""
+
+    generators: list[ModelSettings]
+    judges: list[ModelSettings]
+    cache: Path | None  # the pipeline's `cache` (None: the default cache file, as in the parent)
+    read_cache: bool
+    reask: int
+    prompt_family: PromptFamily
+    tool_rendering: str
+
+
+class RemoteUnitError(Exception):
+    """A unit that raised in a worker: ``text`` is what ``engine.error_text`` made of it there."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def _frame(obj: Any) -> bytes:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HEADER.pack(len(data)) + data
+
+
+async def _read_frame(reader: asyncio.StreamReader) -> Any:
+    header = await reader.readexactly(_HEADER.size)
+    (size,) = _HEADER.unpack(header)
+    return pickle.loads(await reader.readexactly(size))  # noqa: S301 - our own forked process
+
+
+async def _pipe_streams(read_fd: int, write_fd: int) -> tuple[asyncio.StreamReader, asyncio.WriteTransport]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=2**26)
+    protocol = asyncio.StreamReaderProtocol(reader)
+    await loop.connect_read_pipe(lambda: protocol, os.fdopen(read_fd, "rb", buffering=0))
+    transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(write_fd, "wb", buffering=0))
+    return reader, transport
+
+
+@dataclass
+class _Worker:
+    pid: int
+    request_fd: int  # the parent writes requests here
+    answer_fd: int  # and reads answers here
+    writer: asyncio.WriteTransport | None = None
+    pending: dict[int, asyncio.Future[Any]] = field(default_factory=dict)
+    reader_task: asyncio.Task[None] | None = None
+    final: asyncio.Future[Any] | None = None
+    dead: str | None = None
+    reaped: bool = False
+    fds_closed: bool = False
+
+
+class WorkerPool:
+    """N forked worker processes; ``call`` sends one unit to the least busy one and awaits its result.
+
+    ``fork()`` before the event loop starts, ``await start()`` inside it, ``await close()`` at the end
+    (``abandon()`` when interrupted)."""
+
+    def __init__(self, size: int, spec: WorkerSpec) -> None:
+        self.size = size
+        self.spec = spec
+        self._workers: list[_Worker] = []
+        self._next_id = 0
+        self.started = False
+
+    def fork(self) -> None:
+        for _ in range(self.size):
+            request_r, request_w = os.pipe()
+            answer_r, answer_w = os.pipe()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:  # the worker: never returns into the caller's code
+                code = 1
+                try:
+                    os.close(request_w)
+                    os.close(answer_r)
+                    for earlier in self._workers:  # their pipes are the parent's, not this worker's
+                        os.close(earlier.request_fd)
+                        os.close(earlier.answer_fd)
+                    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+                    asyncio.run(_serve(self.spec, request_r, answer_w))
+                    code = 0
+                except BaseException:  # noqa: BLE001 - reported, then the worker ends
+                    traceback.print_exc()
+                finally:
+                    os._exit(code)
+            os.close(request_r)
+            os.close(answer_w)
+            self._workers.append(_Worker(pid, request_w, answer_r))
+
+    async def start(self) -> None:
+        """Connect the pipes to the running loop and start reading answers (once)."""
+        if self.started:
+            return
+        self.started = True
+        for worker in self._workers:
+            reader, worker.writer = await _pipe_streams(worker.answer_fd, worker.request_fd)
+            worker.final = asyncio.get_running_loop().create_future()
+            worker.reader_task = asyncio.create_task(self._read(worker, reader))
+
+    async def _read(self, worker: _Worker, reader: asyncio.StreamReader) -> None:
+        assert worker.final is not None
+        try:
+            while True:
+                message = await _read_frame(reader)
+                if message[0] == "stats":
+                    worker.final.set_result(message[1])
+                    return
+                call_id, ok, payload = message
+                future = worker.pending.pop(call_id, None)
+                if future is None or future.done():
+                    continue
+                if ok:
+                    future.set_result(payload)
+                else:
+                    future.set_exception(RemoteUnitError(payload))
+        except (asyncio.IncompleteReadError, ConnectionError, EOFError) as exc:
+            worker.dead = f"worker process {worker.pid} exited ({type(exc).__name__})"
+        except Exception as exc:  # noqa: BLE001 - an unreadable frame: this worker is no longer usable
+            worker.dead = f"worker process {worker.pid}: unreadable answer ({type(exc).__name__})"
+            with contextlib.suppress(OSError):
+                os.kill(worker.pid, signal.SIGKILL)
+        finally:
+            if worker.dead is None and not worker.final.done():
+                worker.dead = f"worker process {worker.pid} stopped"
+            for future in worker.pending.values():
+                if not future.done():
+                    future.set_exception(RemoteUnitError(f"WorkerError: {worker.dead or 'worker stopped'}"))
+            worker.pending.clear()
+            if not worker.final.done():
+                worker.final.set_result(None)
+
+    async def call(self, role: str, name: str, payload: Any) -> Any:
+        """Run ``models[role][name](*payload)`` in a worker; its exception comes back as RemoteUnitError.
+        ``start`` must have finished."""
+        alive = [w for w in self._workers if w.dead is None and w.writer is not None]
+        if not alive:
+            raise RemoteUnitError(f"WorkerError: every worker process has exited ({self._workers[0].dead})")
+        worker = min(alive, key=lambda w: len(w.pending))
+        self._next_id += 1
+        call_id = self._next_id
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        worker.pending[call_id] = future
+        assert worker.writer is not None
+        worker.writer.write(_frame((call_id, role, name, payload)))
+        try:
+            return await future
+        finally:
+            worker.pending.pop(call_id, None)
+
+    async def close(self) -> list[Any]:
+        """Ask every worker to finish and return its client statistics (None for a worker that died)."""
+        await self.start()
+        for worker in self._workers:
+            if worker.dead is None and worker.writer is not None:
+                worker.writer.write(_frame(None))
+        stats = []
+        for worker in self._workers:
+            assert worker.final is not None
+            stats.append(await worker.final)
+        self.abandon()
+        return stats
+
+    def abandon(self) -> None:
+        """End the workers and reap them. After ``close`` they have already finished; after an interruption
+        they are stopped mid-call, which loses nothing: the parent commits units, and a call a worker had
+        finished is already in the call cache."""
+        for worker in self._workers:
+            if not worker.reaped:
+                with contextlib.suppress(OSError):
+                    os.kill(worker.pid, signal.SIGTERM)
+        for worker in self._workers:
+            if not worker.reaped:
+                worker.reaped = True
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(worker.pid, 0)
+            if worker.writer is None and not worker.fds_closed:  # never handed to an event loop
+                worker.fds_closed = True
+                for fd in (worker.request_fd, worker.answer_fd):
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+
+
+# --------------------------------------------------------------------------------------- worker side
+def _build(spec: WorkerSpec, client: Any) -> dict[str, dict[str, Any]]:
+    from agentjudge.models.registry import make_generator, make_judge
+
+    judges: dict[str, Any] = {}
+    for settings in spec.judges:
+        judge = make_judge(settings, client)
+        if spec.reask and hasattr(judge, "reask"):
+            judge.reask = spec.reask
+        if hasattr(judge, "prompt_family"):
+            judge.prompt_family = spec.prompt_family
+        if hasattr(judge, "tool_rendering"):
+            judge.tool_rendering = spec.tool_rendering
+        judges[settings.display_name] = judge
+    gens = {s.display_name: make_generator(s, client) for s in spec.generators}
+    return {"judge": judges, "predict": gens}
+
+
+async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int) -> None:
+    from agentjudge.models.cache import CallCache
+    from agentjudge.models.client import ModelClient
+    from agentjudge.runner.engine import error_text
+
+    reader, writer = await _pipe_streams(request_fd, answer_fd)
+    client = ModelClient(cache=CallCache(spec.cache), read_cache=spec.read_cache)
+    models = _build(spec, client)
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def handle(call_id: int, role: str, name: str, payload: Any) -> None:
+        try:
+            result = await models[role][name](*payload)
+            writer.write(_frame((call_id, True, result)))
+        except Exception as exc:  # noqa: BLE001 - the parent records it as the unit's failure
+            writer.write(_frame((call_id, False, error_text(exc))))
+
+    try:
+        while True:
+            message = await _read_frame(reader)
+            if message is None:
+                break
+            task = asyncio.create_task(handle(*message))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+    except asyncio.IncompleteReadError:  # the parent went away: nobody will read an answer
+        return
+    if tasks:
+        await asyncio.gather(*tasks)
+    writer.write(_frame(("stats", client.stats)))
+    while writer.get_write_buffer_size():  # asyncio.run must not close the loop on unsent answers
+        await asyncio.sleep(0.005)
+    writer.close()

@@ -1,0 +1,325 @@
+"""Is the runner the bottleneck? `agentjudge run` against raw litellm on the same calls (issue 15).
+
+For each latency L and concurrency C an OpenAI-compatible loopback server (tests/fakeserver.py, in its own
+process) answers every request after L seconds with one fixed judge verdict. The same judge calls then go
+through three clients, one after the other, each in a fresh process:
+
+* ``runner w=N``: ``agentjudge run`` of a pipeline whose only non-simulated model is one judge pointed at
+  the server (five simulated generators; judge ``concurrency`` and the pipeline's ``concurrency`` both C;
+  ``workers: N`` when ``--workers`` lists it, else the pipeline default);
+* ``raw async``: the request bodies the runner sent (logged by the server), replayed with
+  ``litellm.acompletion`` under an ``asyncio.Semaphore(C)``;
+* ``threads``: the same bodies through a ``ThreadPoolExecutor(C)`` of ``litellm.completion`` (as tau-bench
+  does).
+
+Figures: calls/s over the judge calls (the runner's from its run folder: first judge unit started to last
+finished; raw/threads: first call sent to last answer), that rate as % of the ceiling C/L, the ratios runner
+÷ raw async and runner ÷ threads, and CPU ms per call (raw/threads: the whole process's CPU, litellm's
+import included; the runner: its whole CPU, worker processes included, minus that of the same run without
+the judge, which imports no litellm; divided by the calls). Ratios are measured in one run on one machine:
+read them, not the absolute figures, when other jobs share the cores. The issue's goals are printed beside
+the figures with PASS/MISS; this is a benchmark, nothing here is asserted.
+
+    python bench/bench_runner.py --quick           # C in {32, 128}, L = 200 ms, 600 calls
+    python bench/bench_runner.py                   # C in {8, 32, 128} x L in {50, 200} ms, 1,800 calls
+    python bench/bench_runner.py --workers 1,2     # runner rows for workers: 1 and workers: 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+FAKESERVER = ROOT / "tests" / "fakeserver.py"
+DATASET = ROOT / "data" / "mini" / "records.jsonl"
+KEY_ENV = "AGENTJUDGE_BENCH_KEY"
+ANSWER = json.dumps(
+    {m: {"verdict": 1.0, "justification": "bench"} for m in ("tool", "param", "seq", "cov")}
+    | {"overall": "bench"}
+)
+GENERATORS = ["sim/weak", "sim/mid", "sim/strong", "sim/frontier", "sim/perfect"]
+CALLS_PER_RECORD = 3 * len(GENERATORS) * 2  # difficulties x generators x conditions
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _pipeline(folder: Path, limit: int, base_url: str | None, c: int, workers: int | None) -> Path:
+    import yaml
+
+    judges = []
+    if base_url is not None:
+        judges.append(
+            {
+                "model": "openai/bench-judge",
+                "api_base": base_url,
+                "api_key_env": KEY_ENV,
+                "concurrency": c,
+                "timeout_s": 60,
+                "max_retries": 0,
+            }
+        )
+    data: dict[str, Any] = {
+        "name": "bench-runner",
+        "dataset": str(DATASET),
+        "limit": limit,
+        "difficulties": ["easy", "medium", "hard"],
+        "generators": GENERATORS,
+        "judges": judges,
+        "conditions": ["with_gt", "without_gt"],
+        "concurrency": c,
+        "cache": str(folder / "cache.sqlite"),
+    }
+    if workers is not None:
+        data["workers"] = workers
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _run_runner(pipeline: Path, rundir: Path) -> tuple[float, float, int]:
+    """(judge-stage seconds, process CPU seconds incl. children, judge units done)."""
+    env = dict(os.environ, AGENTJUDGE_CACHE=str(rundir.parent / "default-cache.sqlite"))
+    env[KEY_ENV] = "sk-bench"
+    cpu0 = _children_cpu()
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentjudge", "run", str(pipeline), "--out", str(rundir)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    cpu = _children_cpu() - cpu0
+    if proc.returncode != 0:
+        raise SystemExit(
+            f"agentjudge run failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+        )
+    with sqlite3.connect(rundir / "run.sqlite") as db:
+        first, last, done = db.execute(
+            "SELECT MIN(first_started_at), MAX(finished_at), SUM(status = 'done') FROM units "
+            "WHERE stage='judge'"
+        ).fetchone()
+    if first is None:
+        return 0.0, cpu, 0
+    seconds = (datetime.fromisoformat(last) - datetime.fromisoformat(first)).total_seconds()
+    return seconds, cpu, int(done or 0)
+
+
+def _call_kwargs(body: dict[str, Any], base_url: str) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {
+        "model": "openai/" + str(body["model"]),
+        "messages": body["messages"],
+        "api_base": base_url,
+        "api_key": "sk-bench",
+        "timeout": 60,
+        "num_retries": 0,
+        "max_retries": 0,
+    }
+    for name in ("temperature", "max_tokens", "response_format", "tools"):
+        if body.get(name) is not None:
+            kwargs[name] = body[name]
+    return kwargs
+
+
+def contender(kind: str, bodies_path: str, base_url: str, c: int) -> None:
+    """Child process: replay the bodies with raw async or threads; print JSON figures."""
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    import litellm
+
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    bodies = [json.loads(line) for line in Path(bodies_path).read_text().splitlines()]
+    calls = [_call_kwargs(b, base_url) for b in bodies]
+    failures = 0
+    t0 = time.perf_counter()
+    if kind == "raw":
+
+        async def main() -> int:
+            sem = asyncio.Semaphore(c)
+
+            async def one(kwargs: dict[str, Any]) -> bool:
+                async with sem:
+                    try:
+                        await litellm.acompletion(**kwargs)
+                        return True
+                    except Exception:  # noqa: BLE001 - counted, printed
+                        return False
+
+            results = await asyncio.gather(*(one(k) for k in calls))
+            return results.count(False)
+
+        failures = asyncio.run(main())
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one_sync(kwargs: dict[str, Any]) -> bool:
+            try:
+                litellm.completion(**kwargs)
+                return True
+            except Exception:  # noqa: BLE001
+                return False
+
+        with ThreadPoolExecutor(max_workers=c) as pool:
+            failures = list(pool.map(one_sync, calls)).count(False)
+    wall = time.perf_counter() - t0
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # the whole process, litellm's import included
+    cpu = usage.ru_utime + usage.ru_stime
+    print(json.dumps({"calls": len(calls), "failures": failures, "seconds": wall, "cpu": cpu}))
+
+
+def _run_contender(kind: str, bodies: Path, base_url: str, c: int) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, __file__, "--contender", kind, str(bodies), base_url, str(c)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{kind} failed:\n{proc.stderr[-3000:]}")
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+class Server:
+    """tests/fakeserver.py in its own process, answering after ``latency`` s and logging request bodies."""
+
+    def __init__(self, latency: float, log: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(FAKESERVER), "--latency", str(latency), "--text", ANSWER, "--log", str(log)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        self.base_url = self.proc.stdout.readline().strip()
+
+    def close(self) -> str:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        tail = self.proc.stdout.read().strip()
+        self.proc.wait(timeout=30)
+        return tail
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="C in {32, 128}, L = 200 ms, 600 calls")
+    parser.add_argument("--records", type=int, default=None, help="base scenarios (30 calls each)")
+    parser.add_argument("--workers", default=None, help="comma list of `workers:` values for runner rows")
+    parser.add_argument("--concurrency", default=None, help="comma list of C (overrides the preset)")
+    parser.add_argument("--latency-ms", default=None, help="comma list of L in ms (overrides the preset)")
+    args = parser.parse_args()
+    records = args.records or (20 if args.quick else 60)
+    cs = (
+        [int(x) for x in args.concurrency.split(",")]
+        if args.concurrency
+        else ([32, 128] if args.quick else [8, 32, 128])
+    )
+    ls = (
+        [int(x) / 1000 for x in args.latency_ms.split(",")]
+        if args.latency_ms
+        else ([0.2] if args.quick else [0.05, 0.2])
+    )
+    workers: list[int | None] = [int(x) for x in args.workers.split(",")] if args.workers else [None]
+    n = records * CALLS_PER_RECORD
+    print(f"bench_runner: {n} judge calls per client; cores {os.cpu_count()}; load {os.getloadavg()}")
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
+        root = Path(tmp)
+        # the runner's fixed cost (imports, simulated predictions, scoring, export) without the judge
+        base_pipe = _pipeline(root / "nojudge", records, None, 8, workers[0])
+        _, fixed_cpu, _ = _run_runner(base_pipe, root / "nojudge" / "run")
+        print(f"runner without the judge: {fixed_cpu:.2f} s CPU (subtracted from the runner's CPU below)")
+        for latency in ls:
+            for c in cs:
+                log = root / f"requests-{c}-{latency}.jsonl"
+                server = Server(latency, log)
+                try:
+                    row: dict[str, Any] = {"C": c, "L": latency, "limit": c / latency}
+                    for w in workers:
+                        name = "runner" if w is None else f"runner w={w}"
+                        folder = root / f"run-{c}-{latency}-{w}"
+                        pipe = _pipeline(folder, records, server.base_url, c, w)
+                        seconds, cpu, done = _run_runner(pipe, folder / "run")
+                        row[name] = {
+                            "rate": done / seconds if seconds else 0.0,
+                            "cpu_ms": 1000 * (cpu - fixed_cpu) / max(done, 1),
+                            "done": done,
+                        }
+                    bodies = root / f"bodies-{c}-{latency}.jsonl"
+                    bodies.write_text("".join(log.read_text().splitlines(keepends=True)[:n]))
+                    for kind in ("raw", "threads"):
+                        out = _run_contender(kind, bodies, server.base_url, c)
+                        row[kind] = {
+                            "rate": out["calls"] / out["seconds"],
+                            "cpu_ms": 1000 * out["cpu"] / out["calls"],
+                            "done": out["calls"] - out["failures"],
+                        }
+                finally:
+                    row["server"] = server.close()
+                rows.append(row)
+                _print_row(row)
+    _print_goals(rows)
+    # Place for the offline paper-shaped grid timing (issue 15 part B, bench/bench_grid.py): the lead glues
+    # its wall / peak memory / no-op re-run figures and goals in here.
+    print(f"load after: {os.getloadavg()}")
+
+
+def _print_row(row: dict[str, Any]) -> None:
+    ceiling = f"ceiling {row['limit']:.0f} calls/s"
+    print(f"\nC={row['C']}, L={row['L'] * 1000:.0f} ms ({ceiling}); server {row['server']}")
+    print(f"  {'client':<14} {'calls/s':>8} {'% of C/L':>9} {'CPU ms/call':>12} {'ok':>6}")
+    for name, fig in row.items():
+        if isinstance(fig, dict):
+            pct = 100 * fig["rate"] / row["limit"]
+            print(f"  {name:<14} {fig['rate']:>8.1f} {pct:>8.1f}% {fig['cpu_ms']:>12.2f} {fig['done']:>6}")
+    for name in [k for k in row if k.startswith("runner")]:
+        r = row[name]["rate"]
+        print(
+            f"  {name} ÷ raw async {r / row['raw']['rate']:.2f}, ÷ threads {r / row['threads']['rate']:.2f}; "
+            f"CPU/call − raw: {row[name]['cpu_ms'] - row['raw']['cpu_ms']:+.2f} ms"
+        )
+
+
+def _print_goals(rows: list[dict[str, Any]]) -> None:
+    """The issue's goals next to this run's figures (never asserted)."""
+    print("\nGoals (issue 15), this run:")
+    for name in sorted({k for row in rows for k in row if k.startswith("runner")}):
+        for row in rows:
+            ratio = row[name]["rate"] / row["raw"]["rate"]
+            goal = 1.5 if row["C"] == 128 else 1.0
+            verdict = "PASS" if ratio >= goal else "MISS"
+            where = f"C={row['C']}, L={row['L'] * 1000:.0f} ms"
+            print(f"  {name}: runner ÷ raw async ≥ {goal} at {where}: {ratio:.2f} {verdict}")
+            cpu_gap = row[name]["cpu_ms"] - row["raw"]["cpu_ms"]
+            verdict = "PASS" if cpu_gap <= 0.5 else "MISS"
+            print(f"  {name}: CPU/call within 0.5 ms of raw at {where}: {cpu_gap:+.2f} ms {verdict}")
+            if row["C"] == 32 and abs(row["L"] - 0.2) < 1e-9:
+                pct = 100 * row[name]["rate"] / row["limit"]
+                verdict = "PASS" if pct >= 85 else "MISS"
+                print(f"  {name}: ≥ 85 % of C/L at C=32, L=200 ms: {pct:.1f} % {verdict}")
+    print("  (≥ 1.5 at C=128 is the goal 'with both cores': read it for the workers ≥ 2 rows)")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--contender":
+        contender(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    else:
+        main()

@@ -1,0 +1,224 @@
+"""``workers: N``: litellm calls in worker processes give the same results as one process, keep the
+per-model and pipeline concurrency limits across processes, and a SIGKILLed run resumes without losing a
+finished unit or sending its call again."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from fakeserver import prompt_text
+from test_runner import write_pipeline
+
+from agentjudge.runner import workers
+from agentjudge.runner.grid import run_cli
+from agentjudge.runner.workers import WorkerPool, effective_workers
+
+
+def _digest(request: dict[str, Any]) -> str:
+    return hashlib.sha256(prompt_text(request).encode()).hexdigest()[:16]
+
+
+def _responder(request: dict[str, Any]) -> str:
+    """A verdict that depends on the prompt (so a mixed-up answer shows), naming the prompt's digest."""
+    digest = _digest(request)
+    value = (0.0, 0.5, 1.0)[int(digest, 16) % 3]
+    return json.dumps(
+        {m: {"verdict": value, "justification": digest} for m in ("tool", "param", "seq", "cov")}
+        | {"overall": digest}
+    )
+
+
+def _judge(fake_llm: Any, name: str, concurrency: int) -> dict[str, Any]:
+    settings = fake_llm.settings(model=f"openai/{name}", name=name, concurrency=concurrency)
+    return dict(settings.model_dump(exclude_defaults=True))
+
+
+def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
+    keys = [c for c in frame.columns if c not in ("rationale",)]
+    return frame.sort_values(keys).reset_index(drop=True)
+
+
+def test_effective_workers_rules() -> None:
+    assert effective_workers(4, 0) == 1  # nothing to call: no processes
+    assert effective_workers(3, 5) == 3  # explicit: obeyed
+    assert effective_workers(None, workers.AUTO_MIN_UNITS - 1) == 1  # small run: in process
+    assert effective_workers(None, workers.AUTO_MIN_UNITS) == workers.default_workers()
+    assert 1 <= workers.default_workers() <= workers.MAX_DEFAULT_WORKERS
+
+
+class _InFlight:
+    """A responder that holds each answer ``delay`` s and counts requests in flight per model."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.lock = threading.Lock()
+        self.now: Counter[str] = Counter()
+        self.most: Counter[str] = Counter()
+
+    def __call__(self, request: dict[str, Any]) -> str:
+        model = str(request["model"])
+        with self.lock:
+            self.now[model] += 1
+            self.most[model] = max(self.most[model], self.now[model])
+        time.sleep(self.delay)
+        with self.lock:
+            self.now[model] -= 1
+        return _responder(request)
+
+
+def test_two_workers_equal_one_and_keep_the_limits(
+    tmp_path: Path, fake_llm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote_calls = []
+    original_call = WorkerPool.call
+
+    async def counting_call(self: WorkerPool, role: str, name: str, payload: Any) -> Any:
+        remote_calls.append(name)
+        return await original_call(self, role, name, payload)
+
+    monkeypatch.setattr(WorkerPool, "call", counting_call)
+    judges = [_judge(fake_llm, "judge-a", 3), _judge(fake_llm, "judge-b", 2), "baseline/rule"]
+    units_per_judge = 2 * 8 * 2  # generators x predictions (4 records x 2 difficulties) x conditions
+    runs = {}
+    for n in (1, 2):
+        folder = tmp_path / f"w{n}"
+        folder.mkdir()
+        pipeline = write_pipeline(
+            folder,
+            generators=["sim/mid", "sim/weak"],
+            judges=judges,
+            conditions=["with_gt", "without_gt"],
+            concurrency=4,  # below the two judges' 3 + 2
+            workers=n,
+        )
+        fake_llm.requests.clear()
+        fake_llm.max_in_flight = 0
+        in_flight = _InFlight(0.03)  # calls overlap, so the limits are exercised
+        fake_llm.set_responder(in_flight)
+        assert run_cli(pipeline, folder / "run") == 0
+        assert len(fake_llm.requests) == 2 * units_per_judge
+        # the limits hold across processes: the pipeline's 4 in all, each judge's own concurrency
+        assert 2 <= fake_llm.max_in_flight <= 4
+        assert in_flight.most["judge-a"] <= 3 and in_flight.most["judge-b"] <= 2
+        runs[n] = folder / "run"
+        meta = json.loads((folder / "run" / "meta.json").read_text())
+        per_model = {r["model"]: r for r in meta["last_invocation"]["per_model"]}
+        assert per_model["judge-a"]["calls"] == units_per_judge  # the workers' statistics came back
+    assert len(remote_calls) == 2 * units_per_judge  # workers: 2 sent every judge call to a worker
+    for name in ("predictions", "scores", "judgments"):
+        pd.testing.assert_frame_equal(
+            _sorted(pd.read_parquet(runs[1] / f"{name}.parquet")),
+            _sorted(pd.read_parquet(runs[2] / f"{name}.parquet")),
+        )
+
+
+def _done_units(store: Path) -> dict[str, str]:
+    """digest of the prompt -> status, for the judge units committed so far."""
+    try:
+        with sqlite3.connect(store, timeout=5) as db:
+            rows = db.execute("SELECT result FROM units WHERE stage='judge' AND status='done'").fetchall()
+    except sqlite3.Error:
+        return {}
+    return {json.loads(r[0])["rationales"]["tool"]: "done" for r in rows}
+
+
+def test_sigkill_with_two_workers_then_resume_loses_nothing_and_repays_nothing(
+    tmp_path: Path, fake_llm: Any
+) -> None:
+    fake_llm.set_responder(_responder)
+    fake_llm.latency = 0.1
+    judge = _judge(fake_llm, "judge-a", 2)
+    units = 4 * 3 * 2  # records x difficulties x conditions (one generator)
+    pipeline = write_pipeline(
+        tmp_path,
+        difficulties=["easy", "medium", "hard"],
+        generators=["sim/weak"],
+        judges=[judge],
+        conditions=["with_gt", "without_gt"],
+        workers=2,
+    )
+    ref = tmp_path / "ref"
+    (ref / "p").mkdir(parents=True)
+    ref_pipeline = write_pipeline(
+        ref / "p",
+        difficulties=["easy", "medium", "hard"],
+        generators=["sim/weak"],
+        judges=[judge],
+        conditions=["with_gt", "without_gt"],
+        workers=1,
+    )
+    assert run_cli(ref_pipeline, ref / "run") == 0
+    fake_llm.requests.clear()
+
+    rundir = tmp_path / "run"
+    command = [sys.executable, "-m", "agentjudge", "run", str(pipeline), "--out", str(rundir)]
+    proc = subprocess.Popen(command, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 90
+    while len(_done_units(rundir / "run.sqlite")) < 6:
+        assert proc.poll() is None, f"run ended before it could be killed: {proc.stderr.read()!r}"  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, "the run made no progress"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    finished = _done_units(rundir / "run.sqlite")
+    assert 6 <= len(finished) < units, "kill came too late to test resuming"
+    time.sleep(0.5)  # the orphaned workers see their input close and exit
+    before_resume = len(fake_llm.requests)
+
+    assert run_cli(pipeline, rundir) == 0
+    resumed = [_digest(r) for r in fake_llm.requests[before_resume:]]
+    assert not set(resumed) & set(finished)  # no finished unit was sent again
+    sent = [_digest(r) for r in fake_llm.requests]
+    assert len(set(sent)) == units  # every unit was called
+    assert len(sent) - units <= 2  # only calls in flight at the kill (concurrency 2) may repeat
+    for name in ("predictions", "scores", "judgments"):
+        pd.testing.assert_frame_equal(
+            _sorted(pd.read_parquet(ref / "run" / f"{name}.parquet")),
+            _sorted(pd.read_parquet(rundir / f"{name}.parquet")),
+        )
+
+
+@pytest.mark.slow  # one more subprocess run; the SIGKILL test above covers resuming in the fast suite
+def test_ctrl_c_with_two_workers_stops_them_and_resumes(tmp_path: Path, fake_llm: Any) -> None:
+    fake_llm.set_responder(_responder)
+    fake_llm.latency = 0.1
+    units = 4 * 3 * 2
+    pipeline = write_pipeline(
+        tmp_path,
+        difficulties=["easy", "medium", "hard"],
+        generators=["sim/weak"],
+        judges=[_judge(fake_llm, "judge-a", 2)],
+        conditions=["with_gt", "without_gt"],
+        workers=2,
+    )
+    rundir = tmp_path / "run"
+    command = [sys.executable, "-m", "agentjudge", "run", str(pipeline), "--out", str(rundir)]
+    proc = subprocess.Popen(command, env=dict(os.environ), stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+    while len(_done_units(rundir / "run.sqlite")) < 4:
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out
+    assert "re-run the same command to resume" in out
+    finished = _done_units(rundir / "run.sqlite")
+    before_resume = len(fake_llm.requests)
+    assert run_cli(pipeline, rundir) == 0
+    resumed = {_digest(r) for r in fake_llm.requests[before_resume:]}
+    assert not resumed & set(finished)  # finished units were not sent again
+    assert len({_digest(r) for r in fake_llm.requests}) == units
+    assert len(pd.read_parquet(rundir / "judgments.parquet").query("judge == 'judge-a'")) == units * 4 * 2
