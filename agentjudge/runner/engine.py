@@ -32,7 +32,6 @@ from rich.text import Text
 from agentjudge.models.failures import FailureLog, is_batch_pending, is_model_fatal, reason_of
 from agentjudge.runner.store import RunStore, Status, UnitKey, now
 from agentjudge.runner.work import prefix_order
-from agentjudge.runner.workers import RemoteUnitError
 from agentjudge.types import Usage
 
 
@@ -123,6 +122,15 @@ def make_progress(console: Console) -> Progress:
         disable=not console.is_terminal,
         transient=False,
     )
+
+
+class RemoteUnitError(Exception):
+    """A unit that raised in a worker process (``runner.workers``): ``text`` is what ``error_text`` made
+    of it there. Defined here, beside ``error_text``, so that the engine needs nothing from the workers."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
 
 
 def error_text(exc: BaseException) -> str:

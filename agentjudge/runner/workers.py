@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentjudge.runner.engine import RemoteUnitError
 from agentjudge.types import ModelSettings, PromptFamily
 
 _HEADER = struct.Struct("!I")
@@ -78,14 +79,6 @@ class WorkerSpec:
     reask: int
     prompt_family: PromptFamily
     tool_rendering: str
-
-
-class RemoteUnitError(Exception):
-    """A unit that raised in a worker: ``text`` is what ``engine.error_text`` made of it there."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
 
 
 def _frame(obj: Any) -> bytes:
@@ -256,7 +249,7 @@ class WorkerPool:
 
 # --------------------------------------------------------------------------------------- worker side
 def _build(spec: WorkerSpec, client: Any) -> dict[str, dict[str, Any]]:
-    from agentjudge.models.registry import make_generator, make_judge
+    from agentjudge.registry import make_generator, make_judge
 
     judges: dict[str, Any] = {}
     for settings in spec.judges:
