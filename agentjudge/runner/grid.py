@@ -295,7 +295,7 @@ class _Grid:
         pred: Prediction = await self.gens[key.generator](
             self.data.task(record, difficulty), key.generator_trial
         )
-        result = pred.model_dump(mode="json")
+        result = pred.model_dump(mode="json", exclude_defaults=True)  # compact; see store.py
         if pred.error is not None or pred.calls is None:
             return engine.Outcome("failed", result, pred.error or "prediction has no calls", pred.usage)
         return engine.Outcome("done", result, None, pred.usage)
@@ -311,7 +311,7 @@ class _Grid:
             key, self.data, self.predictions[pkey], self.variants, self.partners, ref, outcome_ref
         )
         res: JudgeResult = await model(request)
-        result = res.model_dump(mode="json")
+        result = res.model_dump(mode="json", exclude_defaults=True)  # compact; see store.py
         if res.error is not None:
             return engine.Outcome("failed", result, res.error, res.usage)
         note = res.rationales.get("_parse_problems") if not res.parse_ok else None
