@@ -385,3 +385,51 @@ def test_sigkill_with_group_commits_repeats_only_the_open_group(tmp_path: Path) 
             units,
             1,
         )
+
+
+def test_rerun_of_a_finished_grid_only_checks_and_exits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import agentjudge.runner.grid as grid
+
+    pipeline = write_pipeline(tmp_path, judges=["baseline/rule"], difficulties=["easy"])
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir) == 0
+    names = ("run.sqlite", "meta.json", "predictions.parquet", "scores.parquet", "judgments.parquet")
+    stamps = {n: (rundir / n).stat().st_mtime_ns for n in names}
+    capsys.readouterr()
+
+    def no_reading(*_: Any, **__: Any) -> Any:
+        raise AssertionError("a finished grid's dataset was read again")
+
+    monkeypatch.setattr(grid, "load_dataset", no_reading)
+    assert run_cli(pipeline, rundir) == 0
+    assert "nothing to do" in capsys.readouterr().out
+    assert {n: (rundir / n).stat().st_mtime_ns for n in names} == stamps  # nothing rewritten
+    monkeypatch.undo()
+
+    (rundir / "judgments.parquet").unlink()  # a missing output is rebuilt by the full path
+    assert run_cli(pipeline, rundir) == 0
+    assert "nothing to do" not in capsys.readouterr().out
+    assert (rundir / "judgments.parquet").is_file()
+    with sqlite3.connect(rundir / "run.sqlite") as db:  # a unit changed since the export: not finished
+        db.execute(
+            "UPDATE units SET status = 'failed', error = 'x' WHERE rowid = (SELECT MAX(rowid) FROM units)"
+        )
+        db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'store_version'")
+    assert run_cli(pipeline, rundir) == 0
+    assert "nothing to do" not in capsys.readouterr().out
+
+
+def test_a_run_with_failures_is_not_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    flag = tmp_path / "fail"
+    flag.write_text("1")
+    monkeypatch.setenv("AGENTJUDGE_TEST_FAIL_FLAG", str(flag))
+    pipeline = write_pipeline(
+        tmp_path, judges=["test_resume:make_flaky_judge"], difficulties=["easy"], conditions=["with_gt"]
+    )
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir) == 1
+    assert run_cli(pipeline, rundir) == 1  # retried (and failed again), not skipped as finished
+    flag.unlink()
+    assert run_cli(pipeline, rundir) == 0

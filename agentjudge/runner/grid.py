@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -132,6 +133,13 @@ def run_cli(
         if max_cost is not None:
             pipe = pipe.model_copy(update={"max_cost_usd": max_cost})
         problems = _preflight(pipe, Path(pipeline), judges, generators, Path(out), probe)
+        if not problems and not dry_run and not force_new and _finished(pipe, Path(out), skip_invalid):
+            console.print(
+                f"nothing to do: every unit of this configuration is done and the files in "
+                f"{escape(str(out))} are current (--force-new starts over)",
+                soft_wrap=True,
+            )
+            return 0
         if not problems:
             data = load_dataset(pipe, skip_invalid)
             partners = swap_partners(data.records) if "swapped_gt" in pipe.conditions else {}
@@ -158,6 +166,51 @@ def run_cli(
             soft_wrap=True,
         )
         return 130
+
+
+_OUTPUT_FILES = ("meta.json", "predictions.parquet", "scores.parquet", "judgments.parquet")
+
+
+def _export_stamp(version: int, skip_invalid: bool) -> str:
+    """What the run folder's files were built from: the store's version (it grows with every committed
+    group), the code, and whether records failing Gate 1 were left out (``--skip-invalid``): a re-run
+    without that flag must refuse them again rather than call the run finished."""
+    return json.dumps(
+        {
+            "store_version": version,
+            "skip_invalid": skip_invalid,
+            "git_commit": git_commit(),
+            "version": __version__,
+        },
+        sort_keys=True,
+    )
+
+
+def _finished(pipe: Pipeline, rundir: Path, skip_invalid: bool) -> bool:
+    """A re-run with nothing to do: the store holds this configuration (the hash covers the dataset's
+    content), its last export saw every planned unit done, nothing was written to the store since, and the
+    exported files are there. Costs a hash of the dataset file and two queries, not a reading of the grid."""
+    from agentjudge.runner.store import open_readonly
+
+    db = open_readonly(rundir / "run.sqlite")
+    if db is None:
+        return False
+    try:
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.Error:
+        return False
+    finally:
+        db.close()
+    complete = meta.get("exported_complete")
+    if complete is None or not all((rundir / name).is_file() for name in _OUTPUT_FILES):
+        return False
+    version = int(meta.get("store_version", "0"))
+    if complete not in (
+        _export_stamp(version, False),
+        _export_stamp(version, True) if skip_invalid else None,
+    ):
+        return False
+    return meta.get("config_hash") == config_hash(pipe)
 
 
 def _preflight(
@@ -423,6 +476,9 @@ async def _run(
         grid = _Grid(pipe, data, partners, store, client, gens, judges)
         wanted, jwanted = await grid.run(console)
         failed, missing = grid.export(rundir, wanted, jwanted)
+        complete = not (failed or missing or grid.budget.skipped or grid.log.not_run)
+        stamp = _export_stamp(store.version, data.skipped_invalid > 0) if complete else ""
+        store.set_meta({"exported_complete": stamp})  # read by _finished on the next invocation
         console.print(summary_table(pipe, grid.tallies, client.stats))
         return _closing(grid, rundir, failed, missing, console)
     except FS_ERRORS as exc:
