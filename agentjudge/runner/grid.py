@@ -24,7 +24,7 @@ from rich.markup import escape
 from agentjudge import __version__
 from agentjudge.fserrors import FS_ERRORS, describe
 from agentjudge.runner import engine
-from agentjudge.runner.export import export_run
+from agentjudge.runner.export import export_run, write_json
 from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import (
     Pipeline,
@@ -35,7 +35,14 @@ from agentjudge.runner.pipeline import (
     override_models,
 )
 from agentjudge.runner.store import RunStore, UnitKey, archive_run, config_diff
-from agentjudge.runner.summary import summary_rows, summary_table
+from agentjudge.runner.summary import (
+    add_totals,
+    failed_unit_rows,
+    failed_units_text,
+    run_summary,
+    summary_rows,
+    summary_table,
+)
 from agentjudge.runner.work import (
     Dataset,
     GridError,
@@ -477,10 +484,11 @@ async def _run(
         wanted, jwanted = await grid.run(console)
         failed, missing = grid.export(rundir, wanted, jwanted)
         complete = not (failed or missing or grid.budget.skipped or grid.log.not_run)
+        console.print(summary_table(pipe, grid.tallies, client.stats))
+        failed_rows = _write_run_summary(grid, rundir)
         stamp = _export_stamp(store.version, data.skipped_invalid > 0) if complete else ""
         store.set_meta({"exported_complete": stamp})  # read by _finished on the next invocation
-        console.print(summary_table(pipe, grid.tallies, client.stats))
-        return _closing(grid, rundir, failed, missing, console)
+        return _closing(grid, rundir, failed, missing, console, failed_rows)
     except FS_ERRORS as exc:
         console.print(f"[red]error:[/red] {escape(describe(exc, rundir))}", highlight=False, soft_wrap=True)
         return 2
@@ -488,11 +496,28 @@ async def _run(
         store.close()
 
 
-def _closing(grid: _Grid, rundir: Path, failed: int, missing: int, console: Console) -> int:
-    """The end of a run: failures by model and reason, stopped models, the cost cap, what to do next."""
+def _write_run_summary(grid: _Grid, rundir: Path) -> list[dict[str, Any]]:
+    """RUNDIR/run_summary.json (``summary.run_summary``); requests and retries summed over invocations
+    are kept in the store's meta. Returns the failed units."""
+    rows = summary_rows(grid.pipe, grid.tallies, grid.client.stats)
+    earlier = json.loads(grid.store.meta().get("requests_by_model", "{}"))
+    totals = add_totals(earlier, rows)
+    grid.store.set_meta({"requests_by_model": json.dumps(totals, sort_keys=True)})
+    failed = failed_unit_rows(grid.store.failed_units())
+    write_json(rundir / "run_summary.json", run_summary(rows, totals, failed))
+    return failed
+
+
+def _closing(
+    grid: _Grid, rundir: Path, failed: int, missing: int, console: Console, failed_rows: list[dict[str, Any]]
+) -> int:
+    """The end of a run: failures by model and reason, the failed units with their attempts, stopped
+    models, the cost cap, what to do next."""
     log, budget, gate = grid.log, grid.budget, grid.client.cost_gate
     if log.failures:
         console.print(escape(log.failures.report()), highlight=False, soft_wrap=True)
+    for line in failed_units_text(failed_rows, str(rundir / "run_summary.json")):
+        console.print(escape(line), highlight=False, soft_wrap=True)
     for model, n in sorted(log.not_run.items()):
         console.print(
             f"{escape(model)}: stopped after {escape(log.stopped[model][:200])}; {n} unit(s) not run. "
