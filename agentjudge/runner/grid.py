@@ -334,6 +334,7 @@ class _Grid:
     async def _stage(self, name: str, units: list[UnitKey], model_of: Any, work: Any, progress: Any) -> None:
         status = self.store.statuses(units[0].stage) if units else {}
         pending = [u for u in units if status.get(u) != "done"]
+        del status  # ~10^6 keys on a paper grid: not kept while the stage runs
         if self.log.console is not None and not self.log.console.is_terminal:  # no progress bar: say it
             self.log.console.print(f"{name}: {len(pending)} unit(s) to run of {len(units)}")
         await engine.run_units(

@@ -85,7 +85,7 @@ def temperature_value(key: str) -> float | None:
     return None if key in ("default", "") else float(key)
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)  # slots: a paper grid holds ~10^6 of them
 class UnitKey:
     """Full coordinates of one unit. Predict units leave the judge coordinates empty."""
 
