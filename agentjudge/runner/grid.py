@@ -66,11 +66,9 @@ def load_dataset(pipeline: Pipeline, skip_invalid: bool = False) -> Dataset:
     from agentjudge.dataset.validate import gate1_failures, gate1_message
 
     try:
-        records = read_records(pipeline.dataset)
+        records = read_records(pipeline.dataset, limit=pipeline.limit)  # the rest is not parsed
     except LayoutError as exc:
         raise GridError(str(exc)) from None
-    if pipeline.limit is not None:
-        records = records[: pipeline.limit]
     if not records:
         raise GridError(f"{pipeline.dataset}: no records")
     failing = gate1_failures(records)
