@@ -287,8 +287,8 @@ def load_context(
     kept = (
         set(jd["base_id"].cat.categories[np.unique(jd["base_id"].cat.codes)]) if source is not None else None
     )
-    data = add_alignment_columns(jd)
-    del jd  # add_alignment_columns copied it
+    data = add_alignment_columns(jd, inplace=True)  # no second copy of the frame
+    del jd
     meta_path = rundir / "meta.json"
     try:
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
