@@ -56,15 +56,18 @@ def pipeline_text(dataset: Path, judges: list[str], limit: int | None) -> str:
 
 
 def measure(
-    args: list[str], src: str | None, env_extra: dict[str, str]
+    args: list[str], src: str | None, env_extra: dict[str, str], cwd: Path
 ) -> tuple[int, float, float, int, str]:
-    """(exit code, wall s, cpu s, peak RSS bytes, output tail) of one fresh process."""
+    """(exit code, wall s, cpu s, peak RSS bytes, output tail) of one fresh process. It runs in ``cwd``
+    (the work folder): ``python -m`` puts its working folder first on sys.path, so run from a checkout it
+    would import that checkout instead of ``src``."""
     env = dict(os.environ, **env_extra)
     if src:
-        env["PYTHONPATH"] = os.pathsep.join([src, env.get("PYTHONPATH", "")])
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(src).resolve()), env.get("PYTHONPATH", "")])
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentjudge", *args],
+        cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -115,27 +118,25 @@ def main() -> int:
             f"{args.data}: not found; make it with: agentjudge generate --size full --seed 0 --out data/full"
         )
         return 2
-    work = args.work or Path(tempfile.mkdtemp(prefix="bench-grid-"))
+    work = (args.work or Path(tempfile.mkdtemp(prefix="bench-grid-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
     env = {"AGENTJUDGE_CACHE": str(work / "calls.sqlite")}
-    print(
-        f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}; src: {args.src or 'this checkout'}"
-    )
+    print(f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}; src: {args.src or 'installed'}")
     rows: list[tuple[str, str, str]] = []
 
     if not args.skip_grid:
         pipe = work / "grid.yaml"
         pipe.write_text(pipeline_text(args.data, JUDGES, None))
         rundir = work / "grid"
-        code, wall, cpu, rss, out = measure(["run", str(pipe), "--out", str(rundir)], args.src, env)
+        code, wall, cpu, rss, out = measure(["run", str(pipe), "--out", str(rundir)], args.src, env, work)
         print(f"[grid run] exit {code}\n{out}")
         rows.append(("grid run wall", f"{wall:.1f} s (cpu {cpu:.1f} s)", f"<= 60 s  {verdict(wall <= 60)}"))
         rows.append(("grid run peak RSS", f"{rss / GIB:.2f} GiB", f"<= 2 GiB  {verdict(rss <= 2 * GIB)}"))
-        code, wall, cpu, rss, out = measure(["run", str(pipe), "--out", str(rundir)], args.src, env)
+        code, wall, cpu, rss, out = measure(["run", str(pipe), "--out", str(rundir)], args.src, env, work)
         print(f"[no-op re-run] exit {code}\n{out}")
         rows.append(("no-op re-run", f"{wall:.1f} s (cpu {cpu:.1f} s)", f"<= 5 s  {verdict(wall <= 5)}"))
         code, wall, cpu, rss, out = measure(
-            ["report", str(rundir), "--resamples", str(args.resamples)], args.src, env
+            ["report", str(rundir), "--resamples", str(args.resamples)], args.src, env, work
         )
         print(f"[report] exit {code}\n{out}")
         rows.append(
@@ -145,10 +146,10 @@ def main() -> int:
     small = work / "small.yaml"
     small.write_text(pipeline_text(args.data, ["baseline/rule"], 60))
     smalldir = work / "small"
-    code, wall, cpu, rss, out = measure(["run", str(small), "--out", str(smalldir)], args.src, env)
+    code, wall, cpu, rss, out = measure(["run", str(small), "--out", str(smalldir)], args.src, env, work)
     print(f"[1,800-unit run] exit {code}, {wall:.1f} s")
     fail_units(smalldir / "run.sqlite", 12)
-    code, wall, cpu, rss, out = measure(["run", str(small), "--out", str(smalldir)], args.src, env)
+    code, wall, cpu, rss, out = measure(["run", str(small), "--out", str(smalldir)], args.src, env, work)
     print(f"[retry 12 failed] exit {code}\n{out}")
     rows.append(
         ("retry 12 failed of 1,800", f"{wall:.1f} s (cpu {cpu:.1f} s)", f"<= 2 s  {verdict(wall <= 2)}")
