@@ -398,17 +398,21 @@ class _Grid:
             )
             jwanted = judge_units(self.pipe, sorted(self.predictions))
             await self._stage("judge", jwanted, lambda u: u.judge, self.judge, progress)
+        self.predictions = {}  # the judge stage's input; the export reads predictions from the store
         return wanted, jwanted
 
     def export(self, rundir: Path, wanted: list[UnitKey], jwanted: list[UnitKey]) -> tuple[int, int]:
         """Write the run folder's files from the store; returns (failed units, units not run)."""
         wanted_set, jwanted_set = set(wanted), set(jwanted)
         predict_rows = {r.key: r for r in self.store.iter_units("predict") if r.key in wanted_set}
-        jstatus = {k: v for k, v in self.store.statuses("judge").items() if k in jwanted_set}
-        counts = {
+        counts: dict[str, Counter[str]] = {
             "predict": Counter(r.status for r in predict_rows.values()),
-            "judge": Counter(jstatus.values()),
+            "judge": Counter(),
         }
+        for key, status in self.store.iter_statuses("judge"):  # streamed: no map of every judge unit
+            if key in jwanted_set:
+                counts["judge"][status] += 1
+        judge_stored = sum(counts["judge"].values())
         meta_store = self.store.meta()
         meta: dict[str, Any] = {
             "pipeline": self.pipe.model_dump(mode="json"),
@@ -448,7 +452,7 @@ class _Grid:
             meta,
         )
         failed = counts["predict"]["failed"] + counts["judge"]["failed"]
-        missing = len(wanted) - len(predict_rows) + len(jwanted) - len(jstatus)
+        missing = len(wanted) - len(predict_rows) + len(jwanted) - judge_stored
         return failed, missing
 
 

@@ -149,9 +149,13 @@ class RunStore:
     # --- units ------------------------------------------------------------------------------------
     def statuses(self, stage: Stage) -> dict[UnitKey, Status]:
         """Coordinates and status only: enough to decide what is pending without loading results."""
+        return dict(self.iter_statuses(stage))
+
+    def iter_statuses(self, stage: Stage) -> Iterator[tuple[UnitKey, Status]]:
+        """``statuses`` streamed (counting a paper grid's ~10^6 units without holding them)."""
         cols = ", ".join(_KEY_COLUMNS)
-        rows = self._db.execute(f"SELECT {cols}, status FROM units WHERE stage = ?", (stage,))
-        return {UnitKey(*row[:-1]): row[-1] for row in rows}
+        for row in self._db.execute(f"SELECT {cols}, status FROM units WHERE stage = ?", (stage,)):
+            yield UnitKey(*row[:-1]), row[-1]
 
     def iter_units(self, stage: Stage) -> Iterator[UnitRow]:
         """All units of a stage in coordinate order (SQLite's binary text order equals Python's str order),
