@@ -134,7 +134,7 @@ async def test_transport_error_is_recorded(fake_llm: FakeLLM) -> None:
     result = await judge(fake_llm, max_retries=1)(request())
     assert not result.parse_ok
     assert result.verdicts == {"tool": None, "param": None, "seq": None, "cov": None}
-    assert result.error is not None and result.error.startswith("server_error: ")
+    assert result.error is not None and result.error.startswith("server_error after 2 attempt(s): ")
     assert TEST_KEY not in result.error
     assert len(fake_llm.requests) == 2  # one retry by the client, then the failure is reported
 
@@ -143,7 +143,7 @@ async def test_error_during_reask_keeps_first_answer(fake_llm: FakeLLM) -> None:
     fake_llm.queue("no idea")
     fake_llm.queue(body=json.dumps({"error": {"message": "bad"}}), status=400)
     result = await judge(fake_llm, reask=1)(request())
-    assert result.error is not None and result.error.startswith("bad_request: ")
+    assert result.error is not None and result.error.startswith("bad_request after 1 attempt(s): ")
     assert result.raw_output == "no idea" and all(v is None for v in result.verdicts.values())
 
 

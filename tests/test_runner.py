@@ -290,10 +290,14 @@ def test_rerun_of_finished_grid_does_nothing_and_exports_identically(tmp_path: P
     pipeline = write_pipeline(tmp_path, judges=["baseline/rule"])
     rundir = tmp_path / "run"
     assert run_cli(pipeline, rundir) == 0
-    first = read(rundir, "judgments")
+    first, meta = read(rundir, "judgments"), (rundir / "meta.json").read_text()
+    assert run_cli(pipeline, rundir) == 0  # only checks and exits (issue 15): nothing run, nothing written
+    assert (rundir / "meta.json").read_text() == meta  # last_invocation: the last one that did work
+    pd.testing.assert_frame_equal(first, read(rundir, "judgments"))
+    (rundir / "scores.parquet").unlink()  # the full path: nothing left to run, the files rebuilt
     assert run_cli(pipeline, rundir) == 0
-    meta = json.loads((rundir / "meta.json").read_text())
-    assert all(row["done"] == 0 for row in meta["last_invocation"]["per_model"])
+    meta_after = json.loads((rundir / "meta.json").read_text())
+    assert all(row["done"] == 0 for row in meta_after["last_invocation"]["per_model"])
     pd.testing.assert_frame_equal(first, read(rundir, "judgments"))
 
 
@@ -597,3 +601,47 @@ def test_llm_generator_failures_are_retried_on_the_next_run(tmp_path: Path, fake
         {"name": "get_customer", "arguments": {"customer_id": "C-101"}}
     ]
     assert len(read(rundir, "judgments")) == 8 * 4 * 2
+
+
+def test_run_folder_says_requests_retries_and_attempts_per_failed_unit(
+    tmp_path: Path, fake_llm: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through the loopback server: one judge unit's calls fail with 500 until its retries are spent, one
+    gets a 429 then an answer; the rest answer. run_summary.json and the end-of-run text say so."""
+    verdict = json.dumps({m: {"score": 1.0, "rationale": "ok"} for m in ("tool", "param", "seq", "cov")})
+    fake_llm.set_responder(lambda req: verdict)
+    judge = fake_llm.settings(name="judge", max_retries=2, concurrency=1).model_dump(exclude_defaults=True)
+    pipeline = write_pipeline(
+        tmp_path, generators=["sim/perfect"], judges=[judge], conditions=["with_gt"], difficulties=["easy"]
+    )
+    fake_llm.fail_next(status=500, times=3)  # the first unit: 1 request + 2 retries, all 500
+    fake_llm.fail_next(status=429, times=1, retry_after=0)  # the second: one 429, then answered
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir) == 1
+    units = 4  # records x easy x with_gt
+    summary = json.loads((rundir / "run_summary.json").read_text())
+    mine = summary["per_model"]["judge"]["this_invocation"]
+    assert mine["requests"] == 3 + 2 + (units - 2) == len(fake_llm.requests)
+    assert mine["retries_by_kind"] == {"server_error": 2, "rate_limit": 1}
+    assert mine["failed"] == 1 and summary["per_model"]["judge"]["failed_units"] == 1
+    [failed] = summary["failed_units"]
+    assert (failed["model"], failed["reason"], failed["attempts"], failed["runs"]) == (
+        "judge",
+        "server",
+        3,
+        1,
+    )
+    out = capsys.readouterr().out
+    table = out.split("This run, per model")[1]  # the retries column (a cell may wrap)
+    assert "rate_limit 1," in table and "server_error 2" in table
+    assert "judge: " in out and "server, attempts 3, runs 1" in out
+
+    fake_llm.fail_next(status=500, times=1)  # the re-run retries the failed unit: one 500, then answered
+    assert run_cli(pipeline, rundir) == 0
+    summary = json.loads((rundir / "run_summary.json").read_text())
+    assert summary["failed_units"] == []
+    assert summary["per_model"]["judge"]["this_invocation"]["requests"] == 2
+    assert summary["per_model"]["judge"]["all_invocations"] == {
+        "requests": 3 + 2 + (units - 2) + 2,
+        "retries_by_kind": {"rate_limit": 1, "server_error": 3},
+    }

@@ -546,8 +546,9 @@ def _keep_source_spelling(record: Record, raw: dict[str, Any]) -> Record:
     return record.model_copy(update={"source_layout": kept or None})
 
 
-def read_records(path: Path | str) -> list[Record]:
-    """Every record of a JSONL file in the published layout; blank lines are ignored; ids must be unique."""
+def read_records(path: Path | str, limit: int | None = None) -> list[Record]:
+    """Every record of a JSONL file in the published layout; blank lines are ignored; ids must be unique.
+    ``limit``: only the first N records are parsed (a pipeline's ``limit``; lines after them are not read)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -556,6 +557,8 @@ def read_records(path: Path | str) -> list[Record]:
     records: list[Record] = []
     seen: dict[str, int] = {}
     for lineno, line in enumerate(text.splitlines(), start=1):
+        if limit is not None and len(records) >= limit:
+            break
         if not line.strip():
             continue
         record = parse_line(line, path, lineno)

@@ -112,11 +112,30 @@ def gate1_failures(records: list[Record]) -> dict[str, list[str]]:
     """Records that fail Gate 1, as ``{id: ["gate1:code detail", ...]}``: ``run`` and ``infer`` refuse
     them (a record whose tool schema is invalid cannot be graded), or skip them with ``--skip-invalid``."""
     out: dict[str, list[str]] = {}
-    for record, report in zip(records, check_records(records), strict=True):
-        bad = [f"gate1:{f.code} {f.detail}" for f in report.findings if f.gate == "gate1"]
+    for record, findings in zip(records, _map(_check_gate1, records), strict=True):
+        bad = [f"gate1:{f.code} {f.detail}" for f in findings if f.gate == "gate1"]
         if bad:
             out[record.id] = bad
     return out
+
+
+def _check_gate1(record: Record) -> list[GateFinding]:
+    """Gate 1 only; a crash inside it is a finding (``gate_error``), as in ``check_record``."""
+    from agentjudge.dataset.gates import gate1_findings
+
+    try:
+        return gate1_findings(record)
+    except Exception as exc:  # noqa: BLE001 - counted as a failure, never swallowed
+        return [GateFinding(gate="gate1", code="gate_error", detail=f"{type(exc).__name__}: {exc}")]
+
+
+def _map(fn: Any, records: list[Record], processes: int | None = None) -> list[Any]:
+    """``fn`` over the records, on both cores above ``PARALLEL_ABOVE`` records."""
+    procs = processes if processes is not None else min(2, mp.cpu_count())
+    if len(records) <= PARALLEL_ABOVE or procs <= 1:
+        return [fn(r) for r in records]
+    with mp.get_context("fork").Pool(procs) as pool:
+        return list(pool.imap(fn, records, chunksize=32))
 
 
 def gate1_message(path: Path | str, failing: dict[str, list[str]], total: int) -> str:

@@ -171,7 +171,7 @@ class LLMJudge:
                     | {"_structured_output": str(int(bool(schema)))},
                     parse_ok=False,
                     raw_output=self._joined(texts),
-                    error=f"{exc.kind}: {exc.message}",
+                    error=str(exc),  # "<kind> after N attempt(s): <message>": the requests this unit sent
                     usage=usage,
                 )
             usage = usage.plus(completion.usage, first=attempt == 0)

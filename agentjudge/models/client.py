@@ -98,6 +98,7 @@ class ModelStats:
     requests: int = 0  # HTTP attempts actually sent
     failures: int = 0
     retries: int = 0
+    retries_by_kind: dict[str, int] = field(default_factory=dict)  # rate_limit, server_error, timeout, ...
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0  # of prompt_tokens, served from the provider's prefix cache
@@ -111,7 +112,11 @@ class ModelStats:
 
     def add(self, other: ModelStats) -> None:
         for name in self.__dataclass_fields__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+            if name == "retries_by_kind":
+                for kind, n in other.retries_by_kind.items():
+                    self.retries_by_kind[kind] = self.retries_by_kind.get(kind, 0) + n
+            else:
+                setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
 @dataclass
@@ -720,6 +725,7 @@ class ModelClient:
                     stats.failures += 1
                     raise ModelCallError(kind, attempts, message) from None
                 stats.retries += 1
+                stats.retries_by_kind[kind] = stats.retries_by_kind.get(kind, 0) + 1
                 delay = _retry_after(exc)
                 if delay is None:
                     delay = self.backoff_base_s * 2 ** (attempts - 1)

@@ -40,8 +40,12 @@ _KIND_TO_REASON = {
     "parse": "parse",
     "cost_cap": "cost_cap",
 }
-# "call_failed[kind]: ..." (single shot) or "call_failed[kind] at turn N: ..." (interactive), or "kind: ..."
-_KIND_RE = re.compile(r"^\s*(?:call_failed\[(?P<bracket>\w+)\][^:]*|(?P<plain>\w+)):")
+# "call_failed[kind]: ..." (single shot) or "call_failed[kind] at turn N: ..." (interactive), or "kind: ...",
+# each optionally with the model client's "kind after N attempt(s): ..."
+_KIND_RE = re.compile(
+    r"^\s*(?:call_failed\[(?P<bracket>\w+)\][^:]*|(?P<plain>\w+)(?: after \d+ attempt\(s\))?):"
+)
+_ATTEMPTS_RE = re.compile(r"\b(?P<kind>\w+) after (?P<n>\d+) attempt\(s\):")
 
 
 def reason_of(error: str | None) -> str:
@@ -57,6 +61,13 @@ def is_batch_pending(error: str | None) -> bool:
     """The unit's call was queued for a provider batch (not a failure: the unit runs again on its answer)."""
     match = _KIND_RE.match(error or "")
     return match is not None and (match["bracket"] or match["plain"]) == "batch_pending"
+
+
+def attempts_of(error: str | None) -> int | None:
+    """Requests the model client sent for a failed call ("<kind> after N attempt(s): ..."; 0 = not sent),
+    or None when the failure did not come from the model client (a parse failure, a plug-in)."""
+    match = _ATTEMPTS_RE.search(error or "")
+    return int(match["n"]) if match else None
 
 
 def is_model_fatal(error: str | None) -> bool:

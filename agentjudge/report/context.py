@@ -70,6 +70,24 @@ def same(series: pd.Series, value: Any) -> np.ndarray:
     return (series == value).to_numpy()
 
 
+# judgments.parquet's text columns with few distinct values: read straight into categoricals
+_CATEGORY_COLUMNS = (
+    "judge",
+    "generator",
+    "condition",
+    "prompt_format",
+    "default_mode",
+    "scoring_mode",
+    "metric",
+    "difficulty",
+    "topology",
+    "domain",
+    "base_id",
+    "record_id",
+    "source",
+)
+
+
 def read_parquet(path: Path, required: tuple[str, ...]) -> pd.DataFrame:
     if not path.exists():
         raise RunFolderError(f"{path}: file not found (is this a run folder written by `agentjudge run`?)")
@@ -80,6 +98,35 @@ def read_parquet(path: Path, required: tuple[str, ...]) -> pd.DataFrame:
     missing = [c for c in required if c not in df.columns]
     if missing:
         raise RunFolderError(f"{path}: missing column(s) {missing}")
+    return df
+
+
+def read_judgments(path: Path) -> pd.DataFrame:
+    """judgments.parquet without its free text: ``rationale`` is not read and ``judge_error`` becomes the
+    boolean ``has_error``; text coordinates arrive as categoricals (dictionary-decoded by Arrow, never
+    as millions of Python strings). A paper-shaped grid's 5.5 M rows peaked at 3.4 GB the plain way."""
+    import pyarrow.parquet as pq
+
+    required = tuple(c for c in JUDGMENT_COLUMNS if c != "source")
+    if not path.exists():
+        raise RunFolderError(f"{path}: file not found (is this a run folder written by `agentjudge run`?)")
+    try:
+        names = pq.read_schema(path).names
+        missing = [c for c in required if c not in names]
+        if missing:
+            raise RunFolderError(f"{path}: missing column(s) {missing}")
+        columns = [c for c in names if c not in ("rationale", "judge_error")]
+        table = pq.read_table(
+            path, columns=columns, read_dictionary=[c for c in _CATEGORY_COLUMNS if c in names]
+        )
+        has_error = pq.read_table(path, columns=["judge_error"]).column(0).is_valid()
+    except RunFolderError:
+        raise
+    except Exception as exc:  # pyarrow raises several unrelated types
+        raise RunFolderError(f"{path}: unreadable parquet ({exc})") from exc
+    df = table.to_pandas()
+    del table
+    df["has_error"] = has_error.to_numpy(zero_copy_only=False)
     return df
 
 
@@ -211,6 +258,8 @@ def as_str_category(series: pd.Series, order: tuple[str, ...] | None = None) -> 
         cats = series.cat.categories
     if order is not None and set(cats) <= set(order):
         series = series.cat.reorder_categories([c for c in order if c in set(cats)])
+    elif list(cats) != sorted(cats):  # Arrow's dictionaries come in order of appearance
+        series = series.cat.reorder_categories(sorted(cats))
     return series
 
 
@@ -219,32 +268,15 @@ def load_context(
 ) -> Context:
     """Read and validate a run folder (judgments required; scores, predictions, meta optional).
     ``source`` keeps only the records of one source ("synthetic" / "imported")."""
-    jd = read_parquet(rundir / "judgments.parquet", tuple(c for c in JUDGMENT_COLUMNS if c != "source"))
+    jd = read_judgments(rundir / "judgments.parquet")
     if "source" not in jd.columns:  # run folders written before imported records existed
         jd["source"] = "synthetic"
     if source is not None:
-        jd = jd[jd["source"].astype(str) == source].reset_index(drop=True)
+        jd = jd[(jd["source"] == source).to_numpy()].reset_index(drop=True)
     if jd.empty:
         raise RunFolderError(f"{rundir / 'judgments.parquet'}: no rows")
-    for col in (
-        "judge",
-        "generator",
-        "condition",
-        "prompt_format",
-        "default_mode",
-        "scoring_mode",
-        "metric",
-        "difficulty",
-        "topology",
-        "domain",
-        "base_id",
-        "record_id",
-        "source",
-    ):
+    for col in _CATEGORY_COLUMNS:
         jd[col] = as_str_category(jd[col], CANONICAL_ORDER.get(col))
-    # free text is not analysed; keep only whether a transport error happened (saves memory and copies)
-    jd["has_error"] = jd["judge_error"].notna().to_numpy()
-    jd = jd.drop(columns=["rationale", "judge_error"])
     for col in ("verdict", "reference", "temperature"):
         try:
             jd[col] = pd.to_numeric(jd[col], errors="raise").astype(float)
@@ -257,7 +289,11 @@ def load_context(
         raise RunFolderError(f"{rundir / 'judgments.parquet'}: row {row}: column reference is null")
     if not jd["condition"].isin(list(MAIN_CONDITIONS)).any():
         raise RunFolderError(f"{rundir / 'judgments.parquet'}: no with_gt or without_gt rows to report on")
-    data = add_alignment_columns(jd)
+    kept = (
+        set(jd["base_id"].cat.categories[np.unique(jd["base_id"].cat.codes)]) if source is not None else None
+    )
+    data = add_alignment_columns(jd, inplace=True)  # no second copy of the frame
+    del jd
     meta_path = rundir / "meta.json"
     try:
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
@@ -270,8 +306,7 @@ def load_context(
     )
     preds_path = rundir / "predictions.parquet"
     predictions = pd.read_parquet(preds_path) if preds_path.exists() else None
-    if source is not None:
-        kept = set(jd["base_id"].astype(str))
+    if kept is not None:
         if scores is not None:
             scores = scores[scores["base_id"].astype(str).isin(kept)].reset_index(drop=True)
         if predictions is not None:

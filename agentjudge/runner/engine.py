@@ -1,4 +1,4 @@
-"""Asynchronous execution of one stage's units: bounded, fair across models, committed unit by unit.
+"""Asynchronous execution of one stage's units: bounded, fair across models, committed in groups.
 
 Why per-model worker pools instead of one task per unit: a global semaphore alone lets a slow or failing
 model fill every slot with its own queued units and stall the rest. Here every model gets its own queue
@@ -214,10 +214,20 @@ async def run_units(
                 budget.spent += usage.cost_usd
             progress.advance(bar)
 
+    async def flush_on_timer() -> None:  # group commits while calls are in flight (store.py)
+        while True:
+            await asyncio.sleep(store.flush_interval_s / 10)
+            store.flush_if_due()
+
     workers = [
         worker(model, queue)
         for model, queue in sorted(queues.items())
         for _ in range(max(1, min(caps.get(model, 1), len(queue))))
     ]
-    await asyncio.gather(*workers)
+    timer = asyncio.create_task(flush_on_timer())
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        timer.cancel()
+        store.flush()
     return deferred

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -24,7 +25,7 @@ from agentjudge import __version__
 from agentjudge.fserrors import FS_ERRORS, describe
 from agentjudge.models.fleet import redact_model_urls
 from agentjudge.runner import engine
-from agentjudge.runner.export import export_run
+from agentjudge.runner.export import export_run, write_json
 from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import (
     Pipeline,
@@ -35,7 +36,15 @@ from agentjudge.runner.pipeline import (
     override_models,
 )
 from agentjudge.runner.store import RunStore, UnitKey, archive_run, config_diff
-from agentjudge.runner.summary import endpoint_table, summary_rows, summary_table
+from agentjudge.runner.summary import (
+    add_totals,
+    endpoint_table,
+    failed_unit_rows,
+    failed_units_text,
+    run_summary,
+    summary_rows,
+    summary_table,
+)
 from agentjudge.runner.work import (
     Dataset,
     GridError,
@@ -60,11 +69,9 @@ def load_dataset(pipeline: Pipeline, skip_invalid: bool = False) -> Dataset:
     from agentjudge.dataset.validate import gate1_failures, gate1_message
 
     try:
-        records = read_records(pipeline.dataset)
+        records = read_records(pipeline.dataset, limit=pipeline.limit)  # the rest is not parsed
     except LayoutError as exc:
         raise GridError(str(exc)) from None
-    if pipeline.limit is not None:
-        records = records[: pipeline.limit]
     if not records:
         raise GridError(f"{pipeline.dataset}: no records")
     failing = gate1_failures(records)
@@ -134,6 +141,13 @@ def run_cli(
         if max_cost is not None:
             pipe = pipe.model_copy(update={"max_cost_usd": max_cost})
         problems = _preflight(pipe, Path(pipeline), judges, generators, Path(out), probe)
+        if not problems and not dry_run and not force_new and _finished(pipe, Path(out), skip_invalid):
+            console.print(
+                f"nothing to do: every unit of this configuration is done and the files in "
+                f"{escape(str(out))} are current (--force-new starts over)",
+                soft_wrap=True,
+            )
+            return 0
         if not problems:
             data = load_dataset(pipe, skip_invalid)
             partners = swap_partners(data.records) if "swapped_gt" in pipe.conditions else {}
@@ -196,6 +210,51 @@ def _fork_workers(pipe: Pipeline, data: Dataset, no_cache: bool) -> WorkerPool |
     pool = WorkerPool(size, spec)
     pool.fork()
     return pool
+
+
+_OUTPUT_FILES = ("meta.json", "predictions.parquet", "scores.parquet", "judgments.parquet")
+
+
+def _export_stamp(version: int, skip_invalid: bool) -> str:
+    """What the run folder's files were built from: the store's version (it grows with every committed
+    group), the code, and whether records failing Gate 1 were left out (``--skip-invalid``): a re-run
+    without that flag must refuse them again rather than call the run finished."""
+    return json.dumps(
+        {
+            "store_version": version,
+            "skip_invalid": skip_invalid,
+            "git_commit": git_commit(),
+            "version": __version__,
+        },
+        sort_keys=True,
+    )
+
+
+def _finished(pipe: Pipeline, rundir: Path, skip_invalid: bool) -> bool:
+    """A re-run with nothing to do: the store holds this configuration (the hash covers the dataset's
+    content), its last export saw every planned unit done, nothing was written to the store since, and the
+    exported files are there. Costs a hash of the dataset file and two queries, not a reading of the grid."""
+    from agentjudge.runner.store import open_readonly
+
+    db = open_readonly(rundir / "run.sqlite")
+    if db is None:
+        return False
+    try:
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.Error:
+        return False
+    finally:
+        db.close()
+    complete = meta.get("exported_complete")
+    if complete is None or not all((rundir / name).is_file() for name in _OUTPUT_FILES):
+        return False
+    version = int(meta.get("store_version", "0"))
+    if complete not in (
+        _export_stamp(version, False),
+        _export_stamp(version, True) if skip_invalid else None,
+    ):
+        return False
+    return meta.get("config_hash") == config_hash(pipe)
 
 
 def _preflight(
@@ -359,6 +418,7 @@ class _Grid:
     async def _stage(self, name: str, units: list[UnitKey], model_of: Any, work: Any, progress: Any) -> None:
         status = self.store.statuses(units[0].stage) if units else {}
         pending = [u for u in units if status.get(u) != "done"]
+        del status  # ~10^6 keys on a paper grid: not kept while the stage runs
         if self.log.console is not None and not self.log.console.is_terminal:  # no progress bar: say it
             self.log.console.print(f"{name}: {len(pending)} unit(s) to run of {len(units)}")
         if self.batches is not None:
@@ -383,7 +443,7 @@ class _Grid:
             pred = await self.pool.call("predict", key.generator, (task, key.generator_trial))
         else:
             pred = await self.gens[key.generator](task, key.generator_trial)
-        result = pred.model_dump(mode="json")
+        result = pred.model_dump(mode="json", exclude_defaults=True)  # compact; see store.py
         if pred.error is not None or pred.calls is None:
             return engine.Outcome("failed", result, pred.error or "prediction has no calls", pred.usage)
         return engine.Outcome("done", result, None, pred.usage)
@@ -403,7 +463,7 @@ class _Grid:
             res = await self.pool.call("judge", key.judge, (request,))
         else:
             res = await model(request)
-        result = res.model_dump(mode="json")
+        result = res.model_dump(mode="json", exclude_defaults=True)  # compact; see store.py
         if res.error is not None:
             return engine.Outcome("failed", result, res.error, res.usage)
         note = res.rationales.get("_parse_problems") if not res.parse_ok else None
@@ -434,17 +494,21 @@ class _Grid:
             jwanted = judge_units(self.pipe, sorted(self.predictions))
             await self._stage("judge", jwanted, lambda u: u.judge, self.judge, progress)
         await self.close_workers()
+        self.predictions = {}  # the judge stage's input; the export reads predictions from the store
         return wanted, jwanted
 
     def export(self, rundir: Path, wanted: list[UnitKey], jwanted: list[UnitKey]) -> tuple[int, int]:
         """Write the run folder's files from the store; returns (failed units, units not run)."""
         wanted_set, jwanted_set = set(wanted), set(jwanted)
         predict_rows = {r.key: r for r in self.store.iter_units("predict") if r.key in wanted_set}
-        jstatus = {k: v for k, v in self.store.statuses("judge").items() if k in jwanted_set}
-        counts = {
+        counts: dict[str, Counter[str]] = {
             "predict": Counter(r.status for r in predict_rows.values()),
-            "judge": Counter(jstatus.values()),
+            "judge": Counter(),
         }
+        for key, status in self.store.iter_statuses("judge"):  # streamed: no map of every judge unit
+            if key in jwanted_set:
+                counts["judge"][status] += 1
+        judge_stored = sum(counts["judge"].values())
         meta_store = self.store.meta()
         meta: dict[str, Any] = {
             "pipeline": redact_model_urls(self.pipe.model_dump(mode="json")),  # no key from a URL
@@ -484,7 +548,7 @@ class _Grid:
             meta,
         )
         failed = counts["predict"]["failed"] + counts["judge"]["failed"]
-        missing = len(wanted) - len(predict_rows) + len(jwanted) - len(jstatus)
+        missing = len(wanted) - len(predict_rows) + len(jwanted) - judge_stored
         return failed, missing
 
 
@@ -521,11 +585,15 @@ async def _run(
         grid.batches = client.batch = broker = _batch_broker(pipe, rundir, console)
         wanted, jwanted = await grid.run(console)
         failed, missing = grid.export(rundir, wanted, jwanted)
+        complete = not (failed or missing or grid.budget.skipped or grid.log.not_run)
         console.print(summary_table(pipe, grid.tallies, client.stats))
         fleets = endpoint_table(pipe, client.stats)
         if fleets is not None:
             console.print(fleets)
-        return _closing(grid, rundir, failed, missing, console)
+        failed_rows = _write_run_summary(grid, rundir)
+        stamp = _export_stamp(store.version, data.skipped_invalid > 0) if complete else ""
+        store.set_meta({"exported_complete": stamp})  # read by _finished on the next invocation
+        return _closing(grid, rundir, failed, missing, console, failed_rows)
     except FS_ERRORS as exc:
         console.print(f"[red]error:[/red] {escape(describe(exc, rundir))}", highlight=False, soft_wrap=True)
         return 2
@@ -553,11 +621,28 @@ def _batch_broker(pipe: Pipeline, rundir: Path, console: Console) -> Any:
     )
 
 
-def _closing(grid: _Grid, rundir: Path, failed: int, missing: int, console: Console) -> int:
-    """The end of a run: failures by model and reason, stopped models, the cost cap, what to do next."""
+def _write_run_summary(grid: _Grid, rundir: Path) -> list[dict[str, Any]]:
+    """RUNDIR/run_summary.json (``summary.run_summary``); requests and retries summed over invocations
+    are kept in the store's meta. Returns the failed units."""
+    rows = summary_rows(grid.pipe, grid.tallies, grid.client.stats)
+    earlier = json.loads(grid.store.meta().get("requests_by_model", "{}"))
+    totals = add_totals(earlier, rows)
+    grid.store.set_meta({"requests_by_model": json.dumps(totals, sort_keys=True)})
+    failed = failed_unit_rows(grid.store.failed_units())
+    write_json(rundir / "run_summary.json", run_summary(rows, totals, failed))
+    return failed
+
+
+def _closing(
+    grid: _Grid, rundir: Path, failed: int, missing: int, console: Console, failed_rows: list[dict[str, Any]]
+) -> int:
+    """The end of a run: failures by model and reason, the failed units with their attempts, stopped
+    models, the cost cap, what to do next."""
     log, budget, gate = grid.log, grid.budget, grid.client.cost_gate
     if log.failures:
         console.print(escape(log.failures.report()), highlight=False, soft_wrap=True)
+    for line in failed_units_text(failed_rows, str(rundir / "run_summary.json")):
+        console.print(escape(line), highlight=False, soft_wrap=True)
     for model, n in sorted(log.not_run.items()):
         console.print(
             f"{escape(model)}: stopped after {escape(log.stopped[model][:200])}; {n} unit(s) not run. "

@@ -10,6 +10,7 @@ ARCHITECTURE.md.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 import sys
@@ -41,10 +42,17 @@ def model_kind(model: str) -> Kind:
 
 def sim_profiles() -> list[str]:
     """Profile names of the simulated generators (agentjudge/generators/profiles.yaml)."""
+    return list(_sim_profiles())
+
+
+@functools.cache
+def _sim_profiles() -> tuple[str, ...]:
+    """Read once per process: the pipeline check and the preflight ask for every model (two YAML files
+    parsed and validated each time were ~6 s of re-running 12 failed units)."""
     from agentjudge.generators.agent_sim import load_agent_profiles
     from agentjudge.generators.simulated import load_profiles
 
-    return sorted(load_profiles()) + sorted(load_agent_profiles())  # single-shot, then interactive agents
+    return (*sorted(load_profiles()), *sorted(load_agent_profiles()))  # single-shot, then interactive agents
 
 
 def baseline_names() -> list[str]:

@@ -1,10 +1,23 @@
 """RUNDIR/run.sqlite: every unit of work of a grid, keyed by its full coordinates.
 
 Why SQLite: a grid is tens of thousands of independent model calls that may be interrupted (Ctrl-C, a
-crashed laptop, a provider outage). Each finished unit is committed in its own short transaction in WAL
-mode, so an interrupted run loses at most the units that were in flight, and re-running the same
-command skips everything already ``done`` and retries what ``failed``. ``synchronous=NORMAL`` keeps a
-commit cheap; it survives a killed process (the WAL is in the OS's page cache), not a power cut.
+crashed laptop, a provider outage). Finished units are committed in groups (group commit): ``finish``
+buffers a unit, and the buffer is written in one transaction once the time since the last commit is ten
+times what that commit took, and at the latest after ``flush_interval_s`` (200 ms); the runner checks on
+a timer while calls are in flight, and ``close`` commits the rest on exit or Ctrl-C. So when units are
+rare (API calls) a group is usually one unit, and when they are fast (in-process baselines, thousands a
+second) groups grow until committing costs ~10 % of the time: a commit per unit was 46 % of a large
+offline grid's judge stage. A killed process loses at most the units of the last open group: they are
+not in the store, so a re-run runs them again; a unit is stored under its full coordinates (the primary
+key), so nothing finished is ever stored twice. ``synchronous=
+NORMAL`` keeps a commit cheap; it survives a killed process (the WAL is in the OS's page cache), not a
+power cut.
+
+Results are stored compactly: the runner passes ``model_dump(exclude_defaults=True)`` (a field at its
+default is left out and restored by ``model_validate``), written without whitespace.
+
+``version`` (meta key ``store_version``) grows with every group written; ``agentjudge run`` records the
+version its exported files were built from, so a re-run of a finished grid can tell that nothing changed.
 
 The ``meta`` table pins the configuration a store belongs to (config hash plus the hashed config itself,
 for a readable diff when someone changes the pipeline and re-runs into the same folder).
@@ -16,6 +29,7 @@ import json
 import shutil
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -71,7 +85,7 @@ def temperature_value(key: str) -> float | None:
     return None if key in ("default", "") else float(key)
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)  # slots: a paper grid holds ~10^6 of them
 class UnitKey:
     """Full coordinates of one unit. Predict units leave the judge coordinates empty."""
 
@@ -105,14 +119,20 @@ def now() -> str:
 
 
 class RunStore:
-    """A thin, synchronous wrapper: the runner calls it from its event-loop thread (writes take < 1 ms)."""
+    """A thin, synchronous wrapper: the runner calls it from its event-loop thread; ``finish`` only
+    appends to a buffer, ``flush`` writes the buffer in one transaction (a few ms for hundreds of units)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, flush_interval_s: float = 0.2) -> None:
         self.path = path
+        self.flush_interval_s = flush_interval_s
         self._db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        self._pending: list[tuple[Any, ...]] = []
+        self._last_flush = time.monotonic()
+        self._flush_cost = 0.0  # seconds the last commit took
+        self.flushes = 0  # groups written by this process (for tests and the bench)
 
     # --- meta -------------------------------------------------------------------------------------
     def meta(self) -> dict[str, str]:
@@ -129,9 +149,13 @@ class RunStore:
     # --- units ------------------------------------------------------------------------------------
     def statuses(self, stage: Stage) -> dict[UnitKey, Status]:
         """Coordinates and status only: enough to decide what is pending without loading results."""
+        return dict(self.iter_statuses(stage))
+
+    def iter_statuses(self, stage: Stage) -> Iterator[tuple[UnitKey, Status]]:
+        """``statuses`` streamed (counting a paper grid's ~10^6 units without holding them)."""
         cols = ", ".join(_KEY_COLUMNS)
-        rows = self._db.execute(f"SELECT {cols}, status FROM units WHERE stage = ?", (stage,))
-        return {UnitKey(*row[:-1]): row[-1] for row in rows}
+        for row in self._db.execute(f"SELECT {cols}, status FROM units WHERE stage = ?", (stage,)):
+            yield UnitKey(*row[:-1]), row[-1]
 
     def iter_units(self, stage: Stage) -> Iterator[UnitRow]:
         """All units of a stage in coordinate order (SQLite's binary text order equals Python's str order),
@@ -147,20 +171,77 @@ class RunStore:
             yield UnitRow(key, status, json.loads(result) if result else None, error, attempts)
 
     def finish(self, key: UnitKey, status: Status, result: Any, error: str | None, started_at: str) -> None:
-        """Commit one finished unit (its own transaction); a retried unit keeps its first start time."""
+        """Record one finished unit; it is committed with its group (at the latest ``flush_interval_s``
+        after the previous group, or at ``flush``/``close``). A retried unit keeps its first start time;
+        ``attempts`` counts the invocations that ran the unit (the requests of its last run are in its
+        error text: "... after N attempt(s): ...")."""
+        payload = json.dumps(result, separators=(",", ":")) if result is not None else None
+        self._pending.append((*key.row(), status, payload, error, started_at, now()))
+        self.flush_if_due()
+
+    def flush_if_due(self) -> None:
+        """Commit the group when it is due (see the module docstring); cheap to call often."""
+        wait = min(self.flush_interval_s, 10 * self._flush_cost)
+        if self._pending and time.monotonic() - self._last_flush >= wait:
+            self.flush()
+
+    @property
+    def pending(self) -> int:
+        """Units finished but not yet committed."""
+        return len(self._pending)
+
+    def flush(self) -> None:
+        """Commit every buffered unit in one transaction, and bump ``store_version``."""
+        started = time.monotonic()
+        if not self._pending:
+            self._last_flush = started
+            return
         cols = ", ".join(_KEY_COLUMNS)
         marks = ", ".join("?" for _ in _KEY_COLUMNS)
-        payload = json.dumps(result, sort_keys=True) if result is not None else None
-        self._db.execute(
-            f"INSERT INTO units ({cols}, status, result, error, attempts, first_started_at, finished_at) "
-            f"VALUES ({marks}, ?, ?, ?, 1, ?, ?) "
-            f"ON CONFLICT ({cols}) DO UPDATE SET status = excluded.status, result = excluded.result, "
-            "error = excluded.error, attempts = units.attempts + 1, finished_at = excluded.finished_at",
-            (*key.row(), status, payload, error, started_at, now()),
+        rows, self._pending = self._pending, []
+        with self._transaction():
+            self._db.executemany(
+                f"INSERT INTO units ({cols}, status, result, error, attempts, first_started_at, finished_at) "
+                f"VALUES ({marks}, ?, ?, ?, 1, ?, ?) "
+                f"ON CONFLICT ({cols}) DO UPDATE SET status = excluded.status, result = excluded.result, "
+                "error = excluded.error, attempts = units.attempts + 1, finished_at = excluded.finished_at",
+                rows,
+            )
+            self._db.execute(
+                "INSERT INTO meta (key, value) VALUES ('store_version', '1') ON CONFLICT(key) DO UPDATE "
+                "SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+            )
+        self.flushes += 1
+        self._last_flush = time.monotonic()
+        self._flush_cost = self._last_flush - started
+
+    @property
+    def version(self) -> int:
+        """Grows with every committed group; 0 for a store nothing was written to."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def counts(self, stage: Stage) -> Counter[str]:
+        """Units of a stage by status (committed ones)."""
+        rows = self._db.execute(
+            "SELECT status, COUNT(*) FROM units WHERE stage = ? GROUP BY status", (stage,)
         )
+        return Counter(dict(rows.fetchall()))
+
+    def failed_units(self) -> list[tuple[UnitKey, str | None, int]]:
+        """Every failed unit: coordinates, stored error, and how many invocations ran it."""
+        cols = ", ".join(_KEY_COLUMNS)
+        rows = self._db.execute(
+            f"SELECT {cols}, error, attempts FROM units WHERE status = 'failed' ORDER BY {cols}"
+        )
+        return [(UnitKey(*row[: len(_KEY_COLUMNS)]), row[-2], row[-1]) for row in rows]
 
     def close(self) -> None:
-        self._db.close()
+        """Commit what is buffered, then close (also on Ctrl-C: the runner closes in a ``finally``)."""
+        try:
+            self.flush()
+        finally:
+            self._db.close()
 
     def _transaction(self) -> Any:
         db = self._db

@@ -1,4 +1,11 @@
-"""The end-of-run table: per model, what this invocation did and what it cost.
+"""The end-of-run table: per model, what this invocation did and what it cost; and RUNDIR/run_summary.json.
+
+``requests`` are the HTTP requests actually sent (retries included, cache hits not); ``retries`` are by the
+model client's error kind (``rate_limit``, ``server_error``, ``timeout``, ``connection``,
+``malformed_response``). ``run_summary.json`` adds the same counts summed over every invocation of the run
+folder that ended (Ctrl-C included, not a killed process), and every failed unit with its ``attempts``
+(requests its last run sent; 0 = not sent, null = not a model-client failure, e.g. a parse failure) and
+``runs`` (invocations that ran it).
 
 Two sources, on purpose: the runner's own tallies (units done/failed, parse failures, tokens of the results)
 cover every model, including simulated and baseline ones that never reach the model client; the client's
@@ -13,6 +20,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from agentjudge.models.failures import attempts_of, reason_of
 from agentjudge.models.fleet import redact_url
 from agentjudge.runner.engine import ModelTally
 from agentjudge.runner.models import model_kind
@@ -37,6 +45,11 @@ def summary_rows(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: A
                     "failed": tally.failed,
                     # In-process models (sim/, baseline/) make one "call" per unit and have no cache.
                     "calls": stats.calls if stats is not None else tally.done + tally.failed,
+                    # HTTP requests sent (retries included); in-process models send none
+                    "requests": stats.requests if stats is not None else 0,
+                    "retries_by_kind": dict(sorted(stats.retries_by_kind.items()))
+                    if stats is not None
+                    else {},
                     "cache_hits": stats.cache_hits if stats is not None else None,
                     "parse_failures": tally.parse_failures,
                     "tokens": tally.prompt_tokens + tally.completion_tokens,
@@ -94,6 +107,8 @@ def summary_table(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: 
         "done",
         "failed",
         "calls",
+        "requests",
+        "retries",
         "cache hits",
         "parse fail",
         "tokens",
@@ -106,6 +121,7 @@ def summary_table(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: 
         "done": 0,
         "failed": 0,
         "calls": 0,
+        "requests": 0,
         "cache_hits": 0,
         "parse_failures": 0,
         "tokens": 0,
@@ -114,9 +130,12 @@ def summary_table(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: 
         "prompt_tokens": 0,
         "cache_saved_usd": 0.0,
     }
+    retries_total: dict[str, int] = {}
     for row in summary_rows(pipe, tallies, client_stats):
         for key in total:
             total[key] += row[key] or 0
+        for kind, n in row["retries_by_kind"].items():
+            retries_total[kind] = retries_total.get(kind, 0) + n
         table.add_row(
             escape(row["model"]),
             row["role"],
@@ -124,6 +143,8 @@ def summary_table(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: 
             str(row["done"]),
             str(row["failed"]),
             str(row["calls"]),
+            str(row["requests"]),
+            retries_text(row["retries_by_kind"]),
             "-" if row["cache_hits"] is None else str(row["cache_hits"]),
             str(row["parse_failures"]),
             str(row["tokens"]),
@@ -135,10 +156,92 @@ def summary_table(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: 
         "total",
         "",
         "",
-        *(str(total[k]) for k in ("done", "failed", "calls", "cache_hits", "parse_failures", "tokens")),
+        *(str(total[k]) for k in ("done", "failed", "calls", "requests")),
+        retries_text(retries_total),
+        *(str(total[k]) for k in ("cache_hits", "parse_failures", "tokens")),
         _share(total["cached_prompt_tokens"], total["prompt_tokens"]),
         f"{total['cost_usd']:.4f}",
         f"{total['cache_saved_usd']:.4f}",
         style="bold",
     )
     return table
+
+
+def retries_text(by_kind: dict[str, int]) -> str:
+    """``rate_limit 3, timeout 1`` (``0`` when nothing was retried)."""
+    return ", ".join(f"{k} {n}" for k, n in sorted(by_kind.items())) or "0"
+
+
+def add_totals(earlier: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Requests and retries per model summed over invocations (``earlier`` from the store's meta)."""
+    out = {name: {"requests": v.get("requests", 0), "retries_by_kind": dict(v.get("retries_by_kind", {}))}
+           for name, v in earlier.items()}  # fmt: skip
+    for row in rows:
+        entry = out.setdefault(row["model"], {"requests": 0, "retries_by_kind": {}})
+        entry["requests"] += row["requests"]
+        for kind, n in row["retries_by_kind"].items():
+            entry["retries_by_kind"][kind] = entry["retries_by_kind"].get(kind, 0) + n
+    return out
+
+
+def failed_unit_rows(failed: list[tuple[Any, str | None, int]]) -> list[dict[str, Any]]:
+    """Every failed unit of the store: coordinates, model, reason, attempts, runs, the error (cut)."""
+    rows = []
+    for key, error, runs in failed:
+        rows.append(
+            {
+                "model": key.judge if key.stage == "judge" else key.generator,
+                "stage": key.stage,
+                "record_id": key.record_id,
+                "generator": key.generator,
+                "generator_trial": key.generator_trial,
+                "judge": key.judge or None,
+                "condition": key.condition or None,
+                "variant": key.variant or None,
+                "temperature": key.temperature or None,
+                "trial": key.trial,
+                "reason": reason_of(error),
+                "attempts": attempts_of(error),
+                "runs": runs,
+                "error": (error or "")[:300],
+            }
+        )
+    return rows
+
+
+def run_summary(
+    rows: list[dict[str, Any]], totals: dict[str, Any], failed: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """RUNDIR/run_summary.json: per model this invocation and all of them, and the failed units."""
+    per_model: dict[str, Any] = {}
+    for row in rows:
+        name = row["model"]
+        mine = [f for f in failed if f["model"] == name]
+        per_model[name] = {
+            "role": row["role"],
+            "kind": row["kind"],
+            "this_invocation": {
+                k: row[k] for k in ("done", "failed", "calls", "requests", "retries_by_kind")
+            },
+            "all_invocations": totals.get(name, {"requests": 0, "retries_by_kind": {}}),
+            "failed_units": len(mine),
+        }
+    return {"per_model": per_model, "failed_units": failed}
+
+
+def failed_units_text(failed: list[dict[str, Any]], where: str, limit: int = 10) -> list[str]:
+    """The end-of-run lines naming failed units with their attempts (at most ``limit``)."""
+    if not failed:
+        return []
+    lines = [
+        f"failed units ({len(failed)}; attempts = requests sent in the unit's last run, runs = invocations):"
+    ]
+    for f in failed[:limit]:
+        where_in = " ".join(
+            str(v) for v in (f["record_id"], f["generator"], f["judge"], f["condition"]) if v is not None
+        )
+        attempts = "-" if f["attempts"] is None else str(f["attempts"])
+        lines.append(f"  {f['model']}: {where_in}: {f['reason']}, attempts {attempts}, runs {f['runs']}")
+    if len(failed) > limit:
+        lines.append(f"  ... and {len(failed) - limit} more in {where}")
+    return lines

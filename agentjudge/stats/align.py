@@ -32,13 +32,14 @@ def mu(reference: np.ndarray | pd.Series, verdict: np.ndarray | pd.Series) -> np
     return 1.0 - np.abs(np.asarray(reference, dtype=float) - np.asarray(verdict, dtype=float))
 
 
-def add_alignment_columns(df: pd.DataFrame) -> pd.DataFrame:
-    """Return a copy with ``mu`` (NaN on failure), ``ok`` (verdict present) and ``mu_ceiling``.
+def add_alignment_columns(df: pd.DataFrame, inplace: bool = False) -> pd.DataFrame:
+    """Return a copy (or ``df`` itself with ``inplace``: a paper grid's frame is ~10^6 rows) with ``mu``
+    (NaN on failure), ``ok`` (verdict present) and ``mu_ceiling``.
 
     ``mu_ceiling`` is the alignment the snapped reference would get on the same row; it is NaN where the
     judge failed so that the ceiling is computed over exactly the rows the judge is scored on.
     """
-    out = df.copy()
+    out = df if inplace else df.copy()
     ref = out["reference"].to_numpy(dtype=float)
     ver = out["verdict"].to_numpy(dtype=float, na_value=np.nan)
     ok = ~np.isnan(ver)
