@@ -497,3 +497,37 @@ def test_a_batch_that_cannot_be_polled_or_read_is_given_up_after_some_rounds(
     broker.close()
     assert answer is not None and answer.kind == "not_found"
     assert "could not read its results (not_found, once): given up" in answer.error
+
+
+def test_a_run_whose_batch_the_provider_forgot_ends_with_each_unit_failed_and_a_rerun_finishes(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    import threading
+
+    fake_llm.set_responder(_responder)
+    fake_llm.hold_batches = True
+    pipeline = _pipeline(tmp_path / "p", fake_llm, batch=True)
+    rundir = tmp_path / "run"
+
+    def forget_the_first_batch() -> None:  # as soon as it exists (a deleted batch, another project...)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with fake_llm._lock:
+                if "batch_fake_0" in fake_llm.batches:
+                    fake_llm.batches["deleted"] = fake_llm.batches.pop("batch_fake_0")
+                    return
+            time.sleep(0.005)
+
+    forgetter = threading.Thread(target=forget_the_first_batch)
+    forgetter.start()
+    assert run_cli(pipeline, rundir) == 1  # returns: every unit failed, none polled forever
+    forgetter.join()
+    judg = read(rundir, "judgments")
+    assert len(judg) > 0 and judg.verdict.isna().all()
+    given_up = "not_found: batch batch_fake_0: could not poll (not_found, once): given up"
+    assert judg.judge_error.str.startswith(given_up).all()
+
+    fake_llm.hold_batches = False  # a re-run sends the requests again, in a new batch, and finishes
+    assert run_cli(pipeline, rundir) == 0
+    assert read(rundir, "judgments").judge_error.isna().all()
+    assert fake_llm.batches_created == 2 and len(fake_llm.requests) == UNITS
