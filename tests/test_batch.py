@@ -398,3 +398,137 @@ def test_a_batch_created_just_before_a_crash_is_adopted_not_resubmitted(
     assert answer is not None and answer.state == "done"
     assert answer.body is not None and answer.body["choices"][0]["message"]["content"] == "hello back"
     assert fake_llm.requests[0]["model"] == "test-model"  # the provider's own name, prefix removed
+
+
+class _Refused(Exception):
+    """An error the provider's SDK would raise for an HTTP status (``classify`` reads ``status_code``)."""
+
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(text)
+        self.status_code = status
+
+
+def _one_deferred(store: Path, settings: Any, api: Any = None, **kw: Any) -> Any:
+    from agentjudge.models.batch import CURRENT_UNIT, request_line
+    from agentjudge.runner.batches import BatchBroker
+
+    said: list[str] = []
+    extra = {} if api is None else {"api": api}
+    broker = BatchBroker(
+        store, {"judge": settings}, poll_s=0.001, poll_max_s=0.002, say=said.append, **kw, **extra
+    )
+    CURRENT_UNIT.set("unit-1")
+    line = request_line("key-1", {"model": settings.model, "messages": [{"role": "user", "content": "hi"}]})
+    broker.defer("key-1", settings, line)
+    return broker, said
+
+
+def test_a_batch_the_provider_forgot_is_given_up_and_a_rerun_asks_again(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    # review finding 2: retrieve answering 404 (batch deleted, another key or project) used to be polled
+    # forever, by this invocation and every later one
+    from agentjudge.models.client import _litellm
+
+    _litellm()
+    fake_llm.set_responder(lambda req: "hello back")
+    settings = fake_llm.settings(name="judge", batch=True)
+    store = tmp_path / "run.sqlite"
+    broker, said = _one_deferred(store, settings)
+
+    async def forgotten() -> int:
+        fake_llm.hold_batches = True
+        await broker._submit_queued()
+        # the provider no longer knows the batch: GET /batches/batch_fake_0 is 404 (kept under another
+        # name so that the fake server's next batch id is new, as a real provider's would be)
+        fake_llm.batches["deleted"] = fake_llm.batches.pop("batch_fake_0")
+        return await asyncio.wait_for(broker.settle(), 10.0)
+
+    assert asyncio.run(forgotten()) == 1
+    answer = broker.answer("key-1")
+    assert answer is not None and answer.state == "failed" and answer.kind == "not_found"
+    assert "batch batch_fake_0: could not poll (not_found, once): given up" in answer.error
+    assert sum("trying again" in s for s in said) == 0
+    db = sqlite3.connect(store)
+    assert db.execute("SELECT collected, note LIKE '%given up%' FROM batches").fetchall() == [(1, 1)]
+    db.close()
+    broker.close()
+
+    # a re-run does not poll the given-up batch; it asks the failed request again, in a new batch
+    fake_llm.hold_batches = False
+    broker, said = _one_deferred(store, settings)
+    assert asyncio.run(asyncio.wait_for(broker.settle(), 10.0)) == 1
+    answer = broker.answer("key-1")
+    broker.close()
+    assert answer is not None and answer.state == "done" and fake_llm.batches_created == 2
+
+
+def test_a_batch_that_cannot_be_polled_or_read_is_given_up_after_some_rounds(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    from agentjudge.models.batch import BatchAPI
+    from agentjudge.models.client import _litellm
+    from agentjudge.runner.batches import MAX_POLL_FAILURES
+
+    _litellm()
+    fake_llm.set_responder(lambda req: "hello back")
+    settings = fake_llm.settings(name="judge", batch=True)
+    retrieves = []
+
+    class Unreachable(BatchAPI):  # the batch was created; every poll then finds no route to the provider
+        async def retrieve(self, batch_id: str) -> Any:
+            retrieves.append(batch_id)
+            raise ConnectionRefusedError("connection refused")
+
+    broker, said = _one_deferred(tmp_path / "a.sqlite", settings, api=Unreachable)
+    assert asyncio.run(asyncio.wait_for(broker.settle(), 10.0)) == 1
+    answer = broker.answer("key-1")
+    broker.close()
+    assert len(retrieves) == MAX_POLL_FAILURES
+    assert answer is not None and answer.kind == "connection"
+    assert f"could not poll (connection, {MAX_POLL_FAILURES} time(s) in a row): given up" in answer.error
+
+    class Expired(BatchAPI):  # the batch completed, but its output file is gone
+        async def content(self, file_id: str) -> str:
+            raise _Refused(404, "No such File object: file-out")
+
+    broker, said = _one_deferred(tmp_path / "b.sqlite", settings, api=Expired)
+    assert asyncio.run(asyncio.wait_for(broker.settle(), 10.0)) == 1
+    answer = broker.answer("key-1")
+    broker.close()
+    assert answer is not None and answer.kind == "not_found"
+    assert "could not read its results (not_found, once): given up" in answer.error
+
+
+def test_a_run_whose_batch_the_provider_forgot_ends_with_each_unit_failed_and_a_rerun_finishes(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    import threading
+
+    fake_llm.set_responder(_responder)
+    fake_llm.hold_batches = True
+    pipeline = _pipeline(tmp_path / "p", fake_llm, batch=True)
+    rundir = tmp_path / "run"
+
+    def forget_the_first_batch() -> None:  # as soon as it exists (a deleted batch, another project...)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with fake_llm._lock:
+                if "batch_fake_0" in fake_llm.batches:
+                    fake_llm.batches["deleted"] = fake_llm.batches.pop("batch_fake_0")
+                    return
+            time.sleep(0.005)
+
+    forgetter = threading.Thread(target=forget_the_first_batch)
+    forgetter.start()
+    assert run_cli(pipeline, rundir) == 1  # returns: every unit failed, none polled forever
+    forgetter.join()
+    judg = read(rundir, "judgments")
+    assert len(judg) > 0 and judg.verdict.isna().all()
+    given_up = "not_found: batch batch_fake_0: could not poll (not_found, once): given up"
+    assert judg.judge_error.str.startswith(given_up).all()
+
+    fake_llm.hold_batches = False  # a re-run sends the requests again, in a new batch, and finishes
+    assert run_cli(pipeline, rundir) == 0
+    assert read(rundir, "judgments").judge_error.isna().all()
+    assert fake_llm.batches_created == 2 and len(fake_llm.requests) == UNITS

@@ -375,3 +375,112 @@ async def test_a_model_without_a_price_is_looked_up_once_per_process(
     assert all((o.usage.cost_usd, o.cost_known) == (0.0, False) for o in outs)
     assert len(asked) <= 1  # the "no price" answer is remembered for the model
     assert client.stats.model("openai/no-price-model-for-this-test").unknown_cost_calls == 4
+
+
+# ---- review findings 3, 4, 6 -----------------------------------------------------------------------
+async def test_a_stop_is_per_credentials_not_per_model_and_endpoint(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the same judge billed to two organisations: orgB's revoked key must not stop orgA
+    monkeypatch.setenv("ORG_B_KEY", "sk-org-b-revoked-0000")
+    fake_llm.set_responder(lambda req: "ok")
+    org_a = fake_llm.settings(name="judge@orgA")
+    org_b = fake_llm.settings(name="judge@orgB", api_key_env="ORG_B_KEY")
+    client = fast_client()
+    fake_llm.fail_next(401, message="invalid key for org B")
+    with pytest.raises(ModelCallError) as info:
+        await client.complete(org_b, MSG)
+    assert info.value.kind == "auth"
+    out = await client.complete(org_a, [{"role": "user", "content": "different question"}])
+    assert out.text == "ok" and len(fake_llm.requests) == 2
+    with pytest.raises(ModelCallError, match="the model is stopped"):  # orgB itself stays stopped
+        await client.complete(org_b, [{"role": "user", "content": "third"}])
+    assert len(fake_llm.requests) == 2
+
+
+async def test_a_cancelled_call_settles_its_cost_reservation(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    # cap $0.0001, worst case per call 6.5e-5 (15 prompt-token bound + 50 out at $1e-6): room for one
+    fake_llm.set_responder(lambda req: "ok")
+    settings = fake_llm.settings(max_tokens=50, input_cost_per_token=1e-6, output_cost_per_token=1e-6)
+    client = fast_client(CallCache(tmp_path / "c.sqlite"), max_cost_usd=0.0001)
+    gate = client.cost_gate
+    assert gate is not None
+    fake_llm.hang_next(1.0)
+    leader = asyncio.create_task(client.complete(settings, MSG))
+    await asyncio.sleep(0.3)
+    waiter = asyncio.create_task(client.complete(settings, MSG))  # identical: waits on the leader
+    await asyncio.sleep(0.1)
+    worst = gate.reserved
+    assert worst > 0
+    leader.cancel()
+    await asyncio.gather(leader, return_exceptions=True)
+    # the cancelled request may have been billed: its worst case is spent, nothing is left reserved
+    assert (gate.reserved, gate.spent) == (0.0, pytest.approx(worst))
+    with pytest.raises(ModelCallError) as info:  # the waiter is not blocked: it is refused at once
+        await asyncio.wait_for(waiter, 3.0)
+    assert info.value.kind == "cost_cap"
+
+
+async def test_a_failed_batch_request_shared_by_two_units_counts_its_submissions_once(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    from agentjudge.models.batch import CURRENT_UNIT
+    from agentjudge.runner.batches import BatchBroker
+
+    settings = fake_llm.settings(name="judge", batch=True, max_tokens=50)
+    client = fast_client(CallCache(tmp_path / "c.sqlite"))
+    broker = BatchBroker(tmp_path / "run.sqlite", {"judge": settings})
+    client.batch = broker
+
+    async def in_unit(unit: str) -> ModelCallError:
+        CURRENT_UNIT.set(unit)
+        with pytest.raises(ModelCallError) as info:
+            await client.complete(settings, MSG)
+        return info.value
+
+    assert {e.kind for e in await asyncio.gather(in_unit("A"), in_unit("B"))} == {"batch_pending"}
+    ((key,),) = broker._db.execute("SELECT cache_key FROM batch_requests").fetchall()
+    # the one request was submitted twice (an expired batch, then a retry) and then failed for good
+    broker._db.execute(
+        "UPDATE batch_requests SET state = 'failed', error_kind = 'server_error', error = 'boom', "
+        "submissions = 2"
+    )
+    broker._failed_now.add(key)
+    errors = await asyncio.gather(in_unit("A"), in_unit("B"))
+    assert {e.kind for e in errors} == {"server_error"}
+    stats = client.stats.model("judge")
+    assert (stats.requests, stats.failures, stats.calls) == (2, 2, 2)
+    broker.close()
+
+
+async def test_an_answered_batch_request_counts_each_submission(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    import json
+
+    from agentjudge.models.batch import CURRENT_UNIT
+    from agentjudge.runner.batches import BatchBroker
+
+    settings = fake_llm.settings(name="judge", batch=True, max_tokens=50)
+    client = fast_client(CallCache(tmp_path / "c.sqlite"))
+    broker = BatchBroker(tmp_path / "run.sqlite", {"judge": settings})
+    client.batch = broker
+    CURRENT_UNIT.set("A")
+    with pytest.raises(ModelCallError):
+        await client.complete(settings, MSG)
+    body = {
+        "id": "x",
+        "object": "chat.completion",
+        "model": "test-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
+    }
+    # answered in the second batch (the first expired before reaching it): two submissions
+    broker._db.execute(
+        "UPDATE batch_requests SET state = 'done', answer = ?, submissions = 2", (json.dumps(body),)
+    )
+    assert (await client.complete(settings, MSG)).text == "hi"
+    assert (await client.complete(settings, MSG)).text == "hi"  # the same unit again (a replay)
+    CURRENT_UNIT.set("B")
+    assert (await client.complete(settings, MSG)).usage.cached  # another unit: a cache hit
+    stats = client.stats.model("judge")
+    assert (stats.requests, stats.calls, stats.cache_hits) == (2, 2, 1)
+    broker.close()

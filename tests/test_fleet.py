@@ -21,6 +21,7 @@ from fakeserver import TEST_KEY_ENV, FakeLLM
 from test_preflight import _free_port
 from test_runner import _verdict_json, read, write_pipeline
 
+from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelCallError, ModelClient
 from agentjudge.models.fleet import redact_url
 from agentjudge.models.preflight import ModelUse, preflight
@@ -128,8 +129,32 @@ def test_cache_key_names_no_endpoint(servers: list[FakeLLM]) -> None:
     first = ModelSettings(**_fleet([a.base_url, b.base_url]))
     other = ModelSettings(**_fleet([c.base_url]))
     key_fields = client.request_fields(first, fields, None, None, 0)
-    assert key_fields == client.request_fields(other, fields, None, None, 0)
-    assert key_fields["api_base"] == "fleet"
+    assert key_fields == client.request_fields(other, fields, None, None, 0)  # replicas added or removed
+    assert key_fields["api_base"] == "fleet:fleet-judge"
+
+
+def test_two_fleets_of_one_model_string_share_no_answers_and_no_concurrency(
+    servers: list[FakeLLM], tmp_path: Path
+) -> None:
+    # review finding 5: a small and a big deployment, both served as the same litellm model string
+    x, y, _ = servers
+    x.set_responder(lambda req: "from fleet X")
+    y.set_responder(lambda req: "from fleet Y")
+    y.latency = 0.2
+    small = ModelSettings(**_fleet([x.base_url], name="small", concurrency=1))
+    big = ModelSettings(**_fleet([y.base_url], name="big", concurrency=4))
+    client = ModelClient(CallCache(tmp_path / "cache.sqlite"), backoff_base_s=0.01)
+
+    async def go() -> tuple[str, str]:
+        first = (await client.complete(small, [{"role": "user", "content": "hello"}])).text
+        second = (await client.complete(big, [{"role": "user", "content": "hello"}])).text
+        await asyncio.gather(
+            *(client.complete(big, [{"role": "user", "content": f"q{i}"}]) for i in range(4))
+        )
+        return first, second
+
+    assert asyncio.run(go()) == ("from fleet X", "from fleet Y")
+    assert y.max_in_flight == 4  # big's own concurrency, not small's 1
 
 
 def test_two_endpoints_share_calls_evenly_and_count_them(servers: list[FakeLLM]) -> None:
@@ -211,6 +236,57 @@ def test_a_call_tries_each_endpoint_once_before_failing(servers: list[FakeLLM]) 
     for server in servers:
         asked = sorted(r["messages"][0]["content"] for r in server.requests)
         assert asked == sorted(f"q{i}" for i in range(24))
+
+
+@pytest.mark.parametrize("status, kind", [(404, "not_found"), (401, "auth")])
+def test_a_replica_that_refuses_the_model_is_taken_out_not_the_fleet(
+    servers: list[FakeLLM], status: int, kind: str
+) -> None:
+    # review finding 1: one misconfigured replica (404: model not served there; 401: another key) used to
+    # stop the whole fleet; now it is taken out for the run and its calls move to the working replica
+    bad, good, _ = servers
+    bad.fail_next(status=status, times=50, message="The model `test-model` does not exist.")
+    settings = ModelSettings(**_fleet([bad.base_url, good.base_url], concurrency=4, max_retries=0))
+    client = ModelClient(backoff_base_s=0.01)
+
+    async def go() -> list[Any]:
+        calls = [client.complete(settings, [{"role": "user", "content": f"q{i}"}]) for i in range(6)]
+        first = await asyncio.gather(*calls, return_exceptions=True)
+        return [*first, await client.complete(settings, [{"role": "user", "content": "later"}])]
+
+    results = asyncio.run(go())
+    assert [r.text for r in results] == [_verdict_json(1.0)] * 7  # every call answered, max_retries 0
+    assert not client.stopped
+    # the refused replica got at most the calls that went out before its first answer came back (4 in
+    # flight at most), and nothing after: "later" went to the good one only
+    assert 1 <= len(bad.requests) <= 4 and "later" not in [r["messages"][0]["content"] for r in bad.requests]
+    assert good.answered == 7
+    counts = client.stats.per_endpoint["fleet-judge"]
+    assert counts[bad.base_url].failed == len(bad.requests) and counts[good.base_url].ok == 7
+
+
+def test_a_fleet_stops_when_every_replica_refuses_the_model(servers: list[FakeLLM]) -> None:
+    a, b, _ = servers
+    a.fail_next(status=404, times=50, message="no such model here")
+    b.fail_next(status=401, times=50, message="bad key here")
+    settings = ModelSettings(**_fleet([a.base_url, b.base_url], concurrency=1, max_retries=3))
+    client = ModelClient(backoff_base_s=0.01)
+
+    async def go() -> list[Any]:
+        first = await asyncio.gather(
+            client.complete(settings, [{"role": "user", "content": "q"}]), return_exceptions=True
+        )
+        second = await asyncio.gather(
+            client.complete(settings, [{"role": "user", "content": "r"}]), return_exceptions=True
+        )
+        return [*first, *second]
+
+    first, second = asyncio.run(go())
+    assert isinstance(first, ModelCallError) and first.attempts == 2  # one try per endpoint, no retries
+    assert first.kind in ("not_found", "auth") and "refused by every endpoint" in first.message
+    assert a.base_url in first.message and b.base_url in first.message
+    assert isinstance(second, ModelCallError) and "the model is stopped" in second.message
+    assert len(a.requests) == 1 and len(b.requests) == 1  # the second call was not sent
 
 
 def test_every_endpoint_down_is_one_clear_error_without_secrets() -> None:

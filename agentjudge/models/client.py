@@ -6,14 +6,16 @@ are easy to get wrong once per call site and easy to get right once. Everything 
 
 * litellm is imported lazily (``agentjudge --help`` stays fast) with the local cost map (no network) and its
   own retries, telemetry and logging turned off — retries happen here, where they are counted.
-* A semaphore per (model, api_base) caps in-flight requests at ``settings.concurrency``; a model with
-  ``api_bases`` (a fleet of replicas) spreads its calls over them and fails over (``models/fleet.py``).
+* A semaphore per (model, api_base or api_bases, api_key_env) caps in-flight requests at
+  ``settings.concurrency``; a model with ``api_bases`` (a fleet of replicas) spreads its calls over them
+  and fails over (``models/fleet.py``).
 * 429 / 5xx / timeouts / connection errors / malformed bodies are retried with exponential backoff and
   jitter (Retry-After honoured, capped); errors caused by the request (400/401/403/404/422) are not.
 * After the last attempt ``ModelCallError(kind, attempts, message)`` is raised; an empty answer is an error
   too, never returned in place of one. Messages are scrubbed of the key.
 * Errors that no retry can fix (auth: 401/403/missing key; bad_request/not_found: 400/404/422) stop the
-  model: every later call to the same (model, api_base) fails at once with the first error, unsent.
+  model: every later call to the same (model, api_base, api_key_env) fails at once with the first error,
+  unsent (a fleet is stopped only when every endpoint refused it: ``_call_fleet``).
 * ``cost_cap`` (``--max-cost``) is a hard cap: each call reserves its worst-case price (prompt tokens by
   litellm's tokenizer + ``max_tokens``) before it is sent; a call that does not fit is not sent.
 * A model with ``batch: true`` is not called here while the runner has attached a batch queue
@@ -37,7 +39,7 @@ from typing import Any, Protocol
 from pydantic import Field, ValidationError
 
 from agentjudge.models.cache import CallCache, cache_key
-from agentjudge.models.fleet import ENDPOINT_DOWN_KINDS, EndpointCount, Fleet
+from agentjudge.models.fleet import ENDPOINT_DOWN_KINDS, ENDPOINT_REFUSED_KINDS, EndpointCount, Fleet
 from agentjudge.models.litellm_import import litellm_module
 from agentjudge.models.tokens import cache_saving
 from agentjudge.types import ModelSettings, Strict, Usage
@@ -173,9 +175,12 @@ def cached_prompt_tokens(usage: dict[str, Any]) -> tuple[int, int]:
 _litellm = litellm_module  # the name the rest of this module (and its tests) use
 
 
-def _target(settings: ModelSettings) -> tuple[str, str | None]:
-    """What a model-fatal error stops: the model at its endpoint, or at its fleet as a whole."""
-    return settings.model, ",".join(settings.api_bases) if settings.api_bases else settings.api_base
+def _target(settings: ModelSettings) -> tuple[str, str | None, str | None]:
+    """What a model-fatal error stops, and what one ``concurrency`` semaphore caps: the model at its
+    endpoint (or at its fleet as a whole) with its credentials (``api_key_env``: the same model billed to
+    two organisations is two targets; one's revoked key does not stop the other)."""
+    endpoint = ",".join(settings.api_bases) if settings.api_bases else settings.api_base
+    return settings.model, endpoint, settings.api_key_env
 
 
 def _account(stats: ModelStats, completion: Completion) -> None:
@@ -423,13 +428,14 @@ class ModelClient:
         self.cache = cache
         self.read_cache = read_cache
         self.cost_gate = None if max_cost_usd is None else CostGate(max_cost_usd)
-        self.stopped: dict[tuple[str, str | None], ModelCallError] = {}  # model-fatal first errors
+        self.stopped: dict[tuple[str, str | None, str | None], ModelCallError] = {}  # model-fatal errors
         self.backoff_base_s = backoff_base_s  # first retry waits ~this long, doubling; tests use a few ms
         self.stats = ClientStats()
-        self._semaphores: dict[tuple[int, str, str | None], asyncio.Semaphore] = {}
+        self._semaphores: dict[tuple[int, tuple[str, str | None, str | None]], asyncio.Semaphore] = {}
         self.batch: BatchQueue | None = None  # set by the runner when the pipeline has batch: true models
         self._batch_reserved: dict[str, float] = {}  # cache key -> worst case held under --max-cost
         self._batch_read: set[tuple[str, str]] = set()  # (cache key, unit) answers counted in stats
+        self._batch_counted: set[str] = set()  # cache keys whose submissions are in stats.requests
         self._fleets: dict[tuple[int, str, tuple[str, ...]], Fleet] = {}
         # requests being sent, by (event loop, cache key): an identical request made meanwhile waits for it
         # and reads its answer from the cache instead of paying for the same question twice (what the
@@ -448,7 +454,7 @@ class ModelClient:
         return fleet
 
     def _semaphore(self, settings: ModelSettings) -> asyncio.Semaphore:
-        key = (id(asyncio.get_running_loop()), settings.model, settings.api_base)
+        key = (id(asyncio.get_running_loop()), _target(settings))  # a fleet has its own, as its own model
         sem = self._semaphores.get(key)
         if sem is None:
             sem = self._semaphores[key] = asyncio.Semaphore(max(1, settings.concurrency))
@@ -467,7 +473,9 @@ class ModelClient:
         optional = {} if response_format is None else {"response_format": response_format}
         return optional | {
             "model": settings.model,
-            "api_base": "fleet" if settings.api_bases else settings.api_base,  # any replica's answer will do
+            # a fleet is named, not listed: any replica's answer will do, adding one keeps the cache, and two
+            # fleets of one model string (a small and a big deployment) keep apart
+            "api_base": f"fleet:{settings.display_name}" if settings.api_bases else settings.api_base,
             "messages": messages,
             "tools": tools,
             "temperature": temperature if temperature is not None else settings.temperature,
@@ -557,6 +565,10 @@ class ModelClient:
             if self.cost_gate is not None:  # a refused request is not billed; a timed-out one may have been
                 await self.cost_gate.settle(reserved, reserved if exc.kind == "timeout" else 0.0)
             raise (self._stop(settings, exc) if exc.kind in MODEL_FATAL_KINDS else exc) from None
+        except BaseException:  # cancelled (or worse) mid-request: it may have been billed, so the worst case
+            if self.cost_gate is not None:  # is spent; a reservation never settled would block later calls
+                await self.cost_gate.settle(reserved, reserved)
+            raise
         if self.cost_gate is not None:
             billed = completion.usage.cost_usd
             if completion.usage.prompt_tokens == 0 and completion.usage.completion_tokens == 0:
@@ -602,7 +614,7 @@ class ModelClient:
             if self.cost_gate is not None:
                 await self.cost_gate.settle(reserved, 0.0, held=True)
             stats.failures += 1
-            stats.requests += answer.submissions
+            stats.requests += self._submissions_once(key, answer.submissions)
             # not a model stop: the batch's other answers are paid for and are read all the same
             raise ModelCallError(answer.kind, answer.submissions, _scrub(answer.error, secrets))
         if not answer.fresh:  # another unit of this run already received it: a cache hit, as direct
@@ -612,7 +624,7 @@ class ModelClient:
                 update={"cached": True, "cost_usd": 0.0, "cached_prompt_tokens": 0, "cache_saved_usd": 0.0}
             )
             return completion
-        stats.requests += 1
+        stats.requests += self._submissions_once(key, answer.submissions)
         try:
             completion = self._to_completion(_litellm(), _Answer(answer.body), secrets, settings)
         except ModelCallError as exc:
@@ -629,8 +641,7 @@ class ModelClient:
         completion.usage = usage.model_copy(update={"cost_usd": cost})
         replay = (key, current_unit()) in self._batch_read
         if replay:  # the unit was run again for a later call (a re-ask, the next turn): not a new call
-            stats.calls -= 1
-            stats.requests -= 1
+            stats.calls -= 1  # (its requests were counted at the first read)
             return completion
         self._batch_read.add((key, current_unit()))
         if self.cost_gate is not None:
@@ -645,6 +656,14 @@ class ModelClient:
         if self.cache is not None:
             self.cache.put(key, settings.model, json.loads(_scrub(completion.model_dump_json(), secrets)))
         return completion
+
+    def _submissions_once(self, key: str, submissions: int) -> int:
+        """A batch request's submissions, the first time any unit reads its answer; 0 after (the units
+        sharing one request, or reading it again, sent nothing more)."""
+        if key in self._batch_counted:
+            return 0
+        self._batch_counted.add(key)
+        return submissions
 
     async def _reserve(self, settings: ModelSettings, fields: dict[str, Any], batch: bool = False) -> float:
         """Reserve the call's worst-case price under ``--max-cost``; raise ``cost_cap`` if it does not fit.
@@ -751,6 +770,10 @@ class ModelClient:
             stats.requests += 1
             async with self._semaphore(settings):  # the model's own cap, then a slot on one endpoint
                 endpoint = await fleet.acquire(set(failed_on))
+                if endpoint is None:  # every endpoint refused the model (not_found/auth): stop it
+                    stats.requests -= 1  # nothing was sent
+                    stats.failures += 1
+                    raise self._every_endpoint_refused(fleet, attempts - 1)
                 count = self.stats.endpoint(settings.display_name, endpoint.label)
                 kind: str | None = None
                 error: BaseException | None = None
@@ -767,7 +790,13 @@ class ModelClient:
                     count.ok += answered  # a cancelled request counts as neither
                     count.failed += error is not None
                     retry_after = _retry_after(error) if error is not None else None
-                    await fleet.release(endpoint, down=kind in ENDPOINT_DOWN_KINDS, retry_after=retry_after)
+                    refused = None
+                    if kind in ENDPOINT_REFUSED_KINDS:
+                        text = fleet.redact(_scrub(f"{type(error).__name__}: {error}", secrets))[:500]
+                        refused = f"{kind}: {text}"
+                    await fleet.release(
+                        endpoint, down=kind in ENDPOINT_DOWN_KINDS, retry_after=retry_after, refused=refused
+                    )
             if error is None:
                 try:
                     completion = self._to_completion(litellm, response, secrets, settings)
@@ -779,7 +808,13 @@ class ModelClient:
             assert kind is not None  # for mypy
             message = fleet.redact(_scrub(f"{type(error).__name__}: {error}", secrets))[:2000]
             failed_on[endpoint.url] = kind
-            everywhere = failed_on.keys() >= fleet.all_urls()
+            if kind in ENDPOINT_REFUSED_KINDS:  # this replica cannot serve the model; another may
+                if len(fleet.refused()) == len(fleet.endpoints):
+                    stats.failures += 1
+                    raise self._every_endpoint_refused(fleet, attempts)
+                stats.retries += 1
+                continue
+            everywhere = (failed_on.keys() | {e.url for e in fleet.refused()}) >= fleet.all_urls()
             spent = attempts > settings.max_retries and everywhere
             if (
                 kind not in RETRYABLE_KINDS
@@ -797,6 +832,14 @@ class ModelClient:
                 delay = min(delay / 2 + random.uniform(0, delay / 2), MAX_BACKOFF_S)
                 log.info("%s: %s on every endpoint, retry in %.2fs", settings.display_name, kind, delay)
                 await asyncio.sleep(delay)
+
+    @staticmethod
+    def _every_endpoint_refused(fleet: Fleet, attempts: int) -> ModelCallError:
+        """The error of a fleet none of whose endpoints can serve the model (a model-fatal kind)."""
+        refused = fleet.refused()
+        where = "; ".join(f"{e.label}: {e.refused}" for e in refused)
+        kind = (refused[-1].refused or "not_found").split(":", 1)[0]
+        return ModelCallError(kind, attempts, f"refused by every endpoint ({where})")
 
     @staticmethod
     def _to_completion(

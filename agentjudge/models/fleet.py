@@ -11,13 +11,20 @@ any single replica. A model whose settings list ``api_bases`` is called through 
   Retry-After if longer); when the cool-down ends it gets one request at a time until one succeeds; while
   *every* endpoint is cooling down nothing waits for a cool-down: calls go out, paced by the client's
   retry backoff, exactly as for a single endpoint (so a dead fleet fails its units as fast as a dead server);
+* an endpoint that answers 404 (``not_found``: e.g. vLLM started with another ``--served-model-name``, a LoRA
+  not loaded) or 401/403 (``auth``: a proxy with another key) is misconfigured, not busy: it is taken out
+  for the rest of the run and the call moves on; the model stops only when *every* endpoint was taken out
+  so (``ENDPOINT_REFUSED_KINDS``). A 400/422 (``bad_request``) is not failed over: it is the request's
+  fault (context too long, a parameter the model rejects), the replicas serve the same model, and
+  asking each of them would only multiply a certain failure;
 * a call that failed on one endpoint moves to another at once (no backoff sleep while an endpoint it has
   not failed on remains); it fails for good only when its retry budget (``max_retries``) is spent *and*
   every endpoint has failed it, so no unit is recorded failed while a working replica exists;
 * ``EndpointCount`` per endpoint (requests answered / failed) feeds the run summary.
 
-The cache key never names an endpoint (``ModelClient.request_fields`` writes ``"fleet"``): replicas serve
-the same weights, so an answer from any of them is reused by all, and adding a replica keeps the cache.
+The cache key never names an endpoint (``ModelClient.request_fields`` writes ``"fleet:<display name>"``):
+replicas serve the same weights, so an answer from any of them is reused by all, and adding a replica keeps
+the cache; two fleets of one model string with different names (a small and a big deployment) keep apart.
 
 Why not litellm's Router: its retries and cool-downs (fixed ``cooldown_time`` after ``allowed_fails``) would
 be a second retry policy beside the client's, with its own error classification and no per-endpoint
@@ -36,6 +43,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 ENDPOINT_DOWN_KINDS = frozenset({"connection", "server_error", "timeout", "rate_limit"})
+ENDPOINT_REFUSED_KINDS = frozenset({"not_found", "auth"})  # this endpoint cannot serve the model: taken out
 MAX_COOLDOWN_S = 60.0
 
 
@@ -73,9 +81,10 @@ class Endpoint:
     sent: int = 0
     failures_in_a_row: int = 0
     down_until: float = 0.0  # time.monotonic(); usable again from then on
+    refused: str | None = None  # "kind: message" of a not_found/auth answer: out for the rest of the run
 
     def usable(self, now: float) -> bool:
-        if now < self.down_until:
+        if self.refused is not None or now < self.down_until:
             return False
         cap = 1 if self.failures_in_a_row else self.limit  # after a cool-down: one probe at a time
         return self.in_flight < cap
@@ -97,25 +106,32 @@ class Fleet:
     def _pick(self, failed_here: set[str]) -> Endpoint | None:
         """The endpoint for the next attempt of a call that has failed on ``failed_here``; None: wait."""
         now = time.monotonic()
-        fleet_down = all(now < e.down_until for e in self.endpoints)
+        live = [e for e in self.endpoints if e.refused is None]
+        fleet_down = all(now < e.down_until for e in live)
 
         def free(e: Endpoint) -> bool:  # while the whole fleet is down, cool-downs are not waited out
             return e.in_flight < e.limit if fleet_down else e.usable(now)
 
-        untried = [e for e in self.endpoints if e.url not in failed_here]
+        untried = [e for e in live if e.url not in failed_here]
         pool = [e for e in untried if free(e)]
         if not pool and any(fleet_down or now >= e.down_until for e in untried):
             return None  # an endpoint this call has not failed on is up but busy: wait for it
-        pool = pool or [e for e in self.endpoints if free(e)]
+        pool = pool or [e for e in live if free(e)]
         if not pool:
             return None
         return min(pool, key=lambda e: (e.in_flight, e.sent, self.endpoints.index(e)))
 
-    async def acquire(self, failed_here: set[str]) -> Endpoint:
+    def refused(self) -> list[Endpoint]:
+        """Endpoints taken out for the rest of the run (they answered not_found/auth)."""
+        return [e for e in self.endpoints if e.refused is not None]
+
+    async def acquire(self, failed_here: set[str]) -> Endpoint | None:
         """A slot on the best usable endpoint, preferring ones this call has not failed on; waits while
-        every endpoint is busy or cooling down."""
+        every endpoint is busy or cooling down. None: every endpoint refused the model (nowhere to go)."""
         async with self._changed:
             while True:
+                if len(self.refused()) == len(self.endpoints):
+                    return None
                 endpoint = self._pick(failed_here)
                 if endpoint is not None:
                     endpoint.in_flight += 1
@@ -126,11 +142,16 @@ class Fleet:
                 with contextlib.suppress(TimeoutError):  # woken by a release, or when a cool-down ends
                     await asyncio.wait_for(self._changed.wait(), timeout=min(cooling) if cooling else None)
 
-    async def release(self, endpoint: Endpoint, *, down: bool, retry_after: float | None = None) -> None:
-        """Give the slot back; ``down``: the endpoint failed in a way that says it is not serving."""
+    async def release(
+        self, endpoint: Endpoint, *, down: bool, retry_after: float | None = None, refused: str | None = None
+    ) -> None:
+        """Give the slot back; ``down``: the endpoint failed in a way that says it is not serving;
+        ``refused``: it cannot serve this model at all (not_found/auth): out for the rest of the run."""
         async with self._changed:
             endpoint.in_flight -= 1
-            if down:
+            if refused is not None:
+                endpoint.refused = endpoint.refused or refused
+            elif down:
                 endpoint.failures_in_a_row += 1
                 cooldown = self.cooldown_base_s * 2 ** min(endpoint.failures_in_a_row - 1, 16)
                 cooldown = min(max(cooldown, retry_after or 0.0), MAX_COOLDOWN_S)

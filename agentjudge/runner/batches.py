@@ -16,6 +16,10 @@ How a stage runs a ``batch: true`` model (``grid._Grid._stage``):
 Stopping at any point loses nothing that was sent: a re-run finds the submitted batches in the store and
 polls them instead of sending their requests again. Requests of an expired, cancelled or failed batch
 that have no answer are queued again (up to the model's ``max_retries`` resubmissions), and only those.
+A batch the provider does not know or will not show (``not_found``/``auth``/``bad_request`` on retrieve or
+on reading its files: deleted, another key or project, an expired output file), or one that fails to be
+polled ``MAX_POLL_FAILURES`` rounds in a row, is given up: marked collected with a note, and its unanswered
+requests fail their units with an error naming the batch; a later invocation asks them again.
 A request the provider answered with an error is a failure of its unit (retryable kinds are resubmitted
 first, like a direct call's retries); a later invocation asks a failed request again, as for direct calls.
 """
@@ -42,7 +46,7 @@ from agentjudge.models.batch import (
     parse_result_line,
     split_lines,
 )
-from agentjudge.models.client import RETRYABLE_KINDS, _scrub, _secrets, classify
+from agentjudge.models.client import MODEL_FATAL_KINDS, RETRYABLE_KINDS, _scrub, _secrets, classify
 from agentjudge.runner.store import now
 from agentjudge.types import ModelSettings
 
@@ -85,6 +89,9 @@ CREATE TABLE IF NOT EXISTS batch_members (
 """
 _SET_FAILED = "UPDATE batch_requests SET state = 'failed', error_kind = ?, error = ? WHERE cache_key = ?"
 _UPLOADING = "uploading"  # a local row: the file is being uploaded / the batch created
+# a batch that cannot be polled or read this many rounds in a row (or once with a model-fatal kind: the
+# provider does not know it, the key changed, its output file expired) is given up: see ``_give_up``
+MAX_POLL_FAILURES = 8
 
 
 @dataclass(frozen=True)
@@ -140,6 +147,7 @@ class BatchBroker:
         self._failed_now: set[str] = set()
         self._recovered = False
         self._resolved = 0  # requests answered or failed for good by this invocation
+        self._poll_failures: Counter[str] = Counter()  # batch id -> failed polls/reads in a row
 
     def close(self) -> None:
         self._db.close()
@@ -387,9 +395,9 @@ class BatchBroker:
                 api = self._api(self.settings[model])
                 try:
                     info = await api.retrieve(batch_id)
-                except Exception as exc:  # noqa: BLE001 - a failed poll is tried again next round
-                    self.say(f"batch {batch_id}: could not poll ({classify(exc)}); trying again")
-                    still.append((batch_id, model))
+                except Exception as exc:  # noqa: BLE001 - a failed poll is tried again next round, or given up
+                    if not self._poll_failed(batch_id, model, "poll", exc):
+                        still.append((batch_id, model))
                     continue
                 self._db.execute(
                     "UPDATE batches SET state = ?, total = ?, completed = ?, failed = ?, updated_at = ?, "
@@ -405,17 +413,57 @@ class BatchBroker:
                     ),
                 )
                 if info.status not in FINAL_STATES:
+                    self._poll_failures.pop(batch_id, None)
                     still.append((batch_id, model))
                     continue
                 try:
                     await self._collect(api, self.settings[model], info)
-                except Exception as exc:  # noqa: BLE001 - the files are read again next round
-                    self.say(f"batch {batch_id}: could not read its results ({classify(exc)}); trying again")
-                    still.append((batch_id, model))
+                except Exception as exc:  # noqa: BLE001 - the files are read again next round, or given up
+                    if not self._poll_failed(batch_id, model, "read its results", exc):
+                        still.append((batch_id, model))
+                    continue
+                self._poll_failures.pop(batch_id, None)
             pending = still
             if pending:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.poll_max_s)
+
+    def _poll_failed(self, batch_id: str, model: str, what: str, exc: BaseException) -> bool:
+        """A retrieve or a file read of ``batch_id`` failed: True if the batch is given up (see the module
+        docstring), False if it is tried again next round."""
+        kind = classify(exc)
+        self._poll_failures[batch_id] += 1
+        failures = self._poll_failures[batch_id]
+        if kind not in MODEL_FATAL_KINDS and failures < MAX_POLL_FAILURES:
+            self.say(f"batch {batch_id}: could not {what} ({kind}); trying again")
+            return False
+        settings = self.settings[model]
+        secrets = _secrets(os.environ.get(settings.api_key_env) if settings.api_key_env else None)
+        detail = _scrub(f"{type(exc).__name__}: {exc}", secrets)[:500]
+        why = f"{failures} time(s) in a row" if kind not in MODEL_FATAL_KINDS else "once"
+        message = (
+            f"batch {batch_id}: could not {what} ({kind}, {why}): given up, its unanswered requests are "
+            f"failed (a re-run sends them again; answers the provider still has for this batch are then not "
+            f"read); last error: {detail}"
+        )
+        self._give_up(batch_id, kind, message)
+        self._poll_failures.pop(batch_id, None)
+        return True
+
+    def _give_up(self, batch_id: str, kind: str, message: str) -> None:
+        """Mark ``batch_id`` collected (no invocation polls it again) and fail its unanswered requests."""
+        keys = [
+            key
+            for (key,) in self._db.execute(
+                "SELECT cache_key FROM batch_requests WHERE batch_id = ? AND state = 'submitted'", (batch_id,)
+            )
+        ]
+        self._fail(keys, kind, message)
+        self._db.execute(
+            "UPDATE batches SET collected = 1, note = ?, updated_at = ? WHERE batch_id = ?",
+            (message[:1000], now(), batch_id),
+        )
+        self.say(f"{message[:400]} ({len(keys)} request(s))")
 
     async def _collect(self, api: Any, settings: ModelSettings, info: BatchInfo) -> None:
         """Read a final batch's output and error files into its requests; requeue what has no answer."""
