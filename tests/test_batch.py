@@ -446,7 +446,7 @@ def test_a_batch_the_provider_forgot_is_given_up_and_a_rerun_asks_again(
 
     assert asyncio.run(forgotten()) == 1
     answer = broker.answer("key-1")
-    assert answer is not None and answer.state == "failed" and answer.kind == "not_found"
+    assert answer is not None and answer.state == "failed" and answer.kind == "batch_given_up"
     assert "batch batch_fake_0: could not poll (not_found, once): given up" in answer.error
     assert sum("trying again" in s for s in said) == 0
     db = sqlite3.connect(store)
@@ -485,7 +485,7 @@ def test_a_batch_that_cannot_be_polled_or_read_is_given_up_after_some_rounds(
     answer = broker.answer("key-1")
     broker.close()
     assert len(retrieves) == MAX_POLL_FAILURES
-    assert answer is not None and answer.kind == "connection"
+    assert answer is not None and answer.kind == "batch_given_up"
     assert f"could not poll (connection, {MAX_POLL_FAILURES} time(s) in a row): given up" in answer.error
 
     class Expired(BatchAPI):  # the batch completed, but its output file is gone
@@ -496,12 +496,12 @@ def test_a_batch_that_cannot_be_polled_or_read_is_given_up_after_some_rounds(
     assert asyncio.run(asyncio.wait_for(broker.settle(), 10.0)) == 1
     answer = broker.answer("key-1")
     broker.close()
-    assert answer is not None and answer.kind == "not_found"
+    assert answer is not None and answer.kind == "batch_given_up"
     assert "could not read its results (not_found, once): given up" in answer.error
 
 
 def test_a_run_whose_batch_the_provider_forgot_ends_with_each_unit_failed_and_a_rerun_finishes(
-    tmp_path: Path, fake_llm: FakeLLM
+    tmp_path: Path, fake_llm: FakeLLM, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import threading
 
@@ -525,8 +525,9 @@ def test_a_run_whose_batch_the_provider_forgot_ends_with_each_unit_failed_and_a_
     forgetter.join()
     judg = read(rundir, "judgments")
     assert len(judg) > 0 and judg.verdict.isna().all()
-    given_up = "not_found: batch batch_fake_0: could not poll (not_found, once): given up"
+    given_up = "batch_given_up after 1 attempt(s): batch batch_fake_0: could not poll (not_found, once): given up"
     assert judg.judge_error.str.startswith(given_up).all()
+    assert "batch was given up" in capsys.readouterr().out  # its own reason at the end, not "bad request"
 
     fake_llm.hold_batches = False  # a re-run sends the requests again, in a new batch, and finishes
     assert run_cli(pipeline, rundir) == 0

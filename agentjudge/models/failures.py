@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-REASONS = ("auth", "bad_request", "rate_limit", "server", "timeout", "parse", "cost_cap", "other")
+REASONS = ("auth", "bad_request", "rate_limit", "server", "timeout", "parse", "cost_cap", "batch", "other")
 REASON_HELP = {
     "auth": "401/403 or a missing key: check the key variable; never retried",
     "bad_request": "400/404/422: the model name or a parameter is wrong; never retried",
@@ -22,6 +22,8 @@ REASON_HELP = {
     "timeout": "no answer within timeout_s after every retry",
     "parse": "the answer could not be read",
     "cost_cap": "not sent: over --max-cost",
+    "batch": "the provider's batch was given up (unknown to the provider, key changed, or polls kept failing); "
+    "a re-run sends its requests again",
     "other": "see the message",
 }
 _KIND_TO_REASON = {
@@ -39,6 +41,7 @@ _KIND_TO_REASON = {
     "bad_arguments": "parse",
     "parse": "parse",
     "cost_cap": "cost_cap",
+    "batch_given_up": "batch",
 }
 # "call_failed[kind]: ..." (single shot) or "call_failed[kind] at turn N: ..." (interactive), or "kind: ...",
 # each optionally with the model client's "kind after N attempt(s): ..."

@@ -446,7 +446,7 @@ class BatchBroker:
             f"failed (a re-run sends them again; answers the provider still has for this batch are then not "
             f"read); last error: {detail}"
         )
-        self._give_up(batch_id, kind, message)
+        self._give_up(batch_id, "batch_given_up", message)  # its own reason: not the request's fault
         self._poll_failures.pop(batch_id, None)
         return True
 
