@@ -525,7 +525,9 @@ def test_a_run_whose_batch_the_provider_forgot_ends_with_each_unit_failed_and_a_
     forgetter.join()
     judg = read(rundir, "judgments")
     assert len(judg) > 0 and judg.verdict.isna().all()
-    given_up = "batch_given_up after 1 attempt(s): batch batch_fake_0: could not poll (not_found, once): given up"
+    given_up = (
+        "batch_given_up after 1 attempt(s): batch batch_fake_0: could not poll (not_found, once): given up"
+    )
     assert judg.judge_error.str.startswith(given_up).all()
     assert "batch was given up" in capsys.readouterr().out  # its own reason at the end, not "bad request"
 

@@ -22,8 +22,8 @@ REASON_HELP = {
     "timeout": "no answer within timeout_s after every retry",
     "parse": "the answer could not be read",
     "cost_cap": "not sent: over --max-cost",
-    "batch": "the provider's batch was given up (unknown to the provider, key changed, or polls kept failing); "
-    "a re-run sends its requests again",
+    "batch": "the provider's batch was given up (unknown to the provider, key changed, or polls kept "
+    "failing); a re-run sends its requests again",
     "other": "see the message",
 }
 _KIND_TO_REASON = {
