@@ -13,7 +13,9 @@ every server once they have answered K requests together (the remaining units fa
 
 Prints the runner's own output (including "This run, per endpoint"), then per server the requests it
 received and answered, the run summary's ok/failed for that endpoint (meta.json), the units done/failed,
-and whether every unit was answered exactly once (answers sent by the servers = judge units done).
+and whether every unit was answered exactly once (answers sent by the servers + the judge's call-cache hits
+= judge units done: two generators can make byte-identical calls, and the identical judge prompt is then
+asked once and read from the cache by the other unit).
 """
 
 from __future__ import annotations
@@ -115,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
 
     rows = json.loads((rundir / "meta.json").read_text())["last_invocation"]["per_model"]
-    endpoints = next(r for r in rows if r["model"] == "fleet-judge")["endpoints"]
+    judge_row = next(r for r in rows if r["model"] == "fleet-judge")
+    endpoints, hits = judge_row["endpoints"], int(judge_row["cache_hits"] or 0)
     with sqlite3.connect(rundir / "run.sqlite") as db:
         units = Counter(s for (s,) in db.execute("SELECT status FROM units WHERE stage = 'judge'"))
     print(f"\nexit code {code}, {wall:.1f} s wall clock; judge units {dict(units)}")
@@ -132,7 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         errors = Counter(e for (e,) in db.execute("SELECT error FROM units WHERE status = 'failed'"))
     for error, n in errors.most_common(3):
         print(f"{n} failed unit(s) with error: {str(error)[:300]}")
-    print(f"answers sent {answered} = judge units done {units['done']}: {answered == units['done']}")
+    print(
+        f"answers sent {answered} + cache hits {hits} = judge units done {units['done']}: "
+        f"{answered + hits == units['done']}"
+    )
     if alive:
         print(f"after the kill, the survivors' answers: {alive}")
     return code
