@@ -185,3 +185,16 @@ def make_judge(settings: ModelSettings, client: ModelClient) -> Judge:
     from agentjudge.judges.llm import LLMJudge
 
     return LLMJudge(settings, client)
+
+
+def configure_judge(judge: Judge, *, reask: int, prompt_family: str, tool_rendering: str) -> Judge:
+    """Apply a run's judge-wide settings (``reask``, ``prompt_family``, ``judge_tool_rendering``) to the
+    judges that have them (LLM judges; baselines and plug-ins without the attribute are left alone). One
+    place for it, so the main process and the worker processes (``runner.workers``) configure alike."""
+    if reask and hasattr(judge, "reask"):
+        judge.reask = reask
+    if hasattr(judge, "prompt_family"):
+        judge.prompt_family = prompt_family
+    if hasattr(judge, "tool_rendering"):
+        judge.tool_rendering = tool_rendering
+    return judge

@@ -322,7 +322,7 @@ def _open_store(rundir: Path, pipe: Pipeline, force_new: bool, console: Console)
 
 
 def _build_models(pipe: Pipeline, data: Dataset, client: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    from agentjudge.registry import make_generator, make_judge
+    from agentjudge.registry import configure_judge, make_generator, make_judge
 
     gens: dict[str, Any] = {}
     for settings in pipe.generators:
@@ -332,14 +332,12 @@ def _build_models(pipe: Pipeline, data: Dataset, client: Any) -> tuple[dict[str,
         gens[settings.display_name] = generator
     judges: dict[str, Any] = {}
     for settings in pipe.judges:
-        judge = make_judge(settings, client)
-        if pipe.reask and hasattr(judge, "reask"):
-            judge.reask = pipe.reask
-        if hasattr(judge, "prompt_family"):
-            judge.prompt_family = pipe.prompt_family
-        if hasattr(judge, "tool_rendering"):
-            judge.tool_rendering = pipe.judge_tool_rendering
-        judges[settings.display_name] = judge
+        judges[settings.display_name] = configure_judge(
+            make_judge(settings, client),
+            reask=pipe.reask,
+            prompt_family=pipe.prompt_family,
+            tool_rendering=pipe.judge_tool_rendering,
+        )
     return gens, judges
 
 

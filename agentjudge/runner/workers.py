@@ -249,18 +249,17 @@ class WorkerPool:
 
 # --------------------------------------------------------------------------------------- worker side
 def _build(spec: WorkerSpec, client: Any) -> dict[str, dict[str, Any]]:
-    from agentjudge.registry import make_generator, make_judge
+    from agentjudge.registry import configure_judge, make_generator, make_judge
 
-    judges: dict[str, Any] = {}
-    for settings in spec.judges:
-        judge = make_judge(settings, client)
-        if spec.reask and hasattr(judge, "reask"):
-            judge.reask = spec.reask
-        if hasattr(judge, "prompt_family"):
-            judge.prompt_family = spec.prompt_family
-        if hasattr(judge, "tool_rendering"):
-            judge.tool_rendering = spec.tool_rendering
-        judges[settings.display_name] = judge
+    judges: dict[str, Any] = {
+        settings.display_name: configure_judge(
+            make_judge(settings, client),
+            reask=spec.reask,
+            prompt_family=spec.prompt_family,
+            tool_rendering=spec.tool_rendering,
+        )
+        for settings in spec.judges
+    }
     gens = {s.display_name: make_generator(s, client) for s in spec.generators}
     return {"judge": judges, "predict": gens}
 
