@@ -364,8 +364,6 @@ def test_dry_run_expects_the_batch_price(
     assert not (tmp_path / "run").exists() and fake_llm.requests == []
 
 
-# the simulated crash (KeyboardInterrupt inside the event loop) can leave a litellm coroutine unawaited
-@pytest.mark.filterwarnings("ignore:coroutine 'OpenAIFilesAPI.afile_content' was never awaited")
 def test_a_batch_created_just_before_a_crash_is_adopted_not_resubmitted(
     tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
