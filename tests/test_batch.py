@@ -197,6 +197,15 @@ def test_batches_verb_lists_status(tmp_path: Path, fake_llm: FakeLLM) -> None:
         check=False,
     )
     assert missing.returncode == 2 and "nope" in missing.stderr and "Traceback" not in missing.stderr
+    assert "no such folder" in missing.stderr
+    a_file = subprocess.run(  # the store itself given instead of its folder
+        [sys.executable, "-m", "agentjudge", "batches", str(tmp_path / "run" / "run.sqlite")],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        check=False,
+    )
+    assert a_file.returncode == 2 and "not a folder" in a_file.stderr
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / "run.sqlite").write_text("not a database")
     junk = subprocess.run(

@@ -249,3 +249,13 @@ def test_missing_dataset_hint_is_a_runnable_generate_command(
     with pytest.raises(PipelineError) as err:
         load_pipeline(path)
     assert f"`agentjudge generate --size {size} --seed 0 --out data/{folder}`" in str(err.value)
+
+
+def test_compact_tool_rendering_with_the_published_prompts_is_refused(tmp_path: Path) -> None:
+    """`compact` applies to our prompt family only; with `paper` it would change only the config hash."""
+    path = write_pipeline(tmp_path, prompt_family="paper", judge_tool_rendering="compact")
+    with pytest.raises(PipelineError, match=r"compact applies to prompt_family: agentjudge only") as err:
+        load_pipeline(path)
+    assert "Value error" not in str(err.value)  # pydantic's prefix is not shown to the user
+    assert run_cli(path, tmp_path / "run") == 2 and not (tmp_path / "run").exists()
+    load_pipeline(write_pipeline(tmp_path, prompt_family="agentjudge", judge_tool_rendering="compact"))

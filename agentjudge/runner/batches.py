@@ -586,9 +586,8 @@ def batches_cli(rundir: Path) -> int:
     errors = Console(stderr=True, width=200)
     store = rundir / "run.sqlite"
     if not rundir.is_dir():
-        errors.print(
-            f"[red]error:[/red] {escape(str(rundir))}: no such folder", highlight=False, soft_wrap=True
-        )
+        what = "not a folder (give the run folder, not a file in it)" if rundir.exists() else "no such folder"
+        errors.print(f"[red]error:[/red] {escape(str(rundir))}: {what}", highlight=False, soft_wrap=True)
         return 2
     db = open_readonly(store)
     if db is None:

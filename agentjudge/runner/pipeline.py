@@ -128,6 +128,13 @@ class Pipeline(Strict):
         ):
             if len(set(seq)) != len(seq):
                 raise ValueError(f"{field}: duplicate entries {seq}")
+        if self.judge_tool_rendering == "compact" and self.prompt_family != "agentjudge":
+            # the published prompts show the tools as the published records list them: compact would be
+            # silently ignored, yet it is part of the config hash
+            raise ValueError(
+                "judge_tool_rendering: compact applies to prompt_family: agentjudge only "
+                f"(this pipeline has prompt_family: {self.prompt_family})"
+            )
         return self
 
     @property
@@ -174,6 +181,7 @@ def parse_pipeline(data: Any, path: Path) -> Pipeline:
         lines = []
         for err in exc.errors():
             msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+            msg = msg.removeprefix("Value error, ")  # pydantic's wording around our own messages
             lines.append(f"{path}: key `{_loc(err['loc'])}`: {msg}")
         raise PipelineError("\n".join(lines)) from None
     base = path.parent
@@ -265,7 +273,9 @@ def override_models(
     try:
         new = Pipeline.model_validate({**pipeline.model_dump(), **updates})
     except ValidationError as exc:
-        raise PipelineError("command line: " + "; ".join(e["msg"] for e in exc.errors())) from None
+        raise PipelineError(
+            "command line: " + "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+        ) from None
     check_models(new, "command line")
     return new
 
