@@ -103,8 +103,8 @@ def read_parquet(path: Path, required: tuple[str, ...]) -> pd.DataFrame:
 
 def _arrow_pool_that_returns_memory() -> None:
     """Read Arrow data through jemalloc where pyarrow has it. Measured on the paper-shaped grid's report
-    (5.5 M judgment rows): pyarrow's default pool on Linux (mimalloc) peaked at 1.78 or 2.50 GB from one run
-    to the next, jemalloc at 1.57 GB every time (bench/bench_grid.py). Builds without jemalloc keep their
+    (5.5 M judgment rows): pyarrow's default pool on Linux (mimalloc) peaked at 1.70 or 2.39 GiB from one run
+    to the next, jemalloc at 1.52-1.70 GiB (bench/bench_grid.py). Builds without jemalloc keep their
     default."""
     import pyarrow as pa
 
