@@ -619,11 +619,7 @@ class ModelClient:
             raise ModelCallError(answer.kind, answer.submissions, _scrub(answer.error, secrets))
         if not answer.fresh:  # another unit of this run already received it: a cache hit, as direct
             stats.cache_hits += 1
-            completion = self._to_completion(_litellm(), _Answer(answer.body), secrets, settings)
-            completion.usage = completion.usage.model_copy(
-                update={"cached": True, "cost_usd": 0.0, "cached_prompt_tokens": 0, "cache_saved_usd": 0.0}
-            )
-            return completion
+            return _unsent(self._to_completion(_litellm(), _Answer(answer.body), secrets, settings))
         stats.requests += self._submissions_once(key, answer.submissions)
         try:
             completion = self._to_completion(_litellm(), _Answer(answer.body), secrets, settings)
@@ -646,12 +642,7 @@ class ModelClient:
         self._batch_read.add((key, current_unit()))
         if self.cost_gate is not None:
             await self.cost_gate.settle(reserved, cost if usage.prompt_tokens else reserved, held=True)
-        stats.prompt_tokens += usage.prompt_tokens
-        stats.completion_tokens += usage.completion_tokens
-        stats.cached_prompt_tokens += usage.cached_prompt_tokens
-        stats.cost_usd += cost
-        stats.cache_saved_usd += usage.cache_saved_usd
-        stats.unknown_cost_calls += not completion.cost_known
+        _account(stats, completion)  # completion.usage.cost_usd is the batch price set above
         self.batch.delivered(key)
         if self.cache is not None:
             self.cache.put(key, settings.model, json.loads(_scrub(completion.model_dump_json(), secrets)))

@@ -16,7 +16,6 @@ price is listed, so the cache discount is not assumed inside a batch.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -33,10 +32,9 @@ MIN_CACHED_PREFIX_TOKENS = 1024
 
 
 def _litellm() -> Any:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+    from agentjudge.models.litellm_import import litellm_module  # the one place litellm is configured
 
-    return litellm
+    return litellm_module()
 
 
 def count_tokens(
