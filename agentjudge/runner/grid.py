@@ -11,6 +11,7 @@ same command. Exit code 0 when every unit is done, 1 when some failed or the cos
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sqlite3
 import subprocess
@@ -89,8 +90,10 @@ def load_dataset(pipeline: Pipeline, skip_invalid: bool = False) -> Dataset:
     return data
 
 
+@functools.lru_cache(maxsize=1)
 def git_commit() -> str:
-    """HEAD of the checkout the package runs from, or "unknown" (installed wheel, no git)."""
+    """HEAD of the checkout the package runs from, or "unknown" (installed wheel, no git). Asked once per
+    process: the run's meta, the export stamp and the no-op check all need it."""
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"],
