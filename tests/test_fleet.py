@@ -196,6 +196,8 @@ def test_a_failing_endpoint_is_cooled_down_and_the_call_moves_on(servers: list[F
     counts = client.stats.per_endpoint["fleet-judge"]
     assert (counts[a.base_url].ok, counts[a.base_url].failed) == (0, 1)
     assert (counts[b.base_url].ok, counts[b.base_url].failed) == (4, 0)
+    stats = client.stats.model("fleet-judge")  # the move to B is a retry, counted by kind as on one server
+    assert (stats.requests, stats.retries, stats.retries_by_kind) == (5, 1, {"server_error": 1})
 
 
 def test_an_endpoint_is_asked_again_after_its_cool_down(servers: list[FakeLLM]) -> None:

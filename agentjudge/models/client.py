@@ -183,6 +183,19 @@ def _target(settings: ModelSettings) -> tuple[str, str | None, str | None]:
     return settings.model, endpoint, settings.api_key_env
 
 
+def _count_retry(stats: ModelStats, kind: str) -> None:
+    """One more request for a call that failed with ``kind`` (one endpoint, or a fleet's next endpoint)."""
+    stats.retries += 1
+    stats.retries_by_kind[kind] = stats.retries_by_kind.get(kind, 0) + 1
+
+
+def _backoff(base_s: float, attempts: int) -> float:
+    """The wait before attempt ``attempts + 1``: doubling from ``base_s``, with jitter in its upper half so
+    that clients failing together do not retry together."""
+    delay = base_s * 2 ** (attempts - 1)
+    return delay / 2 + random.uniform(0, delay / 2)
+
+
 def _account(stats: ModelStats, completion: Completion) -> None:
     """Add a fresh (not cached) answer's tokens and money to the model's counters."""
     stats.prompt_tokens += completion.usage.prompt_tokens
@@ -734,13 +747,11 @@ class ModelClient:
                 if kind not in RETRYABLE_KINDS or attempts > settings.max_retries:
                     stats.failures += 1
                     raise ModelCallError(kind, attempts, message) from None
-                stats.retries += 1
-                stats.retries_by_kind[kind] = stats.retries_by_kind.get(kind, 0) + 1
+                _count_retry(stats, kind)
                 delay = _retry_after(exc)
-                if delay is None:
-                    delay = self.backoff_base_s * 2 ** (attempts - 1)
-                    delay = delay / 2 + random.uniform(0, delay / 2)  # jitter: spread synchronized clients
-                delay = min(delay, MAX_BACKOFF_S)
+                delay = min(
+                    _backoff(self.backoff_base_s, attempts) if delay is None else delay, MAX_BACKOFF_S
+                )
                 log.info("%s: %s (attempt %d), retry in %.2fs", settings.display_name, kind, attempts, delay)
                 await asyncio.sleep(delay)
                 continue
@@ -803,7 +814,7 @@ class ModelClient:
                 if len(fleet.refused()) == len(fleet.endpoints):
                     stats.failures += 1
                     raise self._every_endpoint_refused(fleet, attempts)
-                stats.retries += 1
+                _count_retry(stats, kind)
                 continue
             everywhere = (failed_on.keys() | {e.url for e in fleet.refused()}) >= fleet.all_urls()
             spent = attempts > settings.max_retries and everywhere
@@ -817,10 +828,9 @@ class ModelClient:
                     where = ", ".join(f"{fleet.label(url)}: {k}" for url, k in failed_on.items())
                     message = f"failed on every endpoint ({where}); last: {message}"
                 raise ModelCallError(kind, attempts, message) from None
-            stats.retries += 1
+            _count_retry(stats, kind)
             if everywhere:  # nowhere left to fail over to: back off as a single endpoint would
-                delay = self.backoff_base_s * 2 ** (attempts - 1)
-                delay = min(delay / 2 + random.uniform(0, delay / 2), MAX_BACKOFF_S)
+                delay = min(_backoff(self.backoff_base_s, attempts), MAX_BACKOFF_S)
                 log.info("%s: %s on every endpoint, retry in %.2fs", settings.display_name, kind, delay)
                 await asyncio.sleep(delay)
 
