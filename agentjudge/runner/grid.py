@@ -32,10 +32,12 @@ from agentjudge.runner.pipeline import (
     Pipeline,
     PipelineError,
     config_hash,
+    forget_digests,
     hashed_config,
     load_pipeline,
     override_models,
 )
+from agentjudge.runner.resume_cache import cached_scores, save_gate1
 from agentjudge.runner.store import RunStore, UnitKey, archive_run, config_diff
 from agentjudge.runner.summary import (
     add_totals,
@@ -50,7 +52,6 @@ from agentjudge.runner.work import (
     Dataset,
     GridError,
     ScoreKey,
-    compute_scores,
     judge_request,
     judge_units,
     predict_units,
@@ -61,13 +62,16 @@ from agentjudge.runner.workers import AUTO_MIN_UNITS, WorkerPool, WorkerSpec, ef
 from agentjudge.types import JudgeResult, ModelSettings, Prediction, Score, ScoringMode
 
 
-def load_dataset(pipeline: Pipeline, skip_invalid: bool = False) -> Dataset:
+def load_dataset(pipeline: Pipeline, skip_invalid: bool = False, rundir: Path | None = None) -> Dataset:
     """Read the pipeline's records (first ``limit`` base scenarios); layout errors become GridError.
 
     Records failing Gate 1 are refused (a GridError listing them), or left out with ``skip_invalid``.
+    With ``rundir``, Gate 1's findings come from its store when it holds them for this dataset and code
+    (``resume_cache``; ``Dataset.gate1`` says which, and ``_run`` writes computed ones back).
     """
     from agentjudge.dataset.layout import LayoutError, read_records
-    from agentjudge.dataset.validate import gate1_failures, gate1_message
+    from agentjudge.dataset.validate import gate1_message
+    from agentjudge.runner.resume_cache import gate1_check
 
     try:
         records = read_records(pipeline.dataset, limit=pipeline.limit)  # the rest is not parsed
@@ -75,7 +79,8 @@ def load_dataset(pipeline: Pipeline, skip_invalid: bool = False) -> Dataset:
         raise GridError(str(exc)) from None
     if not records:
         raise GridError(f"{pipeline.dataset}: no records")
-    failing = gate1_failures(records)
+    gate1 = gate1_check(records, pipeline.dataset, rundir / "run.sqlite" if rundir is not None else None)
+    failing = gate1.failing
     if failing and not skip_invalid:
         raise GridError(gate1_message(pipeline.dataset, failing, len(records)))
     records = [r for r in records if r.id not in failing]
@@ -83,6 +88,7 @@ def load_dataset(pipeline: Pipeline, skip_invalid: bool = False) -> Dataset:
         raise GridError(f"{pipeline.dataset}: every record fails Gate 1; nothing to run")
     data = Dataset(records)
     data.skipped_invalid = len(failing)
+    data.gate1 = gate1
     for record in data.records:
         missing = [d for d in pipeline.difficulties if d not in record.queries]
         if missing:
@@ -136,6 +142,7 @@ def run_cli(
 ) -> int:
     """Exit code: 0 everything done, 1 some units failed or were not run (re-run to resume), 2 bad input
     (the pipeline, the dataset, a model's set-up found by the preflight, or the output folder)."""
+    forget_digests()  # the dataset is hashed once per invocation (pipeline.file_digest)
     console = Console()
     if not console.is_terminal:  # logs and pipes: wide enough that model names are not truncated
         console = Console(width=160)
@@ -152,7 +159,7 @@ def run_cli(
             )
             return 0
         if not problems:
-            data = load_dataset(pipe, skip_invalid)
+            data = load_dataset(pipe, skip_invalid, Path(out))
             partners = swap_partners(data.records) if "swapped_gt" in pipe.conditions else {}
     except (PipelineError, GridError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
@@ -485,7 +492,9 @@ class _Grid:
                 if row.status == "done" and row.key in wanted_set
             }
             bar = progress.add_task("score", total=len(self.predictions))
-            self.scores = compute_scores(
+            self.scores = cached_scores(
+                self.store.path,
+                self.pipe.dataset,
                 self.data,
                 self.predictions,
                 self.pipe.scoring_modes,
@@ -580,6 +589,8 @@ async def _run(
         return 2
     if store is None:
         return 2
+    if data.gate1 is not None:
+        save_gate1(store.path, data.gate1)  # after the store accepted this configuration
     broker = None
     try:
         grid = _Grid(pipe, data, partners, store, client, gens, judges, pool)

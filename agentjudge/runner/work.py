@@ -41,6 +41,7 @@ class Dataset:
 
     records: list[Record]
     skipped_invalid: int = 0  # records left out for failing Gate 1 (--skip-invalid)
+    gate1: Any = None  # resume_cache.Gate1Check of the records read (grid.load_dataset), else None
 
     def __post_init__(self) -> None:
         self.by_base = {r.id: r for r in self.records}

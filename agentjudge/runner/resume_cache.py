@@ -1,0 +1,309 @@
+"""What a resumed run reuses instead of recomputing: programmatic scores and Gate 1 findings, in run.sqlite.
+
+Why: re-running a finished grid to retry a few failed units used to score every prediction again (a fresh
+environment per prediction, the calls executed on it) and run Gate 1 over every record again: most of the
+seconds such a retry took. Both are pure functions of inputs that rarely change between invocations, so
+the first invocation keeps them in two tables of the run's store, ``score_cache`` and ``gate1_cache``.
+
+A cached value is used only when everything it was computed from is unchanged, and never trusted otherwise:
+- ``context``: the dataset file's sha256, the scorer's switch (``lenient``; the scoring mode is part of
+  each row's key) and ``code_fingerprint()`` (every ``.py`` and ``.yaml`` file of the package, the package
+  and Python versions, and the versions of the libraries the scorer and the gates call). Another dataset,
+  a changed scorer or an upgrade computes everything again.
+- a score row also carries the sha256 of the prediction it scores: a prediction run again (a retried
+  unit) is scored again.
+- every row carries a sha256 over its key, context and payload; a row that fails it, does not parse or
+  does not validate is ignored and recomputed (and then replaced).
+A run that finds nothing usable computes exactly what it computed before, and a cached score is the JSON
+of a computed ``Score`` (Python's float repr round-trips exactly), so the exported files are byte-identical
+with or without the cache (``tests/test_resume_cache.py``). Writing the cache is best effort: a store that
+cannot take it (locked, read-only) costs the speed-up of the next run, nothing else.
+
+Gate 1's findings are read before the store is opened (``agentjudge run`` refuses a failing dataset
+before it writes anything) and written after (``save_gate1``), so a refused dataset leaves no trace.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import sqlite3
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentjudge import __version__
+from agentjudge.runner.pipeline import file_digest
+from agentjudge.runner.store import UnitKey
+from agentjudge.runner.work import Dataset, ScoreKey, compute_scores
+from agentjudge.types import Prediction, Record, Score, ScoringMode
+
+# what scoring and Gate 1 call besides the package itself (a new release may validate or order differently)
+_LIBRARIES = ("pydantic", "pydantic-core", "pyyaml", "jsonschema", "networkx")
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS score_cache (
+    record_id TEXT NOT NULL,
+    generator TEXT NOT NULL,
+    generator_trial INTEGER NOT NULL,
+    scoring_mode TEXT NOT NULL,
+    context TEXT NOT NULL,
+    prediction TEXT NOT NULL,
+    score TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    PRIMARY KEY (record_id, generator, generator_trial, scoring_mode)
+);
+CREATE TABLE IF NOT EXISTS gate1_cache (
+    context TEXT PRIMARY KEY,
+    records TEXT NOT NULL,
+    failing TEXT NOT NULL,
+    digest TEXT NOT NULL
+);
+"""
+
+
+def _sha(*parts: Any) -> str:
+    """sha256 over the parts, each length-prefixed (no two part lists share a byte string)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        data = str(part).encode("utf-8")
+        digest.update(b"%d:" % len(data))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """sha256 of the code a cached score or finding came from: every ``.py``/``.yaml`` file of the package
+    (~100 files, ~4 ms), the package and Python versions and the libraries' versions. Conservative on
+    purpose: any edit to the package recomputes the caches once."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def lib_version(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "absent"
+
+    root = Path(__file__).resolve().parent.parent
+    parts: list[Any] = [__version__, sys.version, *(f"{n}=={lib_version(n)}" for n in _LIBRARIES)]
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".py", ".yaml") and path.is_file():
+            parts += [path.relative_to(root).as_posix(), hashlib.sha256(path.read_bytes()).hexdigest()]
+    return _sha(*parts)
+
+
+def _connect(store: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(store, isolation_level=None, timeout=30.0)
+    db.executescript(_TABLES)
+    return db
+
+
+def _read_only(store: Path) -> sqlite3.Connection | None:
+    """The store opened read-only, or None when it does not exist (nothing is created)."""
+    if not store.is_file():
+        return None
+    try:
+        return sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+
+
+# --- scores ---------------------------------------------------------------------------------------------
+
+
+def score_context(dataset: Path, lenient: bool) -> str:
+    return _sha("scores", file_digest(dataset), f"lenient={lenient}", code_fingerprint())
+
+
+def prediction_digest(prediction: Prediction) -> str:
+    """sha256 of everything the prediction holds (what scoring reads and more: never too little)."""
+    return hashlib.sha256(prediction.model_dump_json().encode("utf-8")).hexdigest()
+
+
+def _score_digest(key: tuple[str, str, int, str], context: str, prediction: str, score: str) -> str:
+    return _sha(*key, context, prediction, score)
+
+
+def cached_scores(
+    store: Path,
+    dataset: Path,
+    data: Dataset,
+    predictions: dict[UnitKey, Prediction],
+    modes: list[ScoringMode],
+    lenient: bool,
+    on_scored: Callable[[], None] | None = None,
+) -> dict[ScoreKey, dict[ScoringMode, Score]]:
+    """``work.compute_scores`` with the store's ``score_cache``: predictions whose every mode is cached
+    under the same context and prediction digest are read, the rest computed and written back. The
+    result (content and order) is what ``compute_scores`` returns."""
+    context = score_context(dataset, lenient)
+    digests = {key: prediction_digest(p) for key, p in predictions.items()}
+    hits = _load_scores(store, context, digests, modes)
+    missing = {
+        k: p for k, p in predictions.items() if (k.record_id, k.generator, k.generator_trial) not in hits
+    }
+    fresh = compute_scores(data, missing, modes, lenient, on_scored)
+    if on_scored is not None:
+        for _ in hits:
+            on_scored()
+    if fresh:
+        _save_scores(store, context, digests, missing, fresh)
+    out: dict[ScoreKey, dict[ScoringMode, Score]] = {}
+    for key in sorted(predictions):
+        score_key = (key.record_id, key.generator, key.generator_trial)
+        out[score_key] = hits[score_key] if score_key in hits else fresh[score_key]
+    return out
+
+
+def _load_scores(
+    store: Path, context: str, digests: dict[UnitKey, str], modes: list[ScoringMode]
+) -> dict[ScoreKey, dict[ScoringMode, Score]]:
+    db = _read_only(store)
+    if db is None:
+        return {}
+    try:
+        rows = db.execute(
+            "SELECT record_id, generator, generator_trial, scoring_mode, prediction, score, digest "
+            "FROM score_cache WHERE context = ?",
+            (context,),
+        ).fetchall()
+    except sqlite3.Error:  # no table yet (a store made before this cache), or unreadable
+        return {}
+    finally:
+        db.close()
+    wanted = {(k.record_id, k.generator, k.generator_trial): d for k, d in digests.items()}
+    found: dict[ScoreKey, dict[ScoringMode, Score]] = {}
+    for record_id, generator, trial, mode, pred_digest, text, digest in rows:
+        score_key = (record_id, generator, trial)
+        if wanted.get(score_key) != pred_digest or mode not in modes:
+            continue
+        if digest != _score_digest((record_id, generator, trial, mode), context, pred_digest, text):
+            continue
+        score = _parse_score(text)
+        if score is None or (score.record_id, score.generator, score.trial, score.scoring_mode) != (
+            record_id,
+            generator,
+            trial,
+            mode,
+        ):
+            continue
+        found.setdefault(score_key, {})[mode] = score
+    # a prediction is a hit only with every mode of this run, in the order compute_scores gives them
+    return {k: {m: v[m] for m in modes} for k, v in found.items() if all(m in v for m in modes)}
+
+
+def _parse_score(text: str) -> Score | None:
+    try:
+        return Score.model_validate(json.loads(text))
+    except ValueError:  # json.JSONDecodeError and pydantic's ValidationError are both ValueErrors
+        return None
+
+
+def _save_scores(
+    store: Path,
+    context: str,
+    digests: dict[UnitKey, str],
+    predictions: dict[UnitKey, Prediction],
+    scores: dict[ScoreKey, dict[ScoringMode, Score]],
+) -> None:
+    rows = []
+    for key in predictions:
+        score_key = (key.record_id, key.generator, key.generator_trial)
+        for mode, score in scores[score_key].items():
+            text = json.dumps(score.model_dump(), sort_keys=True)  # NaN stays NaN; floats round-trip
+            row_key = (*score_key, mode)
+            rows.append(
+                (*row_key, context, digests[key], text, _score_digest(row_key, context, digests[key], text))
+            )
+    try:
+        db = _connect(store)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany("INSERT OR REPLACE INTO score_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            db.execute("COMMIT")
+        finally:
+            db.close()
+    except sqlite3.Error:
+        pass  # best effort: the next run scores these again
+
+
+# --- Gate 1 ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Gate1Check:
+    """Gate 1 over the records a run read: ``failing`` as ``validate.gate1_failures`` gives it; ``cached``
+    when it came from the store (nothing to write back)."""
+
+    failing: dict[str, list[str]]
+    record_ids: list[str]
+    context: str
+    cached: bool
+
+
+def gate1_check(records: list[Record], dataset: Path, store: Path | None) -> Gate1Check:
+    """Gate 1's failures for ``records`` of ``dataset``: from the store's ``gate1_cache`` when it holds
+    them for this dataset file, this code and exactly these records, else computed."""
+    context = _sha("gate1", file_digest(dataset), code_fingerprint())
+    ids = [r.id for r in records]
+    cached = _load_gate1(store, context, ids) if store is not None else None
+    if cached is not None:
+        return Gate1Check(cached, ids, context, cached=True)
+    from agentjudge.dataset.validate import gate1_failures
+
+    return Gate1Check(gate1_failures(records), ids, context, cached=False)
+
+
+def _load_gate1(store: Path, context: str, ids: list[str]) -> dict[str, list[str]] | None:
+    db = _read_only(store)
+    if db is None:
+        return None
+    try:
+        row = db.execute(
+            "SELECT records, failing, digest FROM gate1_cache WHERE context = ?", (context,)
+        ).fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()
+    if row is None or row[2] != _sha(context, row[0], row[1]):
+        return None
+    try:
+        records, failing = json.loads(row[0]), json.loads(row[1])
+    except ValueError:
+        return None
+    if records != ids or not _is_findings(failing) or not set(failing) <= set(ids):
+        return None
+    return {rid: failing[rid] for rid in ids if rid in failing}  # file order, as gate1_failures gives it
+
+
+def _is_findings(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(v, list) and v and all(isinstance(f, str) for f in v) for v in value.values()
+    )
+
+
+def save_gate1(store: Path, check: Gate1Check) -> None:
+    """Keep a computed Gate 1 result in the store (one row: the current dataset and code)."""
+    if check.cached:
+        return
+    records = json.dumps(check.record_ids)
+    failing = json.dumps(check.failing)
+    try:
+        db = _connect(store)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("DELETE FROM gate1_cache")
+            db.execute(
+                "INSERT INTO gate1_cache VALUES (?, ?, ?, ?)",
+                (check.context, records, failing, _sha(check.context, records, failing)),
+            )
+            db.execute("COMMIT")
+        finally:
+            db.close()
+    except sqlite3.Error:
+        pass  # best effort: the next run checks the records again
