@@ -97,7 +97,8 @@ def code_fingerprint() -> str:
 
 
 def _connect(store: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(store, isolation_level=None, timeout=30.0)
+    """The run's store for writing the caches; never creates one (the runner's ``RunStore`` does)."""
+    db = sqlite3.connect(f"file:{store}?mode=rw", uri=True, isolation_level=None, timeout=30.0)
     db.executescript(_TABLES)
     return db
 

@@ -1,0 +1,279 @@
+"""Scores and Gate 1 findings a resumed run reads from run.sqlite (``runner/resume_cache.py``): used when
+nothing they came from changed, recomputed when the dataset, a prediction, the scoring switches or the code
+did, ignored when damaged; and the run folder's files are byte-identical with and without them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_runner import make_records, write_pipeline
+
+from agentjudge.dataset import validate
+from agentjudge.dataset.layout import LayoutError, read_records, write_records
+from agentjudge.runner import resume_cache
+from agentjudge.runner.grid import run_cli
+from agentjudge.runner.store import RunStore, UnitKey
+from agentjudge.runner.work import Dataset, compute_scores
+from agentjudge.types import Prediction, ToolSchema
+
+ROOT = Path(__file__).resolve().parents[1]
+MINI = ROOT / "data" / "mini" / "records.jsonl"
+OUTPUTS = ("predictions.parquet", "scores.parquet", "judgments.parquet")
+
+
+class Spy:
+    """Counts what is computed: predictions scored, Gate 1 passes over records."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.scored: list[int] = []
+        self.gate1: list[int] = []
+        real_scores, real_gate1 = resume_cache.compute_scores, validate.gate1_failures
+
+        def scores(data: Any, predictions: Any, *args: Any, **kwargs: Any) -> Any:
+            self.scored.append(len(predictions))
+            return real_scores(data, predictions, *args, **kwargs)
+
+        def gate1(records: Any) -> Any:
+            self.gate1.append(len(records))
+            return real_gate1(records)
+
+        monkeypatch.setattr(resume_cache, "compute_scores", scores)
+        monkeypatch.setattr(validate, "gate1_failures", gate1)
+
+    def reset(self) -> None:
+        self.scored.clear()
+        self.gate1.clear()
+
+
+def _pipeline(folder: Path, **fields: Any) -> Path:
+    """Six records of the mini dataset (executable environments: state_match is computed), two
+    generators, three baseline judges (the oracle reads the scores), both scoring modes."""
+    folder.mkdir(exist_ok=True)
+    shutil.copy(MINI, folder / "mini.jsonl")
+    defaults: dict[str, Any] = {
+        "dataset": "mini.jsonl",
+        "limit": 6,
+        "judges": ["baseline/rule", "baseline/ceiling", "baseline/always-0.5"],
+        "conditions": ["with_gt", "without_gt"],
+    }
+    return write_pipeline(folder, **{**defaults, **fields})
+
+
+def _fail(store: Path, stage: str, n: int) -> None:
+    """``n`` units of ``stage`` left as a failed call leaves them (the bench's retry set-up)."""
+    with sqlite3.connect(store) as db:
+        rowids = [r[0] for r in db.execute("SELECT rowid FROM units WHERE stage=? LIMIT ?", (stage, n))]
+        db.executemany(
+            "UPDATE units SET status='failed', result=NULL, error='server_error after 5 attempt(s)' "
+            "WHERE rowid=?",
+            [(r,) for r in rowids],
+        )
+        db.execute("UPDATE meta SET value = value + 1 WHERE key = 'store_version'")
+        db.execute("DELETE FROM meta WHERE key = 'exported_complete'")
+
+
+def _outputs(rundir: Path) -> dict[str, bytes]:
+    return {name: (rundir / name).read_bytes() for name in OUTPUTS}
+
+
+def test_retry_reads_scores_and_gate1_and_writes_the_same_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = _pipeline(tmp_path / "p")
+    spy = Spy(monkeypatch)
+    assert run_cli(pipeline, tmp_path / "fresh") == 0  # the reference: nothing cached anywhere
+    assert spy.scored == [24] and spy.gate1 == [6]  # 6 records x 2 difficulties x 2 generators
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    spy.reset()
+    _fail(tmp_path / "run" / "run.sqlite", "judge", 5)
+    assert run_cli(pipeline, tmp_path / "run") == 0  # retries the 5 judge units
+    assert spy.scored == [0] and spy.gate1 == []  # every score and Gate 1 read from the store
+    assert _outputs(tmp_path / "run") == _outputs(tmp_path / "fresh")
+    # failed predictions run again; a simulated generator answers as before, so their digests and
+    # scores are found again
+    _fail(tmp_path / "run" / "run.sqlite", "predict", 3)
+    spy.reset()
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    assert spy.scored == [0] and spy.gate1 == []
+    assert _outputs(tmp_path / "run") == _outputs(tmp_path / "fresh")
+
+
+def _store_with_predictions(tmp_path: Path) -> tuple[Path, Path, Dataset, dict[UnitKey, Prediction]]:
+    pipeline = _pipeline(tmp_path / "p", judges=["baseline/rule"], conditions=["with_gt"])
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    store = tmp_path / "run" / "run.sqlite"
+    db = RunStore(store)
+    predictions = {r.key: Prediction.model_validate(r.result) for r in db.iter_units("predict")}
+    db.close()
+    dataset = tmp_path / "p" / "mini.jsonl"
+    return store, dataset, Dataset(read_records(dataset, limit=6)), predictions
+
+
+def _score_rows(store: Path) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(store) as db:
+        return db.execute("SELECT * FROM score_cache ORDER BY 1, 2, 3, 4").fetchall()
+
+
+def test_a_changed_prediction_mode_switch_dataset_or_code_is_scored_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, dataset, data, predictions = _store_with_predictions(tmp_path)
+    spy = Spy(monkeypatch)
+    both: list[Any] = ["paper", "strict"]
+    truth = compute_scores(data, predictions, both, False)
+    assert resume_cache.cached_scores(store, dataset, data, predictions, both, False) == truth
+    assert spy.scored == [0]
+    assert len(_score_rows(store)) == 2 * len(predictions)
+
+    # one prediction changed (a retried unit answered differently): only it is scored again
+    key = sorted(predictions)[4]
+    assert predictions[key].calls
+    changed = dict(predictions)
+    changed[key] = predictions[key].model_copy(update={"calls": predictions[key].calls[:-1]})
+    spy.reset()
+    got = resume_cache.cached_scores(store, dataset, data, changed, both, False)
+    assert spy.scored == [1] and got == compute_scores(data, changed, both, False)
+    assert got != truth  # one call fewer changes this prediction's scores (checked, not assumed)
+
+    # lenient, a mode the cache lacks: everything again
+    for modes, lenient in ((both, True), (["strict"], False)):
+        spy.reset()
+        resume_cache.cached_scores(store, dataset, data, predictions, modes, lenient)
+        assert spy.scored == [len(predictions)], (modes, lenient)
+
+    # another dataset file (one byte more), another code version: everything again
+    resume_cache.cached_scores(store, dataset, data, predictions, both, False)
+    with dataset.open("a", encoding="utf-8") as handle:
+        handle.write("\n")
+    monkeypatch.setattr(resume_cache, "file_digest", lambda p: "another dataset")
+    spy.reset()
+    resume_cache.cached_scores(store, dataset, data, predictions, both, False)
+    assert spy.scored == [len(predictions)]
+    monkeypatch.setattr(resume_cache, "code_fingerprint", lambda: "another version")
+    spy.reset()
+    resume_cache.cached_scores(store, dataset, data, predictions, both, False)
+    assert spy.scored == [len(predictions)]
+
+
+def test_a_damaged_score_row_is_recomputed_never_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, dataset, data, predictions = _store_with_predictions(tmp_path)
+    both: list[Any] = ["paper", "strict"]
+    truth = compute_scores(data, predictions, both, False)
+    rows = _score_rows(store)
+    target = next(r for r in rows if json.loads(r[6])["p_tool"] < 1.0)  # a score that is not perfect
+    forged = json.dumps({**json.loads(target[6]), "p_tool": 1.0}, sort_keys=True)
+    with sqlite3.connect(store) as db:
+        db.execute(
+            "UPDATE score_cache SET score = ? WHERE record_id = ? AND generator = ? AND scoring_mode = ?",
+            (forged, target[0], target[1], target[3]),
+        )
+        other = next(r for r in rows if r[0] != target[0])
+        db.execute(
+            "UPDATE score_cache SET score = '{not json' WHERE record_id = ? AND generator = ?",
+            (other[0], other[1]),
+        )
+    spy = Spy(monkeypatch)
+    assert resume_cache.cached_scores(store, dataset, data, predictions, both, False) == truth
+    assert spy.scored == [2]  # the forged row's prediction and the unparsable one's
+    spy.reset()
+    assert resume_cache.cached_scores(store, dataset, data, predictions, both, False) == truth
+    assert spy.scored == [0]  # both replaced by what was computed
+
+    # a store whose cache table is gone (older store) or unreadable: computed, never an error
+    with sqlite3.connect(store) as db:
+        db.execute("DROP TABLE score_cache")
+    spy.reset()
+    assert resume_cache.cached_scores(store, dataset, data, predictions, both, False) == truth
+    assert spy.scored == [len(predictions)]
+    spy.reset()
+    assert resume_cache.cached_scores(tmp_path / "nowhere.sqlite", dataset, data, predictions, both, False)
+    assert spy.scored == [len(predictions)] and not (tmp_path / "nowhere.sqlite").exists()
+
+
+def _gate1_dataset(folder: Path) -> Path:
+    """The test_runner grid with record test-0001 failing Gate 1 (a tool schema that is no schema)."""
+    pipeline = write_pipeline(folder, judges=["baseline/rule"], conditions=["with_gt"])
+    records = make_records()
+    bad_tool = ToolSchema(name="broken", description="b", parameters={"type": "object", "required": 5})
+    records[1] = records[1].model_copy(update={"tools": [*records[1].tools, bad_tool]})
+    write_records(folder / "records.jsonl", records)
+    return pipeline
+
+
+def test_gate1_findings_are_reused_only_for_the_same_dataset_and_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "p"
+    folder.mkdir()
+    pipeline = _gate1_dataset(folder)
+    spy = Spy(monkeypatch)
+    assert run_cli(pipeline, tmp_path / "run") == 2
+    assert not (tmp_path / "run").exists()  # refused: nothing written, the findings included
+    assert run_cli(pipeline, tmp_path / "run", skip_invalid=True) == 0
+    assert spy.gate1 == [4, 4]
+    spy.reset()
+    capsys.readouterr()
+    assert run_cli(pipeline, tmp_path / "run", skip_invalid=True) == 0  # no-op: the dataset is not read
+    _fail(tmp_path / "run" / "run.sqlite", "judge", 2)
+    assert run_cli(pipeline, tmp_path / "run", skip_invalid=True) == 0
+    assert spy.gate1 == []  # read from the store
+    assert "--skip-invalid: 1 record(s) failing Gate 1 left out" in capsys.readouterr().out
+    # without the flag the cached findings refuse the dataset as the computed ones did
+    _fail(tmp_path / "run" / "run.sqlite", "judge", 1)
+    assert run_cli(pipeline, tmp_path / "run") == 2
+    assert "record test-0001: gate1:schema_invalid" in capsys.readouterr().out and spy.gate1 == []
+
+    records = read_records(folder / "records.jsonl")
+    store = tmp_path / "run" / "run.sqlite"
+    check = resume_cache.gate1_check(records, folder / "records.jsonl", store)
+    assert check.cached and list(check.failing) == ["test-0001"]
+    assert not resume_cache.gate1_check(records[:3], folder / "records.jsonl", store).cached  # other records
+    monkeypatch.setattr(resume_cache, "code_fingerprint", lambda: "another version")
+    assert not resume_cache.gate1_check(records, folder / "records.jsonl", store).cached
+    monkeypatch.undo()
+
+    # a forged row (the failing record cleared without its digest) or garbage is not trusted
+    with sqlite3.connect(store) as db:
+        db.execute("UPDATE gate1_cache SET failing = '{}'")
+    again = resume_cache.gate1_check(records, folder / "records.jsonl", store)
+    assert not again.cached and list(again.failing) == ["test-0001"]
+    with sqlite3.connect(store) as db:
+        context, ids = db.execute("SELECT context, records FROM gate1_cache").fetchone()
+        junk = '{"test-0001": 5}'
+        db.execute(
+            "UPDATE gate1_cache SET failing = ?, digest = ?", (junk, resume_cache._sha(context, ids, junk))
+        )
+    again = resume_cache.gate1_check(records, folder / "records.jsonl", store)
+    assert not again.cached and list(again.failing) == ["test-0001"]
+
+    # the dataset edited: the failing record repaired, checked again and run
+    write_records(folder / "records.jsonl", make_records())
+    fixed = resume_cache.gate1_check(make_records(), folder / "records.jsonl", store)
+    assert not fixed.cached and fixed.failing == {}
+
+
+def test_read_records_streams_and_stops_at_the_limit(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    write_records(path, make_records())
+    lines = path.read_bytes().splitlines(keepends=True)
+    # after the second record, 1 MB of blank lines, then bytes that are not UTF-8: the reader decodes
+    # ahead by a few KB at most, so with limit=2 it stops long before them
+    padding = b"\n" * (1 << 20)
+    path.write_bytes(b"".join(lines[:2]) + padding + b"\xff\xfe not utf-8\n" + b"".join(lines[2:]))
+    assert [r.id for r in read_records(path, limit=2)] == ["test-0000", "test-0001"]
+    with pytest.raises(LayoutError, match="cannot read"):
+        read_records(path)
+    # a U+2028 inside a JSON string is text (str.splitlines would cut the line there)
+    write_records(path, make_records()[:1])
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    raw["system_prompt"] = "first\u2028second"
+    path.write_text(json.dumps(raw, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert "\u2028" in path.read_text(encoding="utf-8")
+    assert read_records(path)[0].system_prompt == "first\u2028second"
