@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +103,31 @@ def test_retry_reads_scores_and_gate1_and_writes_the_same_files(
     assert run_cli(pipeline, tmp_path / "run") == 0
     assert spy.scored == [0] and spy.gate1 == []
     assert _outputs(tmp_path / "run") == _outputs(tmp_path / "fresh")
+
+
+def test_the_run_command_writes_the_same_bytes_without_importing_pandas(tmp_path: Path) -> None:
+    """``agentjudge run`` (a process of its own) exports with pandas kept out (``runner/lean_export.py``);
+    the files equal those of an in-process run, where pyarrow imported pandas."""
+    pipeline = _pipeline(tmp_path / "p")
+    assert run_cli(pipeline, tmp_path / "inproc") == 0
+    assert "pandas" in sys.modules  # this test process has it: the in-process export ran with it
+    probe = (  # `agentjudge run` as its console script runs it, saying at exit which modules were loaded
+        "import atexit, runpy, sys\n"
+        "atexit.register(lambda: print('LOADED', 'pyarrow' in sys.modules, 'pandas' in sys.modules))\n"
+        "sys.argv = ['agentjudge', 'run', sys.argv[1], '--out', 'cli']\n"
+        "runpy.run_module('agentjudge', run_name='__main__')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(pipeline)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[-1] == "LOADED True False"
+    assert _outputs(tmp_path / "cli") == _outputs(tmp_path / "inproc")
 
 
 def _store_with_predictions(tmp_path: Path) -> tuple[Path, Path, Dataset, dict[UnitKey, Prediction]]:

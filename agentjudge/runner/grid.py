@@ -27,6 +27,7 @@ from agentjudge.fserrors import FS_ERRORS, describe
 from agentjudge.models.fleet import redact_model_urls
 from agentjudge.runner import engine
 from agentjudge.runner.export import export_run, write_json
+from agentjudge.runner.lean_export import without_pandas
 from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import (
     Pipeline,
@@ -139,9 +140,12 @@ def run_cli(
     no_cache: bool = False,
     probe: bool = False,
     skip_invalid: bool = False,
+    lean_export: bool = False,
 ) -> int:
     """Exit code: 0 everything done, 1 some units failed or were not run (re-run to resume), 2 bad input
-    (the pipeline, the dataset, a model's set-up found by the preflight, or the output folder)."""
+    (the pipeline, the dataset, a model's set-up found by the preflight, or the output folder).
+    ``lean_export``: write the files without importing pandas (``runner/lean_export.py``; only for a
+    process that ends after this call: the ``agentjudge run`` command)."""
     forget_digests()  # the dataset is hashed once per invocation (pipeline.file_digest)
     console = Console()
     if not console.is_terminal:  # logs and pipes: wide enough that model names are not truncated
@@ -181,7 +185,9 @@ def run_cli(
         load_litellm()  # seconds of import, before the event loop rather than inside the first call
     pool = _fork_workers(pipe, data, no_cache)
     try:
-        return asyncio.run(_run(pipe, data, partners, Path(out), force_new, no_cache, console, pool))
+        return asyncio.run(
+            _run(pipe, data, partners, Path(out), force_new, no_cache, console, pool, lean_export)
+        )
     except KeyboardInterrupt:
         console.print(
             f"interrupted: finished units are saved in {escape(str(Path(out) / 'run.sqlite'))}; "
@@ -571,6 +577,7 @@ async def _run(
     no_cache: bool,
     console: Console,
     pool: WorkerPool | None = None,
+    lean_export: bool = False,
 ) -> int:
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
@@ -596,7 +603,8 @@ async def _run(
         grid = _Grid(pipe, data, partners, store, client, gens, judges, pool)
         grid.batches = client.batch = broker = _batch_broker(pipe, rundir, console)
         wanted, jwanted = await grid.run(console)
-        failed, missing = grid.export(rundir, wanted, jwanted)
+        with without_pandas(lean_export):
+            failed, missing = grid.export(rundir, wanted, jwanted)
         complete = not (failed or missing or grid.budget.skipped or grid.log.not_run)
         console.print(summary_table(pipe, grid.tallies, client.stats))
         fleets = endpoint_table(pipe, client.stats)
