@@ -67,12 +67,8 @@ CREATE TABLE IF NOT EXISTS gate1_cache (
 
 def _sha(*parts: Any) -> str:
     """sha256 over the parts, each length-prefixed (no two part lists share a byte string)."""
-    digest = hashlib.sha256()
-    for part in parts:
-        data = str(part).encode("utf-8")
-        digest.update(b"%d:" % len(data))
-        digest.update(data)
-    return digest.hexdigest()
+    encoded = [str(part).encode("utf-8") for part in parts]
+    return hashlib.sha256(b"".join(b"%d:%b" % (len(data), data) for data in encoded)).hexdigest()
 
 
 @functools.cache
