@@ -26,7 +26,6 @@ from agentjudge import __version__
 from agentjudge.fserrors import FS_ERRORS, describe
 from agentjudge.models.fleet import redact_model_urls
 from agentjudge.runner import engine
-from agentjudge.runner.export import export_run, write_json
 from agentjudge.runner.lean_export import without_pandas
 from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import (
@@ -551,6 +550,8 @@ class _Grid:
             },
         }
         simulated = {name: bool(info["simulated"]) for name, info in model_info(self.pipe.generators).items()}
+        from agentjudge.runner.export import export_run  # pyarrow: not needed by a no-op re-run
+
         export_run(
             rundir,
             self.data,
@@ -649,6 +650,8 @@ def _write_run_summary(grid: _Grid, rundir: Path) -> list[dict[str, Any]]:
     totals = add_totals(earlier, rows)
     grid.store.set_meta({"requests_by_model": json.dumps(totals, sort_keys=True)})
     failed = failed_unit_rows(grid.store.failed_units())
+    from agentjudge.runner.export import write_json
+
     write_json(rundir / "run_summary.json", run_summary(rows, totals, failed))
     return failed
 
