@@ -166,24 +166,42 @@ def test_a_changed_prediction_mode_switch_dataset_or_code_is_scored_again(
     got = resume_cache.cached_scores(store, dataset, data, changed, both, False)
     assert spy.scored == [1] and got == compute_scores(data, changed, both, False)
     assert got != truth  # one call fewer changes this prediction's scores (checked, not assumed)
+    spy.reset()  # and back: the row now holds the changed prediction's digest, so it is scored again
+    assert resume_cache.cached_scores(store, dataset, data, predictions, both, False) == truth
+    assert spy.scored == [1]
 
-    # lenient, a mode the cache lacks: everything again
-    for modes, lenient in ((both, True), (["strict"], False)):
-        spy.reset()
-        resume_cache.cached_scores(store, dataset, data, predictions, modes, lenient)
-        assert spy.scored == [len(predictions)], (modes, lenient)
-
-    # another dataset file (one byte more), another code version: everything again
-    resume_cache.cached_scores(store, dataset, data, predictions, both, False)
-    with dataset.open("a", encoding="utf-8") as handle:
-        handle.write("\n")
-    monkeypatch.setattr(resume_cache, "file_digest", lambda p: "another dataset")
+    # the scoring switches: a mode the cache holds is read; lenient (another context) and a mode it lacks
+    # are computed (the rows are replaced, so switching back computes again)
     spy.reset()
-    resume_cache.cached_scores(store, dataset, data, predictions, both, False)
+    strict_only: list[Any] = ["strict"]
+    got = resume_cache.cached_scores(store, dataset, data, predictions, strict_only, False)
+    assert spy.scored == [0] and got == compute_scores(data, predictions, strict_only, False)
+    n = len(predictions)
+    for lenient, scored in ((True, n), (True, 0), (False, n)):
+        spy.reset()
+        got = resume_cache.cached_scores(store, dataset, data, predictions, both, lenient)
+        assert got == compute_scores(data, predictions, both, lenient)
+        assert spy.scored == [scored], lenient
+    with sqlite3.connect(store) as db:
+        db.execute("DELETE FROM score_cache WHERE scoring_mode = 'strict'")
+    spy.reset()
+    assert resume_cache.cached_scores(store, dataset, data, predictions, both, False) == truth
     assert spy.scored == [len(predictions)]
+
+    # the dataset edited: record 0 loses its last GT step; its scores change and are computed, never read
+    records = read_records(dataset)
+    records[0] = records[0].model_copy(update={"gt": records[0].gt[:-1]})
+    write_records(dataset, records)
+    edited = Dataset(read_records(dataset, limit=6))
+    spy.reset()
+    got = resume_cache.cached_scores(store, dataset, edited, predictions, both, False)
+    assert spy.scored == [len(predictions)] and got == compute_scores(edited, predictions, both, False)
+    assert got != truth and all(got[k] == truth[k] for k in truth if k[0].rpartition(":")[0] != records[0].id)
+
+    # another code version (an edit of the package, an upgrade): everything again
     monkeypatch.setattr(resume_cache, "code_fingerprint", lambda: "another version")
     spy.reset()
-    resume_cache.cached_scores(store, dataset, data, predictions, both, False)
+    resume_cache.cached_scores(store, dataset, edited, predictions, both, False)
     assert spy.scored == [len(predictions)]
 
 
