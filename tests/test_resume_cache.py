@@ -5,6 +5,7 @@ did, ignored when damaged; and the run folder's files are byte-identical with an
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import sqlite3
 import subprocess
@@ -155,7 +156,7 @@ def test_a_changed_prediction_mode_switch_dataset_or_code_is_scored_again(
     truth = compute_scores(data, predictions, both, False)
     assert resume_cache.cached_scores(store, dataset, data, predictions, both, False) == truth
     assert spy.scored == [0]
-    assert len(_score_rows(store)) == 2 * len(predictions)
+    assert len(_score_rows(store)) == len(predictions)  # one row per prediction, both modes in it
 
     # one prediction changed (a retried unit answered differently): only it is scored again
     key = sorted(predictions)[4]
@@ -182,11 +183,13 @@ def test_a_changed_prediction_mode_switch_dataset_or_code_is_scored_again(
         got = resume_cache.cached_scores(store, dataset, data, predictions, both, lenient)
         assert got == compute_scores(data, predictions, both, lenient)
         assert spy.scored == [scored], lenient
-    with sqlite3.connect(store) as db:
-        db.execute("DELETE FROM score_cache WHERE scoring_mode = 'strict'")
+    paper_only: list[Any] = ["paper"]
+    resume_cache.cached_scores(store, dataset, data, predictions, paper_only, True)  # rows: paper only
     spy.reset()
-    assert resume_cache.cached_scores(store, dataset, data, predictions, both, False) == truth
-    assert spy.scored == [len(predictions)]
+    assert resume_cache.cached_scores(store, dataset, data, predictions, both, True) == compute_scores(
+        data, predictions, both, True
+    )
+    assert spy.scored == [n]  # strict was not cached
 
     # the dataset edited: record 0 loses its last GT step; its scores change and are computed, never read
     records = read_records(dataset)
@@ -212,16 +215,17 @@ def test_a_damaged_score_row_is_recomputed_never_trusted(
     both: list[Any] = ["paper", "strict"]
     truth = compute_scores(data, predictions, both, False)
     rows = _score_rows(store)
-    target = next(r for r in rows if json.loads(r[6])["p_tool"] < 1.0)  # a score that is not perfect
-    forged = json.dumps({**json.loads(target[6]), "p_tool": 1.0}, sort_keys=True)
+    target = next(r for r in rows if json.loads(r[5])["paper"]["p_tool"] < 1.0)  # not a perfect score
+    scores = json.loads(target[5])
+    scores["paper"]["p_tool"] = 1.0
     with sqlite3.connect(store) as db:
         db.execute(
-            "UPDATE score_cache SET score = ? WHERE record_id = ? AND generator = ? AND scoring_mode = ?",
-            (forged, target[0], target[1], target[3]),
+            "UPDATE score_cache SET scores = ? WHERE record_id = ? AND generator = ?",
+            (json.dumps(scores), target[0], target[1]),
         )
         other = next(r for r in rows if r[0] != target[0])
         db.execute(
-            "UPDATE score_cache SET score = '{not json' WHERE record_id = ? AND generator = ?",
+            "UPDATE score_cache SET scores = '{not json' WHERE record_id = ? AND generator = ?",
             (other[0], other[1]),
         )
     spy = Spy(monkeypatch)
@@ -322,3 +326,22 @@ def test_read_records_streams_and_stops_at_the_limit(tmp_path: Path) -> None:
     path.write_text(json.dumps(raw, ensure_ascii=False) + "\n", encoding="utf-8")
     assert "\u2028" in path.read_text(encoding="utf-8")
     assert read_records(path)[0].system_prompt == "first\u2028second"
+
+
+def test_a_score_json_cannot_carry_is_not_cached(tmp_path: Path) -> None:
+    """JSON has no NaN (pydantic writes null): such a score would come back as another value, so it is
+    left out of the cache rather than stored wrong."""
+    store, dataset, data, predictions = _store_with_predictions(tmp_path)
+    key = sorted(predictions)[0]
+    score_key = (key.record_id, key.generator, key.generator_trial)
+    both: list[Any] = ["paper", "strict"]
+    scores = compute_scores(data, {key: predictions[key]}, both, False)
+    odd = {m: s.model_copy(update={"writes_done": math.nan}) for m, s in scores[score_key].items()}
+    with sqlite3.connect(store) as db:
+        db.execute("DELETE FROM score_cache")
+    context = resume_cache.score_context(dataset, False)
+    digests = {score_key: resume_cache.prediction_digest(predictions[key])}
+    resume_cache._save_scores(store, context, digests, {score_key: odd})
+    assert _score_rows(store) == []
+    resume_cache._save_scores(store, context, digests, scores)
+    assert resume_cache._load_scores(store, context, digests, both) == scores

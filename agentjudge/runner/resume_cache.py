@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from agentjudge import __version__
 from agentjudge.runner.pipeline import file_digest
 from agentjudge.runner.store import UnitKey
@@ -49,12 +51,11 @@ CREATE TABLE IF NOT EXISTS score_cache (
     record_id TEXT NOT NULL,
     generator TEXT NOT NULL,
     generator_trial INTEGER NOT NULL,
-    scoring_mode TEXT NOT NULL,
     context TEXT NOT NULL,
     prediction TEXT NOT NULL,
-    score TEXT NOT NULL,
+    scores TEXT NOT NULL,
     digest TEXT NOT NULL,
-    PRIMARY KEY (record_id, generator, generator_trial, scoring_mode)
+    PRIMARY KEY (record_id, generator, generator_trial)
 );
 CREATE TABLE IF NOT EXISTS gate1_cache (
     context TEXT PRIMARY KEY,
@@ -121,8 +122,8 @@ def prediction_digest(prediction: Prediction) -> str:
     return hashlib.sha256(prediction.model_dump_json().encode("utf-8")).hexdigest()
 
 
-def _score_digest(key: tuple[str, str, int, str], context: str, prediction: str, score: str) -> str:
-    return _sha(*key, context, prediction, score)
+# one prediction's scores by mode, as JSON (pydantic's compiled codec: a tenth of json + model_validate)
+_SCORES = TypeAdapter(dict[ScoringMode, Score])
 
 
 def cached_scores(
@@ -138,7 +139,9 @@ def cached_scores(
     under the same context and prediction digest are read, the rest computed and written back. The
     result (content and order) is what ``compute_scores`` returns."""
     context = score_context(dataset, lenient)
-    digests = {key: prediction_digest(p) for key, p in predictions.items()}
+    digests = {
+        (k.record_id, k.generator, k.generator_trial): prediction_digest(p) for k, p in predictions.items()
+    }
     hits = _load_scores(store, context, digests, modes)
     missing = {
         k: p for k, p in predictions.items() if (k.record_id, k.generator, k.generator_trial) not in hits
@@ -148,7 +151,7 @@ def cached_scores(
         for _ in hits:
             on_scored()
     if fresh:
-        _save_scores(store, context, digests, missing, fresh)
+        _save_scores(store, context, digests, fresh)
     out: dict[ScoreKey, dict[ScoringMode, Score]] = {}
     for key in sorted(predictions):
         score_key = (key.record_id, key.generator, key.generator_trial)
@@ -156,71 +159,62 @@ def cached_scores(
     return out
 
 
+def _row_digest(key: ScoreKey, context: str, prediction: str, scores: str) -> str:
+    return _sha(*key, context, prediction, scores)
+
+
 def _load_scores(
-    store: Path, context: str, digests: dict[UnitKey, str], modes: list[ScoringMode]
+    store: Path, context: str, digests: dict[ScoreKey, str], modes: list[ScoringMode]
 ) -> dict[ScoreKey, dict[ScoringMode, Score]]:
     db = _read_only(store)
     if db is None:
         return {}
     try:
         rows = db.execute(
-            "SELECT record_id, generator, generator_trial, scoring_mode, prediction, score, digest "
-            "FROM score_cache WHERE context = ?",
+            "SELECT record_id, generator, generator_trial, prediction, scores, digest FROM score_cache "
+            "WHERE context = ?",
             (context,),
         ).fetchall()
     except sqlite3.Error:  # no table yet (a store made before this cache), or unreadable
         return {}
     finally:
         db.close()
-    wanted = {(k.record_id, k.generator, k.generator_trial): d for k, d in digests.items()}
     found: dict[ScoreKey, dict[ScoringMode, Score]] = {}
-    for record_id, generator, trial, mode, pred_digest, text, digest in rows:
-        score_key = (record_id, generator, trial)
-        if wanted.get(score_key) != pred_digest or mode not in modes:
+    for record_id, generator, trial, pred_digest, text, digest in rows:
+        key = (record_id, generator, trial)
+        if digests.get(key) != pred_digest or digest != _row_digest(key, context, pred_digest, text):
             continue
-        if digest != _score_digest((record_id, generator, trial, mode), context, pred_digest, text):
+        try:
+            by_mode = _SCORES.validate_json(text)
+        except ValueError:  # pydantic's ValidationError (bad JSON included) is a ValueError
             continue
-        score = _parse_score(text)
-        if score is None or (score.record_id, score.generator, score.trial, score.scoring_mode) != (
-            record_id,
-            generator,
-            trial,
-            mode,
-        ):
-            continue
-        found.setdefault(score_key, {})[mode] = score
-    # a prediction is a hit only with every mode of this run, in the order compute_scores gives them
-    return {k: {m: v[m] for m in modes} for k, v in found.items() if all(m in v for m in modes)}
+        # every mode of this run, each the score of this prediction (in the order compute_scores gives)
+        if all(m in by_mode and _identity(by_mode[m]) == (*key, m) for m in modes):
+            found[key] = {m: by_mode[m] for m in modes}
+    return found
 
 
-def _parse_score(text: str) -> Score | None:
-    try:
-        return Score.model_validate(json.loads(text))
-    except ValueError:  # json.JSONDecodeError and pydantic's ValidationError are both ValueErrors
-        return None
+def _identity(score: Score) -> tuple[str, str, int, str]:
+    return score.record_id, score.generator, score.trial, score.scoring_mode
 
 
 def _save_scores(
     store: Path,
     context: str,
-    digests: dict[UnitKey, str],
-    predictions: dict[UnitKey, Prediction],
+    digests: dict[ScoreKey, str],
     scores: dict[ScoreKey, dict[ScoringMode, Score]],
 ) -> None:
     rows = []
-    for key in predictions:
-        score_key = (key.record_id, key.generator, key.generator_trial)
-        for mode, score in scores[score_key].items():
-            text = json.dumps(score.model_dump(), sort_keys=True)  # NaN stays NaN; floats round-trip
-            row_key = (*score_key, mode)
-            rows.append(
-                (*row_key, context, digests[key], text, _score_digest(row_key, context, digests[key], text))
-            )
+    for key, by_mode in scores.items():
+        text = _SCORES.dump_json(by_mode).decode("utf-8")
+        if _SCORES.validate_json(text) != by_mode:  # e.g. a NaN, which JSON writes as null: not kept
+            continue
+        rows.append((*key, context, digests[key], text, _row_digest(key, context, digests[key], text)))
     try:
         db = _connect(store)
         try:
             db.execute("BEGIN IMMEDIATE")
-            db.executemany("INSERT OR REPLACE INTO score_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            db.executemany("INSERT OR REPLACE INTO score_cache VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
             db.execute("COMMIT")
         finally:
             db.close()
