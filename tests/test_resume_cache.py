@@ -20,6 +20,7 @@ from agentjudge.dataset import validate
 from agentjudge.dataset.layout import LayoutError, read_records, write_records
 from agentjudge.runner import resume_cache
 from agentjudge.runner.grid import run_cli
+from agentjudge.runner.pipeline import file_digest, forget_digests
 from agentjudge.runner.store import RunStore, UnitKey
 from agentjudge.runner.work import Dataset, compute_scores
 from agentjudge.types import Prediction, ToolSchema
@@ -139,7 +140,15 @@ def _store_with_predictions(tmp_path: Path) -> tuple[Path, Path, Dataset, dict[U
     predictions = {r.key: Prediction.model_validate(r.result) for r in db.iter_units("predict")}
     db.close()
     dataset = tmp_path / "p" / "mini.jsonl"
-    return store, dataset, Dataset(read_records(dataset, limit=6)), predictions
+    return store, dataset, _dataset(dataset), predictions
+
+
+def _dataset(path: Path) -> Dataset:
+    """The six records as ``grid.load_dataset`` gives them: with the file's sha256."""
+    forget_digests()
+    data = Dataset(read_records(path, limit=6))
+    data.sha256 = file_digest(path)
+    return data
 
 
 def _score_rows(store: Path) -> list[tuple[Any, ...]]:
@@ -154,7 +163,7 @@ def test_a_changed_prediction_mode_switch_dataset_or_code_is_scored_again(
     spy = Spy(monkeypatch)
     both: list[Any] = ["paper", "strict"]
     truth = compute_scores(data, predictions, both, False)
-    assert resume_cache.cached_scores(store, dataset, data, predictions, both, False) == truth
+    assert resume_cache.cached_scores(store, data, predictions, both, False) == truth
     assert spy.scored == [0]
     assert len(_score_rows(store)) == len(predictions)  # one row per prediction, both modes in it
 
@@ -164,29 +173,29 @@ def test_a_changed_prediction_mode_switch_dataset_or_code_is_scored_again(
     changed = dict(predictions)
     changed[key] = predictions[key].model_copy(update={"calls": predictions[key].calls[:-1]})
     spy.reset()
-    got = resume_cache.cached_scores(store, dataset, data, changed, both, False)
+    got = resume_cache.cached_scores(store, data, changed, both, False)
     assert spy.scored == [1] and got == compute_scores(data, changed, both, False)
     assert got != truth  # one call fewer changes this prediction's scores (checked, not assumed)
     spy.reset()  # and back: the row now holds the changed prediction's digest, so it is scored again
-    assert resume_cache.cached_scores(store, dataset, data, predictions, both, False) == truth
+    assert resume_cache.cached_scores(store, data, predictions, both, False) == truth
     assert spy.scored == [1]
 
     # the scoring switches: a mode the cache holds is read; lenient (another context) and a mode it lacks
     # are computed (the rows are replaced, so switching back computes again)
     spy.reset()
     strict_only: list[Any] = ["strict"]
-    got = resume_cache.cached_scores(store, dataset, data, predictions, strict_only, False)
+    got = resume_cache.cached_scores(store, data, predictions, strict_only, False)
     assert spy.scored == [0] and got == compute_scores(data, predictions, strict_only, False)
     n = len(predictions)
     for lenient, scored in ((True, n), (True, 0), (False, n)):
         spy.reset()
-        got = resume_cache.cached_scores(store, dataset, data, predictions, both, lenient)
+        got = resume_cache.cached_scores(store, data, predictions, both, lenient)
         assert got == compute_scores(data, predictions, both, lenient)
         assert spy.scored == [scored], lenient
     paper_only: list[Any] = ["paper"]
-    resume_cache.cached_scores(store, dataset, data, predictions, paper_only, True)  # rows: paper only
+    resume_cache.cached_scores(store, data, predictions, paper_only, True)  # rows: paper only
     spy.reset()
-    assert resume_cache.cached_scores(store, dataset, data, predictions, both, True) == compute_scores(
+    assert resume_cache.cached_scores(store, data, predictions, both, True) == compute_scores(
         data, predictions, both, True
     )
     assert spy.scored == [n]  # strict was not cached
@@ -195,16 +204,16 @@ def test_a_changed_prediction_mode_switch_dataset_or_code_is_scored_again(
     records = read_records(dataset)
     records[0] = records[0].model_copy(update={"gt": records[0].gt[:-1]})
     write_records(dataset, records)
-    edited = Dataset(read_records(dataset, limit=6))
+    edited = _dataset(dataset)
     spy.reset()
-    got = resume_cache.cached_scores(store, dataset, edited, predictions, both, False)
+    got = resume_cache.cached_scores(store, edited, predictions, both, False)
     assert spy.scored == [len(predictions)] and got == compute_scores(edited, predictions, both, False)
     assert got != truth and all(got[k] == truth[k] for k in truth if k[0].rpartition(":")[0] != records[0].id)
 
     # another code version (an edit of the package, an upgrade): everything again
     monkeypatch.setattr(resume_cache, "code_fingerprint", lambda: "another version")
     spy.reset()
-    resume_cache.cached_scores(store, dataset, edited, predictions, both, False)
+    resume_cache.cached_scores(store, edited, predictions, both, False)
     assert spy.scored == [len(predictions)]
 
 
@@ -229,20 +238,20 @@ def test_a_damaged_score_row_is_recomputed_never_trusted(
             (other[0], other[1]),
         )
     spy = Spy(monkeypatch)
-    assert resume_cache.cached_scores(store, dataset, data, predictions, both, False) == truth
+    assert resume_cache.cached_scores(store, data, predictions, both, False) == truth
     assert spy.scored == [2]  # the forged row's prediction and the unparsable one's
     spy.reset()
-    assert resume_cache.cached_scores(store, dataset, data, predictions, both, False) == truth
+    assert resume_cache.cached_scores(store, data, predictions, both, False) == truth
     assert spy.scored == [0]  # both replaced by what was computed
 
     # a store whose cache table is gone (older store) or unreadable: computed, never an error
     with sqlite3.connect(store) as db:
         db.execute("DROP TABLE score_cache")
     spy.reset()
-    assert resume_cache.cached_scores(store, dataset, data, predictions, both, False) == truth
+    assert resume_cache.cached_scores(store, data, predictions, both, False) == truth
     assert spy.scored == [len(predictions)]
     spy.reset()
-    assert resume_cache.cached_scores(tmp_path / "nowhere.sqlite", dataset, data, predictions, both, False)
+    assert resume_cache.cached_scores(tmp_path / "nowhere.sqlite", data, predictions, both, False)
     assert spy.scored == [len(predictions)] and not (tmp_path / "nowhere.sqlite").exists()
 
 
@@ -281,17 +290,18 @@ def test_gate1_findings_are_reused_only_for_the_same_dataset_and_code(
 
     records = read_records(folder / "records.jsonl")
     store = tmp_path / "run" / "run.sqlite"
-    check = resume_cache.gate1_check(records, folder / "records.jsonl", store)
+    sha = file_digest(folder / "records.jsonl")
+    check = resume_cache.gate1_check(records, sha, store)
     assert check.cached and list(check.failing) == ["test-0001"]
-    assert not resume_cache.gate1_check(records[:3], folder / "records.jsonl", store).cached  # other records
+    assert not resume_cache.gate1_check(records[:3], sha, store).cached  # other records
     monkeypatch.setattr(resume_cache, "code_fingerprint", lambda: "another version")
-    assert not resume_cache.gate1_check(records, folder / "records.jsonl", store).cached
+    assert not resume_cache.gate1_check(records, sha, store).cached
     monkeypatch.undo()
 
     # a forged row (the failing record cleared without its digest) or garbage is not trusted
     with sqlite3.connect(store) as db:
         db.execute("UPDATE gate1_cache SET failing = '{}'")
-    again = resume_cache.gate1_check(records, folder / "records.jsonl", store)
+    again = resume_cache.gate1_check(records, sha, store)
     assert not again.cached and list(again.failing) == ["test-0001"]
     with sqlite3.connect(store) as db:
         context, ids = db.execute("SELECT context, records FROM gate1_cache").fetchone()
@@ -299,12 +309,13 @@ def test_gate1_findings_are_reused_only_for_the_same_dataset_and_code(
         db.execute(
             "UPDATE gate1_cache SET failing = ?, digest = ?", (junk, resume_cache._sha(context, ids, junk))
         )
-    again = resume_cache.gate1_check(records, folder / "records.jsonl", store)
+    again = resume_cache.gate1_check(records, sha, store)
     assert not again.cached and list(again.failing) == ["test-0001"]
 
     # the dataset edited: the failing record repaired, checked again and run
     write_records(folder / "records.jsonl", make_records())
-    fixed = resume_cache.gate1_check(make_records(), folder / "records.jsonl", store)
+    forget_digests()
+    fixed = resume_cache.gate1_check(make_records(), file_digest(folder / "records.jsonl"), store)
     assert not fixed.cached and fixed.failing == {}
 
 
@@ -339,7 +350,7 @@ def test_a_score_json_cannot_carry_is_not_cached(tmp_path: Path) -> None:
     odd = {m: s.model_copy(update={"writes_done": math.nan}) for m, s in scores[score_key].items()}
     with sqlite3.connect(store) as db:
         db.execute("DELETE FROM score_cache")
-    context = resume_cache.score_context(dataset, False)
+    context = resume_cache.score_context(data.sha256, False)
     digests = {score_key: resume_cache.prediction_digest(predictions[key])}
     resume_cache._save_scores(store, context, digests, {score_key: odd})
     assert _score_rows(store) == []

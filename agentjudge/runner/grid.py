@@ -71,15 +71,17 @@ def load_dataset(pipeline: Pipeline, skip_invalid: bool = False, rundir: Path | 
     """
     from agentjudge.dataset.layout import LayoutError, read_records
     from agentjudge.dataset.validate import gate1_message
+    from agentjudge.runner.pipeline import file_digest
     from agentjudge.runner.resume_cache import gate1_check
 
     try:
         records = read_records(pipeline.dataset, limit=pipeline.limit)  # the rest is not parsed
+        sha256 = file_digest(pipeline.dataset)  # what the caches of resume_cache are keyed by
     except LayoutError as exc:
         raise GridError(str(exc)) from None
     if not records:
         raise GridError(f"{pipeline.dataset}: no records")
-    gate1 = gate1_check(records, pipeline.dataset, rundir / "run.sqlite" if rundir is not None else None)
+    gate1 = gate1_check(records, sha256, rundir / "run.sqlite" if rundir is not None else None)
     failing = gate1.failing
     if failing and not skip_invalid:
         raise GridError(gate1_message(pipeline.dataset, failing, len(records)))
@@ -88,7 +90,7 @@ def load_dataset(pipeline: Pipeline, skip_invalid: bool = False, rundir: Path | 
         raise GridError(f"{pipeline.dataset}: every record fails Gate 1; nothing to run")
     data = Dataset(records)
     data.skipped_invalid = len(failing)
-    data.gate1 = gate1
+    data.sha256, data.gate1 = sha256, gate1
     for record in data.records:
         missing = [d for d in pipeline.difficulties if d not in record.queries]
         if missing:
@@ -499,7 +501,6 @@ class _Grid:
             bar = progress.add_task("score", total=len(self.predictions))
             self.scores = cached_scores(
                 self.store.path,
-                self.pipe.dataset,
                 self.data,
                 self.predictions,
                 self.pipe.scoring_modes,

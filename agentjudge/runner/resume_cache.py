@@ -6,18 +6,21 @@ seconds such a retry took. Both are pure functions of inputs that rarely change 
 the first invocation keeps them in two tables of the run's store, ``score_cache`` and ``gate1_cache``.
 
 A cached value is used only when everything it was computed from is unchanged, and never trusted otherwise:
-- ``context``: the dataset file's sha256, the scorer's switch (``lenient``; the scoring mode is part of
-  each row's key) and ``code_fingerprint()`` (every ``.py`` and ``.yaml`` file of the package, the package
-  and Python versions, and the versions of the libraries the scorer and the gates call). Another dataset,
-  a changed scorer or an upgrade computes everything again.
+- ``context``: the sha256 of the dataset file the records were read from, the scorer's switch
+  (``lenient``; a row holds the scoring modes it was computed for) and ``code_fingerprint()`` (every
+  ``.py`` and ``.yaml`` file of the package, the package and Python versions, and the versions of the
+  libraries the scorer and the gates call). Another dataset, a changed scorer or an upgrade computes
+  everything again.
 - a score row also carries the sha256 of the prediction it scores: a prediction run again (a retried
-  unit) is scored again.
+  unit) with another answer is scored again.
 - every row carries a sha256 over its key, context and payload; a row that fails it, does not parse or
-  does not validate is ignored and recomputed (and then replaced).
-A run that finds nothing usable computes exactly what it computed before, and a cached score is the JSON
-of a computed ``Score`` (Python's float repr round-trips exactly), so the exported files are byte-identical
-with or without the cache (``tests/test_resume_cache.py``). Writing the cache is best effort: a store that
-cannot take it (locked, read-only) costs the speed-up of the next run, nothing else.
+  does not validate is ignored and recomputed (and then replaced). The checksum catches damage, not a
+  deliberate forgery that recomputes it.
+A run that finds nothing usable computes exactly what it computed before, and a cached score is read back
+only if its JSON gives back the computed ``Score`` exactly (checked when it is written: a NaN, which JSON
+cannot carry, is never cached), so the exported files are byte-identical with or without the cache
+(``tests/test_resume_cache.py``). Writing the cache is best effort: a store that cannot take it (locked,
+read-only) costs the speed-up of the next run, nothing else.
 
 Gate 1's findings are read before the store is opened (``agentjudge run`` refuses a failing dataset
 before it writes anything) and written after (``save_gate1``), so a refused dataset leaves no trace.
@@ -38,7 +41,6 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from agentjudge import __version__
-from agentjudge.runner.pipeline import file_digest
 from agentjudge.runner.store import UnitKey
 from agentjudge.runner.work import Dataset, ScoreKey, compute_scores
 from agentjudge.types import Prediction, Record, Score, ScoringMode
@@ -113,8 +115,8 @@ def _read_only(store: Path) -> sqlite3.Connection | None:
 # --- scores ---------------------------------------------------------------------------------------------
 
 
-def score_context(dataset: Path, lenient: bool) -> str:
-    return _sha("scores", file_digest(dataset), f"lenient={lenient}", code_fingerprint())
+def score_context(dataset_sha256: str, lenient: bool) -> str:
+    return _sha("scores", dataset_sha256, f"lenient={lenient}", code_fingerprint())
 
 
 def prediction_digest(prediction: Prediction) -> str:
@@ -128,7 +130,6 @@ _SCORES = TypeAdapter(dict[ScoringMode, Score])
 
 def cached_scores(
     store: Path,
-    dataset: Path,
     data: Dataset,
     predictions: dict[UnitKey, Prediction],
     modes: list[ScoringMode],
@@ -137,8 +138,11 @@ def cached_scores(
 ) -> dict[ScoreKey, dict[ScoringMode, Score]]:
     """``work.compute_scores`` with the store's ``score_cache``: predictions whose every mode is cached
     under the same context and prediction digest are read, the rest computed and written back. The
-    result (content and order) is what ``compute_scores`` returns."""
-    context = score_context(dataset, lenient)
+    result (content and order) is what ``compute_scores`` returns. Records not read from a file
+    (``data.sha256`` empty) are only computed."""
+    if not data.sha256:
+        return compute_scores(data, predictions, modes, lenient, on_scored)
+    context = score_context(data.sha256, lenient)
     digests = {
         (k.record_id, k.generator, k.generator_trial): prediction_digest(p) for k, p in predictions.items()
     }
@@ -236,10 +240,11 @@ class Gate1Check:
     cached: bool
 
 
-def gate1_check(records: list[Record], dataset: Path, store: Path | None) -> Gate1Check:
-    """Gate 1's failures for ``records`` of ``dataset``: from the store's ``gate1_cache`` when it holds
-    them for this dataset file, this code and exactly these records, else computed."""
-    context = _sha("gate1", file_digest(dataset), code_fingerprint())
+def gate1_check(records: list[Record], dataset_sha256: str, store: Path | None) -> Gate1Check:
+    """Gate 1's failures for ``records``, read from a file whose sha256 is ``dataset_sha256``: from the
+    store's ``gate1_cache`` when it holds them for that file, this code and exactly these records, else
+    computed."""
+    context = _sha("gate1", dataset_sha256, code_fingerprint())
     ids = [r.id for r in records]
     cached = _load_gate1(store, context, ids) if store is not None else None
     if cached is not None:
