@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import shutil
 import sqlite3
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +25,7 @@ from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import file_digest, forget_digests
 from agentjudge.runner.store import RunStore, UnitKey
 from agentjudge.runner.work import Dataset, compute_scores
-from agentjudge.types import Prediction, ToolSchema
+from agentjudge.types import Prediction, Score, ToolSchema
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "data" / "mini" / "records.jsonl"
@@ -356,3 +358,21 @@ def test_a_score_json_cannot_carry_is_not_cached(tmp_path: Path) -> None:
     assert _score_rows(store) == []
     resume_cache._save_scores(store, context, digests, scores)
     assert resume_cache._load_scores(store, context, digests, both) == scores
+
+
+def test_finite_floats_come_back_bit_for_bit() -> None:
+    """What makes a cached score equal to a computed one: pydantic's JSON gives back every finite double
+    exactly (random bit patterns: subnormals, huge and tiny exponents, both signs)."""
+    rng = random.Random(7)
+    doubles = [struct.unpack("<d", rng.randbytes(8))[0] for _ in range(140_000)]
+    doubles = [d for d in doubles if math.isfinite(d)] + [0.0, -0.0, 5e-324, 1 / 3, 0.1 + 0.2]
+    fields = resume_cache._FLOAT_FIELDS
+    zero = dict.fromkeys(("p_tool", "p_param", "p_seq", "p_cov", "p_value", "p_seq_dag"), 0.0)
+    base = Score(record_id="r:easy", generator="g", trial=0, scoring_mode="paper", **zero)
+    for start in range(0, len(doubles) - len(fields), len(fields)):
+        values = dict(zip(fields, doubles[start : start + len(fields)], strict=True))
+        scores: dict[Any, Score] = {"paper": base.model_copy(update=values)}
+        assert resume_cache._json_exact(scores["paper"])
+        back = resume_cache._SCORES.validate_json(resume_cache._SCORES.dump_json(scores))
+        got = [struct.pack("<d", getattr(back["paper"], f)) for f in fields]
+        assert got == [struct.pack("<d", values[f]) for f in fields]
