@@ -376,3 +376,19 @@ def test_finite_floats_come_back_bit_for_bit() -> None:
         back = resume_cache._SCORES.validate_json(resume_cache._SCORES.dump_json(scores))
         got = [struct.pack("<d", getattr(back["paper"], f)) for f in fields]
         assert got == [struct.pack("<d", values[f]) for f in fields]
+
+
+def test_a_run_folder_whose_name_looks_like_a_uri_keeps_its_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The store is opened by URI (read-only / never created): '?', '#' and '%' in the path are escaped."""
+    pipeline = _pipeline(tmp_path / "p", judges=["baseline/rule"], conditions=["with_gt"])
+    rundir = tmp_path / "odd ?mode=ro #1 %20"
+    assert run_cli(pipeline, rundir) == 0
+    spy = Spy(monkeypatch)
+    _fail(rundir / "run.sqlite", "judge", 2)
+    assert run_cli(pipeline, rundir) == 0
+    assert spy.scored == [0] and spy.gate1 == []
+    capsys.readouterr()
+    assert run_cli(pipeline, rundir) == 0  # and the no-op check reads the store too
+    assert "nothing to do" in capsys.readouterr().out

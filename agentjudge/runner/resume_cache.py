@@ -98,7 +98,7 @@ def code_fingerprint() -> str:
 
 def _connect(store: Path) -> sqlite3.Connection:
     """The run's store for writing the caches; never creates one (the runner's ``RunStore`` does)."""
-    db = sqlite3.connect(f"file:{store}?mode=rw", uri=True, isolation_level=None, timeout=30.0)
+    db = sqlite3.connect(f"{store.resolve().as_uri()}?mode=rw", uri=True, isolation_level=None, timeout=30.0)
     db.executescript(_TABLES)
     return db
 
@@ -108,7 +108,7 @@ def _read_only(store: Path) -> sqlite3.Connection | None:
     if not store.is_file():
         return None
     try:
-        return sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+        return sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error:
         return None
 
@@ -125,7 +125,7 @@ def prediction_digest(prediction: Prediction) -> str:
     return hashlib.sha256(prediction.model_dump_json().encode("utf-8")).hexdigest()
 
 
-# one prediction's scores by mode, as JSON (pydantic's compiled codec: a tenth of json + model_validate)
+# one prediction's scores by mode, as JSON (pydantic's compiled codec: ~3x faster than json + model_validate)
 _SCORES = TypeAdapter(dict[ScoringMode, Score])
 
 
