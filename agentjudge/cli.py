@@ -248,6 +248,7 @@ def run(
                 no_cache=no_cache,
                 probe=probe,
                 skip_invalid=skip_invalid,
+                lean_export=True,  # this process ends with the verb (runner/lean_export.py)
             )
         )
     )

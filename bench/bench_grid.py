@@ -14,6 +14,8 @@ process (peak RSS of that process and its children, from wait4):
   4. a 1,800-unit grid (60 scenarios x 3 difficulties x 5 generators x baseline/rule x 2 conditions), run,
      then 12 of its judge units set to failed in run.sqlite as a failed call leaves them (status, error,
      store version bumped, export stamp cleared), then the same command: it re-runs the 12   goal <= 2 s
+     (``--repeat N``: fail and retry N times, the median is reported; the first retry after the run is
+     the one a user sees, the others show the noise)
 
 `--src DIR` runs every step with DIR first on PYTHONPATH (e.g. an unpacked `git archive` of an older
 commit), to compare before and after in one sitting. `--skip-grid` runs only step 4.
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -112,6 +115,7 @@ def main() -> int:
     ap.add_argument("--src", default=None, help="put this source tree first on PYTHONPATH (an older commit)")
     ap.add_argument("--skip-grid", action="store_true", help="only the 1,800-unit retry")
     ap.add_argument("--resamples", type=int, default=1000, help="report bootstrap resamples")
+    ap.add_argument("--repeat", type=int, default=1, help="retry step: fail 12 and retry N times (median)")
     args = ap.parse_args()
     if not args.data.is_file():
         print(
@@ -148,11 +152,19 @@ def main() -> int:
     smalldir = work / "small"
     code, wall, cpu, rss, out = measure(["run", str(small), "--out", str(smalldir)], args.src, env, work)
     print(f"[1,800-unit run] exit {code}, {wall:.1f} s")
-    fail_units(smalldir / "run.sqlite", 12)
-    code, wall, cpu, rss, out = measure(["run", str(small), "--out", str(smalldir)], args.src, env, work)
+    walls, cpus = [], []
+    for _ in range(max(1, args.repeat)):
+        fail_units(smalldir / "run.sqlite", 12)
+        code, wall, cpu, rss, out = measure(["run", str(small), "--out", str(smalldir)], args.src, env, work)
+        walls.append(wall)
+        cpus.append(cpu)
     print(f"[retry 12 failed] exit {code}\n{out}")
+    wall, cpu = statistics.median(walls), statistics.median(cpus)
+    if len(walls) > 1:
+        shown = [f"{w:.2f}/{c:.2f}" for w, c in zip(walls, cpus, strict=True)]
+        print(f"retry wall/cpu s, each round: {', '.join(shown)}")
     rows.append(
-        ("retry 12 failed of 1,800", f"{wall:.1f} s (cpu {cpu:.1f} s)", f"<= 2 s  {verdict(wall <= 2)}")
+        ("retry 12 failed of 1,800", f"{wall:.2f} s (cpu {cpu:.2f} s)", f"<= 2 s  {verdict(wall <= 2)}")
     )
 
     print(f"\nload average after: {os.getloadavg()}")

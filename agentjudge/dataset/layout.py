@@ -548,26 +548,31 @@ def _keep_source_spelling(record: Record, raw: dict[str, Any]) -> Record:
 
 def read_records(path: Path | str, limit: int | None = None) -> list[Record]:
     """Every record of a JSONL file in the published layout; blank lines are ignored; ids must be unique.
-    ``limit``: only the first N records are parsed (a pipeline's ``limit``; lines after them are not read)."""
+    ``limit``: only the first N records are parsed (a pipeline's ``limit``; lines after them are not read).
+
+    The file is streamed line by line (universal newlines: ``\n``, ``\r\n``, ``\r``): reading the full
+    dataset whole and splitting it took ~0.3 s before the first record, even for a ``limit`` of 60; and
+    a U+2028 inside a JSON string is text, not the end of a line."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LayoutError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from None
     records: list[Record] = []
     seen: dict[str, int] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if limit is not None and len(records) >= limit:
-            break
-        if not line.strip():
-            continue
-        record = parse_line(line, path, lineno)
-        if record.id in seen:
-            raise LayoutError(
-                f"{path}, line {lineno}, record {record.id!r}: field id: duplicate of line {seen[record.id]}"
-            )
-        seen[record.id] = lineno
-        records.append(record)
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for lineno, line in enumerate(handle, start=1):
+                if limit is not None and len(records) >= limit:
+                    break
+                if not line.strip():
+                    continue
+                record = parse_line(line.removesuffix("\n"), path, lineno)
+                if record.id in seen:
+                    raise LayoutError(
+                        f"{path}, line {lineno}, record {record.id!r}: field id: duplicate of line "
+                        f"{seen[record.id]}"
+                    )
+                seen[record.id] = lineno
+                records.append(record)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LayoutError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from None
     return records
 
 

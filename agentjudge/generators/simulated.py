@@ -23,6 +23,9 @@ from pydantic import Field
 
 from agentjudge.types import Difficulty, ModelSettings, Prediction, Record, Strict, Task, ToolCall, ToolSchema
 
+# libyaml's safe loader where PyYAML has it (several times faster; what dataset/domains uses too)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 PROFILES_PATH = Path(__file__).with_name("profiles.yaml")
 ERROR_TYPES: tuple[str, ...] = (
     "drop_call",
@@ -66,7 +69,7 @@ class ProfilesFile(Strict):
 def load_profiles(path: Path = PROFILES_PATH) -> dict[str, Profile]:
     """Read and validate a profiles file; every profile must define all three difficulties."""
     try:
-        parsed = ProfilesFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+        parsed = ProfilesFile.model_validate(yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER))
     except Exception as exc:  # pydantic / yaml errors: name the file
         raise ValueError(f"{path}: invalid profiles file: {exc}") from exc
     if set(parsed.error_types) != set(ERROR_TYPES):

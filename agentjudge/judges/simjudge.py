@@ -37,6 +37,9 @@ from agentjudge.types import (
     Strict,
 )
 
+# libyaml's safe loader where PyYAML has it (several times faster; what dataset/domains uses too)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 PREFIX = "simjudge/"
 PROFILES_PATH = Path(__file__).with_name("simjudge_profiles.yaml")
 Prob = float
@@ -72,7 +75,9 @@ class _ProfilesFile(Strict):
 def load_profiles(path: Path = PROFILES_PATH) -> dict[str, SimJudgeProfile]:
     """Read and validate the profiles; every profile defines every metric × difficulty and both formats."""
     try:
-        parsed = _ProfilesFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+        parsed = _ProfilesFile.model_validate(
+            yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
+        )
     except Exception as exc:  # pydantic / yaml errors: name the file
         raise ValueError(f"{path}: invalid simulated-judge profiles: {exc}") from exc
     for name, prof in parsed.profiles.items():

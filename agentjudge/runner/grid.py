@@ -26,16 +26,18 @@ from agentjudge import __version__
 from agentjudge.fserrors import FS_ERRORS, describe
 from agentjudge.models.fleet import redact_model_urls
 from agentjudge.runner import engine
-from agentjudge.runner.export import export_run, write_json
+from agentjudge.runner.lean_export import without_pandas
 from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import (
     Pipeline,
     PipelineError,
     config_hash,
+    forget_digests,
     hashed_config,
     load_pipeline,
     override_models,
 )
+from agentjudge.runner.resume_cache import cached_scores, save_gate1
 from agentjudge.runner.store import RunStore, UnitKey, archive_run, config_diff
 from agentjudge.runner.summary import (
     add_totals,
@@ -50,7 +52,6 @@ from agentjudge.runner.work import (
     Dataset,
     GridError,
     ScoreKey,
-    compute_scores,
     judge_request,
     judge_units,
     predict_units,
@@ -61,21 +62,27 @@ from agentjudge.runner.workers import AUTO_MIN_UNITS, WorkerPool, WorkerSpec, ef
 from agentjudge.types import JudgeResult, ModelSettings, Prediction, Score, ScoringMode
 
 
-def load_dataset(pipeline: Pipeline, skip_invalid: bool = False) -> Dataset:
+def load_dataset(pipeline: Pipeline, skip_invalid: bool = False, rundir: Path | None = None) -> Dataset:
     """Read the pipeline's records (first ``limit`` base scenarios); layout errors become GridError.
 
     Records failing Gate 1 are refused (a GridError listing them), or left out with ``skip_invalid``.
+    With ``rundir``, Gate 1's findings come from its store when it holds them for this dataset and code
+    (``resume_cache``; ``Dataset.gate1`` says which, and ``_run`` writes computed ones back).
     """
     from agentjudge.dataset.layout import LayoutError, read_records
-    from agentjudge.dataset.validate import gate1_failures, gate1_message
+    from agentjudge.dataset.validate import gate1_message
+    from agentjudge.runner.pipeline import file_digest
+    from agentjudge.runner.resume_cache import gate1_check
 
     try:
         records = read_records(pipeline.dataset, limit=pipeline.limit)  # the rest is not parsed
+        sha256 = file_digest(pipeline.dataset)  # what the caches of resume_cache are keyed by
     except LayoutError as exc:
         raise GridError(str(exc)) from None
     if not records:
         raise GridError(f"{pipeline.dataset}: no records")
-    failing = gate1_failures(records)
+    gate1 = gate1_check(records, sha256, rundir / "run.sqlite" if rundir is not None else None)
+    failing = gate1.failing
     if failing and not skip_invalid:
         raise GridError(gate1_message(pipeline.dataset, failing, len(records)))
     records = [r for r in records if r.id not in failing]
@@ -83,6 +90,7 @@ def load_dataset(pipeline: Pipeline, skip_invalid: bool = False) -> Dataset:
         raise GridError(f"{pipeline.dataset}: every record fails Gate 1; nothing to run")
     data = Dataset(records)
     data.skipped_invalid = len(failing)
+    data.sha256, data.gate1 = sha256, gate1
     for record in data.records:
         missing = [d for d in pipeline.difficulties if d not in record.queries]
         if missing:
@@ -133,9 +141,13 @@ def run_cli(
     no_cache: bool = False,
     probe: bool = False,
     skip_invalid: bool = False,
+    lean_export: bool = False,
 ) -> int:
     """Exit code: 0 everything done, 1 some units failed or were not run (re-run to resume), 2 bad input
-    (the pipeline, the dataset, a model's set-up found by the preflight, or the output folder)."""
+    (the pipeline, the dataset, a model's set-up found by the preflight, or the output folder).
+    ``lean_export``: write the files without importing pandas (``runner/lean_export.py``; only for a
+    process that ends after this call: the ``agentjudge run`` command)."""
+    forget_digests()  # the dataset is hashed once per invocation (pipeline.file_digest)
     console = Console()
     if not console.is_terminal:  # logs and pipes: wide enough that model names are not truncated
         console = Console(width=160)
@@ -152,7 +164,7 @@ def run_cli(
             )
             return 0
         if not problems:
-            data = load_dataset(pipe, skip_invalid)
+            data = load_dataset(pipe, skip_invalid, Path(out))
             partners = swap_partners(data.records) if "swapped_gt" in pipe.conditions else {}
     except (PipelineError, GridError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
@@ -174,7 +186,9 @@ def run_cli(
         load_litellm()  # seconds of import, before the event loop rather than inside the first call
     pool = _fork_workers(pipe, data, no_cache)
     try:
-        return asyncio.run(_run(pipe, data, partners, Path(out), force_new, no_cache, console, pool))
+        return asyncio.run(
+            _run(pipe, data, partners, Path(out), force_new, no_cache, console, pool, lean_export)
+        )
     except KeyboardInterrupt:
         console.print(
             f"interrupted: finished units are saved in {escape(str(Path(out) / 'run.sqlite'))}; "
@@ -485,7 +499,8 @@ class _Grid:
                 if row.status == "done" and row.key in wanted_set
             }
             bar = progress.add_task("score", total=len(self.predictions))
-            self.scores = compute_scores(
+            self.scores = cached_scores(
+                self.store.path,
                 self.data,
                 self.predictions,
                 self.pipe.scoring_modes,
@@ -536,6 +551,8 @@ class _Grid:
             },
         }
         simulated = {name: bool(info["simulated"]) for name, info in model_info(self.pipe.generators).items()}
+        from agentjudge.runner.export import export_run  # pyarrow: not needed by a no-op re-run
+
         export_run(
             rundir,
             self.data,
@@ -562,6 +579,7 @@ async def _run(
     no_cache: bool,
     console: Console,
     pool: WorkerPool | None = None,
+    lean_export: bool = False,
 ) -> int:
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
@@ -580,12 +598,15 @@ async def _run(
         return 2
     if store is None:
         return 2
+    if data.gate1 is not None:
+        save_gate1(store.path, data.gate1)  # after the store accepted this configuration
     broker = None
     try:
         grid = _Grid(pipe, data, partners, store, client, gens, judges, pool)
         grid.batches = client.batch = broker = _batch_broker(pipe, rundir, console)
         wanted, jwanted = await grid.run(console)
-        failed, missing = grid.export(rundir, wanted, jwanted)
+        with without_pandas(lean_export):
+            failed, missing = grid.export(rundir, wanted, jwanted)
         complete = not (failed or missing or grid.budget.skipped or grid.log.not_run)
         console.print(summary_table(pipe, grid.tallies, client.stats))
         fleets = endpoint_table(pipe, client.stats)
@@ -630,6 +651,8 @@ def _write_run_summary(grid: _Grid, rundir: Path) -> list[dict[str, Any]]:
     totals = add_totals(earlier, rows)
     grid.store.set_meta({"requests_by_model": json.dumps(totals, sort_keys=True)})
     failed = failed_unit_rows(grid.store.failed_units())
+    from agentjudge.runner.export import write_json
+
     write_json(rundir / "run_summary.json", run_summary(rows, totals, failed))
     return failed
 

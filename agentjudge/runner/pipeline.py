@@ -280,12 +280,28 @@ def override_models(
     return new
 
 
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+_DIGESTS: dict[tuple[str, int, int, int], str] = {}
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file's bytes, read once while its size, mtime and inode stay the same, until
+    ``forget_digests``. One ``agentjudge run`` asks for the dataset's several times (the no-op check, the
+    store's config hash, the caches of ``runner/resume_cache.py``; each read of the full dataset costs ~50
+    ms); it forgets them when it starts, since an mtime is too coarse to notice a same-size edit made a
+    moment later by the same process (tests do that)."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    if key not in _DIGESTS:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        _DIGESTS[key] = digest.hexdigest()
+    return _DIGESTS[key]
+
+
+def forget_digests() -> None:
+    _DIGESTS.clear()
 
 
 def hashed_config(pipeline: Pipeline) -> dict[str, Any]:
@@ -295,7 +311,7 @@ def hashed_config(pipeline: Pipeline) -> dict[str, Any]:
     while editing a record changes it.
     """
     data = pipeline.model_dump(mode="json", exclude=set(_COSMETIC_PIPELINE_FIELDS))
-    data["dataset"] = {"sha256": _file_digest(pipeline.dataset)}
+    data["dataset"] = {"sha256": file_digest(pipeline.dataset)}
     if data["prompt_family"] == "agentjudge":
         del data["prompt_family"]  # the default: run folders made before the key existed still resume
     if data["judge_tool_rendering"] == "full":

@@ -311,7 +311,7 @@ def open_readonly(path: Path) -> sqlite3.Connection | None:
     if not path.is_file():
         return None
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)  # '?', '#', '%' escaped
         db.execute("SELECT 1 FROM units LIMIT 1")
         return db
     except sqlite3.Error:

@@ -41,6 +41,8 @@ class Dataset:
 
     records: list[Record]
     skipped_invalid: int = 0  # records left out for failing Gate 1 (--skip-invalid)
+    sha256: str = ""  # of the file the records were read from (grid.load_dataset); "" when not from a file
+    gate1: Any = None  # resume_cache.Gate1Check of the records read (grid.load_dataset), else None
 
     def __post_init__(self) -> None:
         self.by_base = {r.id: r for r in self.records}
