@@ -1,3 +1,3 @@
-from agentjudge.cli import app
+from agentjudge.cli import main
 
-app()
+main()

@@ -52,6 +52,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+# True only under the console script / ``python -m agentjudge`` (``main``): the process then ends with the
+# verb, so ``run`` may keep pandas out of its export (runner/lean_export.py); an in-process caller
+# (CliRunner, a notebook calling ``app``) keeps pyarrow's pandas support intact.
+_STANDALONE = False
+
 PROBE = typer.Option("--probe", help="Preflight: also make one 1-token call per API model.", metavar=FLAG)
 SKIP_INVALID = typer.Option(
     "--skip-invalid", help="Leave out records failing Gate 1 (default: refuse).", metavar=FLAG
@@ -248,7 +253,7 @@ def run(
                 no_cache=no_cache,
                 probe=probe,
                 skip_invalid=skip_invalid,
-                lean_export=True,  # this process ends with the verb (runner/lean_export.py)
+                lean_export=_STANDALONE,  # only when this process ends with the verb (runner/lean_export.py)
             )
         )
     )
@@ -414,5 +419,12 @@ def cache_clear(
     raise typer.Exit(_guarded(lambda: clear_cli(path, model=model)))
 
 
-if __name__ == "__main__":  # pragma: no cover
+def main() -> None:
+    """The ``agentjudge`` console script: the command line, in a process that ends with the verb."""
+    global _STANDALONE
+    _STANDALONE = True
     app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -4,6 +4,7 @@ did, ignored when damaged; and the run folder's files are byte-identical with an
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -213,10 +214,91 @@ def test_a_changed_prediction_mode_switch_dataset_or_code_is_scored_again(
     assert got != truth and all(got[k] == truth[k] for k in truth if k[0].rpartition(":")[0] != records[0].id)
 
     # another code version (an edit of the package, an upgrade): everything again
-    monkeypatch.setattr(resume_cache, "code_fingerprint", lambda: "another version")
+    monkeypatch.setattr(resume_cache, "code_fingerprint", functools.cache(lambda: "another version"))
     spy.reset()
     resume_cache.cached_scores(store, edited, predictions, both, False)
     assert spy.scored == [len(predictions)]
+
+
+def test_code_changed_since_the_run_started_neither_reads_nor_writes_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fingerprint is taken at start-up; the scorer may run hours later. If the package's files
+    changed in between, results of the new code must not be filed under the old fingerprint."""
+    store, _, data, predictions = _store_with_predictions(tmp_path)
+    both: list[Any] = ["paper", "strict"]
+    files = {"version": "as at start-up"}
+    fingerprint = functools.cache(lambda: files["version"])
+    monkeypatch.setattr(resume_cache, "code_fingerprint", fingerprint)
+    assert fingerprint() == "as at start-up"  # taken when the run started
+    resume_cache.cached_scores(store, data, predictions, both, False)  # rows under "as at start-up"
+    before = _score_rows(store)
+    assert len(before) == len(predictions)
+    files["version"] = "edited since"  # a pull or branch switch during a long predict stage
+    spy = Spy(monkeypatch)
+    got = resume_cache.cached_scores(store, data, predictions, both, False)
+    assert spy.scored == [len(predictions)]  # nothing read, although every row matches the start-up code
+    assert got == compute_scores(data, predictions, both, False)
+    assert _score_rows(store) == before  # and nothing written
+    check = resume_cache.gate1_check(data.records, data.sha256, store)
+    resume_cache.save_gate1(store, check)
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT context FROM gate1_cache").fetchone()[0] != check.context
+
+
+def test_force_new_computes_gate1_and_keeps_it_in_the_new_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = _pipeline(tmp_path / "p")
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    spy = Spy(monkeypatch)
+    assert run_cli(pipeline, tmp_path / "run", force_new=True) == 0
+    assert spy.gate1 == [6]  # starting over does not read the archived store's Gate 1 result
+    with sqlite3.connect(tmp_path / "run" / "run.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM gate1_cache").fetchone()[0] == 1
+
+
+def test_gate1_result_is_keyed_by_the_format_checks_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """jsonschema checks more formats when optional packages are installed: a Gate 1 pass computed
+    without them is not reused with them."""
+    from jsonschema import Draft7Validator
+
+    store, _, data, _ = _store_with_predictions(tmp_path)
+    check = resume_cache.gate1_check(data.records, data.sha256, store)
+    assert check.cached  # the run kept it
+    checkers = dict(Draft7Validator.FORMAT_CHECKER.checkers)
+    checkers["uri-reference"] = checkers.get("uri-reference", (lambda _: True, ()))
+    monkeypatch.setattr(
+        Draft7Validator.FORMAT_CHECKER, "checkers", {**checkers, "new-format": checkers["date"]}
+    )
+    assert resume_cache.gate1_check(data.records, data.sha256, store).cached is False
+
+
+def test_run_invoked_in_process_leaves_pyarrows_pandas_support_intact(tmp_path: Path) -> None:
+    """Only the console script keeps pandas out of the export: ``run`` invoked through ``cli.app`` in a
+    process that goes on (CliRunner, a notebook) must not leave pyarrow believing pandas is missing."""
+    pipeline = _pipeline(tmp_path / "p")
+    probe = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from agentjudge.cli import app\n"
+        "result = CliRunner().invoke(app, ['run', sys.argv[1], '--out', 'inproc'])\n"
+        "assert result.exit_code == 0, result.output\n"
+        "import pandas as pd, pyarrow as pa\n"
+        "print('NULLS', pa.array(pd.Series([1.0, None])).null_count)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(pipeline)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[-1] == "NULLS 1"
 
 
 def test_a_damaged_score_row_is_recomputed_never_trusted(
@@ -330,7 +412,8 @@ def test_read_records_streams_and_stops_at_the_limit(tmp_path: Path) -> None:
     padding = b"\n" * (1 << 20)
     path.write_bytes(b"".join(lines[:2]) + padding + b"\xff\xfe not utf-8\n" + b"".join(lines[2:]))
     assert [r.id for r in read_records(path, limit=2)] == ["test-0000", "test-0001"]
-    with pytest.raises(LayoutError, match="cannot read"):
+    # the error names the line and column (not a byte position within the reader's decode chunk)
+    with pytest.raises(LayoutError, match=rf"line {2 + (1 << 20) + 1}, column 1: not UTF-8"):
         read_records(path)
     # a U+2028 inside a JSON string is text (str.splitlines would cut the line there)
     write_records(path, make_records()[:1])

@@ -557,12 +557,13 @@ def read_records(path: Path | str, limit: int | None = None) -> list[Record]:
     records: list[Record] = []
     seen: dict[str, int] = {}
     try:
-        with path.open(encoding="utf-8") as handle:
+        with path.open(encoding="utf-8", errors="surrogateescape") as handle:
             for lineno, line in enumerate(handle, start=1):
                 if limit is not None and len(records) >= limit:
                     break
                 if not line.strip():
                     continue
+                _check_utf8(line, path, lineno)
                 record = parse_line(line.removesuffix("\n"), path, lineno)
                 if record.id in seen:
                     raise LayoutError(
@@ -574,6 +575,17 @@ def read_records(path: Path | str, limit: int | None = None) -> list[Record]:
     except (OSError, UnicodeDecodeError) as exc:
         raise LayoutError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from None
     return records
+
+
+def _check_utf8(line: str, path: Path, lineno: int) -> None:
+    """A line read with ``surrogateescape`` holds lone surrogates exactly where its bytes are not UTF-8:
+    say which line and column (a streamed decoder's own byte position counts within its read chunk)."""
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise LayoutError(
+            f"{path}, line {lineno}, column {exc.start + 1}: not UTF-8 (save the file as UTF-8)"
+        ) from None
 
 
 def write_text_atomic(path: Path | str, text: str) -> None:

@@ -164,7 +164,7 @@ def run_cli(
             )
             return 0
         if not problems:
-            data = load_dataset(pipe, skip_invalid, Path(out))
+            data = load_dataset(pipe, skip_invalid, None if force_new else Path(out))  # starting over
             partners = swap_partners(data.records) if "swapped_gt" in pipe.conditions else {}
     except (PipelineError, GridError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)

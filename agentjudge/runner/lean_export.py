@@ -10,9 +10,10 @@ imported pandas).
 Only for a process that does not hand pandas objects to pyarrow afterwards, because pyarrow remembers the
 failed import: until a call that needs pandas (``Table.from_pandas``, ``to_pandas``) imports it, it treats
 a pandas Series given to ``pa.array`` as a plain sequence (a categorical Series becomes ``string``, not
-``dictionary``; checked with pyarrow 26). So the ``agentjudge run`` command uses it (the process ends with
-the verb), and ``grid.run_cli`` called from Python (tests, notebooks) does not by default. When pandas is
-already imported there is nothing to save and nothing is changed.
+``dictionary``; checked with pyarrow 26). So only ``run`` under the console script or
+``python -m agentjudge`` uses it (``cli.main``: the process ends with the verb); ``grid.run_cli`` called
+from Python and ``cli.app`` invoked in-process (tests, notebooks) do not. When pandas is already imported
+there is nothing to save and nothing is changed.
 """
 
 from __future__ import annotations

@@ -47,7 +47,17 @@ from agentjudge.runner.work import Dataset, ScoreKey, compute_scores
 from agentjudge.types import Prediction, Record, Score, ScoringMode
 
 # what scoring and Gate 1 call besides the package itself (a new release may validate or order differently)
-_LIBRARIES = ("pydantic", "pydantic-core", "pyyaml", "jsonschema", "networkx")
+# (jsonschema's format checks depend on which optional format packages are installed: Gate 1 also keys
+# on the checker's format list, see gate1_check)
+_LIBRARIES = (
+    "pydantic",
+    "pydantic-core",
+    "pyyaml",
+    "jsonschema",
+    "jsonschema-specifications",
+    "referencing",
+    "networkx",
+)
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS score_cache (
@@ -96,6 +106,16 @@ def code_fingerprint() -> str:
     return _sha(*parts)
 
 
+def _code_unchanged() -> bool:
+    """Whether the package's files are still those ``code_fingerprint`` saw when the run started: the
+    scorer may first be imported hours later (after a long predict stage), and an edit, pull or branch
+    switch in between must not file new code's results under the old fingerprint (~4 ms)."""
+    import agentjudge.dataset.engine  # noqa: F401  (the code the results come from is loaded now)
+    import agentjudge.scoring  # noqa: F401
+
+    return code_fingerprint.__wrapped__() == code_fingerprint()
+
+
 def _connect(store: Path) -> sqlite3.Connection:
     """The run's store for writing the caches; never creates one (the runner's ``RunStore`` does)."""
     db = sqlite3.connect(f"{store.resolve().as_uri()}?mode=rw", uri=True, isolation_level=None, timeout=30.0)
@@ -141,7 +161,7 @@ def cached_scores(
     under the same context and prediction digest are read, the rest computed and written back. The
     result (content and order) is what ``compute_scores`` returns. Records not read from a file
     (``data.sha256`` empty) are only computed."""
-    if not data.sha256:
+    if not data.sha256 or not _code_unchanged():
         return compute_scores(data, predictions, modes, lenient, on_scored)
     context = score_context(data.sha256, lenient)
     digests = {
@@ -255,7 +275,10 @@ def gate1_check(records: list[Record], dataset_sha256: str, store: Path | None) 
     """Gate 1's failures for ``records``, read from a file whose sha256 is ``dataset_sha256``: from the
     store's ``gate1_cache`` when it holds them for that file, this code and exactly these records, else
     computed."""
-    context = _sha("gate1", dataset_sha256, code_fingerprint())
+    from jsonschema import Draft7Validator
+
+    formats = sorted(Draft7Validator.FORMAT_CHECKER.checkers)  # grows with optional format packages
+    context = _sha("gate1", dataset_sha256, code_fingerprint(), *formats)
     ids = [r.id for r in records]
     cached = _load_gate1(store, context, ids) if store is not None else None
     if cached is not None:
@@ -296,7 +319,7 @@ def _is_findings(value: Any) -> bool:
 
 def save_gate1(store: Path, check: Gate1Check) -> None:
     """Keep a computed Gate 1 result in the store (one row: the current dataset and code)."""
-    if check.cached:
+    if check.cached or not _code_unchanged():
         return
     records = json.dumps(check.record_ids)
     failing = json.dumps(check.failing)
