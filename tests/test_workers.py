@@ -85,9 +85,11 @@ def test_two_workers_equal_one_and_keep_the_limits(
     remote_calls = []
     original_call = WorkerPool.call
 
-    async def counting_call(self: WorkerPool, role: str, name: str, payload: Any) -> Any:
+    async def counting_call(
+        self: WorkerPool, role: str, name: str, payload: Any, route: str | None = None
+    ) -> Any:
         remote_calls.append(name)
-        return await original_call(self, role, name, payload)
+        return await original_call(self, role, name, payload, route)
 
     monkeypatch.setattr(WorkerPool, "call", counting_call)
     judges = [_judge(fake_llm, "judge-a", 3), _judge(fake_llm, "judge-b", 2), "baseline/rule"]
@@ -123,6 +125,29 @@ def test_two_workers_equal_one_and_keep_the_limits(
             _sorted(pd.read_parquet(runs[1] / f"{name}.parquet")),
             _sorted(pd.read_parquet(runs[2] / f"{name}.parquet")),
         )
+
+
+def test_identical_judge_prompts_are_sent_once_with_two_workers(tmp_path: Path, fake_llm: Any) -> None:
+    """Two simulated generators often make the same prediction, so one judge prompt belongs to several units:
+    one process sends it once and answers the rest from that answer; two workers must too (the parent routes
+    a judge's units of one record and condition to one worker), not once per worker that gets one."""
+    fake_llm.set_responder(_responder)
+    fake_llm.latency = 0.05  # the duplicates are in flight together: the in-flight sharing is exercised
+    judge = _judge(fake_llm, "judge-a", 8)
+    gens = ["sim/weak", "sim/mid", "sim/strong", "sim/frontier", "sim/perfect"]
+    sent = {}
+    for n in (1, 2):
+        folder = tmp_path / f"w{n}"
+        folder.mkdir()
+        pipeline = write_pipeline(
+            folder, generators=gens, judges=[judge], conditions=["with_gt"], concurrency=8, workers=n
+        )
+        fake_llm.requests.clear()
+        assert run_cli(pipeline, folder / "run") == 0
+        sent[n] = [_digest(r) for r in fake_llm.requests]
+    units = 5 * 8  # generators x predictions (4 records x 2 difficulties)
+    assert len(set(sent[1])) < units  # the set-up has identical prompts, else this test shows nothing
+    assert sorted(sent[2]) == sorted(sent[1]) == sorted(set(sent[1]))  # each distinct prompt sent once
 
 
 def _done_units(store: Path) -> dict[str, str]:

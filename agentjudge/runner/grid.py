@@ -461,7 +461,9 @@ class _Grid:
         )
         res: JudgeResult
         if self.pool is not None and key.judge in self.remote_judges:
-            res = await self.pool.call("judge", key.judge, (request,))
+            # a judge's identical prompts differ only in the generator: keep them in one worker
+            route = f"{key.judge}|{key.record_id}|{key.condition}|{key.variant}|{key.temperature}|{key.trial}"
+            res = await self.pool.call("judge", key.judge, (request,), route)
         else:
             res = await model(request)
         result = res.model_dump(mode="json", exclude_defaults=True)  # compact; see store.py

@@ -33,12 +33,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import pickle
 import signal
 import struct
 import sys
 import traceback
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,6 +131,9 @@ class WorkerPool:
         self.started = False
 
     def fork(self) -> None:
+        # everything alive now (litellm, the dataset, the pipeline) stays alive in the workers: frozen, the
+        # collector never walks it there, so their pages stay shared with the parent instead of copied
+        gc.freeze()
         for _ in range(self.size):
             request_r, request_w = os.pipe()
             answer_r, answer_w = os.pipe()
@@ -196,13 +201,20 @@ class WorkerPool:
             if not worker.final.done():
                 worker.final.set_result(None)
 
-    async def call(self, role: str, name: str, payload: Any) -> Any:
+    async def call(self, role: str, name: str, payload: Any, route: str | None = None) -> Any:
         """Run ``models[role][name](*payload)`` in a worker; its exception comes back as RemoteUnitError.
-        ``start`` must have finished."""
+        ``start`` must have finished.
+
+        ``route``: calls with one route go to the same worker (while it lives), so that identical requests
+        (the same judge prompt for two generators' identical predictions) meet in one client, which sends
+        one of them and answers the other from it; without a route, the least busy worker."""
         alive = [w for w in self._workers if w.dead is None and w.writer is not None]
         if not alive:
             raise RemoteUnitError(f"WorkerError: every worker process has exited ({self._workers[0].dead})")
         worker = min(alive, key=lambda w: len(w.pending))
+        if route is not None:
+            preferred = self._workers[zlib.crc32(route.encode()) % len(self._workers)]
+            worker = preferred if preferred in alive else worker
         self._next_id += 1
         call_id = self._next_id
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
