@@ -145,6 +145,21 @@ def test_identical_judge_prompts_are_sent_once_with_two_workers(tmp_path: Path, 
         fake_llm.requests.clear()
         assert run_cli(pipeline, folder / "run") == 0
         sent[n] = [_digest(r) for r in fake_llm.requests]
+        # the repeats are taken after every first asking has started, so they wait for nobody's answer
+        # while holding a concurrency slot: they are read from the call cache (or share a request still out)
+        with sqlite3.connect(folder / "run" / "run.sqlite") as db:
+            rows = db.execute(
+                "SELECT first_started_at, result FROM units WHERE stage='judge' ORDER BY first_started_at"
+            ).fetchall()
+        firsts: dict[str, str] = {}
+        repeats: list[str] = []
+        for started, result in rows:
+            digest = json.loads(result)["rationales"]["tool"]
+            if digest in firsts:
+                repeats.append(started)
+            else:
+                firsts[digest] = started
+        assert repeats and min(repeats) >= max(firsts.values())
     units = 5 * 8  # generators x predictions (4 records x 2 difficulties)
     assert len(set(sent[1])) < units  # the set-up has identical prompts, else this test shows nothing
     assert sorted(sent[2]) == sorted(sent[1]) == sorted(set(sent[1]))  # each distinct prompt sent once
