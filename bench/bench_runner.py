@@ -362,6 +362,12 @@ def _print_row(row: dict[str, Any]) -> None:
             f"÷ threads {r / row['threads']['req_rate']:.2f}; "
             f"CPU/request − raw: {row[name]['cpu_ms'] - row['raw']['cpu_ms']:+.2f} ms"
         )
+    for name in [k for k in row if k.startswith("runner[")]:  # --src rows: this tree against them
+        mine = "runner" + name.partition("]")[2]
+        if mine in row:
+            ratio = row[mine]["req_rate"] / row[name]["req_rate"]
+            delta = row[mine]["cpu_ms"] - row[name]["cpu_ms"]
+            print(f"  {mine} ÷ {name}: requests/s {ratio:.2f}, CPU/request {delta:+.2f} ms")
 
 
 def _print_goals(rows: list[dict[str, Any]]) -> None:
