@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import signal
 import sqlite3
 import subprocess
@@ -57,6 +58,41 @@ def test_effective_workers_rules() -> None:
     assert effective_workers(None, workers.AUTO_MIN_UNITS - 1) == 1  # small run: in process
     assert effective_workers(None, workers.AUTO_MIN_UNITS) == workers.default_workers()
     assert 1 <= workers.default_workers() <= workers.MAX_DEFAULT_WORKERS
+
+
+def test_a_task_crosses_the_pipe_once_per_worker() -> None:
+    """A record's task (tools, query, system prompt) is pickled into the first request frame a worker gets
+    and named by a token after that; each worker gets it once, and every request unpickles equal to what
+    was sent."""
+    from agentjudge.dataset.layout import read_records
+    from agentjudge.runner.work import Dataset
+    from agentjudge.types import JudgeRequest
+
+    data = Dataset(read_records(Path(__file__).parents[1] / "data" / "mini" / "records.jsonl", limit=2))
+    first, second = data.records
+    requests = [
+        JudgeRequest(task=data.task(first, "easy"), calls=[], gt=first.gt, condition="with_gt"),
+        JudgeRequest(task=data.task(first, "easy"), calls=[], gt=None, condition="without_gt"),
+        JudgeRequest(task=data.task(first, "hard"), calls=[], gt=None, condition="without_gt"),
+        JudgeRequest(task=data.task(second, "easy"), calls=[], gt=None, condition="without_gt"),
+    ]
+    tokens = workers._TaskTokens()
+    sent_a: set[str] = set()
+    held_a: dict[str, Any] = {}
+    sizes = []
+    for n, request in enumerate(requests):
+        frame = workers._request_frame((n, "judge", "j", (request,)), tokens, sent_a)
+        sizes.append(len(frame))
+        message = workers._read_request(pickle.loads(frame[4:]), held_a)
+        assert message == (n, "judge", "j", (request,))
+    # the second request of the same task (a new Task object, equal content) travels without it
+    assert sizes[1] < sizes[0] - len(pickle.dumps(requests[0].task)) // 2
+    assert len(sent_a) == len(held_a) == 3  # first:easy, first:hard, second:easy
+    # another worker has none of them: its first request carries the task again
+    sent_b: set[str] = set()
+    frame = workers._request_frame((9, "judge", "j", (requests[1],)), tokens, sent_b)
+    assert workers._read_request(pickle.loads(frame[4:]), {})[3][0] == requests[1]
+    assert len(frame) > sizes[1]
 
 
 class _InFlight:
