@@ -12,17 +12,25 @@ through three clients, one after the other, each in a fresh process:
 * ``threads``: the same bodies through a ``ThreadPoolExecutor(C)`` of ``litellm.completion`` (as tau-bench
   does).
 
-Figures: calls/s over the judge calls (the runner's from its run folder: first judge unit started to last
-finished; raw/threads: first call sent to last answer), that rate as % of the ceiling C/L, the ratios runner
-÷ raw async and runner ÷ threads, and CPU ms per call (raw/threads: the whole process's CPU, litellm's
-import included; the runner: its whole CPU, worker processes included, minus that of the same run without
-the judge, which imports no litellm; divided by the calls). Ratios are measured in one run on one machine:
+Figures: judge units/s and requests/s (the runner's from its run folder: first judge unit started to last
+finished, requests = bodies the server logged meanwhile; raw/threads: first call sent to last answer). The
+runner asks an identical judge prompt once (two simulated generators often make identical predictions), so
+it sends fewer requests than it finishes units: raw and threads replay exactly the requests the first
+runner row sent, and the ratios and goals compare requests/s (the same work), not units/s. Also: that rate
+as % of the ceiling C/L, and CPU ms per request (raw/threads: the whole process's CPU, litellm's import
+included; the runner: its whole CPU, worker processes included, minus that of the same run without the
+judge, which imports no litellm; divided by the requests). Ratios are measured in one run on one machine:
 read them, not the absolute figures, when other jobs share the cores. The issue's goals are printed beside
 the figures with PASS/MISS; this is a benchmark, nothing here is asserted.
 
     python bench/bench_runner.py --quick           # C in {32, 128}, L = 200 ms, 600 calls
     python bench/bench_runner.py                   # C in {8, 32, 128} x L in {50, 200} ms, 1,800 calls
     python bench/bench_runner.py --workers 1,2     # runner rows for workers: 1 and workers: 2
+    python bench/bench_runner.py --quick --src base=/tmp/base   # also rows for an older source tree
+
+``--src LABEL=DIR`` (repeatable) adds runner rows for the source tree DIR (e.g. ``git archive b65034e | tar -x
+-C /tmp/base``), run with DIR first on PYTHONPATH, against the same server and right after this tree's rows:
+a before/after in one sitting.
 """
 
 from __future__ import annotations
@@ -92,13 +100,17 @@ def _pipeline(folder: Path, limit: int, base_url: str | None, c: int, workers: i
     return path
 
 
-def _run_runner(pipeline: Path, rundir: Path) -> tuple[float, float, int]:
-    """(judge-stage seconds, process CPU seconds incl. children, judge units done)."""
+def _run_runner(pipeline: Path, rundir: Path, src: str | None = None) -> tuple[float, float, int]:
+    """(judge-stage seconds, process CPU seconds incl. children, judge units done). ``src``: a source tree
+    put first on PYTHONPATH (run from the pipeline's folder, so the current directory is not imported)."""
     env = dict(os.environ, AGENTJUDGE_CACHE=str(rundir.parent / "default-cache.sqlite"))
     env[KEY_ENV] = "sk-bench"
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(src).resolve()), env.get("PYTHONPATH", "")])
     cpu0 = _children_cpu()
     proc = subprocess.run(
         [sys.executable, "-m", "agentjudge", "run", str(pipeline), "--out", str(rundir)],
+        cwd=pipeline.parent,
         env=env,
         capture_output=True,
         text=True,
@@ -207,12 +219,26 @@ class Server:
         )
         assert self.proc.stdout is not None
         self.base_url = self.proc.stdout.readline().strip()
+        self.log = log
+
+    def cpu_s(self) -> float | None:
+        """The server process's CPU seconds so far (Linux /proc; None elsewhere): on a 2-core machine the
+        loopback server's own CPU competes with every client measured here."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def close(self) -> str:
         assert self.proc.stdin is not None and self.proc.stdout is not None
+        cpu = self.cpu_s()
         self.proc.stdin.close()
         tail = self.proc.stdout.read().strip()
         self.proc.wait(timeout=30)
+        requests = len(_lines(self.log))
+        if cpu is not None and requests:
+            tail += f"; server CPU {1000 * cpu / requests:.2f} ms/request over {requests} requests"
         return tail
 
 
@@ -225,7 +251,20 @@ def main() -> None:
     parser.add_argument("--workers", default=None, help="comma list of `workers:` values for runner rows")
     parser.add_argument("--concurrency", default=None, help="comma list of C (overrides the preset)")
     parser.add_argument("--latency-ms", default=None, help="comma list of L in ms (overrides the preset)")
+    parser.add_argument(
+        "--src",
+        action="append",
+        default=[],
+        metavar="LABEL=DIR",
+        help="also run the runner from source tree DIR (rows 'runner[LABEL] ...'); repeatable",
+    )
     args = parser.parse_args()
+    trees: list[tuple[str, str | None]] = [("", None)]
+    for item in args.src:
+        label, sep, folder = item.partition("=")
+        if not sep or not label or not (Path(folder) / "agentjudge").is_dir():
+            parser.error(f"--src {item}: expected LABEL=DIR with DIR/agentjudge a source tree")
+        trees.append((f"[{label}]", folder))
     records = args.records or (20 if args.quick else 60)
     cs = (
         [int(x) for x in args.concurrency.split(",")]
@@ -244,33 +283,49 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
         root = Path(tmp)
         # the runner's fixed cost (imports, simulated predictions, scoring, export) without the judge
-        base_pipe = _pipeline(root / "nojudge", records, None, 8, workers[0])
-        _, fixed_cpu, _ = _run_runner(base_pipe, root / "nojudge" / "run")
-        print(f"runner without the judge: {fixed_cpu:.2f} s CPU (subtracted from the runner's CPU below)")
+        fixed_cpu: dict[str, float] = {}
+        for label, src in trees:
+            base_pipe = _pipeline(root / f"nojudge{label}", records, None, 8, workers[0])
+            _, fixed_cpu[label], _ = _run_runner(base_pipe, root / f"nojudge{label}" / "run", src)
+            print(
+                f"runner{label} without the judge: {fixed_cpu[label]:.2f} s CPU "
+                "(subtracted from its CPU below)"
+            )
         for latency in ls:
             for c in cs:
                 log = root / f"requests-{c}-{latency}.jsonl"
                 server = Server(latency, log)
                 try:
                     row: dict[str, Any] = {"C": c, "L": latency, "limit": c / latency}
+                    first_bodies: list[str] | None = None
                     for w in workers:
-                        name = "runner" if w is None else f"runner w={w}"
-                        folder = root / f"run-{c}-{latency}-{w}"
-                        pipe = _pipeline(folder, records, server.base_url, c, w)
-                        seconds, cpu, done = _run_runner(pipe, folder / "run")
-                        row[name] = {
-                            "rate": done / seconds if seconds else 0.0,
-                            "cpu_ms": 1000 * (cpu - fixed_cpu) / max(done, 1),
-                            "done": done,
-                        }
+                        for label, src in trees:
+                            name = f"runner{label}" + ("" if w is None else f" w={w}")
+                            folder = root / f"run-{c}-{latency}-{w}{label}"
+                            pipe = _pipeline(folder, records, server.base_url, c, w)
+                            before = _lines(log)
+                            seconds, cpu, done = _run_runner(pipe, folder / "run", src)
+                            sent = _lines(log)[len(before) :]
+                            first_bodies = sent if first_bodies is None else first_bodies
+                            row[name] = {
+                                "rate": done / seconds if seconds else 0.0,
+                                "req_rate": len(sent) / seconds if seconds else 0.0,
+                                "cpu_ms": 1000 * (cpu - fixed_cpu[label]) / max(len(sent), 1),
+                                "done": done,
+                                "requests": len(sent),
+                            }
+                    # raw and threads send exactly the requests the first runner row sent (identical judge
+                    # prompts of two generators are asked once by the runner: fewer requests than units)
                     bodies = root / f"bodies-{c}-{latency}.jsonl"
-                    bodies.write_text("".join(log.read_text().splitlines(keepends=True)[:n]))
+                    bodies.write_text("".join(first_bodies or []))
                     for kind in ("raw", "threads"):
                         out = _run_contender(kind, bodies, server.base_url, c)
                         row[kind] = {
                             "rate": out["calls"] / out["seconds"],
+                            "req_rate": out["calls"] / out["seconds"],
                             "cpu_ms": 1000 * out["cpu"] / out["calls"],
                             "done": out["calls"] - out["failures"],
+                            "requests": out["calls"],
                         }
                 finally:
                     row["server"] = server.close()
@@ -282,20 +337,37 @@ def main() -> None:
     print(f"load after: {os.getloadavg()}")
 
 
+def _lines(log: Path) -> list[str]:
+    return log.read_text().splitlines(keepends=True) if log.exists() else []
+
+
 def _print_row(row: dict[str, Any]) -> None:
     ceiling = f"ceiling {row['limit']:.0f} calls/s"
     print(f"\nC={row['C']}, L={row['L'] * 1000:.0f} ms ({ceiling}); server {row['server']}")
-    print(f"  {'client':<14} {'calls/s':>8} {'% of C/L':>9} {'CPU ms/call':>12} {'ok':>6}")
+    print(
+        f"  {'client':<20} {'units/s':>8} {'requests/s':>10} {'% of C/L':>9} {'CPU ms/request':>15} "
+        f"{'units':>6} {'requests':>8}"
+    )
     for name, fig in row.items():
         if isinstance(fig, dict):
-            pct = 100 * fig["rate"] / row["limit"]
-            print(f"  {name:<14} {fig['rate']:>8.1f} {pct:>8.1f}% {fig['cpu_ms']:>12.2f} {fig['done']:>6}")
+            pct = 100 * fig["req_rate"] / row["limit"]
+            print(
+                f"  {name:<20} {fig['rate']:>8.1f} {fig['req_rate']:>10.1f} {pct:>8.1f}% "
+                f"{fig['cpu_ms']:>15.2f} {fig['done']:>6} {fig['requests']:>8}"
+            )
     for name in [k for k in row if k.startswith("runner")]:
-        r = row[name]["rate"]
+        r = row[name]["req_rate"]
         print(
-            f"  {name} ÷ raw async {r / row['raw']['rate']:.2f}, ÷ threads {r / row['threads']['rate']:.2f}; "
-            f"CPU/call − raw: {row[name]['cpu_ms'] - row['raw']['cpu_ms']:+.2f} ms"
+            f"  {name} requests/s ÷ raw async {r / row['raw']['req_rate']:.2f}, "
+            f"÷ threads {r / row['threads']['req_rate']:.2f}; "
+            f"CPU/request − raw: {row[name]['cpu_ms'] - row['raw']['cpu_ms']:+.2f} ms"
         )
+    for name in [k for k in row if k.startswith("runner[")]:  # --src rows: this tree against them
+        mine = "runner" + name.partition("]")[2]
+        if mine in row:
+            ratio = row[mine]["req_rate"] / row[name]["req_rate"]
+            delta = row[mine]["cpu_ms"] - row[name]["cpu_ms"]
+            print(f"  {mine} ÷ {name}: requests/s {ratio:.2f}, CPU/request {delta:+.2f} ms")
 
 
 def _print_goals(rows: list[dict[str, Any]]) -> None:
@@ -303,7 +375,7 @@ def _print_goals(rows: list[dict[str, Any]]) -> None:
     print("\nGoals (issue 15), this run:")
     for name in sorted({k for row in rows for k in row if k.startswith("runner")}):
         for row in rows:
-            ratio = row[name]["rate"] / row["raw"]["rate"]
+            ratio = row[name]["req_rate"] / row["raw"]["req_rate"]
             goal = 1.5 if row["C"] == 128 else 1.0
             verdict = "PASS" if ratio >= goal else "MISS"
             where = f"C={row['C']}, L={row['L'] * 1000:.0f} ms"
@@ -312,7 +384,7 @@ def _print_goals(rows: list[dict[str, Any]]) -> None:
             verdict = "PASS" if cpu_gap <= 0.5 else "MISS"
             print(f"  {name}: CPU/call within 0.5 ms of raw at {where}: {cpu_gap:+.2f} ms {verdict}")
             if row["C"] == 32 and abs(row["L"] - 0.2) < 1e-9:
-                pct = 100 * row[name]["rate"] / row["limit"]
+                pct = 100 * row[name]["req_rate"] / row["limit"]
                 verdict = "PASS" if pct >= 85 else "MISS"
                 print(f"  {name}: ≥ 85 % of C/L at C=32, L=200 ms: {pct:.1f} % {verdict}")
     print("  (≥ 1.5 at C=128 is the goal 'with both cores': read it for the workers ≥ 2 rows)")

@@ -152,6 +152,47 @@ async def test_pipeline_price_is_not_mixed_with_litellms_cache_discount(fake_llm
     assert out.usage.cache_saved_usd == 0.0
 
 
+async def test_a_pipeline_price_is_handed_to_litellm_and_never_sent(
+    fake_llm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pipeline's price also goes to litellm as its per-call custom pricing (it then skips its own price
+    lookup): the figures stay the pipeline price's, the request body carries no price, and errors are mapped
+    as before."""
+    from agentjudge.models.client import ModelCallError
+    from agentjudge.models.litellm_import import litellm_module
+
+    litellm = litellm_module()
+    seen: list[dict[str, Any]] = []
+    original = litellm.acompletion
+
+    async def spy(**kwargs: Any) -> Any:
+        seen.append(kwargs)
+        return await original(**kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", spy)
+
+    usage = {"prompt_tokens": 1200, "completion_tokens": 30, "prompt_tokens_details": {"cached_tokens": 1024}}
+    fake_llm.queue('{"tool": 1.0}', usage=usage, finish_reason="length")
+    settings = fake_llm.settings(
+        model="openai/local-judge", input_cost_per_token=2e-6, output_cost_per_token=5e-6, max_retries=0
+    )
+    out = await ModelClient(cache=None).complete(settings, [{"role": "user", "content": "hi"}])
+    assert out.text == '{"tool": 1.0}' and out.finish_reason == "length"
+    assert (out.usage.prompt_tokens, out.usage.completion_tokens, out.usage.cached_prompt_tokens) == (
+        1200,
+        30,
+        1024,
+    )
+    assert out.cost_known and out.usage.cost_usd == pytest.approx(1200 * 2e-6 + 30 * 5e-6)
+    assert (seen[0]["input_cost_per_token"], seen[0]["output_cost_per_token"]) == (2e-6, 5e-6)
+    body = fake_llm.requests[-1]
+    assert not any("cost" in name for name in body)  # litellm's pricing stays in litellm
+    fake_llm.fail_next(status=429, retry_after=0)
+    with pytest.raises(ModelCallError) as info:
+        await ModelClient(cache=None).complete(settings, [{"role": "user", "content": "again"}])
+    assert info.value.kind == "rate_limit"
+
+
 def test_half_a_pipeline_price_is_refused_naming_the_model(tmp_path: Path) -> None:
     from agentjudge.runner.pipeline import PipelineError, parse_pipeline
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import signal
 import sqlite3
 import subprocess
@@ -59,6 +60,41 @@ def test_effective_workers_rules() -> None:
     assert 1 <= workers.default_workers() <= workers.MAX_DEFAULT_WORKERS
 
 
+def test_a_task_crosses_the_pipe_once_per_worker() -> None:
+    """A record's task (tools, query, system prompt) is pickled into the first request frame a worker gets
+    and named by a token after that; each worker gets it once, and every request unpickles equal to what
+    was sent."""
+    from agentjudge.dataset.layout import read_records
+    from agentjudge.runner.work import Dataset
+    from agentjudge.types import JudgeRequest
+
+    data = Dataset(read_records(Path(__file__).parents[1] / "data" / "mini" / "records.jsonl", limit=2))
+    first, second = data.records
+    requests = [
+        JudgeRequest(task=data.task(first, "easy"), calls=[], gt=first.gt, condition="with_gt"),
+        JudgeRequest(task=data.task(first, "easy"), calls=[], gt=None, condition="without_gt"),
+        JudgeRequest(task=data.task(first, "hard"), calls=[], gt=None, condition="without_gt"),
+        JudgeRequest(task=data.task(second, "easy"), calls=[], gt=None, condition="without_gt"),
+    ]
+    tokens = workers._TaskTokens()
+    sent_a: set[str] = set()
+    held_a: dict[str, Any] = {}
+    sizes = []
+    for n, request in enumerate(requests):
+        frame = workers._request_frame((n, "judge", "j", (request,)), tokens, sent_a)
+        sizes.append(len(frame))
+        message = workers._read_request(pickle.loads(frame[4:]), held_a)
+        assert message == (n, "judge", "j", (request,))
+    # the second request of the same task (a new Task object, equal content) travels without it
+    assert sizes[1] < sizes[0] - len(pickle.dumps(requests[0].task)) // 2
+    assert len(sent_a) == len(held_a) == 3  # first:easy, first:hard, second:easy
+    # another worker has none of them: its first request carries the task again
+    sent_b: set[str] = set()
+    frame = workers._request_frame((9, "judge", "j", (requests[1],)), tokens, sent_b)
+    assert workers._read_request(pickle.loads(frame[4:]), {})[3][0] == requests[1]
+    assert len(frame) > sizes[1]
+
+
 class _InFlight:
     """A responder that holds each answer ``delay`` s and counts requests in flight per model."""
 
@@ -85,9 +121,11 @@ def test_two_workers_equal_one_and_keep_the_limits(
     remote_calls = []
     original_call = WorkerPool.call
 
-    async def counting_call(self: WorkerPool, role: str, name: str, payload: Any) -> Any:
+    async def counting_call(
+        self: WorkerPool, role: str, name: str, payload: Any, route: str | None = None
+    ) -> Any:
         remote_calls.append(name)
-        return await original_call(self, role, name, payload)
+        return await original_call(self, role, name, payload, route)
 
     monkeypatch.setattr(WorkerPool, "call", counting_call)
     judges = [_judge(fake_llm, "judge-a", 3), _judge(fake_llm, "judge-b", 2), "baseline/rule"]
@@ -123,6 +161,44 @@ def test_two_workers_equal_one_and_keep_the_limits(
             _sorted(pd.read_parquet(runs[1] / f"{name}.parquet")),
             _sorted(pd.read_parquet(runs[2] / f"{name}.parquet")),
         )
+
+
+def test_identical_judge_prompts_are_sent_once_with_two_workers(tmp_path: Path, fake_llm: Any) -> None:
+    """Two simulated generators often make the same prediction, so one judge prompt belongs to several units:
+    one process sends it once and answers the rest from that answer; two workers must too (the parent routes
+    a judge's units of one record and condition to one worker), not once per worker that gets one."""
+    fake_llm.set_responder(_responder)
+    fake_llm.latency = 0.05  # the duplicates are in flight together: the in-flight sharing is exercised
+    judge = _judge(fake_llm, "judge-a", 8)
+    gens = ["sim/weak", "sim/mid", "sim/strong", "sim/frontier", "sim/perfect"]
+    sent = {}
+    for n in (1, 2):
+        folder = tmp_path / f"w{n}"
+        folder.mkdir()
+        pipeline = write_pipeline(
+            folder, generators=gens, judges=[judge], conditions=["with_gt"], concurrency=8, workers=n
+        )
+        fake_llm.requests.clear()
+        assert run_cli(pipeline, folder / "run") == 0
+        sent[n] = [_digest(r) for r in fake_llm.requests]
+        # the repeats are taken after every first asking has started, so they wait for nobody's answer
+        # while holding a concurrency slot: they are read from the call cache (or share a request still out)
+        with sqlite3.connect(folder / "run" / "run.sqlite") as db:
+            rows = db.execute(
+                "SELECT first_started_at, result FROM units WHERE stage='judge' ORDER BY first_started_at"
+            ).fetchall()
+        firsts: dict[str, str] = {}
+        repeats: list[str] = []
+        for started, result in rows:
+            digest = json.loads(result)["rationales"]["tool"]
+            if digest in firsts:
+                repeats.append(started)
+            else:
+                firsts[digest] = started
+        assert repeats and min(repeats) >= max(firsts.values())
+    units = 5 * 8  # generators x predictions (4 records x 2 difficulties)
+    assert len(set(sent[1])) < units  # the set-up has identical prompts, else this test shows nothing
+    assert sorted(sent[2]) == sorted(sent[1]) == sorted(set(sent[1]))  # each distinct prompt sent once
 
 
 def _done_units(store: Path) -> dict[str, str]:

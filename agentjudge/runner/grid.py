@@ -439,7 +439,8 @@ class _Grid:
         if self.batches is not None:
             work = _in_unit(work)
         args = (model_of, self.caps, work, self.store, self.global_cap, self.budget, self.tallies, progress)
-        deferred = await engine.run_units(name, pending, *args, self.log)
+        last = self._repeats(pending) if name == "judge" else set()
+        deferred = await engine.run_units(name, pending, *args, self.log, last=last)
         # batch mode: queued calls are sent as batches and awaited, then their units run again (a unit that
         # needs a further call, e.g. a re-ask, queues it and the loop goes round)
         while deferred and self.batches is not None:
@@ -449,6 +450,28 @@ class _Grid:
             deferred = await engine.run_units(
                 f"{name}:batch", deferred, *args, self.log, reading_batch_answers=True
             )
+
+    def _repeats(self, units: list[UnitKey]) -> set[UnitKey]:
+        """Judge units of litellm judges asking what an earlier unit asks: the same judge, record, condition,
+        variant, temperature and trial over an identical prediction (simulated generators often agree). Run
+        last, they are answered from the call cache; run beside their twin, each would hold a concurrency
+        slot doing nothing but wait for the twin's answer (the client sends an identical request once)."""
+        llm = {s.display_name for s in self.pipe.judges if model_kind(s.model) == "litellm"}
+        seen: set[tuple[Any, ...]] = set()
+        repeats: set[UnitKey] = set()
+        for key in units:
+            if key.judge not in llm:
+                continue
+            pkey = UnitKey("predict", key.record_id, key.difficulty, key.generator, key.generator_trial)
+            pred = self.predictions.get(pkey)
+            if pred is None:
+                continue
+            shown = pred.model_dump_json(include={"calls", "trajectory"})
+            twin = (key.judge, key.record_id, key.condition, key.variant, key.temperature, key.trial, shown)
+            if twin in seen:
+                repeats.add(key)
+            seen.add(twin)
+        return repeats
 
     async def predict(self, key: UnitKey) -> engine.Outcome:
         record, difficulty = self.data.locate(key.record_id)
@@ -475,7 +498,9 @@ class _Grid:
         )
         res: JudgeResult
         if self.pool is not None and key.judge in self.remote_judges:
-            res = await self.pool.call("judge", key.judge, (request,))
+            # a judge's identical prompts differ only in the generator: keep them in one worker
+            route = f"{key.judge}|{key.record_id}|{key.condition}|{key.variant}|{key.temperature}|{key.trial}"
+            res = await self.pool.call("judge", key.judge, (request,), route)
         else:
             res = await model(request)
         result = res.model_dump(mode="json", exclude_defaults=True)  # compact; see store.py

@@ -33,18 +33,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import io
 import os
 import pickle
 import signal
 import struct
 import sys
 import traceback
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentjudge.runner.engine import RemoteUnitError
-from agentjudge.types import ModelSettings, PromptFamily
+from agentjudge.types import ModelSettings, PromptFamily, Task
 
 _HEADER = struct.Struct("!I")
 MAX_DEFAULT_WORKERS = 8
@@ -86,6 +89,62 @@ def _frame(obj: Any) -> bytes:
     return _HEADER.pack(len(data)) + data
 
 
+class _TaskPickler(pickle.Pickler):
+    """Pickles a unit's payload with each ``Task`` (a record's tools, query and system prompt: ~85 % of a
+    judge request's bytes) replaced by a token; a task the worker has not seen yet is collected in ``new``
+    and sent once, in the same frame, ahead of the payload that refers to it."""
+
+    def __init__(self, file: io.BytesIO, tokens: _TaskTokens, known: set[str]) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.tokens, self.known = tokens, known
+        self.new: dict[str, Task] = {}
+
+    def persistent_id(self, obj: Any) -> str | None:
+        if type(obj) is not Task:
+            return None
+        token = self.tokens.of(obj)
+        if token not in self.known:
+            self.new[token] = obj
+        return token
+
+
+class _TaskTokens:
+    """The parent's names for the tasks it has sent: one token per distinct task content. A task is known by
+    its record id, query and system prompt and the identity of its tool objects (a record's, shared by every
+    task built from it and alive, like the record, for the whole run); the table keeps each task it names,
+    so no identity is reused while the name is in use."""
+
+    def __init__(self) -> None:
+        self._tokens: dict[tuple[Any, ...], tuple[str, Task]] = {}
+
+    def of(self, task: Task) -> str:
+        key = (task.record_id, task.query, task.system_prompt, tuple(map(id, task.tools)))
+        known = self._tokens.get(key)
+        if known is None:
+            known = self._tokens[key] = (f"t{len(self._tokens)}", task)
+        return known[0]
+
+
+def _request_frame(message: tuple[Any, ...], tokens: _TaskTokens, known: set[str]) -> bytes:
+    """A request frame: ``(new tasks, payload pickle)``, the tasks this worker lacks sent once."""
+    buffer = io.BytesIO()
+    pickler = _TaskPickler(buffer, tokens, known)
+    pickler.dump(message)
+    known.update(pickler.new)
+    return _frame((pickler.new, buffer.getvalue()))
+
+
+def _read_request(frame: Any, tasks: dict[str, Task]) -> Any:
+    """The worker's side of ``_request_frame``: remember the new tasks, then unpickle the payload."""
+    if frame is None:
+        return None
+    new, data = frame
+    tasks.update(new)
+    unpickler = pickle.Unpickler(io.BytesIO(data))
+    unpickler.persistent_load = tasks.__getitem__  # type: ignore[method-assign]
+    return unpickler.load()  # noqa: S301 - our own forked process
+
+
 async def _read_frame(reader: asyncio.StreamReader) -> Any:
     header = await reader.readexactly(_HEADER.size)
     (size,) = _HEADER.unpack(header)
@@ -113,6 +172,7 @@ class _Worker:
     dead: str | None = None
     reaped: bool = False
     fds_closed: bool = False
+    tasks_sent: set[str] = field(default_factory=set)  # task tokens this worker holds (see _TaskPickler)
 
 
 class WorkerPool:
@@ -125,10 +185,14 @@ class WorkerPool:
         self.size = size
         self.spec = spec
         self._workers: list[_Worker] = []
+        self._tasks = _TaskTokens()
         self._next_id = 0
         self.started = False
 
     def fork(self) -> None:
+        # everything alive now (litellm, the dataset, the pipeline) stays alive in the workers: frozen, the
+        # collector never walks it there, so their pages stay shared with the parent instead of copied
+        gc.freeze()
         for _ in range(self.size):
             request_r, request_w = os.pipe()
             answer_r, answer_w = os.pipe()
@@ -196,19 +260,26 @@ class WorkerPool:
             if not worker.final.done():
                 worker.final.set_result(None)
 
-    async def call(self, role: str, name: str, payload: Any) -> Any:
+    async def call(self, role: str, name: str, payload: Any, route: str | None = None) -> Any:
         """Run ``models[role][name](*payload)`` in a worker; its exception comes back as RemoteUnitError.
-        ``start`` must have finished."""
+        ``start`` must have finished.
+
+        ``route``: calls with one route go to the same worker (while it lives), so that identical requests
+        (the same judge prompt for two generators' identical predictions) meet in one client, which sends
+        one of them and answers the other from it; without a route, the least busy worker."""
         alive = [w for w in self._workers if w.dead is None and w.writer is not None]
         if not alive:
             raise RemoteUnitError(f"WorkerError: every worker process has exited ({self._workers[0].dead})")
         worker = min(alive, key=lambda w: len(w.pending))
+        if route is not None:
+            preferred = self._workers[zlib.crc32(route.encode()) % len(self._workers)]
+            worker = preferred if preferred in alive else worker
         self._next_id += 1
         call_id = self._next_id
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         worker.pending[call_id] = future
         assert worker.writer is not None
-        worker.writer.write(_frame((call_id, role, name, payload)))
+        worker.writer.write(_request_frame((call_id, role, name, payload), self._tasks, worker.tasks_sent))
         try:
             return await future
         finally:
@@ -273,6 +344,7 @@ async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int) -> None:
     client = ModelClient(cache=CallCache(spec.cache), read_cache=spec.read_cache)
     models = _build(spec, client)
     tasks: set[asyncio.Task[None]] = set()
+    known_tasks: dict[str, Task] = {}  # token -> task, as the parent sent them (_request_frame)
 
     async def handle(call_id: int, role: str, name: str, payload: Any) -> None:
         try:
@@ -283,7 +355,7 @@ async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int) -> None:
 
     try:
         while True:
-            message = await _read_frame(reader)
+            message = _read_request(await _read_frame(reader), known_tasks)
             if message is None:
                 break
             task = asyncio.create_task(handle(*message))
