@@ -291,6 +291,29 @@ def rule_verdicts(task: Task, calls: list[ToolCall]) -> tuple[dict[Metric, float
     return verdicts, {"tool": tool_r, "param": param_r, "seq": seq_r, "cov": cov_r, "overall": overall}
 
 
+_RULE_MEMO: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[Metric, float], dict[str, str]]] = {}
+_RULE_MEMO_SIZE = 4_096
+
+
+def rule_verdicts_once(task: Task, calls: list[ToolCall]) -> tuple[dict[Metric, float], dict[str, str]]:
+    """``rule_verdicts``, remembered for the last few thousand (query, tools, calls): a grid asks it for the
+    same prediction under every condition, and ``baseline/gt-rule`` asks it again without GT. The key holds
+    the tool schemas by identity (the memo keeps them alive, so an id is never reused while it is a key)
+    and the calls by content; the caller gets its own copies of the dicts."""
+    tools = tuple(task.tools)
+    key = (
+        task.query,
+        tuple(map(id, tools)),
+        json.dumps([[c.name, c.arguments] for c in calls], sort_keys=True, default=str),
+    )
+    held = _RULE_MEMO.get(key)
+    if held is None:
+        if len(_RULE_MEMO) >= _RULE_MEMO_SIZE:
+            _RULE_MEMO.clear()
+        held = _RULE_MEMO[key] = (tools, *rule_verdicts(task, calls))
+    return dict(held[1]), dict(held[2])
+
+
 class ConstantJudge:
     """Always the same verdict for every metric; never inspects the request."""
 
@@ -320,7 +343,7 @@ class RuleJudge:
         self.name = name
 
     async def __call__(self, request: JudgeRequest) -> JudgeResult:
-        verdicts, rationales = rule_verdicts(request.task, request.calls)
+        verdicts, rationales = rule_verdicts_once(request.task, request.calls)
         return JudgeResult(
             verdicts=dict(verdicts),
             rationales=rationales,
@@ -340,7 +363,7 @@ class GTRuleJudge:
 
     async def __call__(self, request: JudgeRequest) -> JudgeResult:
         if request.gt is None:
-            verdicts, rationales = rule_verdicts(request.task, request.calls)
+            verdicts, rationales = rule_verdicts_once(request.task, request.calls)
             how = "no GT in this condition: no-GT rule checks"
         else:
             verdicts, rationales = gt_diff_verdicts(request.gt, request.calls)

@@ -62,6 +62,8 @@ PREDICTION_SCHEMA = _schema(PREDICTION_COLUMNS)
 SCORE_SCHEMA = _schema(SCORE_COLUMNS)
 JUDGMENT_SCHEMA = _schema(JUDGMENT_COLUMNS + JUDGMENT_OPTIONAL_COLUMNS)
 
+EXPORT_ROW_GROUP = 20_000  # judge units per row group of judgments.parquet
+
 # Columns that are the same for every metric/mode row of one judge unit, in schema order.
 _CONSTANT_COLUMNS = JUDGMENT_SCHEMA.names[:14]
 
@@ -133,6 +135,7 @@ def judgment_columns(
     scores: dict[ScoreKey, dict[ScoringMode, Score]],
     variants: dict[str, PromptVariant],
     judges: dict[str, ModelSettings],
+    unit_rows: list[int] | None = None,
 ) -> dict[str, list[Any]]:
     """Long form: judge unit x metric x scoring mode. A failed call or unparsed metric has a null verdict.
 
@@ -184,6 +187,8 @@ def judgment_columns(
             (*METRICS, "outcome") if key.condition in TRAJECTORY_CONDITIONS and state is not None else METRICS
         )
         n = len(metrics) * len(modes)
+        if unit_rows is not None:  # rows per unit, for cutting row groups at unit boundaries
+            unit_rows.append(n)
         for name, value in zip(_CONSTANT_COLUMNS, constant, strict=True):
             cols[name].extend([value] * n)
         cols["parse_ok"].extend([parse_ok] * n)
@@ -208,28 +213,62 @@ def judgment_columns(
 
 def write_judgments(
     path: Path,
-    units: Iterable[UnitRow],
+    batches: Iterable[list[tuple[Any, ...]]],
     wanted: set[UnitKey],
     data: Dataset,
     scores: dict[ScoreKey, dict[ScoringMode, Score]],
     variants: dict[str, PromptVariant],
     judges: dict[str, ModelSettings],
-    chunk: int = 20_000,
+    chunk: int = EXPORT_ROW_GROUP,
+    workers: int = 1,
 ) -> None:
-    """Stream ``units`` (in coordinate order) into judgments.parquet, ``chunk`` units per row group."""
+    """Stream the store's raw judge rows (``RunStore.iter_raw_batches``, coordinate order) into
+    judgments.parquet, ``chunk`` wanted units per row group.
+
+    The batches are decoded and turned into Arrow tables by ``workers`` forked processes
+    (``offline.in_chunks``: they inherit the dataset and the scores; a table comes back pickled), and this
+    process writes them in order. The file does not depend on ``workers`` or on the batches' size: the row
+    groups are cut at the same units (every ``chunk`` wanted units, then the rest, possibly none).
+    """
+    from agentjudge.runner.offline import in_chunks
+
+    def build(raw: list[tuple[Any, ...]]) -> tuple[pa.Table, list[int]]:
+        units = []
+        for row in raw:
+            key = UnitKey(*row[:10])
+            if key in wanted:
+                status, result, error, attempts = row[10:]
+                units.append(UnitRow(key, status, json.loads(result) if result else None, error, attempts))
+        counts: list[int] = []
+        cols = judgment_columns(data, units, scores, variants, judges, counts)
+        return pa.Table.from_pydict(cols, schema=JUDGMENT_SCHEMA), counts
 
     def write(tmp: Path) -> None:
+        tables: list[pa.Table] = []
+        counts: list[int] = []  # rows per buffered unit
         with pq.ParquetWriter(tmp, JUDGMENT_SCHEMA) as writer:
-            batch: list[UnitRow] = []
-            for unit in units:
-                if unit.key in wanted:
-                    batch.append(unit)
-                if len(batch) >= chunk:
-                    cols = judgment_columns(data, batch, scores, variants, judges)
-                    writer.write_table(pa.Table.from_pydict(cols, schema=JUDGMENT_SCHEMA))
-                    batch = []
-            cols = judgment_columns(data, batch, scores, variants, judges)
-            writer.write_table(pa.Table.from_pydict(cols, schema=JUDGMENT_SCHEMA))
+
+            def cut(units: int) -> None:  # write the first `units` buffered units as one row group
+                nonlocal tables, counts
+                table = tables[0] if len(tables) == 1 else pa.concat_tables(tables).combine_chunks()
+                rows = sum(counts[:units])
+                writer.write_table(table if rows == table.num_rows else table.slice(0, rows))
+                rest = table.slice(rows)
+                tables, counts = ([rest] if rest.num_rows else []), counts[units:]
+
+            answers = in_chunks(workers, build, batches, small_payloads=False)
+            try:
+                for table, unit_counts in answers:
+                    if unit_counts:
+                        tables.append(table)
+                        counts.extend(unit_counts)
+                    while len(counts) >= chunk:
+                        cut(chunk)
+            finally:
+                answers.close()
+            if not tables:
+                tables = [JUDGMENT_SCHEMA.empty_table()]
+            cut(len(counts))
 
     _atomic(path, write)
 
@@ -238,16 +277,27 @@ def export_run(
     rundir: Path,
     data: Dataset,
     predict_units: dict[UnitKey, UnitRow],
-    judge_units: Iterable[UnitRow],
+    judge_batches: Iterable[list[tuple[Any, ...]]],
     judge_wanted: set[UnitKey],
     scores: dict[ScoreKey, dict[ScoringMode, Score]],
     variants: dict[str, PromptVariant],
     judges: dict[str, ModelSettings],
     simulated: dict[str, bool],
     meta: dict[str, Any],
+    workers: int = 1,
 ) -> None:
-    """Write the three parquet files and meta.json (each atomically)."""
+    """Write the three parquet files and meta.json (each atomically); ``judge_batches`` are the store's raw
+    judge rows (``RunStore.iter_raw_batches``), turned into tables by ``workers`` processes."""
     write_table(rundir / "predictions.parquet", prediction_rows(predict_units, simulated), PREDICTION_SCHEMA)
     write_table(rundir / "scores.parquet", score_rows(data, scores), SCORE_SCHEMA)
-    write_judgments(rundir / "judgments.parquet", judge_units, judge_wanted, data, scores, variants, judges)
+    write_judgments(
+        rundir / "judgments.parquet",
+        judge_batches,
+        judge_wanted,
+        data,
+        scores,
+        variants,
+        judges,
+        workers=workers,
+    )
     write_json(rundir / "meta.json", meta)

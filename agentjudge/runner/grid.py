@@ -25,8 +25,8 @@ from rich.markup import escape
 from agentjudge import __version__
 from agentjudge.fserrors import FS_ERRORS, describe
 from agentjudge.models.fleet import redact_model_urls
-from agentjudge.runner import engine
-from agentjudge.runner.export import export_run, write_json
+from agentjudge.runner import engine, offline
+from agentjudge.runner.export import EXPORT_ROW_GROUP, export_run, write_json
 from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import (
     Pipeline,
@@ -50,7 +50,6 @@ from agentjudge.runner.work import (
     Dataset,
     GridError,
     ScoreKey,
-    compute_scores,
     judge_request,
     judge_units,
     predict_units,
@@ -58,7 +57,7 @@ from agentjudge.runner.work import (
     swap_partners,
 )
 from agentjudge.runner.workers import AUTO_MIN_UNITS, WorkerPool, WorkerSpec, effective_workers
-from agentjudge.types import JudgeResult, ModelSettings, Prediction, Score, ScoringMode
+from agentjudge.types import JudgeRequest, JudgeResult, ModelSettings, Prediction, Score, ScoringMode, Task
 
 
 def load_dataset(pipeline: Pipeline, skip_invalid: bool = False) -> Dataset:
@@ -405,6 +404,7 @@ class _Grid:
         self.batches: Any = None  # runner.batches.BatchBroker when some model has batch: true
         self.remote_gens, self.remote_judges = remote_models(pipe)
         self.pool = pool
+        self.offline = offline.offline_models([*pipe.generators, *pipe.judges])
 
     async def close_workers(self) -> None:
         """Let the workers finish and add their call statistics to this process's."""
@@ -416,12 +416,31 @@ class _Grid:
                 for name, model_stats in stats.per_model.items():
                     self.client.stats.model(name).add(model_stats)
 
-    async def _stage(self, name: str, units: list[UnitKey], model_of: Any, work: Any, progress: Any) -> None:
+    async def _stage(
+        self, name: str, units: list[UnitKey], model_of: Any, work: Any, progress: Any, offline_work: Any
+    ) -> None:
         status = self.store.statuses(units[0].stage) if units else {}
         pending = [u for u in units if status.get(u) != "done"]
         del status  # ~10^6 keys on a paper grid: not kept while the stage runs
         if self.log.console is not None and not self.log.console.is_terminal:  # no progress bar: say it
             self.log.console.print(f"{name}: {len(pending)} unit(s) to run of {len(units)}")
+        in_chunks = [u for u in pending if model_of(u) in self.offline]
+        if in_chunks:  # simulated models and baselines: chunks on every core (runner/offline.py)
+            pending = [u for u in pending if model_of(u) not in self.offline]
+            await offline.run_offline_units(
+                name,
+                in_chunks,
+                model_of,
+                offline_work,
+                self.store,
+                self.budget,
+                self.tallies,
+                progress,
+                self.log,
+                self.pipe.workers,
+            )
+            if not pending:
+                return
         if self.batches is not None:
             work = _in_unit(work)
         args = (model_of, self.caps, work, self.store, self.global_cap, self.budget, self.tallies, progress)
@@ -436,39 +455,60 @@ class _Grid:
                 f"{name}:batch", deferred, *args, self.log, reading_batch_answers=True
             )
 
-    async def predict(self, key: UnitKey) -> engine.Outcome:
+    def _task(self, key: UnitKey) -> Task:
         record, difficulty = self.data.locate(key.record_id)
-        task = self.data.task(record, difficulty)
-        pred: Prediction
-        if self.pool is not None and key.generator in self.remote_gens:
-            pred = await self.pool.call("predict", key.generator, (task, key.generator_trial))
-        else:
-            pred = await self.gens[key.generator](task, key.generator_trial)
+        return self.data.task(record, difficulty)
+
+    @staticmethod
+    def _predicted(pred: Prediction) -> engine.Outcome:
         result = pred.model_dump(mode="json", exclude_defaults=True)  # compact; see store.py
         if pred.error is not None or pred.calls is None:
             return engine.Outcome("failed", result, pred.error or "prediction has no calls", pred.usage)
         return engine.Outcome("done", result, None, pred.usage)
 
-    async def judge(self, key: UnitKey) -> engine.Outcome:
-        model = self.judges[key.judge]
+    async def predict(self, key: UnitKey) -> engine.Outcome:
+        task = self._task(key)
+        pred: Prediction
+        if self.pool is not None and key.generator in self.remote_gens:
+            pred = await self.pool.call("predict", key.generator, (task, key.generator_trial))
+        else:
+            pred = await self.gens[key.generator](task, key.generator_trial)
+        return self._predicted(pred)
+
+    def predict_offline(self, key: UnitKey) -> engine.Outcome:
+        """``predict`` for a simulated generator, without an event loop (``runner.offline``)."""
+        return self._predicted(offline.drive(self.gens[key.generator](self._task(key), key.generator_trial)))
+
+    def _judge_request(self, key: UnitKey) -> JudgeRequest:
         score_key = (key.record_id, key.generator, key.generator_trial)
-        oracle = getattr(model, "needs_reference", False)
+        oracle = getattr(self.judges[key.judge], "needs_reference", False)
         ref = reference(self.scores[score_key]) if oracle else None
         outcome_ref = next(iter(self.scores[score_key].values())).state_match if oracle else None
         pkey = UnitKey("predict", key.record_id, key.difficulty, key.generator, key.generator_trial)
-        request = judge_request(
+        return judge_request(
             key, self.data, self.predictions[pkey], self.variants, self.partners, ref, outcome_ref
         )
-        res: JudgeResult
-        if self.pool is not None and key.judge in self.remote_judges:
-            res = await self.pool.call("judge", key.judge, (request,))
-        else:
-            res = await model(request)
+
+    @staticmethod
+    def _judged(res: JudgeResult) -> engine.Outcome:
         result = res.model_dump(mode="json", exclude_defaults=True)  # compact; see store.py
         if res.error is not None:
             return engine.Outcome("failed", result, res.error, res.usage)
         note = res.rationales.get("_parse_problems") if not res.parse_ok else None
         return engine.Outcome("done", result, None, res.usage, not res.parse_ok, note)
+
+    async def judge(self, key: UnitKey) -> engine.Outcome:
+        request = self._judge_request(key)
+        res: JudgeResult
+        if self.pool is not None and key.judge in self.remote_judges:
+            res = await self.pool.call("judge", key.judge, (request,))
+        else:
+            res = await self.judges[key.judge](request)
+        return self._judged(res)
+
+    def judge_offline(self, key: UnitKey) -> engine.Outcome:
+        """``judge`` for a baseline or simulated judge, without an event loop (``runner.offline``)."""
+        return self._judged(offline.drive(self.judges[key.judge](self._judge_request(key))))
 
     async def run(self, console: Console) -> tuple[list[UnitKey], list[UnitKey]]:
         """predict -> score -> judge; returns the planned units of both stages."""
@@ -477,7 +517,9 @@ class _Grid:
             await self.pool.start()
         wanted = predict_units(self.pipe, self.data)
         with engine.make_progress(console) as progress:
-            await self._stage("predict", wanted, lambda u: u.generator, self.predict, progress)
+            await self._stage(
+                "predict", wanted, lambda u: u.generator, self.predict, progress, self.predict_offline
+            )
             wanted_set = set(wanted)
             self.predictions = {
                 row.key: Prediction.model_validate(row.result)
@@ -485,15 +527,16 @@ class _Grid:
                 if row.status == "done" and row.key in wanted_set
             }
             bar = progress.add_task("score", total=len(self.predictions))
-            self.scores = compute_scores(
+            self.scores = offline.scores_in_chunks(
                 self.data,
                 self.predictions,
                 self.pipe.scoring_modes,
                 self.pipe.lenient,
-                on_scored=lambda: progress.advance(bar),
+                self.pipe.workers,
+                advance=lambda n: progress.advance(bar, n),
             )
             jwanted = judge_units(self.pipe, sorted(self.predictions))
-            await self._stage("judge", jwanted, lambda u: u.judge, self.judge, progress)
+            await self._stage("judge", jwanted, lambda u: u.judge, self.judge, progress, self.judge_offline)
         await self.close_workers()
         self.predictions = {}  # the judge stage's input; the export reads predictions from the store
         return wanted, jwanted
@@ -540,13 +583,14 @@ class _Grid:
             rundir,
             self.data,
             predict_rows,
-            self.store.iter_units("judge"),
+            self.store.iter_raw_batches("judge", EXPORT_ROW_GROUP),
             jwanted_set,
             self.scores,
             self.variants,
             self.settings,
             simulated,
             meta,
+            workers=offline.offline_workers(self.pipe.workers, len(jwanted), EXPORT_ROW_GROUP),
         )
         failed = counts["predict"]["failed"] + counts["judge"]["failed"]
         missing = len(wanted) - len(predict_rows) + len(jwanted) - judge_stored

@@ -101,7 +101,19 @@ class UnitKey:
     trial: int = 0
 
     def row(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, c) for c in _KEY_COLUMNS)
+        """The values of ``_KEY_COLUMNS``, in that order."""
+        return (
+            self.stage,
+            self.record_id,
+            self.difficulty,
+            self.generator,
+            self.generator_trial,
+            self.judge,
+            self.condition,
+            self.variant,
+            self.temperature,
+            self.trial,
+        )
 
 
 @dataclass(frozen=True)
@@ -170,6 +182,17 @@ class RunStore:
             status, result, error, attempts = row[len(_KEY_COLUMNS) :]
             yield UnitRow(key, status, json.loads(result) if result else None, error, attempts)
 
+    def iter_raw_batches(self, stage: Stage, size: int) -> Iterator[list[tuple[Any, ...]]]:
+        """``iter_units`` as lists of up to ``size`` raw rows: the key columns, status, the result's JSON
+        text (not decoded), error, attempts. For the export, which decodes them in worker processes."""
+        cols = ", ".join(_KEY_COLUMNS)
+        cursor = self._db.execute(
+            f"SELECT {cols}, status, result, error, attempts FROM units WHERE stage = ? ORDER BY {cols}",
+            (stage,),
+        )
+        while batch := cursor.fetchmany(size):
+            yield batch
+
     def finish(self, key: UnitKey, status: Status, result: Any, error: str | None, started_at: str) -> None:
         """Record one finished unit; it is committed with its group (at the latest ``flush_interval_s``
         after the previous group, or at ``flush``/``close``). A retried unit keeps its first start time;
@@ -178,6 +201,19 @@ class RunStore:
         payload = json.dumps(result, separators=(",", ":")) if result is not None else None
         self._pending.append((*key.row(), status, payload, error, started_at, now()))
         self.flush_if_due()
+
+    def finish_encoded(
+        self,
+        key: UnitKey,
+        status: Status,
+        payload: str | None,
+        error: str | None,
+        started_at: str,
+        finished_at: str,
+    ) -> None:
+        """``finish`` for a result already encoded as its JSON text (``runner.offline``: encoded in the
+        process that computed it); the caller calls ``flush_if_due`` once per batch of units."""
+        self._pending.append((*key.row(), status, payload, error, started_at, finished_at))
 
     def flush_if_due(self) -> None:
         """Commit the group when it is due (see the module docstring); cheap to call often."""

@@ -44,10 +44,21 @@ class Dataset:
 
     def __post_init__(self) -> None:
         self.by_base = {r.id: r for r in self.records}
+        self._responses: dict[str, list[dict[str, Any]]] = {}
         if len(self.by_base) != len(self.records):
             counts = Counter(r.id for r in self.records)
             dups = sorted(base for base, n in counts.items() if n > 1)
             raise GridError(f"dataset: duplicate base scenario id(s) {dups[:5]}")
+
+    def expected_responses(self, record: Record) -> list[dict[str, Any]]:
+        """``layout.expected_responses(record)``, built once per record (every judge unit that shows the
+        record's GT needs it; building it was a fifth of an offline judge unit's cost)."""
+        held = self._responses.get(record.id)
+        if held is None:
+            from agentjudge.dataset.layout import expected_responses
+
+            held = self._responses[record.id] = expected_responses(record)
+        return held
 
     def locate(self, record_id: str) -> tuple[Record, Difficulty]:
         base, _, difficulty = record_id.rpartition(":")
@@ -200,8 +211,6 @@ def judge_request(
     ref: dict[ScoringMode, dict[Metric, float]] | None,
     outcome_ref: bool | None = None,
 ) -> JudgeRequest:
-    from agentjudge.dataset.layout import expected_responses
-
     record, difficulty = data.locate(key.record_id)
     condition: Condition = key.condition  # type: ignore[assignment]
     shown: Record | None = None  # the record whose GT the judge sees
@@ -213,7 +222,7 @@ def judge_request(
         task=data.task(record, difficulty),
         calls=prediction.calls or [],
         gt=shown.gt if shown is not None else None,
-        gt_responses=expected_responses(shown) if shown is not None else None,
+        gt_responses=data.expected_responses(shown) if shown is not None else None,
         condition=condition,
         variant=variants[key.variant],
         temperature=temperature_value(key.temperature),
