@@ -63,6 +63,7 @@ SCORE_SCHEMA = _schema(SCORE_COLUMNS)
 JUDGMENT_SCHEMA = _schema(JUDGMENT_COLUMNS + JUDGMENT_OPTIONAL_COLUMNS)
 
 EXPORT_ROW_GROUP = 20_000  # judge units per row group of judgments.parquet
+_DECODED_HELD = 4_096  # distinct result texts remembered while exporting
 
 # Columns that are the same for every metric/mode row of one judge unit, in schema order.
 _CONSTANT_COLUMNS = JUDGMENT_SCHEMA.names[:14]
@@ -146,6 +147,10 @@ def judgment_columns(
     """
     cols: dict[str, list[Any]] = {name: [] for name in JUDGMENT_SCHEMA.names}
     fields = {m: _FIELD[m] for m in METRICS}
+    metric_col, reference_col, verdict_col = cols["metric"], cols["reference"], cols["verdict"]
+    mode_col, rationale_col = cols["scoring_mode"], cols["rationale"]
+    last_scores: dict[ScoringMode, Score] | None = None
+    refs: dict[tuple[str, str], float] = {}
     for unit in units:
         key = unit.key
         mode_scores = scores.get((key.record_id, key.generator, key.generator_trial))
@@ -195,6 +200,13 @@ def judgment_columns(
         cols["source"].extend([record.source] * n)
         cols["judge_error"].extend([error] * n)
         cols["structured_output"].extend([rationales.get("_structured_output") == "1"] * n)
+        if mode_scores is not last_scores:  # a prediction's judge units are adjacent in coordinate order
+            last_scores = mode_scores
+            refs = {
+                (metric, mode): float(getattr(mode_scores[mode], fields[metric]))
+                for metric in METRICS
+                for mode in modes
+            }
         for metric in metrics:
             rationale = rationales.get(metric, "")
             for mode in modes:
@@ -202,12 +214,12 @@ def judgment_columns(
                     verdict, ref = (result.get("outcome") if ok else None), float(bool(state))
                 else:
                     verdict = mode_verdicts.get(mode, verdicts).get(metric) if ok else None
-                    ref = float(getattr(mode_scores[mode], fields[metric]))  # type: ignore[index]
-                cols["metric"].append(metric)
-                cols["reference"].append(ref)
-                cols["verdict"].append(None if verdict is None else float(verdict))
-                cols["scoring_mode"].append(mode)
-                cols["rationale"].append(rationale)
+                    ref = refs[(metric, mode)]
+                metric_col.append(metric)
+                reference_col.append(ref)
+                verdict_col.append(None if verdict is None else float(verdict))
+                mode_col.append(mode)
+                rationale_col.append(rationale)
     return cols
 
 
@@ -232,13 +244,20 @@ def write_judgments(
     """
     from agentjudge.runner.offline import in_chunks
 
+    decoded: dict[str, Any] = {}  # result text -> its JSON: the constant baselines repeat theirs verbatim
+
     def build(raw: list[tuple[Any, ...]]) -> tuple[pa.Table, list[int]]:
         units = []
         for row in raw:
             key = UnitKey(*row[:10])
             if key in wanted:
-                status, result, error, attempts = row[10:]
-                units.append(UnitRow(key, status, json.loads(result) if result else None, error, attempts))
+                status, text, error, attempts = row[10:]
+                result = decoded.get(text) if text else None
+                if result is None and text:
+                    if len(decoded) >= _DECODED_HELD:
+                        decoded.clear()
+                    result = decoded[text] = json.loads(text)  # read only by judgment_columns
+                units.append(UnitRow(key, status, result, error, attempts))
         counts: list[int] = []
         cols = judgment_columns(data, units, scores, variants, judges, counts)
         return pa.Table.from_pydict(cols, schema=JUDGMENT_SCHEMA), counts

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import json
 import sqlite3
 import subprocess
@@ -152,6 +153,7 @@ def run_cli(
             return 0
         if not problems:
             data = load_dataset(pipe, skip_invalid)
+            gc.freeze()  # the records live for the whole run: kept out of the collector's full scans
             partners = swap_partners(data.records) if "swapped_gt" in pipe.conditions else {}
     except (PipelineError, GridError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
@@ -184,6 +186,7 @@ def run_cli(
     finally:
         if pool is not None:
             pool.abandon()  # after an interruption or an early exit: workers see their pipe close
+        gc.unfreeze()  # what was frozen during the run is collectable again (a caller may run again)
 
 
 def _fork_workers(pipe: Pipeline, data: Dataset, no_cache: bool) -> WorkerPool | None:
@@ -535,6 +538,7 @@ class _Grid:
                 self.pipe.workers,
                 advance=lambda n: progress.advance(bar, n),
             )
+            gc.freeze()  # what exists now lives until the export: not scanned by every collection again
             jwanted = judge_units(self.pipe, sorted(self.predictions))
             await self._stage("judge", jwanted, lambda u: u.judge, self.judge, progress, self.judge_offline)
         await self.close_workers()

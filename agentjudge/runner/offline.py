@@ -41,7 +41,7 @@ import struct
 import sys
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
 from rich.progress import Progress
@@ -175,7 +175,7 @@ class ChunkPool:
         self.dead: set[int] = set()
         sys.stdout.flush()
         sys.stderr.flush()
-        gc.freeze()  # the inherited heap is not touched by the children's collections (fewer copied pages)
+        gc.freeze()  # the inherited heap is not touched by collections (fewer copied pages; see grid.py)
         for _ in range(size):
             request_r, request_w = os.pipe()
             answer_r, answer_w = os.pipe()
@@ -249,7 +249,6 @@ class ChunkPool:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
         self.children = []
-        gc.unfreeze()
 
 
 _END = object()
@@ -257,7 +256,7 @@ _END = object()
 
 def in_chunks(
     size: int, compute: Callable[[Any], Any], payloads: Iterable[Any], small_payloads: bool = True
-) -> Iterator[Any]:
+) -> Generator[Any, None, None]:
     """``compute(payload)`` for every payload, in order: in ``size`` forked children (``ChunkPool``; two
     payloads in flight per child when they are ``small_payloads``, else one), or in this process when
     ``size`` is 1. The children are ended when the iteration ends or is abandoned."""

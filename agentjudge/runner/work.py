@@ -45,6 +45,7 @@ class Dataset:
     def __post_init__(self) -> None:
         self.by_base = {r.id: r for r in self.records}
         self._responses: dict[str, list[dict[str, Any]]] = {}
+        self._tasks: dict[tuple[str, str], Task] = {}
         if len(self.by_base) != len(self.records):
             counts = Counter(r.id for r in self.records)
             dups = sorted(base for base, n in counts.items() if n > 1)
@@ -65,9 +66,14 @@ class Dataset:
         return self.by_base[base], difficulty  # type: ignore[return-value]
 
     def task(self, record: Record, difficulty: Difficulty) -> Task:
+        """The task of ``record`` at ``difficulty``; built once per record of this dataset and difficulty
+        (every unit of a record asks for it: a paper grid builds ~10^6 judge requests)."""
+        held = self._tasks.get((record.id, difficulty))
+        if held is not None and self.by_base.get(record.id) is record:
+            return held
         if difficulty not in record.queries:
             raise GridError(f"record {record.id}: no query for difficulty {difficulty!r}")
-        return Task(
+        task = Task(
             record_id=record.record_id(difficulty),
             base_id=record.id,
             difficulty=difficulty,
@@ -75,6 +81,9 @@ class Dataset:
             system_prompt=record.system_prompt,
             tools=record.tools,
         )
+        if self.by_base.get(record.id) is record:
+            self._tasks[(record.id, difficulty)] = task
+        return task
 
 
 def swap_partners(records: Iterable[Record]) -> dict[str, str]:
