@@ -153,7 +153,6 @@ def run_cli(
             return 0
         if not problems:
             data = load_dataset(pipe, skip_invalid)
-            gc.freeze()  # the records live for the whole run: kept out of the collector's full scans
             partners = swap_partners(data.records) if "swapped_gt" in pipe.conditions else {}
     except (PipelineError, GridError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
@@ -173,6 +172,7 @@ def run_cli(
         from agentjudge.models.client import load_litellm
 
         load_litellm()  # seconds of import, before the event loop rather than inside the first call
+    gc.freeze()  # the records live for the whole run: kept out of the collector's full scans (until finally)
     pool = _fork_workers(pipe, data, no_cache)
     try:
         return asyncio.run(_run(pipe, data, partners, Path(out), force_new, no_cache, console, pool))
