@@ -304,6 +304,7 @@ def export_run(
     simulated: dict[str, bool],
     meta: dict[str, Any],
     workers: int = 1,
+    row_group: int = EXPORT_ROW_GROUP,
 ) -> None:
     """Write the three parquet files and meta.json (each atomically); ``judge_batches`` are the store's raw
     judge rows (``RunStore.iter_raw_batches``), turned into tables by ``workers`` processes."""
@@ -317,6 +318,7 @@ def export_run(
         scores,
         variants,
         judges,
+        chunk=row_group,
         workers=workers,
     )
     write_json(rundir / "meta.json", meta)

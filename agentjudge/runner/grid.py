@@ -595,6 +595,7 @@ class _Grid:
             simulated,
             meta,
             workers=offline.offline_workers(self.pipe.workers, len(jwanted), EXPORT_ROW_GROUP),
+            row_group=EXPORT_ROW_GROUP,
         )
         failed = counts["predict"]["failed"] + counts["judge"]["failed"]
         missing = len(wanted) - len(predict_rows) + len(jwanted) - judge_stored

@@ -68,7 +68,7 @@ def offline_models(settings: Sequence[ModelSettings]) -> set[str]:
 
 
 def offline_workers(
-    configured: int | None, units: int, chunk: int = CHUNK_UNITS, auto_min: int = AUTO_MIN_OFFLINE_UNITS
+    configured: int | None, units: int, chunk: int | None = None, auto_min: int = AUTO_MIN_OFFLINE_UNITS
 ) -> int:
     """Processes for ``units`` offline units cut in chunks of ``chunk`` (1: the main process computes them).
 
@@ -79,7 +79,7 @@ def offline_workers(
     if units == 0:
         return 1
     if configured is not None:
-        return max(1, min(configured, -(-units // chunk)))
+        return max(1, min(configured, -(-units // (chunk or CHUNK_UNITS))))
     return default_workers() if units >= auto_min else 1
 
 
@@ -301,7 +301,7 @@ async def run_offline_units(
     def compute(index: int) -> list[Encoded]:
         return compute_chunk(chunks[index], work)
 
-    size = offline_workers(workers, len(ordered))
+    size = offline_workers(workers, len(ordered), CHUNK_UNITS)
     answers = in_chunks(size, compute, range(len(chunks)))
     try:
         started = now()
