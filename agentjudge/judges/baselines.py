@@ -150,8 +150,35 @@ def _remember(tool: ToolSchema, info: _ToolInfo) -> None:
     _BY_ID[id(tool)] = (tool, info)
 
 
+def _exact_json(value: Any) -> str | None:
+    """``value`` as JSON text, a memo key: key order kept, 1 vs 1.0 vs true told apart; None when it holds
+    something JSON cannot spell (then nothing is remembered). Calls reach the judges decoded from JSON (the
+    run's store), so two arguments with the same text are the same arguments."""
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=True)
+    except (TypeError, ValueError):
+        return None
+
+
+_ERRORS: dict[tuple[int, str], tuple[_ToolInfo, list[str]]] = {}
+
+
 def _schema_errors(info: _ToolInfo, arguments: dict[str, Any]) -> list[str]:
-    """Validation messages other than required/additional keys (those are reported by name)."""
+    """Validation messages other than required/additional keys (those are reported by name); remembered
+    per tool and arguments (the simulated generators repeat most GT calls verbatim: validating them was
+    half of the rule checks' time). The memo holds the tool's info, so its id is not reused meanwhile."""
+    text = _exact_json(arguments)
+    if text is None:
+        return _validate(info, arguments)
+    held = _ERRORS.get((id(info), text))
+    if held is None:
+        if len(_ERRORS) >= _MAX_INFOS:
+            _ERRORS.clear()
+        held = _ERRORS[(id(info), text)] = (info, _validate(info, arguments))
+    return list(held[1])
+
+
+def _validate(info: _ToolInfo, arguments: dict[str, Any]) -> list[str]:
     try:
         return [
             e.message[:80]
@@ -299,13 +326,13 @@ def rule_verdicts_once(task: Task, calls: list[ToolCall]) -> tuple[dict[Metric, 
     """``rule_verdicts``, remembered for the last few thousand (query, tools, calls): a grid asks it for the
     same prediction under every condition, and ``baseline/gt-rule`` asks it again without GT. The key holds
     the tool schemas by identity (the memo keeps them alive, so an id is never reused while it is a key)
-    and the calls by content; the caller gets its own copies of the dicts."""
+    and the calls by content, in their own key order (the checks read arguments in that order); the
+    caller gets its own copies of the dicts."""
     tools = tuple(task.tools)
-    key = (
-        task.query,
-        tuple(map(id, tools)),
-        json.dumps([[c.name, c.arguments] for c in calls], sort_keys=True, default=str),
-    )
+    calls_text = _exact_json([[c.name, c.arguments] for c in calls])
+    if calls_text is None:
+        return rule_verdicts(task, calls)
+    key = (task.query, tuple(map(id, tools)), calls_text)
     held = _RULE_MEMO.get(key)
     if held is None:
         if len(_RULE_MEMO) >= _RULE_MEMO_SIZE:
