@@ -235,3 +235,33 @@ def _alive(pid: int) -> bool:
             return stat.read().split(") ")[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+@pytest.mark.slow  # one more subprocess run; the SIGKILL test above covers resuming in the fast suite
+def test_ctrl_c_of_an_offline_run_with_two_processes_then_resume(tmp_path: Path) -> None:
+    ref = tmp_path / "ref"
+    assert run_cli(_pipeline(ref, 1, limit=30), ref / "run") == 0
+    work = tmp_path / "interrupted"
+    pipeline = _pipeline(work, 2, limit=30)
+    rundir = work / "run"
+    code = (
+        "import sys; from agentjudge.runner import offline; offline.CHUNK_UNITS = 100; "
+        "from agentjudge.cli import app; sys.argv = ['agentjudge', *sys.argv[1:]]; app()"
+    )
+    command = [sys.executable, "-c", code, "run", str(pipeline), "--out", str(rundir)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    children: list[int] = []
+    while _judge_rows(rundir / "run.sqlite") < 500:
+        assert proc.poll() is None and time.monotonic() < deadline
+        children = _children(proc.pid) or children
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out
+    assert "re-run the same command to resume" in out
+    assert children and not any(_alive(c) for c in children)  # stopped and reaped by the parent
+    assert _judge_rows(rundir / "run.sqlite") < _judge_rows(ref / "run" / "run.sqlite")
+    assert run_cli(pipeline, rundir) == 0
+    for name in FILES:
+        assert (ref / "run" / name).read_bytes() == (rundir / name).read_bytes(), name

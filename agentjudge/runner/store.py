@@ -4,7 +4,9 @@ Why SQLite: a grid is tens of thousands of independent model calls that may be i
 crashed laptop, a provider outage). Finished units are committed in groups (group commit): ``finish``
 buffers a unit, and the buffer is written in one transaction once the time since the last commit is ten
 times what that commit took, and at the latest after ``flush_interval_s`` (200 ms); the runner checks on
-a timer while calls are in flight, and ``close`` commits the rest on exit or Ctrl-C. So when units are
+a timer while calls are in flight (``runner.offline``: after each chunk, with ``finish_encoded``: its
+results arrive as JSON text, with the chunk's start and end as the units' timestamps), and ``close``
+commits the rest on exit or Ctrl-C. So when units are
 rare (API calls) a group is usually one unit, and when they are fast (in-process baselines, thousands a
 second) groups grow until committing costs ~10 % of the time: a commit per unit was 46 % of a large
 offline grid's judge stage. A killed process loses at most the units of the last open group: they are
