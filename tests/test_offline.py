@@ -133,6 +133,18 @@ def test_row_groups_do_not_depend_on_the_batches_read(tmp_path: Path) -> None:
         written.append(path.read_bytes())
         meta = pq.ParquetFile(path).metadata
         assert meta.num_row_groups == -(-len(wanted) // 40) + (len(wanted) % 40 == 0)
+    from agentjudge.runner.store import RangeReader, key_ranges
+
+    reader = RangeReader(tmp_path / "src" / "run" / "run.sqlite", "judge")
+    for per_range, workers in ((40, 1), (40, 2), (13, 2)):  # ranges of the store read where they are built
+        path = tmp_path / f"r-{per_range}-{workers}.parquet"
+        ranges = key_ranges(wanted, per_range)
+        assert len(ranges) == -(-len(wanted) // per_range)
+        export.write_judgments(
+            path, ranges, wanted, data, scores, variants, settings, chunk=40, workers=workers, read=reader
+        )
+        written.append(path.read_bytes())
+    reader.close()
     assert all(w == written[0] for w in written[1:])
     table = pq.read_table(tmp_path / "j-7-1.parquet", columns=["record_id", "judge", "condition"])
     assert table.num_rows == sum(8 for _ in wanted)  # 4 metrics x 2 modes per wanted unit, no other

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -225,7 +225,7 @@ def judgment_columns(
 
 def write_judgments(
     path: Path,
-    batches: Iterable[list[tuple[Any, ...]]],
+    batches: Iterable[Any],
     wanted: set[UnitKey],
     data: Dataset,
     scores: dict[ScoreKey, dict[ScoringMode, Score]],
@@ -233,20 +233,23 @@ def write_judgments(
     judges: dict[str, ModelSettings],
     chunk: int = EXPORT_ROW_GROUP,
     workers: int = 1,
+    read: Callable[[Any], list[tuple[Any, ...]]] | None = None,
 ) -> None:
-    """Stream the store's raw judge rows (``RunStore.iter_raw_batches``, coordinate order) into
-    judgments.parquet, ``chunk`` wanted units per row group.
+    """Stream the store's raw judge rows in coordinate order into judgments.parquet, ``chunk`` wanted units
+    per row group. ``batches`` are lists of raw rows (``RunStore.iter_raw_batches``), or, with ``read``,
+    what ``read`` turns into them (``store.RangeReader``: record-id ranges, read where they are built).
 
-    The batches are decoded and turned into Arrow tables by ``workers`` forked processes
+    The batches are read, decoded and turned into Arrow tables by ``workers`` forked processes
     (``offline.in_chunks``: they inherit the dataset and the scores; a table comes back pickled), and this
-    process writes them in order. The file does not depend on ``workers`` or on the batches' size: the row
+    process writes them in order. The file does not depend on ``workers`` or on the batches: the row
     groups are cut at the same units (every ``chunk`` wanted units, then the rest, possibly none).
     """
     from agentjudge.runner.offline import in_chunks
 
     decoded: dict[str, Any] = {}  # result text -> its JSON: the constant baselines repeat theirs verbatim
 
-    def build(raw: list[tuple[Any, ...]]) -> tuple[pa.Table, list[int]]:
+    def build(batch: Any) -> tuple[pa.Table, list[int]]:
+        raw: list[tuple[Any, ...]] = batch if read is None else read(batch)
         units = []
         for row in raw:
             key = UnitKey(*row[:10])
@@ -275,7 +278,7 @@ def write_judgments(
                 rest = table.slice(rows)
                 tables, counts = ([rest] if rest.num_rows else []), counts[units:]
 
-            answers = in_chunks(workers, build, batches, small_payloads=False)
+            answers = in_chunks(workers, build, batches, small_payloads=read is not None)
             try:
                 for table, unit_counts in answers:
                     if unit_counts:
@@ -296,7 +299,7 @@ def export_run(
     rundir: Path,
     data: Dataset,
     predict_units: dict[UnitKey, UnitRow],
-    judge_batches: Iterable[list[tuple[Any, ...]]],
+    judge_batches: Iterable[Any],
     judge_wanted: set[UnitKey],
     scores: dict[ScoreKey, dict[ScoringMode, Score]],
     variants: dict[str, PromptVariant],
@@ -305,9 +308,10 @@ def export_run(
     meta: dict[str, Any],
     workers: int = 1,
     row_group: int = EXPORT_ROW_GROUP,
+    read: Callable[[Any], list[tuple[Any, ...]]] | None = None,
 ) -> None:
-    """Write the three parquet files and meta.json (each atomically); ``judge_batches`` are the store's raw
-    judge rows (``RunStore.iter_raw_batches``), turned into tables by ``workers`` processes."""
+    """Write the three parquet files and meta.json (each atomically); ``judge_batches`` and ``read`` are
+    those of ``write_judgments``, turned into tables by ``workers`` processes."""
     write_table(rundir / "predictions.parquet", prediction_rows(predict_units, simulated), PREDICTION_SCHEMA)
     write_table(rundir / "scores.parquet", score_rows(data, scores), SCORE_SCHEMA)
     write_judgments(
@@ -320,5 +324,6 @@ def export_run(
         judges,
         chunk=row_group,
         workers=workers,
+        read=read,
     )
     write_json(rundir / "meta.json", meta)

@@ -37,7 +37,7 @@ from agentjudge.runner.pipeline import (
     load_pipeline,
     override_models,
 )
-from agentjudge.runner.store import RunStore, UnitKey, archive_run, config_diff
+from agentjudge.runner.store import RangeReader, RunStore, UnitKey, archive_run, config_diff, key_ranges
 from agentjudge.runner.summary import (
     add_totals,
     endpoint_table,
@@ -583,20 +583,28 @@ class _Grid:
             },
         }
         simulated = {name: bool(info["simulated"]) for name, info in model_info(self.pipe.generators).items()}
-        export_run(
-            rundir,
-            self.data,
-            predict_rows,
-            self.store.iter_raw_batches("judge", EXPORT_ROW_GROUP),
-            jwanted_set,
-            self.scores,
-            self.variants,
-            self.settings,
-            simulated,
-            meta,
-            workers=offline.offline_workers(self.pipe.workers, len(jwanted), EXPORT_ROW_GROUP),
-            row_group=EXPORT_ROW_GROUP,
-        )
+        # the judge rows are read by the processes that build the tables, one row group's range each
+        ranges = key_ranges(jwanted, EXPORT_ROW_GROUP)
+        reader = RangeReader(self.store.path, "judge")
+        self.store.flush()  # everything committed, so that the readers see it
+        try:
+            export_run(
+                rundir,
+                self.data,
+                predict_rows,
+                ranges,
+                jwanted_set,
+                self.scores,
+                self.variants,
+                self.settings,
+                simulated,
+                meta,
+                workers=offline.offline_workers(self.pipe.workers, len(jwanted), EXPORT_ROW_GROUP),
+                row_group=EXPORT_ROW_GROUP,
+                read=reader,
+            )
+        finally:
+            reader.close()
         failed = counts["predict"]["failed"] + counts["judge"]["failed"]
         missing = len(wanted) - len(predict_rows) + len(jwanted) - judge_stored
         return failed, missing

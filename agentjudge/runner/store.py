@@ -28,11 +28,12 @@ for a readable diff when someone changes the pipeline and re-runs into the same 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -342,6 +343,66 @@ def archive_run(rundir: Path) -> Path | None:
     for name in present:
         shutil.move(str(rundir / name), str(target / name))
     return target
+
+
+Bound = tuple[Any, ...] | None  # the key columns after ``stage``; None: no bound
+
+
+class RangeReader:
+    """The raw rows (as ``RunStore.iter_raw_batches`` gives them) of one stage whose coordinates lie in
+    [lo, hi) (``key_ranges``), in coordinate order, read through a read-only connection of the calling
+    process: the export's forked processes read their own part of the store (an SQLite connection must not
+    cross a fork), while the parent remains the only writer. The bounds are row values on the primary
+    key's columns, so each read is a range search of its index."""
+
+    def __init__(self, path: Path, stage: Stage) -> None:
+        self.path, self.stage = path, stage
+        self._db: sqlite3.Connection | None = None
+        self._pid = 0
+
+    def __call__(self, bounds: tuple[Bound, Bound]) -> list[tuple[Any, ...]]:
+        if self._db is None or self._pid != os.getpid():  # a connection made before a fork is not used
+            self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30.0)
+            self._pid = os.getpid()
+        cols = ", ".join(_KEY_COLUMNS)
+        rest = ", ".join(_KEY_COLUMNS[1:])
+        marks = ", ".join("?" for _ in _KEY_COLUMNS[1:])
+        where, params = ["stage = ?"], [self.stage]
+        for bound, op in zip(bounds, (">=", "<"), strict=True):
+            if bound is not None:
+                where.append(f"({rest}) {op} ({marks})")
+                params.extend(bound)
+        rows = self._db.execute(
+            f"SELECT {cols}, status, result, error, attempts FROM units WHERE {' AND '.join(where)} "
+            f"ORDER BY {cols}",
+            params,
+        )
+        return rows.fetchall()
+
+    def close(self) -> None:
+        if self._db is not None and self._pid == os.getpid():
+            self._db.close()
+        self._db = None
+
+
+def key_ranges(keys: Iterable[UnitKey], per_range: int) -> list[tuple[Bound, Bound]]:
+    """[lo, hi) bounds (``RangeReader``) that cut ``keys`` in coordinate order every ``per_range`` keys and
+    cover every coordinate (the first range has no lower bound, the last no upper one). Only the records a
+    cut falls in are sorted (SQLite's binary text order is Python's str order)."""
+    by_record: dict[str, list[UnitKey]] = {}
+    for key in keys:
+        by_record.setdefault(key.record_id, []).append(key)
+    cuts: list[Bound] = []
+    seen, next_cut = 0, per_range
+    for record_id in sorted(by_record):
+        held = by_record[record_id]
+        if next_cut < seen + len(held):
+            rows = sorted(key.row()[1:] for key in held)
+            while next_cut < seen + len(held):
+                cuts.append(rows[next_cut - seen])
+                next_cut += per_range
+        seen += len(held)
+    return list(zip([None, *cuts], [*cuts, None], strict=True))
 
 
 def open_readonly(path: Path) -> sqlite3.Connection | None:
