@@ -165,6 +165,29 @@ def test_a_dead_child_has_its_chunks_computed_here() -> None:
     assert not {3, 5, 7, 9} & remote  # the dead child's payloads, computed in this process
 
 
+def test_unordered_chunks_keep_shares_contiguous_and_survive_a_dead_child() -> None:
+    parent = os.getpid()
+
+    def compute(x: int) -> tuple[int, int]:
+        if os.getpid() != parent and x == 13:
+            os._exit(7)  # the child of the second share dies on index 13
+        return x * x, os.getpid()
+
+    answers = dict(offline.in_chunks_unordered(2, compute, 20))
+    assert sorted(answers) == list(range(20))  # every index once
+    assert all(answers[i][0] == i * i for i in answers)
+    first = {answers[i][1] for i in range(0, 5)}  # the first share's front: one child
+    assert len(first) == 1 and parent not in first
+    assert answers[13][1] == parent  # the dead child's chunk, computed here
+    workers_seen = {pid for _, pid in answers.values()} - {parent}
+    assert len(workers_seen) == 2  # both children worked
+    assert list(offline.in_chunks_unordered(1, compute, 3)) == [
+        (0, (0, parent)),
+        (1, (1, parent)),
+        (2, (4, parent)),
+    ]
+
+
 def test_the_rule_memo_gives_the_rules_answer_and_its_own_copies() -> None:
     record = read_records(MINI, limit=1)[0]
     from agentjudge.runner.work import Dataset

@@ -66,7 +66,7 @@ _WORD = re.compile(r"[a-z0-9]+")
 _STEP_REF = re.compile(r"\b(?:step|call)\s*#?(\d+)", re.IGNORECASE)
 
 
-@lru_cache(maxsize=65_536)  # the same query is judged for every generator, trial and condition
+@lru_cache(maxsize=8_192)  # the same query is judged for every generator, trial and condition, in a row
 def _tokens(text: str) -> frozenset[str]:
     """Content words, lower-cased, crude plural folding; identifiers split on ``_`` and camel case."""
     text = _CAMEL.sub(r"\1 \2", text).lower()
@@ -92,7 +92,11 @@ class _ToolInfo:
 
 _INFOS: dict[str, _ToolInfo] = {}
 _BY_ID: dict[int, tuple[ToolSchema, _ToolInfo]] = {}  # fast path: the same schema object seen again
-_MAX_INFOS = 50_000  # a full dataset has ~50k tool schemas; beyond that the cache starts over
+# a full dataset has ~50k tool schemas, but the runner judges a record's units together (prefix_order,
+# runner/offline.py), so a few thousand are enough; beyond that a cache starts over. Small on purpose: every
+# process of an offline run (workers) holds its own (one validator each).
+_MAX_INFOS = 2_048
+_MAX_ERRORS = 8_192
 
 
 def _output_names(schema: dict[str, Any]) -> set[str]:
@@ -172,7 +176,7 @@ def _schema_errors(info: _ToolInfo, arguments: dict[str, Any]) -> list[str]:
         return _validate(info, arguments)
     held = _ERRORS.get((id(info), text))
     if held is None:
-        if len(_ERRORS) >= _MAX_INFOS:
+        if len(_ERRORS) >= _MAX_ERRORS:
             _ERRORS.clear()
         held = _ERRORS[(id(info), text)] = (info, _validate(info, arguments))
     return list(held[1])
@@ -319,7 +323,7 @@ def rule_verdicts(task: Task, calls: list[ToolCall]) -> tuple[dict[Metric, float
 
 
 _RULE_MEMO: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[Metric, float], dict[str, str]]] = {}
-_RULE_MEMO_SIZE = 4_096
+_RULE_MEMO_SIZE = 1_024
 
 
 def rule_verdicts_once(task: Task, calls: list[ToolCall]) -> tuple[dict[Metric, float], dict[str, str]]:

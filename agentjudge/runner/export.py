@@ -226,7 +226,7 @@ def judgment_columns(
 def write_judgments(
     path: Path,
     batches: Iterable[Any],
-    wanted: set[UnitKey],
+    wanted: set[UnitKey] | None,
     data: Dataset,
     scores: dict[ScoreKey, dict[ScoringMode, Score]],
     variants: dict[str, PromptVariant],
@@ -236,8 +236,9 @@ def write_judgments(
     read: Callable[[Any], list[tuple[Any, ...]]] | None = None,
 ) -> None:
     """Stream the store's raw judge rows in coordinate order into judgments.parquet, ``chunk`` wanted units
-    per row group. ``batches`` are lists of raw rows (``RunStore.iter_raw_batches``), or, with ``read``,
-    what ``read`` turns into them (``store.RangeReader``: record-id ranges, read where they are built).
+    per row group (``wanted`` None: every stored unit is wanted; the caller counted them). ``batches``
+    are lists of raw rows (``RunStore.iter_raw_batches``), or, with ``read``, what ``read`` turns into
+    them (``store.RangeReader``: ranges of coordinates, read where they are turned into tables).
 
     The batches are read, decoded and turned into Arrow tables by ``workers`` forked processes
     (``offline.in_chunks``: they inherit the dataset and the scores; a table comes back pickled), and this
@@ -253,7 +254,7 @@ def write_judgments(
         units = []
         for row in raw:
             key = UnitKey(*row[:10])
-            if key in wanted:
+            if wanted is None or key in wanted:
                 status, text, error, attempts = row[10:]
                 result = decoded.get(text) if text else None
                 if result is None and text:
@@ -300,7 +301,7 @@ def export_run(
     data: Dataset,
     predict_units: dict[UnitKey, UnitRow],
     judge_batches: Iterable[Any],
-    judge_wanted: set[UnitKey],
+    judge_wanted: set[UnitKey] | None,
     scores: dict[ScoreKey, dict[ScoringMode, Score]],
     variants: dict[str, PromptVariant],
     judges: dict[str, ModelSettings],

@@ -553,9 +553,12 @@ class _Grid:
             "predict": Counter(r.status for r in predict_rows.values()),
             "judge": Counter(),
         }
+        unwanted = 0  # stored judge units this configuration does not plan (none, normally)
         for key, status in self.store.iter_statuses("judge"):  # streamed: no map of every judge unit
             if key in jwanted_set:
                 counts["judge"][status] += 1
+            else:
+                unwanted += 1
         judge_stored = sum(counts["judge"].values())
         meta_store = self.store.meta()
         meta: dict[str, Any] = {
@@ -593,7 +596,7 @@ class _Grid:
                 self.data,
                 predict_rows,
                 ranges,
-                jwanted_set,
+                jwanted_set if unwanted else None,  # None: no filter (the readers never touch the set)
                 self.scores,
                 self.variants,
                 self.settings,

@@ -36,6 +36,7 @@ import gc
 import json
 import os
 import pickle
+import selectors
 import signal
 import struct
 import sys
@@ -236,6 +237,62 @@ class ChunkPool:
             send_one()
             yield answer
 
+    def map_unordered(self, n: int) -> Iterator[tuple[int, Any]]:
+        """``(i, compute(i))`` for i in range(n), as the answers arrive. Each child works through its own
+        contiguous share of the indices from the front, and one whose share is done takes the last index of
+        the largest share left: a child touches the parent's objects of its part of the grid only (a forked
+        child copies every page it touches, if only to count a reference), and both stay busy to the end.
+        The payloads are indices (small), so ``depth`` of them may be in flight per child."""
+        size = len(self.children)
+        shares = [deque(range(n * c // size, n * (c + 1) // size)) for c in range(size)]
+        inflight: list[deque[int]] = [deque() for _ in range(size)]
+
+        def take(child: int) -> int | None:
+            if shares[child]:
+                return shares[child].popleft()
+            largest = max(range(size), key=lambda k: len(shares[k]))
+            return shares[largest].pop() if shares[largest] else None
+
+        def feed(child: int) -> None:
+            while child not in self.dead and len(inflight[child]) < self.depth:
+                index = take(child)
+                if index is None:
+                    return
+                try:
+                    _write_frame(self.children[child][1], index)
+                except OSError:
+                    self.dead.add(child)
+                    shares[child].appendleft(index)  # computed by another child, or here
+                    return
+                inflight[child].append(index)
+
+        with selectors.DefaultSelector() as selector:
+            for child, (_, _, answer_fd) in enumerate(self.children):
+                selector.register(answer_fd, selectors.EVENT_READ, child)
+                feed(child)
+            while any(inflight):
+                for key, _ in selector.select():
+                    child = key.data
+                    if not inflight[child]:
+                        continue
+                    index = inflight[child].popleft()
+                    try:
+                        answer = _read_frame(self.children[child][2])
+                    except (EOFError, OSError, pickle.UnpicklingError):  # the child died: its chunks here
+                        self.dead.add(child)
+                        selector.unregister(key.fileobj)
+                        yield index, self.compute(index)
+                        while inflight[child]:
+                            later = inflight[child].popleft()
+                            yield later, self.compute(later)
+                        continue
+                    feed(child)
+                    yield index, answer
+        for share in shares:  # left only when every child died
+            while share:
+                index = share.popleft()
+                yield index, self.compute(index)
+
     def close(self) -> None:
         """End the children (their request pipes close; SIGTERM for one still busy after an interruption)
         and reap them."""
@@ -252,6 +309,22 @@ class ChunkPool:
 
 
 _END = object()
+
+
+def in_chunks_unordered(
+    size: int, compute: Callable[[int], Any], n: int
+) -> Generator[tuple[int, Any], None, None]:
+    """``(i, compute(i))`` for i in range(n): in ``size`` forked children, each through its own contiguous
+    share (``ChunkPool.map_unordered``: in the order they finish), or in this process, in order, when
+    ``size`` is 1. The children are ended when the iteration ends or is abandoned."""
+    if size <= 1:
+        yield from ((i, compute(i)) for i in range(n))
+        return
+    pool = ChunkPool(size, compute)
+    try:
+        yield from pool.map_unordered(n)
+    finally:
+        pool.close()
 
 
 def in_chunks(
@@ -302,10 +375,11 @@ async def run_offline_units(
         return compute_chunk(chunks[index], work)
 
     size = offline_workers(workers, len(ordered), CHUNK_UNITS)
-    answers = in_chunks(size, compute, range(len(chunks)))
+    answers = in_chunks_unordered(size, compute, len(chunks))
     try:
         started = now()
-        for chunk, answer in zip(chunks, answers, strict=True):
+        for index, answer in answers:  # stored as they come: the store's order is not the files' order
+            chunk = chunks[index]
             finished = now()
             for unit, encoded in zip(chunk, answer, strict=True):
                 model = model_of(unit)
@@ -349,13 +423,16 @@ def scores_in_chunks(
         return compute_scores(data, {k: predictions[k] for k in chunks[index]}, modes, lenient)
 
     size = offline_workers(workers, len(keys), SCORE_CHUNK, AUTO_MIN_SCORED)
-    out: dict[ScoreKey, dict[ScoringMode, Score]] = {}
-    answers = in_chunks(size, compute, range(len(chunks)))
+    parts: list[dict[ScoreKey, dict[ScoringMode, Score]]] = [{} for _ in chunks]
+    answers = in_chunks_unordered(size, compute, len(chunks))
     try:
-        for chunk, scored in zip(chunks, answers, strict=True):
-            out.update(scored)
+        for index, scored in answers:
+            parts[index] = scored
             if advance is not None:
-                advance(len(chunk))
+                advance(len(chunks[index]))
     finally:
         answers.close()
+    out: dict[ScoreKey, dict[ScoringMode, Score]] = {}
+    for part in parts:  # in key order, as one compute_scores call would have made it
+        out.update(part)
     return out

@@ -28,6 +28,7 @@ from agentjudge.types import (
     Task,
 )
 
+_HELD_PER_RECORD = 512  # tasks and expected responses remembered (each process of a run holds its own)
 ScoreKey = tuple[str, str, int]  # record_id, generator display name, generator trial
 
 
@@ -58,6 +59,8 @@ class Dataset:
         if held is None:
             from agentjudge.dataset.layout import expected_responses
 
+            if len(self._responses) >= _HELD_PER_RECORD:  # units come a record at a time: few are enough
+                self._responses.clear()
             held = self._responses[record.id] = expected_responses(record)
         return held
 
@@ -82,6 +85,8 @@ class Dataset:
             tools=record.tools,
         )
         if self.by_base.get(record.id) is record:
+            if len(self._tasks) >= _HELD_PER_RECORD:
+                self._tasks.clear()
             self._tasks[(record.id, difficulty)] = task
         return task
 
