@@ -238,19 +238,23 @@ class ChunkPool:
             yield answer
 
     def map_unordered(self, n: int) -> Iterator[tuple[int, Any]]:
-        """``(i, compute(i))`` for i in range(n), as the answers arrive. Each child works through its own
-        contiguous share of the indices from the front, and one whose share is done takes the last index of
-        the largest share left: a child touches the parent's objects of its part of the grid only (a forked
-        child copies every page it touches, if only to count a reference), and both stay busy to the end.
-        The payloads are indices (small), so ``depth`` of them may be in flight per child."""
+        """``(i, compute(i))`` for i in range(n), as the answers arrive, with this process computing too.
+
+        The children and this process each work through their own contiguous share of the indices from the
+        front, and one whose share is done takes the last index of the largest share left: a child touches
+        the parent's objects of its part of the grid only (a forked child copies every page it touches, if
+        only to count a reference; this process copies nothing), and all stay busy to the end. This process
+        computes one of its chunks whenever no answer is waiting. The payloads are indices (small), so
+        ``depth`` of them may be in flight per child."""
         size = len(self.children)
-        shares = [deque(range(n * c // size, n * (c + 1) // size)) for c in range(size)]
+        here = size  # this process's share
+        shares = [deque(range(n * c // (size + 1), n * (c + 1) // (size + 1))) for c in range(size + 1)]
         inflight: list[deque[int]] = [deque() for _ in range(size)]
 
-        def take(child: int) -> int | None:
-            if shares[child]:
-                return shares[child].popleft()
-            largest = max(range(size), key=lambda k: len(shares[k]))
+        def take(who: int) -> int | None:
+            if shares[who]:
+                return shares[who].popleft()
+            largest = max(range(size + 1), key=lambda k: len(shares[k]))
             return shares[largest].pop() if shares[largest] else None
 
         def feed(child: int) -> None:
@@ -262,7 +266,7 @@ class ChunkPool:
                     _write_frame(self.children[child][1], index)
                 except OSError:
                     self.dead.add(child)
-                    shares[child].appendleft(index)  # computed by another child, or here
+                    shares[here].appendleft(index)  # computed here
                     return
                 inflight[child].append(index)
 
@@ -270,8 +274,12 @@ class ChunkPool:
             for child, (_, _, answer_fd) in enumerate(self.children):
                 selector.register(answer_fd, selectors.EVENT_READ, child)
                 feed(child)
-            while any(inflight):
-                for key, _ in selector.select():
+            while True:
+                mine = any(shares)  # something left that this process could compute
+                if not mine and not any(inflight):
+                    break
+                events = selector.select(timeout=0 if mine else None)
+                for key, _ in events:
                     child = key.data
                     if not inflight[child]:
                         continue
@@ -281,17 +289,15 @@ class ChunkPool:
                     except (EOFError, OSError, pickle.UnpicklingError):  # the child died: its chunks here
                         self.dead.add(child)
                         selector.unregister(key.fileobj)
-                        yield index, self.compute(index)
-                        while inflight[child]:
-                            later = inflight[child].popleft()
-                            yield later, self.compute(later)
+                        shares[here].extendleft(reversed([index, *inflight[child]]))
+                        inflight[child].clear()
                         continue
                     feed(child)
                     yield index, answer
-        for share in shares:  # left only when every child died
-            while share:
-                index = share.popleft()
-                yield index, self.compute(index)
+                if not events and mine:
+                    index = take(here)
+                    if index is not None:
+                        yield index, self.compute(index)
 
     def close(self) -> None:
         """End the children (their request pipes close; SIGTERM for one still busy after an interruption)
@@ -314,13 +320,13 @@ _END = object()
 def in_chunks_unordered(
     size: int, compute: Callable[[int], Any], n: int
 ) -> Generator[tuple[int, Any], None, None]:
-    """``(i, compute(i))`` for i in range(n): in ``size`` forked children, each through its own contiguous
-    share (``ChunkPool.map_unordered``: in the order they finish), or in this process, in order, when
-    ``size`` is 1. The children are ended when the iteration ends or is abandoned."""
-    if size <= 1:
+    """``(i, compute(i))`` for i in range(n) by ``size`` processes: this one and ``size`` - 1 forked
+    children, each through its own contiguous share (``ChunkPool.map_unordered``: in the order they finish;
+    in order when ``size`` is 1). The children are ended when the iteration ends or is abandoned."""
+    if size <= 1 or n <= 1:
         yield from ((i, compute(i)) for i in range(n))
         return
-    pool = ChunkPool(size, compute)
+    pool = ChunkPool(size - 1, compute)
     try:
         yield from pool.map_unordered(n)
     finally:
