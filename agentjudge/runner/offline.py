@@ -6,20 +6,23 @@ the store's thread -- cost as much as the judging, and everything ran on one cor
 units are cut into chunks of whole records (``prefix_order``: every judge, condition and generator of a
 record together, so per-record caches hit) and each chunk is computed in a tight synchronous loop:
 
-* with ``workers`` > 1 (unset: the cores, at most 8, for stages of at least ``AUTO_MIN_OFFLINE_UNITS``
-  offline units) by N processes forked at the start of the stage, after the stage's inputs exist, so they
-  inherit the dataset, the predictions and the scores and nothing of them is pickled. A chunk goes out as
-  one integer (its index into the stage's unit list, which the children inherit too) and comes back as one
-  compact list: per unit the status, the result already encoded as the store's JSON text, the error, the
-  usage (None when at its default) and the parse flags -- a pickle round trip per chunk, not per unit;
+* with ``workers`` N > 1 (unset: the cores, at most 8, for stages of at least ``AUTO_MIN_OFFLINE_UNITS``
+  offline units) by this process and N - 1 children forked at the start of the stage, after the stage's
+  inputs exist, so they inherit the dataset, the predictions and the scores and nothing of them is pickled.
+  Each works through its own contiguous share of the chunks (a forked child copies every page it touches,
+  if only to count a reference: so it touches its share only) and takes from the largest share left when
+  done. A chunk goes out as one integer (its index into the stage's unit list, which the children inherit
+  too) and comes back as one compact list: per unit the status, the result already encoded as the store's
+  JSON text, the error, the usage (None when at its default) and the parse flags -- a pickle round trip
+  per chunk, not per unit;
 * with one process, by the same loop in the main process.
 
-The main process stays the one writer of run.sqlite: it stores each chunk's units in order, through the
-store's group commits, and keeps the engine's accounting (tallies, failures, stopped models, the cost cap)
-with ``engine.settle``. So resumability is the engine's: a killed run loses at most the open group (its
-units are not in the store and run again), and nothing is stored twice (the primary key). Results do not
-depend on the number of processes: the offline models are deterministic per unit (seeded by the unit's
-coordinates, never by call order), and the export sorts by coordinates.
+The main process stays the one writer of run.sqlite: it stores each chunk's units as the chunk arrives,
+through the store's group commits, and keeps the engine's accounting (tallies, failures, stopped models,
+the cost cap) with ``engine.settle``. So resumability is the engine's: a killed run loses at most the
+open group (its units are not in the store and run again), and nothing is stored twice (the primary key).
+Results do not depend on the number of processes: the offline models are deterministic per unit (seeded
+by the unit's coordinates, never by call order), and the export sorts by coordinates.
 
 Processes: the children ignore SIGINT (Ctrl-C is the main process's: it stops at the next chunk boundary,
 stores what came back, then SIGTERMs and reaps them) and exit when their request pipe closes, which is also
