@@ -21,7 +21,7 @@ from test_runner import make_records, write_pipeline
 
 from agentjudge.dataset import validate
 from agentjudge.dataset.layout import LayoutError, read_records, write_records
-from agentjudge.runner import resume_cache
+from agentjudge.runner import offline, resume_cache
 from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import file_digest, forget_digests
 from agentjudge.runner.store import RunStore, UnitKey
@@ -49,7 +49,14 @@ class Spy:
             self.gate1.append(len(records))
             return real_gate1(records)
 
+        real_chunks = offline.scores_in_chunks
+
+        def chunks(data: Any, predictions: Any, *args: Any, **kwargs: Any) -> Any:  # the grid's scorer
+            self.scored.append(len(predictions))
+            return real_chunks(data, predictions, *args, **kwargs)
+
         monkeypatch.setattr(resume_cache, "compute_scores", scores)
+        monkeypatch.setattr(offline, "scores_in_chunks", chunks)
         monkeypatch.setattr(validate, "gate1_failures", gate1)
 
     def reset(self) -> None:

@@ -66,7 +66,7 @@ _WORD = re.compile(r"[a-z0-9]+")
 _STEP_REF = re.compile(r"\b(?:step|call)\s*#?(\d+)", re.IGNORECASE)
 
 
-@lru_cache(maxsize=65_536)  # the same query is judged for every generator, trial and condition
+@lru_cache(maxsize=8_192)  # the same query is judged for every generator, trial and condition, in a row
 def _tokens(text: str) -> frozenset[str]:
     """Content words, lower-cased, crude plural folding; identifiers split on ``_`` and camel case."""
     text = _CAMEL.sub(r"\1 \2", text).lower()
@@ -92,7 +92,11 @@ class _ToolInfo:
 
 _INFOS: dict[str, _ToolInfo] = {}
 _BY_ID: dict[int, tuple[ToolSchema, _ToolInfo]] = {}  # fast path: the same schema object seen again
-_MAX_INFOS = 50_000  # a full dataset has ~50k tool schemas; beyond that the cache starts over
+# a full dataset has ~50k tool schemas, but the runner judges a record's units together (prefix_order,
+# runner/offline.py), so a few thousand are enough; beyond that a cache starts over. Small on purpose: every
+# process of an offline run (workers) holds its own (one validator each).
+_MAX_INFOS = 2_048
+_MAX_ERRORS = 8_192
 
 
 def _output_names(schema: dict[str, Any]) -> set[str]:
@@ -150,8 +154,35 @@ def _remember(tool: ToolSchema, info: _ToolInfo) -> None:
     _BY_ID[id(tool)] = (tool, info)
 
 
+def _exact_json(value: Any) -> str | None:
+    """``value`` as JSON text, a memo key: key order kept, 1 vs 1.0 vs true told apart; None when it holds
+    something JSON cannot spell (then nothing is remembered). Calls reach the judges decoded from JSON (the
+    run's store), so two arguments with the same text are the same arguments."""
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=True)
+    except (TypeError, ValueError):
+        return None
+
+
+_ERRORS: dict[tuple[int, str], tuple[_ToolInfo, list[str]]] = {}
+
+
 def _schema_errors(info: _ToolInfo, arguments: dict[str, Any]) -> list[str]:
-    """Validation messages other than required/additional keys (those are reported by name)."""
+    """Validation messages other than required/additional keys (those are reported by name); remembered
+    per tool and arguments (the simulated generators repeat most GT calls verbatim: validating them was
+    half of the rule checks' time). The memo holds the tool's info, so its id is not reused meanwhile."""
+    text = _exact_json(arguments)
+    if text is None:
+        return _validate(info, arguments)
+    held = _ERRORS.get((id(info), text))
+    if held is None:
+        if len(_ERRORS) >= _MAX_ERRORS:
+            _ERRORS.clear()
+        held = _ERRORS[(id(info), text)] = (info, _validate(info, arguments))
+    return list(held[1])
+
+
+def _validate(info: _ToolInfo, arguments: dict[str, Any]) -> list[str]:
     try:
         return [
             e.message[:80]
@@ -291,6 +322,29 @@ def rule_verdicts(task: Task, calls: list[ToolCall]) -> tuple[dict[Metric, float
     return verdicts, {"tool": tool_r, "param": param_r, "seq": seq_r, "cov": cov_r, "overall": overall}
 
 
+_RULE_MEMO: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[Metric, float], dict[str, str]]] = {}
+_RULE_MEMO_SIZE = 1_024
+
+
+def rule_verdicts_once(task: Task, calls: list[ToolCall]) -> tuple[dict[Metric, float], dict[str, str]]:
+    """``rule_verdicts``, remembered for the last few thousand (query, tools, calls): a grid asks it for the
+    same prediction under every condition, and ``baseline/gt-rule`` asks it again without GT. The key holds
+    the tool schemas by identity (the memo keeps them alive, so an id is never reused while it is a key)
+    and the calls by content, in their own key order (the checks read arguments in that order); the
+    caller gets its own copies of the dicts."""
+    tools = tuple(task.tools)
+    calls_text = _exact_json([[c.name, c.arguments] for c in calls])
+    if calls_text is None:
+        return rule_verdicts(task, calls)
+    key = (task.query, tuple(map(id, tools)), calls_text)
+    held = _RULE_MEMO.get(key)
+    if held is None:
+        if len(_RULE_MEMO) >= _RULE_MEMO_SIZE:
+            _RULE_MEMO.clear()
+        held = _RULE_MEMO[key] = (tools, *rule_verdicts(task, calls))
+    return dict(held[1]), dict(held[2])
+
+
 class ConstantJudge:
     """Always the same verdict for every metric; never inspects the request."""
 
@@ -320,7 +374,7 @@ class RuleJudge:
         self.name = name
 
     async def __call__(self, request: JudgeRequest) -> JudgeResult:
-        verdicts, rationales = rule_verdicts(request.task, request.calls)
+        verdicts, rationales = rule_verdicts_once(request.task, request.calls)
         return JudgeResult(
             verdicts=dict(verdicts),
             rationales=rationales,
@@ -340,7 +394,7 @@ class GTRuleJudge:
 
     async def __call__(self, request: JudgeRequest) -> JudgeResult:
         if request.gt is None:
-            verdicts, rationales = rule_verdicts(request.task, request.calls)
+            verdicts, rationales = rule_verdicts_once(request.task, request.calls)
             how = "no GT in this condition: no-GT rule checks"
         else:
             verdicts, rationales = gt_diff_verdicts(request.gt, request.calls)

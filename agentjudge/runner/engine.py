@@ -141,6 +141,34 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
+def settle(
+    model: str,
+    outcome: Outcome,
+    tally: ModelTally,
+    budget: Budget,
+    log: RunLog,
+    reading_batch_answers: bool = False,
+) -> None:
+    """The accounting of one stored unit: failures by reason, a model stopped by a fatal failure, the
+    model's tally and the money spent (also used by ``runner.offline`` for its chunks)."""
+    if outcome.status == "failed":
+        log.failures.add(model, outcome.error)
+        if not reading_batch_answers and is_model_fatal(outcome.error):
+            log.stop(model, outcome.error or "")
+    elif outcome.parse_failed:
+        log.failures.add(model, outcome.parse_note or "answer could not be parsed", "parse")
+    usage = outcome.usage
+    tally.done += outcome.status == "done"
+    tally.failed += outcome.status == "failed"
+    tally.parse_failures += outcome.parse_failed
+    tally.cache_hits += usage.cached
+    tally.prompt_tokens += usage.prompt_tokens
+    tally.completion_tokens += usage.completion_tokens
+    if not usage.cached:
+        tally.cost_usd += usage.cost_usd
+        budget.spent += usage.cost_usd
+
+
 async def run_units(
     stage: str,
     units: list[UnitKey],
@@ -200,22 +228,7 @@ async def run_units(
                 progress.advance(bar)
                 continue
             store.finish(unit, outcome.status, outcome.result, outcome.error, started)
-            if outcome.status == "failed":
-                log.failures.add(model, outcome.error)
-                if not reading_batch_answers and is_model_fatal(outcome.error):
-                    log.stop(model, outcome.error or "")
-            elif outcome.parse_failed:
-                log.failures.add(model, outcome.parse_note or "answer could not be parsed", "parse")
-            usage = outcome.usage
-            tally.done += outcome.status == "done"
-            tally.failed += outcome.status == "failed"
-            tally.parse_failures += outcome.parse_failed
-            tally.cache_hits += usage.cached
-            tally.prompt_tokens += usage.prompt_tokens
-            tally.completion_tokens += usage.completion_tokens
-            if not usage.cached:
-                tally.cost_usd += usage.cost_usd
-                budget.spent += usage.cost_usd
+            settle(model, outcome, tally, budget, log, reading_batch_answers)
             progress.advance(bar)
 
     async def flush_on_timer() -> None:  # group commits while calls are in flight (store.py)

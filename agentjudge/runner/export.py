@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,9 @@ def _schema(columns: tuple[str, ...]) -> pa.Schema:
 PREDICTION_SCHEMA = _schema(PREDICTION_COLUMNS)
 SCORE_SCHEMA = _schema(SCORE_COLUMNS)
 JUDGMENT_SCHEMA = _schema(JUDGMENT_COLUMNS + JUDGMENT_OPTIONAL_COLUMNS)
+
+EXPORT_ROW_GROUP = 20_000  # judge units per row group of judgments.parquet
+_DECODED_HELD = 4_096  # distinct result texts remembered while exporting
 
 # Columns that are the same for every metric/mode row of one judge unit, in schema order.
 _CONSTANT_COLUMNS = JUDGMENT_SCHEMA.names[:14]
@@ -133,6 +136,7 @@ def judgment_columns(
     scores: dict[ScoreKey, dict[ScoringMode, Score]],
     variants: dict[str, PromptVariant],
     judges: dict[str, ModelSettings],
+    unit_rows: list[int] | None = None,
 ) -> dict[str, list[Any]]:
     """Long form: judge unit x metric x scoring mode. A failed call or unparsed metric has a null verdict.
 
@@ -143,6 +147,10 @@ def judgment_columns(
     """
     cols: dict[str, list[Any]] = {name: [] for name in JUDGMENT_SCHEMA.names}
     fields = {m: _FIELD[m] for m in METRICS}
+    metric_col, reference_col, verdict_col = cols["metric"], cols["reference"], cols["verdict"]
+    mode_col, rationale_col = cols["scoring_mode"], cols["rationale"]
+    last_scores: dict[ScoringMode, Score] | None = None
+    refs: dict[tuple[str, str], float] = {}
     for unit in units:
         key = unit.key
         mode_scores = scores.get((key.record_id, key.generator, key.generator_trial))
@@ -184,12 +192,21 @@ def judgment_columns(
             (*METRICS, "outcome") if key.condition in TRAJECTORY_CONDITIONS and state is not None else METRICS
         )
         n = len(metrics) * len(modes)
+        if unit_rows is not None:  # rows per unit, for cutting row groups at unit boundaries
+            unit_rows.append(n)
         for name, value in zip(_CONSTANT_COLUMNS, constant, strict=True):
             cols[name].extend([value] * n)
         cols["parse_ok"].extend([parse_ok] * n)
         cols["source"].extend([record.source] * n)
         cols["judge_error"].extend([error] * n)
         cols["structured_output"].extend([rationales.get("_structured_output") == "1"] * n)
+        if mode_scores is not last_scores:  # a prediction's judge units are adjacent in coordinate order
+            last_scores = mode_scores
+            refs = {
+                (metric, mode): float(getattr(mode_scores[mode], fields[metric]))
+                for metric in METRICS
+                for mode in modes
+            }
         for metric in metrics:
             rationale = rationales.get(metric, "")
             for mode in modes:
@@ -197,39 +214,84 @@ def judgment_columns(
                     verdict, ref = (result.get("outcome") if ok else None), float(bool(state))
                 else:
                     verdict = mode_verdicts.get(mode, verdicts).get(metric) if ok else None
-                    ref = float(getattr(mode_scores[mode], fields[metric]))  # type: ignore[index]
-                cols["metric"].append(metric)
-                cols["reference"].append(ref)
-                cols["verdict"].append(None if verdict is None else float(verdict))
-                cols["scoring_mode"].append(mode)
-                cols["rationale"].append(rationale)
+                    ref = refs[(metric, mode)]
+                metric_col.append(metric)
+                reference_col.append(ref)
+                verdict_col.append(None if verdict is None else float(verdict))
+                mode_col.append(mode)
+                rationale_col.append(rationale)
     return cols
 
 
 def write_judgments(
     path: Path,
-    units: Iterable[UnitRow],
-    wanted: set[UnitKey],
+    batches: Iterable[Any],
+    wanted: set[UnitKey] | None,
     data: Dataset,
     scores: dict[ScoreKey, dict[ScoringMode, Score]],
     variants: dict[str, PromptVariant],
     judges: dict[str, ModelSettings],
-    chunk: int = 20_000,
+    chunk: int = EXPORT_ROW_GROUP,
+    workers: int = 1,
+    read: Callable[[Any], list[tuple[Any, ...]]] | None = None,
 ) -> None:
-    """Stream ``units`` (in coordinate order) into judgments.parquet, ``chunk`` units per row group."""
+    """Stream the store's raw judge rows in coordinate order into judgments.parquet, ``chunk`` wanted units
+    per row group (``wanted`` None: every stored unit is wanted; the caller counted them). ``batches``
+    are lists of raw rows (``RunStore.iter_raw_batches``), or, with ``read``, what ``read`` turns into
+    them (``store.RangeReader``: ranges of coordinates, read where they are turned into tables).
+
+    The batches are read, decoded and turned into Arrow tables by ``workers`` forked processes
+    (``offline.in_chunks``: they inherit the dataset and the scores; a table comes back pickled), and this
+    process writes them in order. The file does not depend on ``workers`` or on the batches: the row
+    groups are cut at the same units (every ``chunk`` wanted units, then the rest, possibly none).
+    """
+    from agentjudge.runner.offline import in_chunks
+
+    decoded: dict[str, Any] = {}  # result text -> its JSON: the constant baselines repeat theirs verbatim
+
+    def build(batch: Any) -> tuple[pa.Table, list[int]]:
+        raw: list[tuple[Any, ...]] = batch if read is None else read(batch)
+        units = []
+        for row in raw:
+            key = UnitKey(*row[:10])
+            if wanted is None or key in wanted:
+                status, text, error, attempts = row[10:]
+                result = decoded.get(text) if text else None
+                if result is None and text:
+                    if len(decoded) >= _DECODED_HELD:
+                        decoded.clear()
+                    result = decoded[text] = json.loads(text)  # read only by judgment_columns
+                units.append(UnitRow(key, status, result, error, attempts))
+        counts: list[int] = []
+        cols = judgment_columns(data, units, scores, variants, judges, counts)
+        return pa.Table.from_pydict(cols, schema=JUDGMENT_SCHEMA), counts
 
     def write(tmp: Path) -> None:
+        tables: list[pa.Table] = []
+        counts: list[int] = []  # rows per buffered unit
         with pq.ParquetWriter(tmp, JUDGMENT_SCHEMA) as writer:
-            batch: list[UnitRow] = []
-            for unit in units:
-                if unit.key in wanted:
-                    batch.append(unit)
-                if len(batch) >= chunk:
-                    cols = judgment_columns(data, batch, scores, variants, judges)
-                    writer.write_table(pa.Table.from_pydict(cols, schema=JUDGMENT_SCHEMA))
-                    batch = []
-            cols = judgment_columns(data, batch, scores, variants, judges)
-            writer.write_table(pa.Table.from_pydict(cols, schema=JUDGMENT_SCHEMA))
+
+            def cut(units: int) -> None:  # write the first `units` buffered units as one row group
+                nonlocal tables, counts
+                table = tables[0] if len(tables) == 1 else pa.concat_tables(tables).combine_chunks()
+                rows = sum(counts[:units])
+                writer.write_table(table if rows == table.num_rows else table.slice(0, rows))
+                rest = table.slice(rows)
+                tables, counts = ([rest] if rest.num_rows else []), counts[units:]
+
+            answers = in_chunks(workers, build, batches, small_payloads=read is not None)
+            try:
+                for table, unit_counts in answers:
+                    if unit_counts:
+                        tables.append(table)
+                        counts.extend(unit_counts)
+                    while len(counts) >= chunk:
+                        cut(chunk)
+            finally:
+                answers.close()
+            if not tables:
+                tables = [JUDGMENT_SCHEMA.empty_table()]
+            cut(len(counts))
 
     _atomic(path, write)
 
@@ -238,16 +300,31 @@ def export_run(
     rundir: Path,
     data: Dataset,
     predict_units: dict[UnitKey, UnitRow],
-    judge_units: Iterable[UnitRow],
-    judge_wanted: set[UnitKey],
+    judge_batches: Iterable[Any],
+    judge_wanted: set[UnitKey] | None,
     scores: dict[ScoreKey, dict[ScoringMode, Score]],
     variants: dict[str, PromptVariant],
     judges: dict[str, ModelSettings],
     simulated: dict[str, bool],
     meta: dict[str, Any],
+    workers: int = 1,
+    row_group: int = EXPORT_ROW_GROUP,
+    read: Callable[[Any], list[tuple[Any, ...]]] | None = None,
 ) -> None:
-    """Write the three parquet files and meta.json (each atomically)."""
+    """Write the three parquet files and meta.json (each atomically); ``judge_batches`` and ``read`` are
+    those of ``write_judgments``, turned into tables by ``workers`` processes."""
     write_table(rundir / "predictions.parquet", prediction_rows(predict_units, simulated), PREDICTION_SCHEMA)
     write_table(rundir / "scores.parquet", score_rows(data, scores), SCORE_SCHEMA)
-    write_judgments(rundir / "judgments.parquet", judge_units, judge_wanted, data, scores, variants, judges)
+    write_judgments(
+        rundir / "judgments.parquet",
+        judge_batches,
+        judge_wanted,
+        data,
+        scores,
+        variants,
+        judges,
+        chunk=row_group,
+        workers=workers,
+        read=read,
+    )
     write_json(rundir / "meta.json", meta)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import json
 import sqlite3
 import subprocess
@@ -25,7 +26,7 @@ from rich.markup import escape
 from agentjudge import __version__
 from agentjudge.fserrors import FS_ERRORS, describe
 from agentjudge.models.fleet import redact_model_urls
-from agentjudge.runner import engine
+from agentjudge.runner import engine, offline
 from agentjudge.runner.lean_export import without_pandas
 from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import (
@@ -38,7 +39,7 @@ from agentjudge.runner.pipeline import (
     override_models,
 )
 from agentjudge.runner.resume_cache import cached_scores, save_gate1
-from agentjudge.runner.store import RunStore, UnitKey, archive_run, config_diff
+from agentjudge.runner.store import RangeReader, RunStore, UnitKey, archive_run, config_diff, key_ranges
 from agentjudge.runner.summary import (
     add_totals,
     endpoint_table,
@@ -59,7 +60,7 @@ from agentjudge.runner.work import (
     swap_partners,
 )
 from agentjudge.runner.workers import AUTO_MIN_UNITS, WorkerPool, WorkerSpec, effective_workers
-from agentjudge.types import JudgeResult, ModelSettings, Prediction, Score, ScoringMode
+from agentjudge.types import JudgeRequest, JudgeResult, ModelSettings, Prediction, Score, ScoringMode, Task
 
 
 def load_dataset(pipeline: Pipeline, skip_invalid: bool = False, rundir: Path | None = None) -> Dataset:
@@ -184,6 +185,7 @@ def run_cli(
         from agentjudge.models.client import load_litellm
 
         load_litellm()  # seconds of import, before the event loop rather than inside the first call
+    gc.freeze()  # the records live for the whole run: kept out of the collector's full scans (until finally)
     pool = _fork_workers(pipe, data, no_cache)
     try:
         return asyncio.run(
@@ -199,6 +201,7 @@ def run_cli(
     finally:
         if pool is not None:
             pool.abandon()  # after an interruption or an early exit: workers see their pipe close
+        gc.unfreeze()  # what was frozen during the run is collectable again (a caller may run again)
 
 
 def _fork_workers(pipe: Pipeline, data: Dataset, no_cache: bool) -> WorkerPool | None:
@@ -419,6 +422,7 @@ class _Grid:
         self.batches: Any = None  # runner.batches.BatchBroker when some model has batch: true
         self.remote_gens, self.remote_judges = remote_models(pipe)
         self.pool = pool
+        self.offline = offline.offline_models([*pipe.generators, *pipe.judges])
 
     async def close_workers(self) -> None:
         """Let the workers finish and add their call statistics to this process's."""
@@ -430,12 +434,31 @@ class _Grid:
                 for name, model_stats in stats.per_model.items():
                     self.client.stats.model(name).add(model_stats)
 
-    async def _stage(self, name: str, units: list[UnitKey], model_of: Any, work: Any, progress: Any) -> None:
+    async def _stage(
+        self, name: str, units: list[UnitKey], model_of: Any, work: Any, progress: Any, offline_work: Any
+    ) -> None:
         status = self.store.statuses(units[0].stage) if units else {}
         pending = [u for u in units if status.get(u) != "done"]
         del status  # ~10^6 keys on a paper grid: not kept while the stage runs
         if self.log.console is not None and not self.log.console.is_terminal:  # no progress bar: say it
             self.log.console.print(f"{name}: {len(pending)} unit(s) to run of {len(units)}")
+        in_chunks = [u for u in pending if model_of(u) in self.offline]
+        if in_chunks:  # simulated models and baselines: chunks on every core (runner/offline.py)
+            pending = [u for u in pending if model_of(u) not in self.offline]
+            await offline.run_offline_units(
+                name,
+                in_chunks,
+                model_of,
+                offline_work,
+                self.store,
+                self.budget,
+                self.tallies,
+                progress,
+                self.log,
+                self.pipe.workers,
+            )
+            if not pending:
+                return
         if self.batches is not None:
             work = _in_unit(work)
         args = (model_of, self.caps, work, self.store, self.global_cap, self.budget, self.tallies, progress)
@@ -473,41 +496,62 @@ class _Grid:
             seen.add(twin)
         return repeats
 
-    async def predict(self, key: UnitKey) -> engine.Outcome:
+    def _task(self, key: UnitKey) -> Task:
         record, difficulty = self.data.locate(key.record_id)
-        task = self.data.task(record, difficulty)
-        pred: Prediction
-        if self.pool is not None and key.generator in self.remote_gens:
-            pred = await self.pool.call("predict", key.generator, (task, key.generator_trial))
-        else:
-            pred = await self.gens[key.generator](task, key.generator_trial)
+        return self.data.task(record, difficulty)
+
+    @staticmethod
+    def _predicted(pred: Prediction) -> engine.Outcome:
         result = pred.model_dump(mode="json", exclude_defaults=True)  # compact; see store.py
         if pred.error is not None or pred.calls is None:
             return engine.Outcome("failed", result, pred.error or "prediction has no calls", pred.usage)
         return engine.Outcome("done", result, None, pred.usage)
 
-    async def judge(self, key: UnitKey) -> engine.Outcome:
-        model = self.judges[key.judge]
+    async def predict(self, key: UnitKey) -> engine.Outcome:
+        task = self._task(key)
+        pred: Prediction
+        if self.pool is not None and key.generator in self.remote_gens:
+            pred = await self.pool.call("predict", key.generator, (task, key.generator_trial))
+        else:
+            pred = await self.gens[key.generator](task, key.generator_trial)
+        return self._predicted(pred)
+
+    def predict_offline(self, key: UnitKey) -> engine.Outcome:
+        """``predict`` for a simulated generator, without an event loop (``runner.offline``)."""
+        return self._predicted(offline.drive(self.gens[key.generator](self._task(key), key.generator_trial)))
+
+    def _judge_request(self, key: UnitKey) -> JudgeRequest:
         score_key = (key.record_id, key.generator, key.generator_trial)
-        oracle = getattr(model, "needs_reference", False)
+        oracle = getattr(self.judges[key.judge], "needs_reference", False)
         ref = reference(self.scores[score_key]) if oracle else None
         outcome_ref = next(iter(self.scores[score_key].values())).state_match if oracle else None
         pkey = UnitKey("predict", key.record_id, key.difficulty, key.generator, key.generator_trial)
-        request = judge_request(
+        return judge_request(
             key, self.data, self.predictions[pkey], self.variants, self.partners, ref, outcome_ref
         )
+
+    @staticmethod
+    def _judged(res: JudgeResult) -> engine.Outcome:
+        result = res.model_dump(mode="json", exclude_defaults=True)  # compact; see store.py
+        if res.error is not None:
+            return engine.Outcome("failed", result, res.error, res.usage)
+        note = res.rationales.get("_parse_problems") if not res.parse_ok else None
+        return engine.Outcome("done", result, None, res.usage, not res.parse_ok, note)
+
+    async def judge(self, key: UnitKey) -> engine.Outcome:
+        request = self._judge_request(key)
         res: JudgeResult
         if self.pool is not None and key.judge in self.remote_judges:
             # a judge's identical prompts differ only in the generator: keep them in one worker
             route = f"{key.judge}|{key.record_id}|{key.condition}|{key.variant}|{key.temperature}|{key.trial}"
             res = await self.pool.call("judge", key.judge, (request,), route)
         else:
-            res = await model(request)
-        result = res.model_dump(mode="json", exclude_defaults=True)  # compact; see store.py
-        if res.error is not None:
-            return engine.Outcome("failed", result, res.error, res.usage)
-        note = res.rationales.get("_parse_problems") if not res.parse_ok else None
-        return engine.Outcome("done", result, None, res.usage, not res.parse_ok, note)
+            res = await self.judges[key.judge](request)
+        return self._judged(res)
+
+    def judge_offline(self, key: UnitKey) -> engine.Outcome:
+        """``judge`` for a baseline or simulated judge, without an event loop (``runner.offline``)."""
+        return self._judged(offline.drive(self.judges[key.judge](self._judge_request(key))))
 
     async def run(self, console: Console) -> tuple[list[UnitKey], list[UnitKey]]:
         """predict -> score -> judge; returns the planned units of both stages."""
@@ -516,7 +560,9 @@ class _Grid:
             await self.pool.start()
         wanted = predict_units(self.pipe, self.data)
         with engine.make_progress(console) as progress:
-            await self._stage("predict", wanted, lambda u: u.generator, self.predict, progress)
+            await self._stage(
+                "predict", wanted, lambda u: u.generator, self.predict, progress, self.predict_offline
+            )
             wanted_set = set(wanted)
             self.predictions = {
                 row.key: Prediction.model_validate(row.result)
@@ -524,16 +570,21 @@ class _Grid:
                 if row.status == "done" and row.key in wanted_set
             }
             bar = progress.add_task("score", total=len(self.predictions))
-            self.scores = cached_scores(
+            workers = self.pipe.workers
+            self.scores = cached_scores(  # read from run.sqlite what a previous invocation scored
                 self.store.path,
                 self.data,
                 self.predictions,
                 self.pipe.scoring_modes,
                 self.pipe.lenient,
                 on_scored=lambda: progress.advance(bar),
+                compute=lambda data, preds, modes, lenient: offline.scores_in_chunks(
+                    data, preds, modes, lenient, workers, advance=lambda n: progress.advance(bar, n)
+                ),
             )
+            gc.freeze()  # what exists now lives until the export: not scanned by every collection again
             jwanted = judge_units(self.pipe, sorted(self.predictions))
-            await self._stage("judge", jwanted, lambda u: u.judge, self.judge, progress)
+            await self._stage("judge", jwanted, lambda u: u.judge, self.judge, progress, self.judge_offline)
         await self.close_workers()
         self.predictions = {}  # the judge stage's input; the export reads predictions from the store
         return wanted, jwanted
@@ -546,9 +597,12 @@ class _Grid:
             "predict": Counter(r.status for r in predict_rows.values()),
             "judge": Counter(),
         }
+        unwanted = 0  # stored judge units this configuration does not plan (none, normally)
         for key, status in self.store.iter_statuses("judge"):  # streamed: no map of every judge unit
             if key in jwanted_set:
                 counts["judge"][status] += 1
+            else:
+                unwanted += 1
         judge_stored = sum(counts["judge"].values())
         meta_store = self.store.meta()
         meta: dict[str, Any] = {
@@ -576,20 +630,30 @@ class _Grid:
             },
         }
         simulated = {name: bool(info["simulated"]) for name, info in model_info(self.pipe.generators).items()}
-        from agentjudge.runner.export import export_run  # pyarrow: not needed by a no-op re-run
+        from agentjudge.runner.export import EXPORT_ROW_GROUP, export_run  # pyarrow: not for a no-op re-run
 
-        export_run(
-            rundir,
-            self.data,
-            predict_rows,
-            self.store.iter_units("judge"),
-            jwanted_set,
-            self.scores,
-            self.variants,
-            self.settings,
-            simulated,
-            meta,
-        )
+        # the judge rows are read by the processes that build the tables, one row group's range each
+        ranges = key_ranges(jwanted, EXPORT_ROW_GROUP)
+        reader = RangeReader(self.store.path, "judge")
+        self.store.flush()  # everything committed, so that the readers see it
+        try:
+            export_run(
+                rundir,
+                self.data,
+                predict_rows,
+                ranges,
+                jwanted_set if unwanted else None,  # None: no filter (the readers never touch the set)
+                self.scores,
+                self.variants,
+                self.settings,
+                simulated,
+                meta,
+                workers=offline.offline_workers(self.pipe.workers, len(jwanted), EXPORT_ROW_GROUP),
+                row_group=EXPORT_ROW_GROUP,
+                read=reader,
+            )
+        finally:
+            reader.close()
         failed = counts["predict"]["failed"] + counts["judge"]["failed"]
         missing = len(wanted) - len(predict_rows) + len(jwanted) - judge_stored
         return failed, missing

@@ -145,6 +145,11 @@ def prediction_digest(prediction: Prediction) -> str:
     return hashlib.sha256(prediction.model_dump_json().encode("utf-8")).hexdigest()
 
 
+# how the predictions the cache does not hold are scored: (dataset, predictions, modes, lenient) -> scores
+ScoreFn = Callable[
+    [Dataset, dict[UnitKey, Prediction], list[ScoringMode], bool], dict[ScoreKey, dict[ScoringMode, Score]]
+]
+
 # one prediction's scores by mode, as JSON (pydantic's compiled codec: ~3x faster than json + model_validate)
 _SCORES = TypeAdapter(dict[ScoringMode, Score])
 
@@ -156,13 +161,22 @@ def cached_scores(
     modes: list[ScoringMode],
     lenient: bool,
     on_scored: Callable[[], None] | None = None,
+    compute: ScoreFn | None = None,
 ) -> dict[ScoreKey, dict[ScoringMode, Score]]:
     """``work.compute_scores`` with the store's ``score_cache``: predictions whose every mode is cached
     under the same context and prediction digest are read, the rest computed and written back. The
     result (content and order) is what ``compute_scores`` returns. Records not read from a file
-    (``data.sha256`` empty) are only computed."""
+    (``data.sha256`` empty) are only computed. ``compute`` scores the rest (default ``compute_scores``,
+    which calls ``on_scored`` per prediction; the grid passes its chunked, multi-process scorer, which
+    reports progress itself); ``on_scored`` is also called once per prediction read from the cache."""
+
+    def run(missing: dict[UnitKey, Prediction]) -> dict[ScoreKey, dict[ScoringMode, Score]]:
+        if compute is not None:
+            return compute(data, missing, modes, lenient)
+        return compute_scores(data, missing, modes, lenient, on_scored)
+
     if not data.sha256 or not _code_unchanged():
-        return compute_scores(data, predictions, modes, lenient, on_scored)
+        return run(predictions)
     context = score_context(data.sha256, lenient)
     digests = {
         (k.record_id, k.generator, k.generator_trial): prediction_digest(p) for k, p in predictions.items()
@@ -171,7 +185,7 @@ def cached_scores(
     missing = {
         k: p for k, p in predictions.items() if (k.record_id, k.generator, k.generator_trial) not in hits
     }
-    fresh = compute_scores(data, missing, modes, lenient, on_scored)
+    fresh = run(missing)
     if on_scored is not None:
         for _ in hits:
             on_scored()

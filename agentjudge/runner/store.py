@@ -4,7 +4,9 @@ Why SQLite: a grid is tens of thousands of independent model calls that may be i
 crashed laptop, a provider outage). Finished units are committed in groups (group commit): ``finish``
 buffers a unit, and the buffer is written in one transaction once the time since the last commit is ten
 times what that commit took, and at the latest after ``flush_interval_s`` (200 ms); the runner checks on
-a timer while calls are in flight, and ``close`` commits the rest on exit or Ctrl-C. So when units are
+a timer while calls are in flight (``runner.offline``: after each chunk, with ``finish_encoded``: its
+results arrive as JSON text, with the chunk's start and end as the units' timestamps), and ``close``
+commits the rest on exit or Ctrl-C. So when units are
 rare (API calls) a group is usually one unit, and when they are fast (in-process baselines, thousands a
 second) groups grow until committing costs ~10 % of the time: a commit per unit was 46 % of a large
 offline grid's judge stage. A killed process loses at most the units of the last open group: they are
@@ -26,11 +28,12 @@ for a readable diff when someone changes the pipeline and re-runs into the same 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -101,7 +104,19 @@ class UnitKey:
     trial: int = 0
 
     def row(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, c) for c in _KEY_COLUMNS)
+        """The values of ``_KEY_COLUMNS``, in that order."""
+        return (
+            self.stage,
+            self.record_id,
+            self.difficulty,
+            self.generator,
+            self.generator_trial,
+            self.judge,
+            self.condition,
+            self.variant,
+            self.temperature,
+            self.trial,
+        )
 
 
 @dataclass(frozen=True)
@@ -170,6 +185,17 @@ class RunStore:
             status, result, error, attempts = row[len(_KEY_COLUMNS) :]
             yield UnitRow(key, status, json.loads(result) if result else None, error, attempts)
 
+    def iter_raw_batches(self, stage: Stage, size: int) -> Iterator[list[tuple[Any, ...]]]:
+        """``iter_units`` as lists of up to ``size`` raw rows: the key columns, status, the result's JSON
+        text (not decoded), error, attempts. For the export, which decodes them in worker processes."""
+        cols = ", ".join(_KEY_COLUMNS)
+        cursor = self._db.execute(
+            f"SELECT {cols}, status, result, error, attempts FROM units WHERE stage = ? ORDER BY {cols}",
+            (stage,),
+        )
+        while batch := cursor.fetchmany(size):
+            yield batch
+
     def finish(self, key: UnitKey, status: Status, result: Any, error: str | None, started_at: str) -> None:
         """Record one finished unit; it is committed with its group (at the latest ``flush_interval_s``
         after the previous group, or at ``flush``/``close``). A retried unit keeps its first start time;
@@ -178,6 +204,19 @@ class RunStore:
         payload = json.dumps(result, separators=(",", ":")) if result is not None else None
         self._pending.append((*key.row(), status, payload, error, started_at, now()))
         self.flush_if_due()
+
+    def finish_encoded(
+        self,
+        key: UnitKey,
+        status: Status,
+        payload: str | None,
+        error: str | None,
+        started_at: str,
+        finished_at: str,
+    ) -> None:
+        """``finish`` for a result already encoded as its JSON text (``runner.offline``: encoded in the
+        process that computed it); the caller calls ``flush_if_due`` once per batch of units."""
+        self._pending.append((*key.row(), status, payload, error, started_at, finished_at))
 
     def flush_if_due(self) -> None:
         """Commit the group when it is due (see the module docstring); cheap to call often."""
@@ -304,6 +343,66 @@ def archive_run(rundir: Path) -> Path | None:
     for name in present:
         shutil.move(str(rundir / name), str(target / name))
     return target
+
+
+Bound = tuple[Any, ...] | None  # the key columns after ``stage``; None: no bound
+
+
+class RangeReader:
+    """The raw rows (as ``RunStore.iter_raw_batches`` gives them) of one stage whose coordinates lie in
+    [lo, hi) (``key_ranges``), in coordinate order, read through a read-only connection of the calling
+    process: the export's forked processes read their own part of the store (an SQLite connection must not
+    cross a fork), while the parent remains the only writer. The bounds are row values on the primary
+    key's columns, so each read is a range search of its index."""
+
+    def __init__(self, path: Path, stage: Stage) -> None:
+        self.path, self.stage = path, stage
+        self._db: sqlite3.Connection | None = None
+        self._pid = 0
+
+    def __call__(self, bounds: tuple[Bound, Bound]) -> list[tuple[Any, ...]]:
+        if self._db is None or self._pid != os.getpid():  # a connection made before a fork is not used
+            self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30.0)
+            self._pid = os.getpid()
+        cols = ", ".join(_KEY_COLUMNS)
+        rest = ", ".join(_KEY_COLUMNS[1:])
+        marks = ", ".join("?" for _ in _KEY_COLUMNS[1:])
+        where, params = ["stage = ?"], [self.stage]
+        for bound, op in zip(bounds, (">=", "<"), strict=True):
+            if bound is not None:
+                where.append(f"({rest}) {op} ({marks})")
+                params.extend(bound)
+        rows = self._db.execute(
+            f"SELECT {cols}, status, result, error, attempts FROM units WHERE {' AND '.join(where)} "
+            f"ORDER BY {cols}",
+            params,
+        )
+        return rows.fetchall()
+
+    def close(self) -> None:
+        if self._db is not None and self._pid == os.getpid():
+            self._db.close()
+        self._db = None
+
+
+def key_ranges(keys: Iterable[UnitKey], per_range: int) -> list[tuple[Bound, Bound]]:
+    """[lo, hi) bounds (``RangeReader``) that cut ``keys`` in coordinate order every ``per_range`` keys and
+    cover every coordinate (the first range has no lower bound, the last no upper one). Only the records a
+    cut falls in are sorted (SQLite's binary text order is Python's str order)."""
+    by_record: dict[str, list[UnitKey]] = {}
+    for key in keys:
+        by_record.setdefault(key.record_id, []).append(key)
+    cuts: list[Bound] = []
+    seen, next_cut = 0, per_range
+    for record_id in sorted(by_record):
+        held = by_record[record_id]
+        if next_cut < seen + len(held):
+            rows = sorted(key.row()[1:] for key in held)
+            while next_cut < seen + len(held):
+                cuts.append(rows[next_cut - seen])
+                next_cut += per_range
+        seen += len(held)
+    return list(zip([None, *cuts], [*cuts, None], strict=True))
 
 
 def open_readonly(path: Path) -> sqlite3.Connection | None:

@@ -28,6 +28,7 @@ from agentjudge.types import (
     Task,
 )
 
+_HELD_PER_RECORD = 512  # tasks and expected responses remembered (each process of a run holds its own)
 ScoreKey = tuple[str, str, int]  # record_id, generator display name, generator trial
 
 
@@ -46,19 +47,38 @@ class Dataset:
 
     def __post_init__(self) -> None:
         self.by_base = {r.id: r for r in self.records}
+        self._responses: dict[str, list[dict[str, Any]]] = {}
+        self._tasks: dict[tuple[str, str], Task] = {}
         if len(self.by_base) != len(self.records):
             counts = Counter(r.id for r in self.records)
             dups = sorted(base for base, n in counts.items() if n > 1)
             raise GridError(f"dataset: duplicate base scenario id(s) {dups[:5]}")
+
+    def expected_responses(self, record: Record) -> list[dict[str, Any]]:
+        """``layout.expected_responses(record)``, built once per record (every judge unit that shows the
+        record's GT needs it; building it was a fifth of an offline judge unit's cost)."""
+        held = self._responses.get(record.id)
+        if held is None:
+            from agentjudge.dataset.layout import expected_responses
+
+            if len(self._responses) >= _HELD_PER_RECORD:  # units come a record at a time: few are enough
+                self._responses.clear()
+            held = self._responses[record.id] = expected_responses(record)
+        return held
 
     def locate(self, record_id: str) -> tuple[Record, Difficulty]:
         base, _, difficulty = record_id.rpartition(":")
         return self.by_base[base], difficulty  # type: ignore[return-value]
 
     def task(self, record: Record, difficulty: Difficulty) -> Task:
+        """The task of ``record`` at ``difficulty``; built once per record of this dataset and difficulty
+        (every unit of a record asks for it: a paper grid builds ~10^6 judge requests)."""
+        held = self._tasks.get((record.id, difficulty))
+        if held is not None and self.by_base.get(record.id) is record:
+            return held
         if difficulty not in record.queries:
             raise GridError(f"record {record.id}: no query for difficulty {difficulty!r}")
-        return Task(
+        task = Task(
             record_id=record.record_id(difficulty),
             base_id=record.id,
             difficulty=difficulty,
@@ -66,6 +86,11 @@ class Dataset:
             system_prompt=record.system_prompt,
             tools=record.tools,
         )
+        if self.by_base.get(record.id) is record:
+            if len(self._tasks) >= _HELD_PER_RECORD:
+                self._tasks.clear()
+            self._tasks[(record.id, difficulty)] = task
+        return task
 
 
 def swap_partners(records: Iterable[Record]) -> dict[str, str]:
@@ -202,8 +227,6 @@ def judge_request(
     ref: dict[ScoringMode, dict[Metric, float]] | None,
     outcome_ref: bool | None = None,
 ) -> JudgeRequest:
-    from agentjudge.dataset.layout import expected_responses
-
     record, difficulty = data.locate(key.record_id)
     condition: Condition = key.condition  # type: ignore[assignment]
     shown: Record | None = None  # the record whose GT the judge sees
@@ -215,7 +238,7 @@ def judge_request(
         task=data.task(record, difficulty),
         calls=prediction.calls or [],
         gt=shown.gt if shown is not None else None,
-        gt_responses=expected_responses(shown) if shown is not None else None,
+        gt_responses=data.expected_responses(shown) if shown is not None else None,
         condition=condition,
         variant=variants[key.variant],
         temperature=temperature_value(key.temperature),

@@ -16,9 +16,9 @@ What stays where:
   had not been committed is run again by the next invocation, and its call is answered from the call cache
   (each worker writes it, as the in-process client does), so it is not paid twice.
 * Only litellm models go to workers (``kind == "litellm"``; interactive generators stay in process, they
-  are bound to the records' environments). Simulated generators, baselines, simulated judges and plugins
-  run in the parent: they cost microseconds per unit, so a round trip to another process costs more than
-  it saves.
+  are bound to the records' environments). Simulated generators, baselines and simulated judges cost
+  microseconds per unit, so a round trip per unit costs more than it saves: they are split across
+  processes in chunks of whole records by ``runner/offline.py`` instead; plugins run in the parent.
 * ``--max-cost`` needs one cost gate for the whole run, so a run with a cost cap keeps its calls in process.
 
 Wire format: length-prefixed pickles over two pipes per worker (parent and workers are the same program,

@@ -1,0 +1,447 @@
+"""Offline units in chunks, on every core: simulated generators, baselines and simulated judges.
+
+Why: these models answer in microseconds, so on a paper-shaped offline grid (685,440 judge units) the
+runner's own per-unit machinery -- an asyncio worker step, a semaphore, two timestamps, a JSON dump in
+the store's thread -- cost as much as the judging, and everything ran on one core. Here a stage's offline
+units are cut into chunks of whole records (``prefix_order``: every judge, condition and generator of a
+record together, so per-record caches hit) and each chunk is computed in a tight synchronous loop:
+
+* with ``workers`` N > 1 (unset: the cores, at most 8, for stages of at least ``AUTO_MIN_OFFLINE_UNITS``
+  offline units) by this process and N - 1 children forked at the start of the stage, after the stage's
+  inputs exist, so they inherit the dataset, the predictions and the scores and nothing of them is pickled.
+  Each works through its own contiguous share of the chunks (a forked child copies every page it touches,
+  if only to count a reference: so it touches its share only) and takes from the largest share left when
+  done. A chunk goes out as one integer (its index into the stage's unit list, which the children inherit
+  too) and comes back as one compact list: per unit the status, the result already encoded as the store's
+  JSON text, the error, the usage (None when at its default) and the parse flags -- a pickle round trip
+  per chunk, not per unit;
+* with one process, by the same loop in the main process.
+
+The main process stays the one writer of run.sqlite: it stores each chunk's units as the chunk arrives,
+through the store's group commits, and keeps the engine's accounting (tallies, failures, stopped models,
+the cost cap) with ``engine.settle``. So resumability is the engine's: a killed run loses at most the
+open group (its units are not in the store and run again), and nothing is stored twice (the primary key).
+Results do not depend on the number of processes: the offline models are deterministic per unit (seeded
+by the unit's coordinates, never by call order), and the export sorts by coordinates.
+
+Processes: the children ignore SIGINT (Ctrl-C is the main process's: it stops at the next chunk boundary,
+stores what came back, then SIGTERMs and reaps them) and exit when their request pipe closes, which is also
+what a SIGKILLed main process leaves them. A child that dies has its chunks computed in the main process.
+The chunk loop drives each model's coroutine without an event loop (``drive``): an offline model never
+suspends; one that did would fail its unit with a message saying so. POSIX only (``os.fork``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import json
+import os
+import pickle
+import selectors
+import signal
+import struct
+import sys
+import traceback
+from collections import deque
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from typing import Any
+
+from rich.progress import Progress
+
+from agentjudge.runner import engine
+from agentjudge.runner.models import model_kind
+from agentjudge.runner.store import RunStore, UnitKey, now
+from agentjudge.runner.work import Dataset, ScoreKey, compute_scores, prefix_order
+from agentjudge.types import ModelSettings, Prediction, Score, ScoringMode, Usage
+
+OFFLINE_KINDS = frozenset({"sim", "simjudge", "baseline"})
+AUTO_MIN_OFFLINE_UNITS = 20_000  # with `workers` unset, smaller stages run their offline units in process
+CHUNK_UNITS = 1_000  # units per chunk: ~tens of ms of work, a ~0.5 MB answer
+_HEADER = struct.Struct("!Q")
+
+Encoded = tuple[str, str | None, str | None, dict[str, Any] | None, bool, str | None]
+"""One unit as a chunk returns it: status, result JSON text, error, usage (None: default), parse_failed,
+parse_note."""
+
+
+def offline_models(settings: Sequence[ModelSettings]) -> set[str]:
+    """Display names of the models whose units the chunk loop runs (simulated, baseline, simjudge)."""
+    return {s.display_name for s in settings if model_kind(s.model) in OFFLINE_KINDS}
+
+
+def offline_workers(
+    configured: int | None, units: int, chunk: int | None = None, auto_min: int = AUTO_MIN_OFFLINE_UNITS
+) -> int:
+    """Processes for ``units`` offline units cut in chunks of ``chunk`` (1: the main process computes them).
+
+    An explicit ``workers: N`` is obeyed (never more processes than chunks); unset, the cores (at most 8)
+    from ``auto_min`` units on: below that a fork costs more than a second core saves."""
+    from agentjudge.runner.workers import default_workers
+
+    if units == 0:
+        return 1
+    if configured is not None:
+        return max(1, min(configured, -(-units // (chunk or CHUNK_UNITS))))
+    return default_workers() if units >= auto_min else 1
+
+
+def drive(coroutine: Any) -> Any:
+    """The result of a coroutine that never suspends (an offline model's ``__call__``), without a loop."""
+    try:
+        coroutine.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coroutine.close()
+    raise RuntimeError("an offline model awaited something outside the runner's event loop")
+
+
+def encode(outcome: engine.Outcome) -> Encoded:
+    payload = json.dumps(outcome.result, separators=(",", ":")) if outcome.result is not None else None
+    usage = outcome.usage
+    plain = usage == _DEFAULT_USAGE
+    return (
+        outcome.status,
+        payload,
+        outcome.error,
+        None if plain else usage.model_dump(),
+        outcome.parse_failed,
+        outcome.parse_note,
+    )
+
+
+_DEFAULT_USAGE = Usage()
+
+
+def decode(encoded: Encoded) -> tuple[str | None, engine.Outcome]:
+    status, payload, error, usage, parse_failed, note = encoded
+    outcome = engine.Outcome(
+        status,  # type: ignore[arg-type]
+        None,
+        error,
+        Usage() if usage is None else Usage.model_validate(usage),
+        parse_failed,
+        note,
+    )
+    return payload, outcome
+
+
+def compute_chunk(units: Sequence[UnitKey], work: Callable[[UnitKey], engine.Outcome]) -> list[Encoded]:
+    """Run ``work`` on every unit; a unit that raises is failed with the engine's error text."""
+    out: list[Encoded] = []
+    for unit in units:
+        try:
+            outcome = work(unit)
+        except Exception as exc:  # noqa: BLE001 - a unit's failure is recorded, never fatal to the grid
+            outcome = engine.Outcome("failed", None, engine.error_text(exc))
+        out.append(encode(outcome))
+    return out
+
+
+# ------------------------------------------------------------------------------------------- the pool
+def _write_frame(fd: int, obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    parts, left = [], size
+    while left:
+        part = os.read(fd, min(left, 1 << 20))
+        if not part:
+            raise EOFError
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def _read_frame(fd: int) -> Any:
+    (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size))
+    return pickle.loads(_read_exactly(fd, size))  # noqa: S301 - our own forked process
+
+
+class ChunkPool:
+    """``size`` forked children that each compute ``compute(payload)`` for the payloads sent to them.
+
+    Payload i goes to child i mod size, at most ``depth`` in flight per child; ``map`` yields the answers in
+    payload order. Create it when the children should inherit the caller's state (the payloads can then be
+    small: an index). ``depth`` 2 keeps a child busy while its last answer is read, and is safe only for
+    payloads that fit in a pipe's buffer (an index): otherwise this process could block writing the next
+    payload to a child that is itself blocked writing its answer; larger payloads need ``depth`` 1."""
+
+    def __init__(self, size: int, compute: Callable[[Any], Any], depth: int = 2) -> None:
+        self.compute = compute
+        self.depth = depth
+        self.children: list[tuple[int, int, int]] = []  # pid, request fd (write), answer fd (read)
+        self.dead: set[int] = set()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        gc.freeze()  # the inherited heap is not touched by collections (fewer copied pages; see grid.py)
+        for _ in range(size):
+            request_r, request_w = os.pipe()
+            answer_r, answer_w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: never returns into the caller's code
+                code = 1
+                try:
+                    os.close(request_w)
+                    os.close(answer_r)
+                    for _, earlier_w, earlier_r in self.children:
+                        os.close(earlier_w)
+                        os.close(earlier_r)
+                    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's
+                    _serve(compute, request_r, answer_w)
+                    code = 0
+                except BaseException:  # noqa: BLE001 - reported, then the child ends
+                    traceback.print_exc()
+                finally:
+                    os._exit(code)
+            os.close(request_r)
+            os.close(answer_w)
+            self.children.append((pid, request_w, answer_r))
+
+    def map(self, payloads: Iterable[Any]) -> Iterator[Any]:
+        size = len(self.children)
+        queue: deque[tuple[int, Any]] = deque()  # (child, payload) sent and not yet answered
+        source = iter(payloads)
+        sent = 0
+
+        def send_one() -> bool:
+            nonlocal sent
+            payload = next(source, _END)
+            if payload is _END:
+                return False
+            child = sent % size
+            sent += 1
+            if child not in self.dead:
+                try:
+                    _write_frame(self.children[child][1], payload)
+                except OSError:
+                    self.dead.add(child)
+            queue.append((child, payload))
+            return True
+
+        for _ in range(self.depth * size):
+            if not send_one():
+                break
+        while queue:
+            child, payload = queue.popleft()
+            answer, answered = None, False
+            if child not in self.dead:
+                try:
+                    answer, answered = _read_frame(self.children[child][2]), True
+                except (EOFError, OSError, pickle.UnpicklingError):
+                    self.dead.add(child)
+            if not answered:  # the child died: this process computes its payload
+                answer = self.compute(payload)
+            send_one()
+            yield answer
+
+    def map_unordered(self, n: int) -> Iterator[tuple[int, Any]]:
+        """``(i, compute(i))`` for i in range(n), as the answers arrive, with this process computing too.
+
+        The children and this process each work through their own contiguous share of the indices from the
+        front, and one whose share is done takes the last index of the largest share left: a child touches
+        the parent's objects of its part of the grid only (a forked child copies every page it touches, if
+        only to count a reference; this process copies nothing), and all stay busy to the end. This process
+        computes one of its chunks whenever no answer is waiting. The payloads are indices (small), so
+        ``depth`` of them may be in flight per child."""
+        size = len(self.children)
+        here = size  # this process's share
+        shares = [deque(range(n * c // (size + 1), n * (c + 1) // (size + 1))) for c in range(size + 1)]
+        inflight: list[deque[int]] = [deque() for _ in range(size)]
+
+        def take(who: int) -> int | None:
+            if shares[who]:
+                return shares[who].popleft()
+            largest = max(range(size + 1), key=lambda k: len(shares[k]))
+            return shares[largest].pop() if shares[largest] else None
+
+        def feed(child: int) -> None:
+            while child not in self.dead and len(inflight[child]) < self.depth:
+                index = take(child)
+                if index is None:
+                    return
+                try:
+                    _write_frame(self.children[child][1], index)
+                except OSError:
+                    self.dead.add(child)
+                    shares[here].appendleft(index)  # computed here
+                    return
+                inflight[child].append(index)
+
+        with selectors.DefaultSelector() as selector:
+            for child, (_, _, answer_fd) in enumerate(self.children):
+                selector.register(answer_fd, selectors.EVENT_READ, child)
+                feed(child)
+            while True:
+                mine = any(shares)  # something left that this process could compute
+                if not mine and not any(inflight):
+                    break
+                events = selector.select(timeout=0 if mine else None)
+                for key, _ in events:
+                    child = key.data
+                    if not inflight[child]:
+                        continue
+                    index = inflight[child].popleft()
+                    try:
+                        answer = _read_frame(self.children[child][2])
+                    except (EOFError, OSError, pickle.UnpicklingError):  # the child died: its chunks here
+                        self.dead.add(child)
+                        selector.unregister(key.fileobj)
+                        shares[here].extendleft(reversed([index, *inflight[child]]))
+                        inflight[child].clear()
+                        continue
+                    feed(child)
+                    yield index, answer
+                if not events and mine:
+                    index = take(here)
+                    if index is not None:
+                        yield index, self.compute(index)
+
+    def close(self) -> None:
+        """End the children (their request pipes close; SIGTERM for one still busy after an interruption)
+        and reap them."""
+        for pid, request_w, answer_r in self.children:
+            for fd in (request_w, answer_r):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        for pid, _, _ in self.children:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        self.children = []
+
+
+_END = object()
+
+
+def in_chunks_unordered(
+    size: int, compute: Callable[[int], Any], n: int
+) -> Generator[tuple[int, Any], None, None]:
+    """``(i, compute(i))`` for i in range(n) by ``size`` processes: this one and ``size`` - 1 forked
+    children, each through its own contiguous share (``ChunkPool.map_unordered``: in the order they finish;
+    in order when ``size`` is 1). The children are ended when the iteration ends or is abandoned."""
+    if size <= 1 or n <= 1:
+        yield from ((i, compute(i)) for i in range(n))
+        return
+    pool = ChunkPool(size - 1, compute)
+    try:
+        yield from pool.map_unordered(n)
+    finally:
+        pool.close()
+
+
+def in_chunks(
+    size: int, compute: Callable[[Any], Any], payloads: Iterable[Any], small_payloads: bool = True
+) -> Generator[Any, None, None]:
+    """``compute(payload)`` for every payload, in order: in ``size`` forked children (``ChunkPool``; two
+    payloads in flight per child when they are ``small_payloads``, else one), or in this process when
+    ``size`` is 1. The children are ended when the iteration ends or is abandoned."""
+    if size <= 1:
+        yield from (compute(p) for p in payloads)
+        return
+    pool = ChunkPool(size, compute, depth=2 if small_payloads else 1)
+    try:
+        yield from pool.map(payloads)
+    finally:
+        pool.close()
+
+
+def _serve(compute: Callable[[Any], Any], request_fd: int, answer_fd: int) -> None:
+    while True:
+        try:
+            payload = _read_frame(request_fd)
+        except EOFError:  # the main process closed the pipe (done, or it died)
+            return
+        _write_frame(answer_fd, compute(payload))
+
+
+# ------------------------------------------------------------------------------------------ the stage
+async def run_offline_units(
+    stage: str,
+    units: list[UnitKey],
+    model_of: Callable[[UnitKey], str],
+    work: Callable[[UnitKey], engine.Outcome],
+    store: RunStore,
+    budget: engine.Budget,
+    tallies: dict[str, engine.ModelTally],
+    progress: Progress,
+    log: engine.RunLog,
+    workers: int | None,
+) -> None:
+    """Run ``units`` (pending, offline) in chunks with ``offline_workers(workers, len(units))`` processes
+    and store them; the accounting is the engine's (``engine.settle``)."""
+    ordered = sorted(units, key=prefix_order)
+    chunks = [ordered[i : i + CHUNK_UNITS] for i in range(0, len(ordered), CHUNK_UNITS)]
+    bar = progress.add_task(stage, total=len(ordered))
+
+    def compute(index: int) -> list[Encoded]:
+        return compute_chunk(chunks[index], work)
+
+    size = offline_workers(workers, len(ordered), CHUNK_UNITS)
+    answers = in_chunks_unordered(size, compute, len(chunks))
+    try:
+        started = now()
+        for index, answer in answers:  # stored as they come: the store's order is not the files' order
+            chunk = chunks[index]
+            finished = now()
+            for unit, encoded in zip(chunk, answer, strict=True):
+                model = model_of(unit)
+                if model in log.stopped:
+                    log.not_run[model] = log.not_run.get(model, 0) + 1
+                    continue
+                if budget.exhausted:
+                    budget.skipped += 1
+                    continue
+                payload, outcome = decode(encoded)
+                store.finish_encoded(unit, outcome.status, payload, outcome.error, started, finished)
+                engine.settle(model, outcome, tallies.setdefault(model, engine.ModelTally()), budget, log)
+            store.flush_if_due()
+            progress.advance(bar, len(chunk))
+            started = finished
+            await asyncio.sleep(0)  # Ctrl-C (the task's cancellation) is seen between chunks
+    finally:
+        answers.close()  # ends the children
+        store.flush()
+
+
+SCORE_CHUNK = 250  # predictions per chunk (~0.5 ms each: executing the GT and the calls)
+AUTO_MIN_SCORED = 2_000  # with `workers` unset, fewer predictions are scored in process
+
+
+def scores_in_chunks(
+    data: Dataset,
+    predictions: dict[UnitKey, Prediction],
+    modes: list[ScoringMode],
+    lenient: bool,
+    workers: int | None,
+    advance: Callable[[int], None] | None = None,
+) -> dict[ScoreKey, dict[ScoringMode, Score]]:
+    """``work.compute_scores`` over chunks of predictions (whole records together, in key order), in
+    ``offline_workers`` processes that inherit the predictions; the scores come back pickled. The result is
+    the same dict, in the same order, as one ``compute_scores`` call."""
+    keys = sorted(predictions)
+    chunks = [keys[i : i + SCORE_CHUNK] for i in range(0, len(keys), SCORE_CHUNK)]
+
+    def compute(index: int) -> dict[ScoreKey, dict[ScoringMode, Score]]:
+        return compute_scores(data, {k: predictions[k] for k in chunks[index]}, modes, lenient)
+
+    size = offline_workers(workers, len(keys), SCORE_CHUNK, AUTO_MIN_SCORED)
+    parts: list[dict[ScoreKey, dict[ScoringMode, Score]]] = [{} for _ in chunks]
+    answers = in_chunks_unordered(size, compute, len(chunks))
+    try:
+        for index, scored in answers:
+            parts[index] = scored
+            if advance is not None:
+                advance(len(chunks[index]))
+    finally:
+        answers.close()
+    out: dict[ScoreKey, dict[ScoringMode, Score]] = {}
+    for part in parts:  # in key order, as one compute_scores call would have made it
+        out.update(part)
+    return out

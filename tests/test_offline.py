@@ -1,0 +1,303 @@
+"""Offline units in chunks (runner/offline.py): the same files from one process and from two, the row
+groups of judgments.parquet independent of how the store is read, a dead child's chunk computed by the
+main process, a SIGKILLed offline run resumed without a duplicate, and the rule baseline's memo."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from agentjudge.dataset.layout import read_records
+from agentjudge.judges import baselines
+from agentjudge.runner import export, grid, offline
+from agentjudge.runner.grid import run_cli
+from agentjudge.types import ToolCall
+
+MINI = Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl"
+FILES = ("predictions.parquet", "scores.parquet", "judgments.parquet")
+
+
+def _pipeline(folder: Path, workers: int, limit: int | None = None) -> Path:
+    data = {
+        "name": "offline-grid",
+        "dataset": str(MINI),
+        **({"limit": limit} if limit else {}),
+        "difficulties": ["easy", "medium", "hard"],
+        "generators": ["sim/weak", "sim/mid", "sim/perfect"],
+        "judges": [
+            "baseline/always-1",
+            "baseline/rule",
+            "baseline/gt-rule",
+            "baseline/ceiling",
+            "simjudge/careful",
+        ],
+        "conditions": ["with_gt", "without_gt", "swapped_gt"],
+        "scoring": "both",
+        "cache": str(folder / "cache.sqlite"),
+        "workers": workers,
+        "seed": 0,
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def test_offline_workers_rules() -> None:
+    assert offline.offline_workers(4, 0) == 1  # nothing to run
+    assert offline.offline_workers(1, 10**6) == 1  # workers: 1 keeps everything in process
+    assert offline.offline_workers(2, 10**6) == 2  # explicit: obeyed
+    assert offline.offline_workers(8, 1_500, chunk=1_000) == 2  # never more processes than chunks
+    assert offline.offline_workers(None, offline.AUTO_MIN_OFFLINE_UNITS - 1) == 1  # small stage
+    from agentjudge.runner.workers import default_workers
+
+    assert offline.offline_workers(None, offline.AUTO_MIN_OFFLINE_UNITS) == default_workers()
+
+
+def test_two_processes_write_the_same_files_as_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # small chunks and row groups, so that data/mini is cut in many pieces; the same for both runs
+    monkeypatch.setattr(offline, "CHUNK_UNITS", 250)
+    monkeypatch.setattr(offline, "SCORE_CHUNK", 60)
+    monkeypatch.setattr(grid, "EXPORT_ROW_GROUP", 1_500)
+    forks: list[int] = []
+    real_init = offline.ChunkPool.__init__
+
+    def counting_init(self: offline.ChunkPool, size: int, *args: Any, **kwargs: Any) -> None:
+        forks.append(size)
+        real_init(self, size, *args, **kwargs)
+
+    monkeypatch.setattr(offline.ChunkPool, "__init__", counting_init)
+    assert run_cli(_pipeline(tmp_path / "one", 1), tmp_path / "one" / "run") == 0
+    assert forks == []  # workers: 1 never forks
+    assert run_cli(_pipeline(tmp_path / "two", 2), tmp_path / "two" / "run") == 0
+    # predict, scores and judge: this process and one child; the export: two children
+    assert forks == [1, 1, 1, 2]
+    judgments = pq.ParquetFile(tmp_path / "two" / "run" / "judgments.parquet")
+    # 60 records x 3 difficulties x 3 generators x 5 judges x 3 conditions = 8,100 units
+    assert judgments.metadata.num_rows > 8_100 * 8 - 1
+    assert judgments.metadata.num_row_groups == 6  # 5 x 1,500 units, then the last 600
+    for name in FILES:
+        one = (tmp_path / "one" / "run" / name).read_bytes()
+        two = (tmp_path / "two" / "run" / name).read_bytes()
+        assert one == two, f"{name} differs between workers: 1 and workers: 2"
+
+
+def test_row_groups_do_not_depend_on_the_batches_read(tmp_path: Path) -> None:
+    """write_judgments cuts row groups every ``chunk`` wanted units whatever the store's batches are, and
+    leaves out stored units that are not wanted (the rows of such a unit never reach the file)."""
+    pipe = _pipeline(tmp_path / "src", 1, limit=4)
+    assert run_cli(pipe, tmp_path / "src" / "run") == 0
+    store = grid.RunStore(tmp_path / "src" / "run" / "run.sqlite")
+    try:
+        raw = [row for batch in store.iter_raw_batches("judge", 10_000) for row in batch]
+    finally:
+        store.close()
+    data = grid.Dataset(read_records(MINI, limit=4))
+    from agentjudge.runner.pipeline import load_pipeline
+    from agentjudge.runner.store import UnitKey
+    from agentjudge.runner.work import compute_scores, judge_units, predict_units
+
+    p = load_pipeline(pipe)
+    keys = [UnitKey(*row[:10]) for row in raw]
+    wanted = set(keys[:-7])  # the last 7 stored units are not wanted
+    assert set(judge_units(p, predict_units(p, data))) >= wanted
+    from agentjudge.types import Prediction
+
+    pred_store = grid.RunStore(tmp_path / "src" / "run" / "run.sqlite")
+    try:
+        preds = {
+            r.key: Prediction.model_validate(r.result) for r in pred_store.iter_units("predict") if r.result
+        }
+    finally:
+        pred_store.close()
+    scores = compute_scores(data, preds, p.scoring_modes, p.lenient)
+    variants = {v.key: v for v in p.prompt_variants}
+    settings = {j.display_name: j for j in p.judges}
+    written = []
+    for batch_size, workers in ((10_000, 1), (7, 1), (50, 2), (33, 2)):
+        path = tmp_path / f"j-{batch_size}-{workers}.parquet"
+        batches = [raw[i : i + batch_size] for i in range(0, len(raw), batch_size)]
+        export.write_judgments(
+            path, batches, wanted, data, scores, variants, settings, chunk=40, workers=workers
+        )
+        written.append(path.read_bytes())
+        meta = pq.ParquetFile(path).metadata
+        assert meta.num_row_groups == -(-len(wanted) // 40) + (len(wanted) % 40 == 0)
+    from agentjudge.runner.store import RangeReader, key_ranges
+
+    reader = RangeReader(tmp_path / "src" / "run" / "run.sqlite", "judge")
+    for per_range, workers in ((40, 1), (40, 2), (13, 2)):  # ranges of the store read where they are built
+        path = tmp_path / f"r-{per_range}-{workers}.parquet"
+        ranges = key_ranges(wanted, per_range)
+        assert len(ranges) == -(-len(wanted) // per_range)
+        export.write_judgments(
+            path, ranges, wanted, data, scores, variants, settings, chunk=40, workers=workers, read=reader
+        )
+        written.append(path.read_bytes())
+    reader.close()
+    assert all(w == written[0] for w in written[1:])
+    table = pq.read_table(tmp_path / "j-7-1.parquet", columns=["record_id", "judge", "condition"])
+    assert table.num_rows == sum(8 for _ in wanted)  # 4 metrics x 2 modes per wanted unit, no other
+
+
+def test_a_dead_child_has_its_chunks_computed_here() -> None:
+    parent = os.getpid()
+
+    def compute(x: int) -> tuple[int, bool]:
+        if os.getpid() != parent and x == 3:
+            os._exit(7)  # this child dies on its payload 3
+        return x * x, os.getpid() != parent
+
+    answers = list(offline.in_chunks(2, compute, range(10)))
+    assert [a for a, _ in answers] == [x * x for x in range(10)]
+    remote = {x for x, (_, in_child) in enumerate(answers) if in_child}
+    assert {0, 2} <= remote  # the other child kept working
+    assert not {3, 5, 7, 9} & remote  # the dead child's payloads, computed in this process
+
+
+def test_unordered_chunks_keep_shares_contiguous_and_survive_a_dead_child() -> None:
+    parent = os.getpid()
+
+    def compute(x: int) -> tuple[int, int]:
+        if os.getpid() != parent and x == 8:
+            os._exit(7)  # the child of the second share (6..12) dies on index 8
+        return x * x, os.getpid()
+
+    # three processes: two children (shares 0..5 and 6..12) and this one (13..19)
+    answers = dict(offline.in_chunks_unordered(3, compute, 20))
+    assert sorted(answers) == list(range(20))  # every index once
+    assert all(answers[i][0] == i * i for i in answers)
+    # each child starts at the front of its share (two in flight); the rest may be taken by whoever is free
+    first, second = answers[0][1], answers[6][1]
+    assert answers[1][1] == first and answers[7][1] == second
+    assert len({first, second, parent}) == 3
+    assert answers[8][1] != second  # the dead child's chunk, computed by another process
+    assert list(offline.in_chunks_unordered(1, compute, 3)) == [
+        (0, (0, parent)),
+        (1, (1, parent)),
+        (2, (4, parent)),
+    ]
+
+
+def test_the_rule_memo_gives_the_rules_answer_and_its_own_copies() -> None:
+    record = read_records(MINI, limit=1)[0]
+    from agentjudge.runner.work import Dataset
+
+    task = Dataset([record]).task(record, "easy")
+    calls = [step.call for step in record.gt]
+    first = baselines.rule_verdicts_once(task, calls)
+    assert first == baselines.rule_verdicts(task, calls)
+    first[0]["tool"] = -1.0  # the caller's copy: the memo is not changed
+    assert baselines.rule_verdicts_once(task, calls) == baselines.rule_verdicts(task, calls)
+    changed = [ToolCall(name=calls[0].name, arguments={**calls[0].arguments, "zzz": 1}), *calls[1:]]
+    assert baselines.rule_verdicts_once(task, changed) == baselines.rule_verdicts(task, changed)
+    assert baselines.rule_verdicts_once(task, changed) != baselines.rule_verdicts_once(task, calls)
+
+
+def _judge_rows(store: Path) -> int:
+    try:
+        with sqlite3.connect(store, timeout=5) as db:
+            return int(db.execute("SELECT COUNT(*) FROM units WHERE stage='judge'").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False)
+    return [int(p) for p in out.stdout.split()]
+
+
+def test_sigkill_of_an_offline_run_with_two_processes_then_resume(tmp_path: Path) -> None:
+    """Killed during the judge stage (two children computing chunks): the children exit, the re-run
+    stores only what is missing, and the files equal those of an uninterrupted run."""
+    ref = tmp_path / "ref"
+    assert run_cli(_pipeline(ref, 1, limit=30), ref / "run") == 0
+    total = _judge_rows(ref / "run" / "run.sqlite")
+    work = tmp_path / "killed"
+    pipeline = _pipeline(work, 2, limit=30)
+    rundir = work / "run"
+    env = dict(os.environ)
+    command = [sys.executable, "-m", "agentjudge", "run", str(pipeline), "--out", str(rundir)]
+    # chunks of 100 units: many small groups, so the kill lands between commits
+    code = (
+        "import sys; from agentjudge.runner import offline; offline.CHUNK_UNITS = 100; "
+        "from agentjudge.cli import app; sys.argv = ['agentjudge', *sys.argv[1:]]; app()"
+    )
+    command = [sys.executable, "-c", code, *command[3:]]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    children: list[int] = []
+    while _judge_rows(rundir / "run.sqlite") < 1_000:
+        assert proc.poll() is None, f"run ended before it could be killed: {proc.stderr.read()!r}"  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, "the run made no progress"
+        children = _children(proc.pid) or children
+        time.sleep(0.01)
+    children = _children(proc.pid) or children
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    stored = _judge_rows(rundir / "run.sqlite")
+    assert 1_000 <= stored < total, "kill came too late to test resuming"
+    assert children, "no child process was seen computing chunks"
+    deadline = time.monotonic() + 10
+    while any(_alive(c) for c in children):  # their request pipes closed with the parent
+        assert time.monotonic() < deadline, "orphaned children did not exit"
+        time.sleep(0.05)
+    assert run_cli(pipeline, rundir) == 0
+    with sqlite3.connect(rundir / "run.sqlite") as db:
+        attempts = dict(db.execute("SELECT attempts, COUNT(*) FROM units GROUP BY attempts").fetchall())
+    assert attempts == {1: total + _predict_rows(rundir)}  # every unit stored once, none run twice
+    for name in FILES:
+        assert (ref / "run" / name).read_bytes() == (rundir / name).read_bytes(), name
+
+
+def _predict_rows(rundir: Path) -> int:
+    with sqlite3.connect(rundir / "run.sqlite") as db:
+        return int(db.execute("SELECT COUNT(*) FROM units WHERE stage='predict'").fetchone()[0])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().split(") ")[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.slow  # one more subprocess run; the SIGKILL test above covers resuming in the fast suite
+def test_ctrl_c_of_an_offline_run_with_two_processes_then_resume(tmp_path: Path) -> None:
+    ref = tmp_path / "ref"
+    assert run_cli(_pipeline(ref, 1, limit=30), ref / "run") == 0
+    work = tmp_path / "interrupted"
+    pipeline = _pipeline(work, 2, limit=30)
+    rundir = work / "run"
+    code = (
+        "import sys; from agentjudge.runner import offline; offline.CHUNK_UNITS = 100; "
+        "from agentjudge.cli import app; sys.argv = ['agentjudge', *sys.argv[1:]]; app()"
+    )
+    command = [sys.executable, "-c", code, "run", str(pipeline), "--out", str(rundir)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    children: list[int] = []
+    while _judge_rows(rundir / "run.sqlite") < 500:
+        assert proc.poll() is None and time.monotonic() < deadline
+        children = _children(proc.pid) or children
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out
+    assert "re-run the same command to resume" in out
+    assert children and not any(_alive(c) for c in children)  # stopped and reaped by the parent
+    assert _judge_rows(rundir / "run.sqlite") < _judge_rows(ref / "run" / "run.sqlite")
+    assert run_cli(pipeline, rundir) == 0
+    for name in FILES:
+        assert (ref / "run" / name).read_bytes() == (rundir / name).read_bytes(), name
