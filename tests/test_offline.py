@@ -68,7 +68,7 @@ def test_two_processes_write_the_same_files_as_one(tmp_path: Path, monkeypatch: 
     # small chunks and row groups, so that data/mini is cut in many pieces; the same for both runs
     monkeypatch.setattr(offline, "CHUNK_UNITS", 250)
     monkeypatch.setattr(offline, "SCORE_CHUNK", 60)
-    monkeypatch.setattr(grid, "EXPORT_ROW_GROUP", 1_500)
+    monkeypatch.setattr(export, "EXPORT_ROW_GROUP", 1_500)  # read by grid at export time
     forks: list[int] = []
     real_init = offline.ChunkPool.__init__
 

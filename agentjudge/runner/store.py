@@ -362,7 +362,9 @@ class RangeReader:
 
     def __call__(self, bounds: tuple[Bound, Bound]) -> list[tuple[Any, ...]]:
         if self._db is None or self._pid != os.getpid():  # a connection made before a fork is not used
-            self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30.0)
+            self._db = sqlite3.connect(
+                f"{Path(self.path).resolve().as_uri()}?mode=ro", uri=True, timeout=30.0
+            )
             self._pid = os.getpid()
         cols = ", ".join(_KEY_COLUMNS)
         rest = ", ".join(_KEY_COLUMNS[1:])
