@@ -105,8 +105,10 @@ def _run_runner(pipeline: Path, rundir: Path, src: str | None = None) -> tuple[f
     put first on PYTHONPATH (run from the pipeline's folder, so the current directory is not imported)."""
     env = dict(os.environ, AGENTJUDGE_CACHE=str(rundir.parent / "default-cache.sqlite"))
     env[KEY_ENV] = "sk-bench"
-    if src is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(Path(src).resolve()), env.get("PYTHONPATH", "")])
+    # the tree measured is first on PYTHONPATH: this bench's own tree unless ``src`` names another (an
+    # editable install elsewhere in the venv must not decide which code the rows measure)
+    tree = Path(src).resolve() if src is not None else Path(__file__).resolve().parents[1]
+    env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])
     cpu0 = _children_cpu()
     proc = subprocess.run(
         [sys.executable, "-m", "agentjudge", "run", str(pipeline), "--out", str(rundir)],

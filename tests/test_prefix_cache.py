@@ -489,3 +489,16 @@ def test_dry_run_prices_an_interactive_episode_along_the_gt_path(tmp_path: Path)
     assert dry_run_report(pipe, data, tmp_path / "none", Console(file=out, width=400)) == 0
     (note,) = [line for line in out.getvalue().splitlines() if "interactive generator(s)" in line]
     assert "agent" in note and "shot" not in note and "one call per GT step" in note
+
+
+def test_a_zero_pipeline_price_is_not_handed_to_litellm() -> None:
+    """A $0 price (local servers) would make litellm run its zero-cost diagnostics on every answer (more CPU
+    than the price lookup it spares): nothing is passed; a real price is passed as it is."""
+    from agentjudge.models.client import _litellm_pricing
+    from agentjudge.types import ModelSettings
+
+    free = ModelSettings(model="openai/local", input_cost_per_token=0.0, output_cost_per_token=0.0)
+    paid = ModelSettings(model="openai/paid", input_cost_per_token=2e-6, output_cost_per_token=8e-6)
+    assert _litellm_pricing(free) == {}
+    assert _litellm_pricing(paid) == {"input_cost_per_token": 2e-6, "output_cost_per_token": 8e-6}
+    assert _litellm_pricing(ModelSettings(model="openai/gpt-4o")) == {}  # litellm's own price map

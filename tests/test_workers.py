@@ -298,3 +298,63 @@ def test_ctrl_c_with_two_workers_stops_them_and_resumes(tmp_path: Path, fake_llm
     assert not resumed & set(finished)  # finished units were not sent again
     assert len({_digest(r) for r in fake_llm.requests}) == units
     assert len(pd.read_parquet(rundir / "judgments.parquet").query("judge == 'judge-a'")) == units * 4 * 2
+
+
+def test_identical_prompts_in_flight_together_meet_in_one_worker(
+    tmp_path: Path, fake_llm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The route on its own: with repeats not deferred, twins are out at the same moment; in two different
+    workers each would be sent (the in-flight sharing is per client), in one they are sent once."""
+    from agentjudge.runner import grid
+
+    monkeypatch.setattr(grid._Grid, "_repeats", lambda self, units: set())  # twins side by side
+    fake_llm.set_responder(_responder)
+    fake_llm.latency = 0.2
+    judge = _judge(fake_llm, "judge-r", 8)
+    gens = ["sim/weak", "sim/mid", "sim/strong", "sim/frontier", "sim/perfect"]
+    pipeline = write_pipeline(
+        tmp_path, generators=gens, judges=[judge], conditions=["with_gt"], concurrency=8, workers=2
+    )
+    fake_llm.requests.clear()
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    sent = [_digest(r) for r in fake_llm.requests]
+    assert len(set(sent)) < 5 * 8  # the set-up has identical prompts, else this test shows nothing
+    assert sorted(sent) == sorted(set(sent))
+
+
+def test_a_cost_cap_judges_as_many_units_as_without_repeats_last(
+    tmp_path: Path, fake_llm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Repeats taken last would find a cost cap's budget spent and not run, although their twin's answer
+    makes them free: under a cap the order stays the plain one, so the cap buys the same units."""
+    from agentjudge.runner import grid
+
+    fake_llm.set_responder(_responder)
+    priced = {
+        **_judge(fake_llm, "judge-c", 1),
+        **{"input_cost_per_token": 1e-5, "output_cost_per_token": 1e-5, "max_tokens": 200},
+    }
+    gens = ["sim/weak", "sim/mid", "sim/strong", "sim/frontier", "sim/perfect"]
+
+    def judged(folder: Path, cap: float | None) -> int:
+        folder.mkdir()
+        pipeline = write_pipeline(folder, generators=gens, judges=[priced], conditions=["with_gt"], workers=1)
+        monkeypatch.setenv("AGENTJUDGE_CACHE", str(folder / "calls.sqlite"))  # each run pays its own calls
+        run_cli(pipeline, folder / "run", max_cost=cap)
+        with sqlite3.connect(folder / "run" / "run.sqlite") as db:
+            return int(
+                db.execute("SELECT count(*) FROM units WHERE stage='judge' AND status='done'").fetchone()[0]
+            )
+
+    assert judged(tmp_path / "all", None) == 5 * 8
+    with sqlite3.connect(tmp_path / "all" / "run" / "run.sqlite") as db:
+        costs = [
+            json.loads(r).get("usage", {}).get("cost_usd", 0.0)
+            for (r,) in db.execute("SELECT result FROM units WHERE stage='judge'")
+        ]
+    assert sum(c == 0 for c in costs) > 0  # repeats came for free (answered by their twin's request)
+    cap = 0.5 * sum(costs)  # half of what the uncapped run paid
+    with_order = judged(tmp_path / "capped", cap)
+    monkeypatch.setattr(grid._Grid, "_repeats", lambda self, units: set())
+    plain = judged(tmp_path / "plain", cap)
+    assert 0 < with_order < 5 * 8 and with_order == plain

@@ -237,8 +237,11 @@ def _litellm_pricing(settings: ModelSettings) -> dict[str, float]:
     about 0.6 ms of CPU per call (~15 % of litellm's own per-call CPU against the loopback server). With a
     pipeline price this client charges that price and never reads litellm's (``_to_completion``), so
     handing litellm the same price changes no figure and spares the lookup. Models priced by litellm's
-    map keep litellm's own price (with its cache-read prices): nothing is passed for them."""
+    map keep litellm's own price (with its cache-read prices): nothing is passed for them, nor for a price
+    of exactly 0 (local servers): litellm's zero-cost diagnostics then cost more CPU than the lookup saves."""
     if settings.input_cost_per_token is None or settings.output_cost_per_token is None:
+        return {}
+    if settings.input_cost_per_token == 0 and settings.output_cost_per_token == 0:
         return {}
     return {
         "input_cost_per_token": settings.input_cost_per_token,

@@ -462,7 +462,10 @@ class _Grid:
         if self.batches is not None:
             work = _in_unit(work)
         args = (model_of, self.caps, work, self.store, self.global_cap, self.budget, self.tallies, progress)
-        last = self._repeats(pending) if name == "judge" else set()
+        # repeats last, except under a cost cap: taken last they would find the budget spent and not run,
+        # although their twin's answer makes them free
+        capped = self.pipe.max_cost_usd is not None
+        last = self._repeats(pending) if name == "judge" and not capped else set()
         deferred = await engine.run_units(name, pending, *args, self.log, last=last)
         # batch mode: queued calls are sent as batches and awaited, then their units run again (a unit that
         # needs a further call, e.g. a re-ask, queues it and the loop goes round)
@@ -480,16 +483,23 @@ class _Grid:
         last, they are answered from the call cache; run beside their twin, each would hold a concurrency
         slot doing nothing but wait for the twin's answer (the client sends an identical request once)."""
         llm = {s.display_name for s in self.pipe.judges if model_kind(s.model) == "litellm"}
+        if not llm or len(self.pipe.generators) * self.pipe.generator_trials < 2:
+            return set()  # no prediction has a twin
         seen: set[tuple[Any, ...]] = set()
         repeats: set[UnitKey] = set()
+        shown_as: dict[str, int] = {}  # a prediction's judged part -> a small id (one dump per prediction)
+        of_prediction: dict[UnitKey, int] = {}
         for key in units:
             if key.judge not in llm:
                 continue
             pkey = UnitKey("predict", key.record_id, key.difficulty, key.generator, key.generator_trial)
-            pred = self.predictions.get(pkey)
-            if pred is None:
-                continue
-            shown = pred.model_dump_json(include={"calls", "trajectory"})
+            shown = of_prediction.get(pkey)
+            if shown is None:
+                pred = self.predictions.get(pkey)
+                if pred is None:
+                    continue
+                text = pred.model_dump_json(include={"calls", "trajectory"})
+                shown = of_prediction[pkey] = shown_as.setdefault(text, len(shown_as))
             twin = (key.judge, key.record_id, key.condition, key.variant, key.temperature, key.trial, shown)
             if twin in seen:
                 repeats.add(key)
