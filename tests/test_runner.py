@@ -335,6 +335,14 @@ def test_dry_run_of_a_finished_run_counts_nothing_left(
     capsys.readouterr()
     assert run_cli(pipeline, tmp_path / "run", dry_run=True) == 0
     assert "total: 0 calls" in capsys.readouterr().out
+    # --force-new starts over: its dry run counts every unit again (and writes nothing)
+    stored = (tmp_path / "run" / "run.sqlite").read_bytes()
+    assert run_cli(pipeline, tmp_path / "run", dry_run=True, force_new=True) == 0
+    out = capsys.readouterr().out
+    assert "calls a new run would make (--force-new)" in out
+    assert "total: 0 calls" not in out and "total: " in out
+    assert (tmp_path / "run" / "run.sqlite").read_bytes() == stored
+    assert not (tmp_path / "run" / "archive").exists()
 
 
 def test_failed_predictions_are_counted_not_scored_or_judged(tmp_path: Path) -> None:

@@ -205,10 +205,13 @@ def _done_units(rundir: Path) -> set[tuple[Any, ...]]:
     return {tuple(r) for r in rows}
 
 
-def estimate(pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Path) -> list[dict[str, Any]]:
+def estimate(
+    pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Path | None
+) -> list[dict[str, Any]]:
     """Per model: calls still to make, prompt/cached/completion tokens and the four prices. An interactive
-    generator is counted along the GT's path (one call per GT step plus a final answer), footnoted."""
-    done = _done_units(rundir)
+    generator is counted along the GT's path (one call per GT step plus a final answer), footnoted.
+    ``rundir`` None: every unit (``--force-new`` starts over, so nothing already done counts)."""
+    done = _done_units(rundir) if rundir is not None else set()
     preds = predict_units(pipe, data)
     units = [u for u in [*preds, *judge_units(pipe, preds)] if u.row() not in done]
     units.sort(key=prefix_order)  # the order the runner makes the calls in: what the cache sees
@@ -337,11 +340,19 @@ def _money(value: float | None) -> str:
 
 
 def dry_run_report(
-    pipe: Pipeline, data: Dataset, rundir: Path, console: Console, partners: dict[str, str] | None = None
+    pipe: Pipeline,
+    data: Dataset,
+    rundir: Path,
+    console: Console,
+    partners: dict[str, str] | None = None,
+    start_over: bool = False,
 ) -> int:
-    rows = estimate(pipe, data, partners or {}, rundir)
+    """The dry-run table; ``start_over`` (``--force-new``): the calls of a run that starts over, not of
+    the resumed one (units already done in RUNDIR would be archived and made again)."""
+    rows = estimate(pipe, data, partners or {}, None if start_over else rundir)
     counted = rows.pop()
-    table = Table(title=f"Dry run of {pipe.name}: calls still to make (nothing is spent or written)")
+    what = "calls a new run would make (--force-new)" if start_over else "calls still to make"
+    table = Table(title=f"Dry run of {pipe.name}: {what} (nothing is spent or written)")
     columns = ("model", "role", "kind", "calls", "prompt tokens", "cached share", "completion tokens")
     for col in (*columns, "list $", "cached $", "batch $", "batch+cache $"):
         table.add_column(col, justify="left" if col in ("model", "role", "kind") else "right")

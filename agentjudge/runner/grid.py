@@ -180,7 +180,7 @@ def run_cli(
     if dry_run:
         from agentjudge.runner.dryrun import dry_run_report
 
-        return dry_run_report(pipe, data, Path(out), console, partners)
+        return dry_run_report(pipe, data, Path(out), console, partners, start_over=force_new)
     if any(model_kind(m.model) == "litellm" for m in [*pipe.generators, *pipe.judges]):
         from agentjudge.models.client import load_litellm
 
