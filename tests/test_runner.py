@@ -653,3 +653,25 @@ def test_run_folder_says_requests_retries_and_attempts_per_failed_unit(
         "requests": 3 + 2 + (units - 2) + 2,
         "retries_by_kind": {"rate_limit": 1, "server_error": 3},
     }
+
+
+def test_end_of_run_table_in_a_log_keeps_long_model_names_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Written to a file or pipe, the per-model table is as wide as its content: two judges whose names
+    share a long prefix are told apart (at a fixed width rich cut both to the same ``baseline/always…``)."""
+    pipeline = write_pipeline(
+        tmp_path,
+        generators=["sim/perfect", "sim/weak", "sim/mid", "sim/strong", "sim/frontier"],
+        judges=[
+            "baseline/always-0.5",
+            {"model": "baseline/always-1", "name": "baseline/always-1-under-a-long-display-name-kept-whole"},
+        ],
+        conditions=["with_gt"],
+    )
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("│ baseline/always")]
+    assert len(rows) == 2
+    assert "│ baseline/always-0.5 " in rows[0]
+    assert "│ baseline/always-1-under-a-long-display-name-kept-whole " in rows[1]

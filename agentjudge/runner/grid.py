@@ -204,6 +204,16 @@ def run_cli(
         gc.unfreeze()  # what was frozen during the run is collectable again (a caller may run again)
 
 
+def _print_table(console: Console, table: Any) -> None:
+    """A table in full: on a terminal as wide as the terminal; in a log or a pipe as wide as its content
+    (at the fixed log width, rich cut long model names to the same prefix, e.g. two ``baseline/always…``)."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    width = console.measure(table, options=console.options.update_width(10_000)).maximum
+    Console(file=console.file, width=max(console.width, width)).print(table)
+
+
 def _fork_workers(pipe: Pipeline, data: Dataset, no_cache: bool) -> WorkerPool | None:
     """Fork the worker processes (pipeline key ``workers``), before the event loop and after litellm's
     import, when the litellm units of the run call for them; None keeps every unit in this process."""
@@ -707,10 +717,10 @@ async def _run(
         with without_pandas(lean_export):
             failed, missing = grid.export(rundir, wanted, jwanted)
         complete = not (failed or missing or grid.budget.skipped or grid.log.not_run)
-        console.print(summary_table(pipe, grid.tallies, client.stats))
+        _print_table(console, summary_table(pipe, grid.tallies, client.stats))
         fleets = endpoint_table(pipe, client.stats)
         if fleets is not None:
-            console.print(fleets)
+            _print_table(console, fleets)
         failed_rows = _write_run_summary(grid, rundir)
         stamp = _export_stamp(store.version, data.skipped_invalid > 0) if complete else ""
         store.set_meta({"exported_complete": stamp})  # read by _finished on the next invocation
