@@ -189,6 +189,51 @@ def test_unordered_chunks_keep_shares_contiguous_and_survive_a_dead_child() -> N
     ]
 
 
+def test_a_child_dying_idle_and_another_mid_chunk_neither_hangs_nor_loses_a_chunk() -> None:
+    """Child A answers, then dies with nothing in flight (its pipe stays readable at end of file); child B
+    dies inside a chunk. Every index still comes back once (in a subprocess: a hang fails, not blocks)."""
+    code = (
+        "import os, threading, time\n"
+        "from agentjudge.runner import offline\n"
+        "parent = os.getpid()\n"
+        "def compute(i):\n"
+        "    if os.getpid() != parent:\n"
+        "        if i == 1:\n"
+        "            threading.Timer(0.2, lambda: os._exit(9)).start()\n"
+        "        if i == 2:\n"
+        "            time.sleep(0.5); os._exit(9)\n"
+        "    return i * 10\n"
+        "print(sorted(offline.in_chunks_unordered(3, compute, 6)))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == str([(i, i * 10) for i in range(6)])
+
+
+def test_a_child_that_cannot_be_forked_is_reported_and_the_rest_go_on(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real, forks = os.fork, []
+
+    def flaky() -> int:
+        forks.append(1)
+        if len(forks) == 2:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return real()
+
+    monkeypatch.setattr(os, "fork", flaky)
+    got = sorted(offline.in_chunks_unordered(3, lambda i: i + 1, 10))
+    assert got == [(i, i + 1) for i in range(10)]
+    assert "could not start offline worker process 2 of 2" in capsys.readouterr().err
+    with pytest.raises(ChildProcessError):  # the child that was started has been reaped
+        os.waitpid(-1, os.WNOHANG)
+    forks.clear()
+    monkeypatch.setattr(os, "fork", lambda: (_ for _ in ()).throw(OSError(12, "Cannot allocate memory")))
+    assert list(offline.in_chunks(3, lambda p: p * 2, [1, 2, 3])) == [2, 4, 6]  # no child at all: here
+
+
 def test_the_rule_memo_gives_the_rules_answer_and_its_own_copies() -> None:
     record = read_records(MINI, limit=1)[0]
     from agentjudge.runner.work import Dataset
@@ -202,6 +247,22 @@ def test_the_rule_memo_gives_the_rules_answer_and_its_own_copies() -> None:
     changed = [ToolCall(name=calls[0].name, arguments={**calls[0].arguments, "zzz": 1}), *calls[1:]]
     assert baselines.rule_verdicts_once(task, changed) == baselines.rule_verdicts(task, changed)
     assert baselines.rule_verdicts_once(task, changed) != baselines.rule_verdicts_once(task, calls)
+    # the same calls against another task: another query (the hard wording), other tool schemas (a rebuilt
+    # copy with one parameter required more), another record: each is the rules' own answer for that task
+    hard = Dataset([record]).task(record, "hard")
+    assert baselines.rule_verdicts_once(hard, calls) == baselines.rule_verdicts(hard, calls)
+    at = next(i for i, t in enumerate(task.tools) if t.name == calls[0].name)  # a tool the calls use
+    params = task.tools[at].parameters
+    extra = {**params, "properties": {**params.get("properties", {}), "zz_new": {"type": "string"}}}
+    extra["required"] = [*params.get("required", []), "zz_new"]
+    tools = list(task.tools)
+    tools[at] = tools[at].model_copy(update={"parameters": extra})
+    rebuilt = task.model_copy(update={"tools": tools})
+    assert baselines.rule_verdicts_once(rebuilt, calls) == baselines.rule_verdicts(rebuilt, calls)
+    assert baselines.rule_verdicts_once(rebuilt, calls) != baselines.rule_verdicts_once(task, calls)
+    other = read_records(MINI, limit=2)[1]
+    other_task = Dataset([other]).task(other, "easy")
+    assert baselines.rule_verdicts_once(other_task, calls) == baselines.rule_verdicts(other_task, calls)
 
 
 def _judge_rows(store: Path) -> int:
@@ -252,6 +313,8 @@ def test_sigkill_of_an_offline_run_with_two_processes_then_resume(tmp_path: Path
     while any(_alive(c) for c in children):  # their request pipes closed with the parent
         assert time.monotonic() < deadline, "orphaned children did not exit"
         time.sleep(0.05)
+    err = proc.stderr.read().decode("utf-8", "replace")  # type: ignore[union-attr]
+    assert "Traceback" not in err, err[-2000:]  # a child whose answer met a closed pipe exits quietly
     assert run_cli(pipeline, rundir) == 0
     with sqlite3.connect(rundir / "run.sqlite") as db:
         attempts = dict(db.execute("SELECT attempts, COUNT(*) FROM units GROUP BY attempts").fetchall())

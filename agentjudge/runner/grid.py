@@ -62,6 +62,8 @@ from agentjudge.runner.work import (
 from agentjudge.runner.workers import AUTO_MIN_UNITS, WorkerPool, WorkerSpec, effective_workers
 from agentjudge.types import JudgeRequest, JudgeResult, ModelSettings, Prediction, Score, ScoringMode, Task
 
+EXPORT_PROCESSES = 2  # the judgments export's processes, whatever `workers` says (memory; see export)
+
 
 def load_dataset(pipeline: Pipeline, skip_invalid: bool = False, rundir: Path | None = None) -> Dataset:
     """Read the pipeline's records (first ``limit`` base scenarios); layout errors become GridError.
@@ -668,7 +670,12 @@ class _Grid:
                 self.settings,
                 simulated,
                 meta,
-                workers=offline.offline_workers(self.pipe.workers, len(jwanted), EXPORT_ROW_GROUP),
+                # at most EXPORT_PROCESSES: each child holds a whole row group's rows, decoded and as
+                # Arrow (~150-300 MB); measured under 2 GiB summed with 2, not with more
+                workers=min(
+                    EXPORT_PROCESSES,
+                    offline.offline_workers(self.pipe.workers, len(jwanted), EXPORT_ROW_GROUP),
+                ),
                 row_group=EXPORT_ROW_GROUP,
                 read=reader,
             )

@@ -3,8 +3,9 @@
 Why: these models answer in microseconds, so on a paper-shaped offline grid (685,440 judge units) the
 runner's own per-unit machinery -- an asyncio worker step, a semaphore, two timestamps, a JSON dump in
 the store's thread -- cost as much as the judging, and everything ran on one core. Here a stage's offline
-units are cut into chunks of whole records (``prefix_order``: every judge, condition and generator of a
-record together, so per-record caches hit) and each chunk is computed in a tight synchronous loop:
+units are cut into chunks of 1,000 units in record order (``prefix_order``: every judge, condition and
+generator of a record next to each other, so per-record caches hit; a record may straddle two chunks) and
+each chunk is computed in a tight synchronous loop:
 
 * with ``workers`` N > 1 (unset: the cores, at most 8, for stages of at least ``AUTO_MIN_OFFLINE_UNITS``
   offline units) by this process and N - 1 children forked at the start of the stage, after the stage's
@@ -26,7 +27,9 @@ by the unit's coordinates, never by call order), and the export sorts by coordin
 
 Processes: the children ignore SIGINT (Ctrl-C is the main process's: it stops at the next chunk boundary,
 stores what came back, then SIGTERMs and reaps them) and exit when their request pipe closes, which is also
-what a SIGKILLed main process leaves them. A child that dies has its chunks computed in the main process.
+what a SIGKILLed main process leaves them (a child whose answer finds the pipe closed exits quietly). A
+child that cannot be started is reported and the rest go on; a child that dies has its chunks computed in
+the main process.
 The chunk loop drives each model's coroutine without an event loop (``drive``): an offline model never
 suspends; one that did would fail its unit with a message saying so. POSIX only (``os.fork``).
 """
@@ -180,31 +183,61 @@ class ChunkPool:
         sys.stdout.flush()
         sys.stderr.flush()
         gc.freeze()  # the inherited heap is not touched by collections (fewer copied pages; see grid.py)
-        for _ in range(size):
-            request_r, request_w = os.pipe()
+        for started in range(size):
+            try:
+                self._fork_one()
+            except OSError as exc:  # EAGAIN/ENOMEM/EMFILE: go on with the children there are (this
+                # process computes too), and say so: a failure is explained, not hidden
+                sys.stderr.write(
+                    f"warning: could not start offline worker process {started + 1} of {size} ({exc}); "
+                    f"continuing with {len(self.children)} (set `workers: 1` to use none)\n"
+                )
+                break
+
+    def _fork_one(self) -> None:
+        request_r, request_w = os.pipe()
+        try:
             answer_r, answer_w = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # the child: never returns into the caller's code
-                code = 1
-                try:
-                    os.close(request_w)
-                    os.close(answer_r)
-                    for _, earlier_w, earlier_r in self.children:
-                        os.close(earlier_w)
-                        os.close(earlier_r)
-                    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's
-                    _serve(compute, request_r, answer_w)
-                    code = 0
-                except BaseException:  # noqa: BLE001 - reported, then the child ends
-                    traceback.print_exc()
-                finally:
-                    os._exit(code)
+        except OSError:
             os.close(request_r)
-            os.close(answer_w)
-            self.children.append((pid, request_w, answer_r))
+            os.close(request_w)
+            raise
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (request_r, request_w, answer_r, answer_w):
+                os.close(fd)
+            raise
+        if pid == 0:  # the child: never returns into the caller's code
+            code = 1
+            try:
+                # the parent's streams may be a progress bar's proxies (a refresh thread held their
+                # locks at the fork): the child writes to the process's own streams only
+                sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+                os.close(request_w)
+                os.close(answer_r)
+                for _, earlier_w, earlier_r in self.children:
+                    os.close(earlier_w)
+                    os.close(earlier_r)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's
+                _serve(self.compute, request_r, answer_w)
+                code = 0
+            except (BrokenPipeError, EOFError):  # the main process is gone (killed, or stopped early)
+                code = 0
+            except BaseException:  # noqa: BLE001 - reported, then the child ends
+                with contextlib.suppress(OSError):
+                    os.write(2, traceback.format_exc().encode("utf-8", "replace"))
+            finally:
+                os._exit(code)
+        os.close(request_r)
+        os.close(answer_w)
+        self.children.append((pid, request_w, answer_r))
 
     def map(self, payloads: Iterable[Any]) -> Iterator[Any]:
         size = len(self.children)
+        if size == 0:  # no child could be started: everything here
+            yield from (self.compute(p) for p in payloads)
+            return
         queue: deque[tuple[int, Any]] = deque()  # (child, payload) sent and not yet answered
         source = iter(payloads)
         sent = 0
@@ -284,7 +317,9 @@ class ChunkPool:
                 events = selector.select(timeout=0 if mine else None)
                 for key, _ in events:
                     child = key.data
-                    if not inflight[child]:
+                    if not inflight[child]:  # readable with nothing asked: end of file, the child died
+                        self.dead.add(child)
+                        selector.unregister(key.fileobj)
                         continue
                     index = inflight[child].popleft()
                     try:
@@ -294,10 +329,13 @@ class ChunkPool:
                         selector.unregister(key.fileobj)
                         shares[here].extendleft(reversed([index, *inflight[child]]))
                         inflight[child].clear()
+                        for other in range(size):  # an idle live child takes some of them
+                            if not inflight[other]:
+                                feed(other)
                         continue
                     feed(child)
                     yield index, answer
-                if not events and mine:
+                if mine:  # one of this process's chunks per round, answers or not (never starved)
                     index = take(here)
                     if index is not None:
                         yield index, self.compute(index)
@@ -422,9 +460,9 @@ def scores_in_chunks(
     workers: int | None,
     advance: Callable[[int], None] | None = None,
 ) -> dict[ScoreKey, dict[ScoringMode, Score]]:
-    """``work.compute_scores`` over chunks of predictions (whole records together, in key order), in
-    ``offline_workers`` processes that inherit the predictions; the scores come back pickled. The result is
-    the same dict, in the same order, as one ``compute_scores`` call."""
+    """``work.compute_scores`` over chunks of 250 predictions in key order (a record's predictions next to
+    each other), in ``offline_workers`` processes that inherit the predictions; the scores come back
+    pickled. The result is the same dict, in the same order, as one ``compute_scores`` call."""
     keys = sorted(predictions)
     chunks = [keys[i : i + SCORE_CHUNK] for i in range(0, len(keys), SCORE_CHUNK)]
 
