@@ -117,6 +117,15 @@ def test_retry_reads_scores_and_gate1_and_writes_the_same_files(
     assert _outputs(tmp_path / "run") == _outputs(tmp_path / "fresh")
 
 
+def _last_line(probe: str, pipeline: Path, cwd: Path) -> str:
+    """The last line ``python -c probe PIPELINE`` prints, in a fresh process (pandas not yet imported)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(pipeline)], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc.stdout.splitlines()[-1]
+
+
 def test_the_run_command_writes_the_same_bytes_without_importing_pandas(tmp_path: Path) -> None:
     """``agentjudge run`` (a process of its own) exports with pandas kept out (``runner/lean_export.py``);
     the files equal those of an in-process run, where pyarrow imported pandas."""
@@ -129,16 +138,7 @@ def test_the_run_command_writes_the_same_bytes_without_importing_pandas(tmp_path
         "sys.argv = ['agentjudge', 'run', sys.argv[1], '--out', 'cli']\n"
         "runpy.run_module('agentjudge', run_name='__main__')\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe, str(pipeline)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert proc.stdout.splitlines()[-1] == "LOADED True False"
+    assert _last_line(probe, pipeline, tmp_path) == "LOADED True False"
     assert _outputs(tmp_path / "cli") == _outputs(tmp_path / "inproc")
 
 
@@ -296,16 +296,7 @@ def test_run_invoked_in_process_leaves_pyarrows_pandas_support_intact(tmp_path: 
         "import pandas as pd, pyarrow as pa\n"
         "print('NULLS', pa.array(pd.Series([1.0, None])).null_count)\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe, str(pipeline)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert proc.stdout.splitlines()[-1] == "NULLS 1"
+    assert _last_line(probe, pipeline, tmp_path) == "NULLS 1"
 
 
 def test_a_damaged_score_row_is_recomputed_never_trusted(
