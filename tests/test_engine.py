@@ -152,6 +152,27 @@ def test_make_environment_only_for_our_records() -> None:
     assert make_environment(record.model_copy(update={"domain": "unknown"})) is None
 
 
+def test_environments_of_one_record_start_from_the_same_untouched_world() -> None:
+    """``make_environment`` copies a kept world (``_pristine_state``) instead of generating it again: a
+    copy must be exactly the generated world, and calls on one environment must not reach the next."""
+    for slug in list_domains():
+        dom = load_domain(slug)
+        for seed in (0, 7):
+            world = initial_state(dom, seed)
+            for table in world["entities"].values():  # fresh_copy copies records one level deep
+                for rec in table.values():
+                    assert all(isinstance(v, (str, int, float, bool, type(None))) for v in rec.values())
+    record, _ = build_scenario("hr", "fan_in", 0, 3)
+    pristine = initial_state(load_domain("hr"), record.seed or 0)
+    first = make_environment(record)
+    assert first is not None and first.snapshot() == pristine
+    for step in record.gt:  # the GT writes into the first environment's world
+        first.execute(step.call)
+    assert first.snapshot() != pristine
+    second = make_environment(record)
+    assert second is not None and second.snapshot() == pristine
+
+
 def test_environment_exposes_only_the_records_tools() -> None:
     record, _ = build_scenario("telecom", "linear", 0, 1)
     env = make_environment(record)

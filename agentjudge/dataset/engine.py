@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from datetime import date, timedelta
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from agentjudge.dataset.domains import DomainSpec, EntitySpec, FieldSpec, ToolSpec, domain_files, load_domain
@@ -329,11 +329,20 @@ class DomainEnvironment:
         return {"count": len(vals), f"total_{f}": round(sum(vals), nd), f"max_{f}": round(max(vals), nd)}
 
 
+@lru_cache(maxsize=64)
+def _pristine_state(slug: str, seed: int) -> dict[str, Any]:
+    """``initial_state`` of one record's world, never handed out itself: environments get a
+    ``fresh_copy`` of it. Scoring builds an environment per prediction (5 generators x 3 difficulties of a
+    record share the seed, in a row): generating the world is ~0.2 ms, copying it ~0.01 ms."""
+    return initial_state(load_domain(slug), seed)
+
+
 def make_environment(record: Record) -> DomainEnvironment | None:
     """A fresh environment at the record's initial state; None when the record is not one of ours."""
     if record.seed is None or record.domain not in _slugs():
         return None
-    return DomainEnvironment(record.domain, record.seed, [t.name for t in record.tools])
+    state = fresh_copy(_pristine_state(record.domain, record.seed))  # records hold scalars only
+    return DomainEnvironment(record.domain, record.seed, [t.name for t in record.tools], state=state)
 
 
 def environment_for(record: Record) -> ToolEnvironment | None:
