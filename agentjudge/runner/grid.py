@@ -206,6 +206,13 @@ def run_cli(
         gc.unfreeze()  # what was frozen during the run is collectable again (a caller may run again)
 
 
+def _prompt_group(key: UnitKey) -> tuple[Any, ...]:
+    """What a judge unit's prompt depends on besides the prediction: units of one group over identical
+    predictions ask the same request (``_Grid._repeats`` takes those last; the workers' route keeps a group
+    in one worker, so the request is sent once)."""
+    return (key.judge, key.record_id, key.condition, key.variant, key.temperature, key.trial)
+
+
 def _print_table(console: Console, table: Any) -> None:
     """A table in full: on a terminal as wide as the terminal; in a log or a pipe as wide as its content
     (at the fixed log width, rich cut long model names to the same prefix, e.g. two ``baseline/always…``)."""
@@ -512,7 +519,7 @@ class _Grid:
                     continue
                 text = pred.model_dump_json(include={"calls", "trajectory"})
                 shown = of_prediction[pkey] = shown_as.setdefault(text, len(shown_as))
-            twin = (key.judge, key.record_id, key.condition, key.variant, key.temperature, key.trial, shown)
+            twin = (*_prompt_group(key), shown)
             if twin in seen:
                 repeats.add(key)
             seen.add(twin)
@@ -565,8 +572,7 @@ class _Grid:
         res: JudgeResult
         if self.pool is not None and key.judge in self.remote_judges:
             # a judge's identical prompts differ only in the generator: keep them in one worker
-            route = f"{key.judge}|{key.record_id}|{key.condition}|{key.variant}|{key.temperature}|{key.trial}"
-            res = await self.pool.call("judge", key.judge, (request,), route)
+            res = await self.pool.call("judge", key.judge, (request,), "|".join(map(str, _prompt_group(key))))
         else:
             res = await self.judges[key.judge](request)
         return self._judged(res)
