@@ -97,11 +97,10 @@ def test_row_groups_do_not_depend_on_the_batches_read(tmp_path: Path) -> None:
     leaves out stored units that are not wanted (the rows of such a unit never reach the file)."""
     pipe = _pipeline(tmp_path / "src", 1, limit=4)
     assert run_cli(pipe, tmp_path / "src" / "run") == 0
-    store = grid.RunStore(tmp_path / "src" / "run" / "run.sqlite")
-    try:
-        raw = [row for batch in store.iter_raw_batches("judge", 10_000) for row in batch]
-    finally:
-        store.close()
+    from agentjudge.runner.store import RangeReader, key_ranges
+
+    reader = RangeReader(tmp_path / "src" / "run" / "run.sqlite", "judge")
+    raw = reader((None, None))  # every stored judge row, raw, in coordinate order
     data = grid.Dataset(read_records(MINI, limit=4))
     from agentjudge.runner.pipeline import load_pipeline
     from agentjudge.runner.store import UnitKey
@@ -133,9 +132,6 @@ def test_row_groups_do_not_depend_on_the_batches_read(tmp_path: Path) -> None:
         written.append(path.read_bytes())
         meta = pq.ParquetFile(path).metadata
         assert meta.num_row_groups == -(-len(wanted) // 40) + (len(wanted) % 40 == 0)
-    from agentjudge.runner.store import RangeReader, key_ranges
-
-    reader = RangeReader(tmp_path / "src" / "run" / "run.sqlite", "judge")
     for per_range, workers in ((40, 1), (40, 2), (13, 2)):  # ranges of the store read where they are built
         path = tmp_path / f"r-{per_range}-{workers}.parquet"
         ranges = key_ranges(wanted, per_range)

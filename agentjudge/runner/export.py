@@ -237,7 +237,7 @@ def write_judgments(
 ) -> None:
     """Stream the store's raw judge rows in coordinate order into judgments.parquet, ``chunk`` wanted units
     per row group (``wanted`` None: every stored unit is wanted; the caller counted them). ``batches``
-    are lists of raw rows (``RunStore.iter_raw_batches``), or, with ``read``, what ``read`` turns into
+    are lists of raw rows (as ``store.RangeReader`` returns them), or, with ``read``, what ``read`` turns into
     them (``store.RangeReader``: ranges of coordinates, read where they are turned into tables).
 
     The batches are read, decoded and turned into Arrow tables by ``workers`` forked processes

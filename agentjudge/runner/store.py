@@ -185,17 +185,6 @@ class RunStore:
             status, result, error, attempts = row[len(_KEY_COLUMNS) :]
             yield UnitRow(key, status, json.loads(result) if result else None, error, attempts)
 
-    def iter_raw_batches(self, stage: Stage, size: int) -> Iterator[list[tuple[Any, ...]]]:
-        """``iter_units`` as lists of up to ``size`` raw rows: the key columns, status, the result's JSON
-        text (not decoded), error, attempts. For the export, which decodes them in worker processes."""
-        cols = ", ".join(_KEY_COLUMNS)
-        cursor = self._db.execute(
-            f"SELECT {cols}, status, result, error, attempts FROM units WHERE stage = ? ORDER BY {cols}",
-            (stage,),
-        )
-        while batch := cursor.fetchmany(size):
-            yield batch
-
     def finish(self, key: UnitKey, status: Status, result: Any, error: str | None, started_at: str) -> None:
         """Record one finished unit; it is committed with its group (at the latest ``flush_interval_s``
         after the previous group, or at ``flush``/``close``). A retried unit keeps its first start time;
@@ -349,11 +338,12 @@ Bound = tuple[Any, ...] | None  # the key columns after ``stage``; None: no boun
 
 
 class RangeReader:
-    """The raw rows (as ``RunStore.iter_raw_batches`` gives them) of one stage whose coordinates lie in
-    [lo, hi) (``key_ranges``), in coordinate order, read through a read-only connection of the calling
-    process: the export's forked processes read their own part of the store (an SQLite connection must not
-    cross a fork), while the parent remains the only writer. The bounds are row values on the primary
-    key's columns, so each read is a range search of its index."""
+    """The raw rows (the key columns, status, the result's JSON text not decoded, error, attempts) of one
+    stage whose coordinates lie in [lo, hi) (``key_ranges``; (None, None): all of them), in coordinate
+    order, read through a read-only connection of the calling process: the export's forked processes read
+    their own part of the store (an SQLite connection must not cross a fork), while the parent remains the
+    only writer. The bounds are row values on the primary key's columns, so each read is a range search of
+    its index."""
 
     def __init__(self, path: Path, stage: Stage) -> None:
         self.path, self.stage = path, stage
