@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS: list[list[str]] = [
-    ["agentjudge", "agentjudge.types", "agentjudge.columns", "agentjudge.fserrors"],
+    ["agentjudge", "agentjudge.types", "agentjudge.columns", "agentjudge.fserrors", "agentjudge.memo"],
     ["agentjudge.models", "agentjudge.stats"],
     ["agentjudge.dataset"],
     ["agentjudge.scoring"],

@@ -29,6 +29,7 @@ from jsonschema import Draft202012Validator
 from agentjudge.judges.gt_rule import gt_diff_verdicts
 from agentjudge.judges.parse import snap_three_level
 from agentjudge.judges.templates import verdict_scale
+from agentjudge.memo import remembered
 from agentjudge.types import (
     METRICS,
     Judge,
@@ -174,11 +175,7 @@ def _schema_errors(info: _ToolInfo, arguments: dict[str, Any]) -> list[str]:
     text = _exact_json(arguments)
     if text is None:
         return _validate(info, arguments)
-    held = _ERRORS.get((id(info), text))
-    if held is None:
-        if len(_ERRORS) >= _MAX_ERRORS:
-            _ERRORS.clear()
-        held = _ERRORS[(id(info), text)] = (info, _validate(info, arguments))
+    held = remembered(_ERRORS, (id(info), text), _MAX_ERRORS, lambda: (info, _validate(info, arguments)))
     return list(held[1])
 
 
@@ -337,11 +334,7 @@ def rule_verdicts_once(task: Task, calls: list[ToolCall]) -> tuple[dict[Metric, 
     if calls_text is None:
         return rule_verdicts(task, calls)
     key = (task.query, tuple(map(id, tools)), calls_text)
-    held = _RULE_MEMO.get(key)
-    if held is None:
-        if len(_RULE_MEMO) >= _RULE_MEMO_SIZE:
-            _RULE_MEMO.clear()
-        held = _RULE_MEMO[key] = (tools, *rule_verdicts(task, calls))
+    held = remembered(_RULE_MEMO, key, _RULE_MEMO_SIZE, lambda: (tools, *rule_verdicts(task, calls)))
     return dict(held[1]), dict(held[2])
 
 

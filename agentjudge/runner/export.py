@@ -11,6 +11,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import pyarrow.parquet as pq
 
 from agentjudge.columns import JUDGMENT_COLUMNS, JUDGMENT_OPTIONAL_COLUMNS, PREDICTION_COLUMNS, SCORE_COLUMNS
 from agentjudge.generators.interactive import trajectory_fields
+from agentjudge.memo import remembered
 from agentjudge.runner.store import UnitKey, UnitRow, temperature_value
 from agentjudge.runner.work import _FIELD, Dataset, ScoreKey
 from agentjudge.scoring import score_row
@@ -256,11 +258,8 @@ def write_judgments(
             key = UnitKey(*row[:10])
             if wanted is None or key in wanted:
                 status, text, error, attempts = row[10:]
-                result = decoded.get(text) if text else None
-                if result is None and text:
-                    if len(decoded) >= _DECODED_HELD:
-                        decoded.clear()
-                    result = decoded[text] = json.loads(text)  # read only by judgment_columns
+                # decoded once per distinct text; the result is read only by judgment_columns
+                result = remembered(decoded, text, _DECODED_HELD, partial(json.loads, text)) if text else None
                 units.append(UnitRow(key, status, result, error, attempts))
         counts: list[int] = []
         cols = judgment_columns(data, units, scores, variants, judges, counts)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from agentjudge.memo import remembered
 from agentjudge.runner.pipeline import Pipeline
 from agentjudge.runner.store import UnitKey, temperature_key, temperature_value
 from agentjudge.types import (
@@ -57,14 +58,10 @@ class Dataset:
     def expected_responses(self, record: Record) -> list[dict[str, Any]]:
         """``layout.expected_responses(record)``, built once per record (every judge unit that shows the
         record's GT needs it; building it was a fifth of an offline judge unit's cost)."""
-        held = self._responses.get(record.id)
-        if held is None:
-            from agentjudge.dataset.layout import expected_responses
+        from agentjudge.dataset.layout import expected_responses
 
-            if len(self._responses) >= _HELD_PER_RECORD:  # units come a record at a time: few are enough
-                self._responses.clear()
-            held = self._responses[record.id] = expected_responses(record)
-        return held
+        # units come a record at a time: a few records' worth is enough
+        return remembered(self._responses, record.id, _HELD_PER_RECORD, lambda: expected_responses(record))
 
     def locate(self, record_id: str) -> tuple[Record, Difficulty]:
         base, _, difficulty = record_id.rpartition(":")
@@ -73,24 +70,23 @@ class Dataset:
     def task(self, record: Record, difficulty: Difficulty) -> Task:
         """The task of ``record`` at ``difficulty``; built once per record of this dataset and difficulty
         (every unit of a record asks for it: a paper grid builds ~10^6 judge requests)."""
-        held = self._tasks.get((record.id, difficulty))
-        if held is not None and self.by_base.get(record.id) is record:
-            return held
-        if difficulty not in record.queries:
-            raise GridError(f"record {record.id}: no query for difficulty {difficulty!r}")
-        task = Task(
-            record_id=record.record_id(difficulty),
-            base_id=record.id,
-            difficulty=difficulty,
-            query=record.queries[difficulty],
-            system_prompt=record.system_prompt,
-            tools=record.tools,
-        )
-        if self.by_base.get(record.id) is record:
-            if len(self._tasks) >= _HELD_PER_RECORD:
-                self._tasks.clear()
-            self._tasks[(record.id, difficulty)] = task
-        return task
+        if self.by_base.get(record.id) is not record:  # not this dataset's record: built, not remembered
+            return _task_of(record, difficulty)
+        key = (record.id, difficulty)
+        return remembered(self._tasks, key, _HELD_PER_RECORD, lambda: _task_of(record, difficulty))
+
+
+def _task_of(record: Record, difficulty: Difficulty) -> Task:
+    if difficulty not in record.queries:
+        raise GridError(f"record {record.id}: no query for difficulty {difficulty!r}")
+    return Task(
+        record_id=record.record_id(difficulty),
+        base_id=record.id,
+        difficulty=difficulty,
+        query=record.queries[difficulty],
+        system_prompt=record.system_prompt,
+        tools=record.tools,
+    )
 
 
 def swap_partners(records: Iterable[Record]) -> dict[str, str]:
