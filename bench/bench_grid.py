@@ -15,7 +15,9 @@ process (peak RSS of that process and its children, from wait4):
      then 12 of its judge units set to failed in run.sqlite as a failed call leaves them (status, error,
      store version bumped, export stamp cleared), then the same command: it re-runs the 12   goal <= 2 s
      (``--repeat N``: fail and retry N times, the median is reported; the first retry after the run is
-     the one a user sees, the others show the noise)
+     the one a user sees, the others show the noise; every round's exit code is printed)
+
+Exit code: 1 when any step (any retry round included) exited non-zero, each such step named at the end.
 
 `--src DIR` runs every step with DIR first on PYTHONPATH (e.g. an unpacked `git archive` of an older
 commit), to compare before and after in one sitting. `--skip-grid` runs only step 4.
@@ -127,6 +129,7 @@ def main() -> int:
     env = {"AGENTJUDGE_CACHE": str(work / "calls.sqlite")}
     print(f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}; src: {args.src or 'installed'}")
     rows: list[tuple[str, str, str]] = []
+    exits: list[tuple[str, int]] = []  # every step's exit code: the bench fails if any step did
 
     if not args.skip_grid:
         pipe = work / "grid.yaml"
@@ -134,15 +137,18 @@ def main() -> int:
         rundir = work / "grid"
         code, wall, cpu, rss, out = measure(["run", str(pipe), "--out", str(rundir)], args.src, env, work)
         print(f"[grid run] exit {code}\n{out}")
+        exits.append(("grid run", code))
         rows.append(("grid run wall", f"{wall:.1f} s (cpu {cpu:.1f} s)", f"<= 60 s  {verdict(wall <= 60)}"))
         rows.append(("grid run peak RSS", f"{rss / GIB:.2f} GiB", f"<= 2 GiB  {verdict(rss <= 2 * GIB)}"))
         code, wall, cpu, rss, out = measure(["run", str(pipe), "--out", str(rundir)], args.src, env, work)
         print(f"[no-op re-run] exit {code}\n{out}")
+        exits.append(("no-op re-run", code))
         rows.append(("no-op re-run", f"{wall:.1f} s (cpu {cpu:.1f} s)", f"<= 5 s  {verdict(wall <= 5)}"))
         code, wall, cpu, rss, out = measure(
             ["report", str(rundir), "--resamples", str(args.resamples)], args.src, env, work
         )
         print(f"[report] exit {code}\n{out}")
+        exits.append(("report", code))
         rows.append(
             ("report peak RSS", f"{rss / GIB:.2f} GiB ({wall:.0f} s)", f"<= 2 GiB  {verdict(rss <= 2 * GIB)}")
         )
@@ -152,13 +158,19 @@ def main() -> int:
     smalldir = work / "small"
     code, wall, cpu, rss, out = measure(["run", str(small), "--out", str(smalldir)], args.src, env, work)
     print(f"[1,800-unit run] exit {code}, {wall:.1f} s")
+    exits.append(("1,800-unit run", code))
     walls, cpus = [], []
-    for _ in range(max(1, args.repeat)):
+    rounds = max(1, args.repeat)
+    for i in range(rounds):
         fail_units(smalldir / "run.sqlite", 12)
         code, wall, cpu, rss, out = measure(["run", str(small), "--out", str(smalldir)], args.src, env, work)
         walls.append(wall)
         cpus.append(cpu)
-    print(f"[retry 12 failed] exit {code}\n{out}")
+        exits.append((f"retry 12 failed, round {i + 1} of {rounds}", code))
+        if code != 0 or i == rounds - 1:  # a failed round's output is shown, not only the last one's
+            print(f"[retry 12 failed, round {i + 1} of {rounds}] exit {code}\n{out}")
+    if rounds > 1:
+        print(f"retry exit codes, each round: {', '.join(str(c) for _, c in exits[-rounds:])}")
     wall, cpu = statistics.median(walls), statistics.median(cpus)
     if len(walls) > 1:
         shown = [f"{w:.2f}/{c:.2f}" for w, c in zip(walls, cpus, strict=True)]
@@ -172,7 +184,10 @@ def main() -> int:
     for name, value, goal in rows:
         print(f"{name:<{width}}  {value:<28} goal {goal}")
     print(f"run folders in {work}")
-    return 0
+    failed = [(step, code) for step, code in exits if code != 0]
+    for step, code in failed:
+        print(f"FAILED: {step} exited {code}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
