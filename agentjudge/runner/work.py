@@ -38,13 +38,25 @@ class GridError(Exception):
 
 
 @dataclass
+class Gate1Check:
+    """Gate 1 over the records a run read (``resume_cache.gate1_check``): ``failing`` as
+    ``validate.gate1_failures`` gives it; ``context`` the cache key it is kept under; ``cached`` when it
+    came from the store (nothing to write back). Defined here, beside ``Dataset`` that carries it."""
+
+    failing: dict[str, list[str]]
+    record_ids: list[str]
+    context: str
+    cached: bool
+
+
+@dataclass
 class Dataset:
     """The records of one run, indexed the ways the stages need them."""
 
     records: list[Record]
     skipped_invalid: int = 0  # records left out for failing Gate 1 (--skip-invalid)
     sha256: str = ""  # of the file the records were read from (grid.load_dataset); "" when not from a file
-    gate1: Any = None  # resume_cache.Gate1Check of the records read (grid.load_dataset), else None
+    gate1: Gate1Check | None = None  # of the records read (grid.load_dataset), else None
 
     def __post_init__(self) -> None:
         self.by_base = {r.id: r for r in self.records}
