@@ -19,8 +19,9 @@ A cached value is used only when everything it was computed from is unchanged, a
 A run that finds nothing usable computes exactly what it computed before, and a cached score's JSON gives
 back the computed ``Score`` exactly (finite floats round-trip bit for bit; a score holding a NaN, which
 JSON cannot carry, is never cached), so the exported files are byte-identical with or without the cache
-(``tests/test_resume_cache.py``). Writing the cache is best effort: a store that cannot take it (locked,
-read-only) costs the speed-up of the next run, nothing else.
+(``tests/test_resume_cache.py``). Writing the cache is best effort: a store that cannot take it (locked
+by another process for more than ``WRITE_WAIT_S``, read-only) costs the speed-up of the next run and at
+most that wait per write, nothing else (a lock is said once on stderr).
 
 Gate 1's findings are read before the store is opened (``agentjudge run`` refuses a failing dataset
 before it writes anything) and written after (``save_gate1``), so a refused dataset leaves no trace.
@@ -35,7 +36,6 @@ import math
 import sqlite3
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from pydantic import TypeAdapter
 
 from agentjudge import __version__
 from agentjudge.runner.store import UnitKey
-from agentjudge.runner.work import Dataset, ScoreKey, compute_scores
+from agentjudge.runner.work import Dataset, Gate1Check, ScoreKey, compute_scores
 from agentjudge.types import Prediction, Record, Score, ScoringMode
 
 # what scoring and Gate 1 call besides the package itself (a new release may validate or order differently)
@@ -116,11 +116,37 @@ def _code_unchanged() -> bool:
     return code_fingerprint.__wrapped__() == code_fingerprint()
 
 
+# a cache write is best effort: it waits this long for a store another process holds locked, then skips
+WRITE_WAIT_S = 0.5
+_said_locked = False  # the skip is said once per process
+
+
 def _connect(store: Path) -> sqlite3.Connection:
-    """The run's store for writing the caches; never creates one (the runner's ``RunStore`` does)."""
-    db = sqlite3.connect(f"{store.resolve().as_uri()}?mode=rw", uri=True, isolation_level=None, timeout=30.0)
-    db.executescript(_TABLES)
+    """The run's store for writing the caches; never creates one (the runner's ``RunStore`` does). Each
+    statement waits at most ``WRITE_WAIT_S`` for a lock (not the runner's 30 s): a skipped write costs
+    the next run's speed-up, a long wait would cost this run's time."""
+    db = sqlite3.connect(
+        f"{store.resolve().as_uri()}?mode=rw", uri=True, isolation_level=None, timeout=WRITE_WAIT_S
+    )
+    try:
+        db.executescript(_TABLES)
+    except sqlite3.Error:
+        db.close()
+        raise
     return db
+
+
+def _skipped(store: Path, what: str, exc: sqlite3.Error) -> None:
+    """Say once per process that a cache write was skipped because the store was busy (another process
+    holds it locked); other failures (a read-only store) are silent, as before: nothing is lost."""
+    global _said_locked
+    if _said_locked or not ("locked" in str(exc) or "busy" in str(exc)):
+        return
+    _said_locked = True
+    sys.stderr.write(
+        f"note: {store} is locked by another process; {what} not kept for the next run (it will compute "
+        "them again)\n"
+    )
 
 
 def _read_only(store: Path) -> sqlite3.Connection | None:
@@ -263,26 +289,19 @@ def _save_scores(
         db = _connect(store)
         try:
             db.execute("BEGIN IMMEDIATE")
-            db.executemany("INSERT OR REPLACE INTO score_cache VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            db.executemany(
+                "INSERT OR REPLACE INTO score_cache (record_id, generator, generator_trial, context, "
+                "prediction, scores, digest) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
             db.execute("COMMIT")
         finally:
             db.close()
-    except sqlite3.Error:
-        pass  # best effort: the next run scores these again
+    except sqlite3.Error as exc:  # best effort: the next run scores these again
+        _skipped(store, "scores", exc)
 
 
 # --- Gate 1 ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Gate1Check:
-    """Gate 1 over the records a run read: ``failing`` as ``validate.gate1_failures`` gives it; ``cached``
-    when it came from the store (nothing to write back)."""
-
-    failing: dict[str, list[str]]
-    record_ids: list[str]
-    context: str
-    cached: bool
 
 
 def gate1_check(records: list[Record], dataset_sha256: str, store: Path | None) -> Gate1Check:
@@ -343,11 +362,11 @@ def save_gate1(store: Path, check: Gate1Check) -> None:
             db.execute("BEGIN IMMEDIATE")
             db.execute("DELETE FROM gate1_cache")
             db.execute(
-                "INSERT INTO gate1_cache VALUES (?, ?, ?, ?)",
+                "INSERT INTO gate1_cache (context, records, failing, digest) VALUES (?, ?, ?, ?)",
                 (check.context, records, failing, _sha(check.context, records, failing)),
             )
             db.execute("COMMIT")
         finally:
             db.close()
-    except sqlite3.Error:
-        pass  # best effort: the next run checks the records again
+    except sqlite3.Error as exc:  # best effort: the next run checks the records again
+        _skipped(store, "Gate 1 findings", exc)
