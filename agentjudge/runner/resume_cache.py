@@ -42,7 +42,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from agentjudge import __version__
-from agentjudge.runner.store import UnitKey
+from agentjudge.runner.store import UnitKey, connect_reader
 from agentjudge.runner.work import Dataset, Gate1Check, ScoreKey, compute_scores
 from agentjudge.types import Prediction, Record, Score, ScoringMode
 
@@ -154,7 +154,7 @@ def _read_only(store: Path) -> sqlite3.Connection | None:
     if not store.is_file():
         return None
     try:
-        return sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True)
+        return connect_reader(store)  # leaves no -wal/-shm behind (store.connect_reader)
     except sqlite3.Error:
         return None
 

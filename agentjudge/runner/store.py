@@ -352,9 +352,7 @@ class RangeReader:
 
     def __call__(self, bounds: tuple[Bound, Bound]) -> list[tuple[Any, ...]]:
         if self._db is None or self._pid != os.getpid():  # a connection made before a fork is not used
-            self._db = sqlite3.connect(
-                f"{Path(self.path).resolve().as_uri()}?mode=ro", uri=True, timeout=30.0
-            )
+            self._db = connect_reader(Path(self.path), timeout=30.0)
             self._pid = os.getpid()
         cols = ", ".join(_KEY_COLUMNS)
         rest = ", ".join(_KEY_COLUMNS[1:])
@@ -397,12 +395,31 @@ def key_ranges(keys: Iterable[UnitKey], per_range: int) -> list[tuple[Bound, Bou
     return list(zip([None, *cuts], [*cuts, None], strict=True))
 
 
+def connect_reader(path: Path, timeout: float = 5.0) -> sqlite3.Connection:
+    """A connection that only reads the existing store ``path`` (never creates one; '?', '#', '%' in the
+    path escaped by ``as_uri``). Opened read-write with ``query_only`` on: SQLite deletes a WAL store's
+    ``-wal``/``-shm`` files when the last connection closes, but a ``mode=ro`` connection cannot, so every
+    read-only open (a no-op re-run, ``--dry-run``, ``batches``, a resumed run's cache reads) left them
+    behind. (``immutable=1`` creates none, but reads wrong data if a writer is active, which nothing here
+    can rule out.) A write-protected file is opened read-only by
+    SQLite itself; an open that fails otherwise falls back to ``mode=ro``. The store's content is never
+    changed: a last close only checkpoints committed pages of the WAL into the file (as a writer does)."""
+    uri = path.resolve().as_uri()
+    try:
+        db = sqlite3.connect(f"{uri}?mode=rw", uri=True, timeout=timeout)
+    except sqlite3.OperationalError:
+        return sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=timeout)
+    db.execute("PRAGMA query_only = ON")
+    return db
+
+
 def open_readonly(path: Path) -> sqlite3.Connection | None:
-    """For --dry-run: read an existing store without creating or changing anything."""
+    """For --dry-run, the no-op check and ``batches``: read an existing store without creating it or
+    changing what it holds (``connect_reader``); None when there is no readable store."""
     if not path.is_file():
         return None
     try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)  # '?', '#', '%' escaped
+        db = connect_reader(path)
         db.execute("SELECT 1 FROM units LIMIT 1")
         return db
     except sqlite3.Error:
