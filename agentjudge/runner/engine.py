@@ -23,6 +23,7 @@ from rich.progress import (
     Progress,
     ProgressColumn,
     Task,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -183,20 +184,24 @@ async def run_units(
     log: RunLog | None = None,
     reading_batch_answers: bool = False,
     last: Collection[UnitKey] = (),
+    bar: TaskID | None = None,
 ) -> list[UnitKey]:
     """Run ``units`` (already filtered to what is pending); commit each as it finishes. Returns the units
     whose call was queued for a provider batch (``batch_pending``): not stored, run again on the answer.
     ``reading_batch_answers`` (units run again on their batch answers): neither a request error nor the cost
     cap stops them, since those answers are already paid for (new calls still meet the client's cost gate).
     ``last``: units each model takes after all its others (repeats of an earlier unit's request: by then
-    answered from the call cache, instead of holding a concurrency slot while the twin request is out)."""
+    answered from the call cache, instead of holding a concurrency slot while the twin request is out).
+    ``bar``: the stage's progress bar when it counts other units too (``runner.offline``'s), else one is
+    added for ``units``."""
     queues: dict[str, list[UnitKey]] = defaultdict(list)
     # workers pop from the end: each model takes its units in prefix order (calls sharing a prompt
     # prefix close together in time, so a provider's prefix cache hits; see work.prefix_order)
     order: Callable[[UnitKey], Any] = (lambda u: (u in last, prefix_order(u))) if last else prefix_order
     for unit in sorted(units, key=order, reverse=True):
         queues[model_of(unit)].append(unit)
-    bar = progress.add_task(stage, total=len(units))
+    if bar is None:
+        bar = progress.add_task(stage, total=len(units))
     log = log if log is not None else RunLog()
     deferred: list[UnitKey] = []
 

@@ -461,6 +461,7 @@ class _Grid:
         del status  # ~10^6 keys on a paper grid: not kept while the stage runs
         if self.log.console is not None and not self.log.console.is_terminal:  # no progress bar: say it
             self.log.console.print(f"{name}: {len(pending)} unit(s) to run of {len(units)}")
+        bar = progress.add_task(name, total=len(pending))  # one bar for the stage, offline units or not
         in_chunks = [u for u in pending if model_of(u) in self.offline]
         if in_chunks:  # simulated models and baselines: chunks on every core (runner/offline.py)
             pending = [u for u in pending if model_of(u) not in self.offline]
@@ -475,6 +476,7 @@ class _Grid:
                 progress,
                 self.log,
                 self.pipe.workers,
+                bar,
             )
             if not pending:
                 return
@@ -485,7 +487,7 @@ class _Grid:
         # although their twin's answer makes them free
         capped = self.pipe.max_cost_usd is not None
         last = self._repeats(pending) if name == "judge" and not capped else set()
-        deferred = await engine.run_units(name, pending, *args, self.log, last=last)
+        deferred = await engine.run_units(name, pending, *args, self.log, last=last, bar=bar)
         # batch mode: queued calls are sent as batches and awaited, then their units run again (a unit that
         # needs a further call, e.g. a re-ask, queues it and the loop goes round)
         while deferred and self.batches is not None:

@@ -52,7 +52,7 @@ from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
-from rich.progress import Progress
+from rich.progress import Progress, TaskID
 
 from agentjudge.runner import engine
 from agentjudge.runner.models import model_kind
@@ -430,12 +430,29 @@ async def run_offline_units(
     progress: Progress,
     log: engine.RunLog,
     workers: int | None,
+    bar: TaskID | None = None,
 ) -> None:
     """Run ``units`` (pending, offline) in chunks with ``offline_workers(workers, len(units))`` processes
-    and store them; the accounting is the engine's (``engine.settle``)."""
+    and store them; the accounting is the engine's (``engine.settle``). ``bar``: the stage's progress bar
+    when the stage has other units too (one bar per stage), else one is added for these units.
+
+    The cost cap: like the engine, no unit is stored once ``budget.exhausted`` (``--max-cost`` reached
+    before this stage, or ``--max-cost 0``), although offline units cost $0: they stay pending for a
+    re-run. Offline units spend nothing, so the budget cannot change while they run: when it is exhausted
+    at the start, every unit would be computed and then dropped, so none is computed (same counts)."""
     ordered = sorted(units, key=prefix_order)
     chunks = [ordered[i : i + CHUNK_UNITS] for i in range(0, len(ordered), CHUNK_UNITS)]
-    bar = progress.add_task(stage, total=len(ordered))
+    if bar is None:
+        bar = progress.add_task(stage, total=len(ordered))
+    if budget.exhausted:
+        for unit in ordered:  # as the loop below counts a unit it does not store
+            model = model_of(unit)
+            if model in log.stopped:
+                log.not_run[model] = log.not_run.get(model, 0) + 1
+            else:
+                budget.skipped += 1
+        progress.advance(bar, len(ordered))
+        return
 
     def compute(index: int) -> list[Encoded]:
         return compute_chunk(chunks[index], work)
