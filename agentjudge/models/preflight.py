@@ -5,6 +5,13 @@ thousands of failed units (and money spent on the ones that did not fail). Check
 invocation, pipeline and command line alike, without spending anything (unless ``probe``):
 
 * no placeholder (``REPLACE-ME``) in any of the model's settings;
+* no user name or password in an ``api_base`` / ``api_bases`` URL (``user:password@host``): litellm
+  refuses such a URL next to the API key it sends, so every call would fail (retried as a server error);
+  no key in its query string either (``?api-key=``: litellm appends the request path after the query, so
+  every call goes to a wrong URL, and a server's "no route" answer echoes the key into errors and
+  results). A key belongs in the environment (``api_key_env``); the message shows the URL without them;
+* no credential in ``extra`` (``api_key``, an ``Authorization`` header, ...: any key of that name, at any
+  depth): ``extra`` is part of the configuration written to meta.json and run.sqlite;
 * ``sim/``, ``baseline/`` and plugin names resolve (``runner.models.model_problem``);
 * a litellm model: litellm resolves its provider; the key variable it needs is set (named in the message:
   ``api_key_env`` if given, else the provider's own, e.g. ``OPENAI_API_KEY``);
@@ -29,6 +36,7 @@ import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
+from urllib.parse import urlsplit
 
 from agentjudge.models.fleet import redact_url
 from agentjudge.types import ModelSettings
@@ -58,6 +66,95 @@ def _placeholder_fields(settings: ModelSettings) -> list[str]:
         if PLACEHOLDER_RE.search(text):
             found.append(key)
     return found
+
+
+def _has_userinfo(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # unparseable: the answer check reports it
+        return False
+    return parts.username is not None or parts.password is not None
+
+
+def _query_credentials(url: str) -> list[str]:
+    """Names of query parameters of ``url`` that hold a credential (``?api-key=``, ``?code=``, ...)."""
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        return []
+    names = [pair.partition("=")[0] for pair in query.split("&") if pair]
+    return [n for n in names if _is_credential_name(n) or n.lower() in _QUERY_KEY_NAMES]
+
+
+_ENV_KEY = "put the key in an environment variable named by api_key_env (it is sent as the API key)"
+# names of settings that hold a credential (lower case, '-' as '_'), wherever they appear in ``extra``
+_CREDENTIAL_NAMES = frozenset(
+    {
+        "api_key",
+        "apikey",
+        "x_api_key",
+        "api_token",
+        "access_token",
+        "auth_token",
+        "bearer_token",
+        "authorization",
+        "proxy_authorization",
+        "password",
+        "secret",
+        "client_secret",
+        "aws_secret_access_key",
+        "aws_session_token",
+    }
+)
+_CREDENTIAL_SUFFIXES = ("_api_key", "_secret", "_password")
+_QUERY_KEY_NAMES = frozenset({"key", "token", "code", "sig"})  # also keys in a URL (e.g. Azure's ?code=)
+
+
+def _is_credential_name(key: object) -> bool:
+    name = str(key).lower().replace("-", "_")
+    return name in _CREDENTIAL_NAMES or name.endswith(_CREDENTIAL_SUFFIXES)
+
+
+def _credential_problems(settings: ModelSettings) -> list[str]:
+    """One line per endpoint URL of ``settings`` that carries userinfo or a query string, and per
+    credential-named key of ``extra``, naming the field, never the value (a URL is shown through
+    ``redact_url``)."""
+    urls = [("api_base", settings.api_base)] if settings.api_base else []
+    urls += [(f"api_bases[{i}]", url) for i, url in enumerate(settings.api_bases or [])]
+    found = []
+    for field, url in urls:
+        if _has_userinfo(url):
+            found.append(
+                f"{field} {redact_url(url)} has a user name or password in it (user:password@host), which "
+                f"litellm cannot send; remove them from the URL and {_ENV_KEY}"
+            )
+        elif names := _query_credentials(url):
+            found.append(
+                f"{field} {redact_url(url)} has a credential in its query string ({', '.join(names)}=...), "
+                f"which litellm puts before the request's path (every call would go to a wrong URL); "
+                f"remove it from the URL and {_ENV_KEY}"
+            )
+    for path in _credential_keys(settings.extra, "extra"):
+        found.append(
+            f"{path} holds a credential, and extra is written to the run's meta.json; remove it "
+            f"and {_ENV_KEY}"
+        )
+    return found
+
+
+def _credential_keys(value: object, path: str) -> list[str]:
+    """Where in ``value`` (nested dicts and lists) a key names a credential, as ``extra.a.b`` paths."""
+    if isinstance(value, dict):
+        found = []
+        for key, inner in value.items():
+            if _is_credential_name(key):
+                found.append(f"{path}.{key}")
+            else:
+                found += _credential_keys(inner, f"{path}.{key}")
+        return found
+    if isinstance(value, list):
+        return [p for i, inner in enumerate(value) for p in _credential_keys(inner, f"{path}[{i}]")]
+    return []
 
 
 def _provider_problem(settings: ModelSettings) -> str | None:
@@ -156,6 +253,8 @@ def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: boo
         if placeholders:
             say(f"placeholder REPLACE-ME left in {', '.join(placeholders)}; fill it in")
             continue
+        for credential in _credential_problems(s):  # any kind: a key does not belong in a pipeline file
+            say(credential)
         kind = model_kind(s.model)
         if kind != "litellm":
             problem = model_problem(s.model, use.role)
@@ -164,6 +263,8 @@ def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: boo
             continue
         found = [_provider_problem(s)]
         for base in s.api_bases or ([s.api_base] if s.api_base else []):  # every endpoint of a fleet
+            if _has_userinfo(base) or _query_credentials(base):
+                continue  # refused above: not asked
             if base not in bases_checked:
                 bases_checked[base] = _api_base_problem(base)
             found.append(bases_checked[base])

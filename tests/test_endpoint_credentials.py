@@ -1,0 +1,103 @@
+"""A credential written into a pipeline (``models/preflight.py``): a user name or password in an endpoint
+URL, a key in its query string, an ``api_key`` or ``Authorization`` header in ``extra``. Each is refused
+before any call, exit 2, one line naming the pipeline file, the model and the field and saying where the
+key goes instead; the secret itself appears in no message and no file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakeserver import TEST_KEY_ENV, FakeLLM
+from test_runner import write_pipeline
+from typer.testing import CliRunner
+
+from agentjudge.cli import app
+from agentjudge.models.preflight import ModelUse, preflight
+from agentjudge.types import ModelSettings
+
+SECRET = "pw-7c1e-secret"
+TO_ENV = "put the key in an environment variable named by api_key_env"
+
+
+def _judge(**fields: Any) -> dict[str, Any]:
+    return {"model": "openai/test-model", "name": "j", "api_key_env": TEST_KEY_ENV, **fields}
+
+
+def _lines(settings: dict[str, Any]) -> list[str]:
+    return preflight([ModelUse("judge", ModelSettings(**settings), "judges[0]")])
+
+
+def test_a_user_name_or_password_in_an_endpoint_url_is_refused_without_showing_it(
+    fake_llm: FakeLLM,
+) -> None:
+    good = fake_llm.base_url
+    with_password = good.replace("http://", f"http://judge:{SECRET}@")
+    (line,) = _lines(_judge(api_bases=[good, with_password]))
+    assert line == (
+        f"judges[0] ('openai/test-model'): api_bases[1] {good} has a user name or password in it "
+        f"(user:password@host), which litellm cannot send; remove them from the URL and {TO_ENV} (it is "
+        "sent as the API key)"
+    )
+    (line,) = _lines(_judge(api_base=good.replace("http://", "http://judge@")))  # a user name alone
+    assert line.startswith(f"judges[0] ('openai/test-model'): api_base {good} has a user name or password")
+    assert _lines(_judge(api_bases=[good])) == [] and _lines(_judge(api_base=good)) == []
+    assert fake_llm.requests == []  # no call was made
+
+
+def test_a_key_in_a_query_string_is_refused_and_another_query_is_not(fake_llm: FakeLLM) -> None:
+    good = fake_llm.base_url
+    (line,) = _lines(_judge(api_base=f"{good}?api-key={SECRET}&x=1"))
+    assert line.startswith(f"judges[0] ('openai/test-model'): api_base {good} has a credential in its query")
+    assert "(api-key=...)" in line and TO_ENV in line and SECRET not in line
+    (line,) = _lines(_judge(api_bases=[good, f"{good}?code={SECRET}"]))
+    assert "api_bases[1]" in line and "(code=...)" in line and SECRET not in line
+    assert _lines(_judge(api_base=f"{good}?api-version=2024-06-01")) == []  # not a key: checked as before
+
+
+def test_a_credential_in_extra_is_refused_at_any_depth() -> None:
+    extra: dict[str, Any] = {
+        "api_key": SECRET,
+        "extra_headers": {"Authorization": f"Bearer {SECRET}", "X-Title": "agentjudge"},
+        "extra_body": {"clients": [{"Client-Secret": SECRET}]},
+    }
+    lines = _lines({"model": "baseline/rule", "extra": extra})  # any kind: the file is the problem
+    where = "judges[0] ('baseline/rule'): "
+    assert [line.removeprefix(where).split(" holds")[0] for line in lines] == [
+        "extra.api_key",
+        "extra.extra_headers.Authorization",
+        "extra.extra_body.clients[0].Client-Secret",
+    ]
+    assert all(line.startswith(where) and TO_ENV in line and SECRET not in line for line in lines)
+    harmless = {"extra_headers": {"X-Title": "agentjudge"}, "max_tokens": 5, "budget_tokens": 10}
+    assert _lines({"model": "baseline/rule", "extra": harmless}) == []
+
+
+def test_the_run_command_refuses_it_in_one_line_and_writes_nothing(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTJUDGE_CACHE", str(tmp_path / "calls.sqlite"))
+    urls = [fake_llm.base_url, fake_llm.base_url.replace("http://", f"http://judge:{SECRET}@")]
+    pipeline = write_pipeline(tmp_path, judges=[_judge(api_bases=urls)], conditions=["with_gt"])
+    rundir = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", str(pipeline), "--out", str(rundir)])
+    assert result.exit_code == 2
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(
+        f"error: {pipeline}: judges[0] ('openai/test-model'): api_bases[1] {fake_llm.base_url} has a user "
+        "name or password"
+    )
+    assert SECRET not in result.output and "Traceback" not in result.output
+    assert not rundir.exists() and fake_llm.requests == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipeline.yaml", "records.jsonl"]  # no cache
+
+
+def test_an_api_key_field_is_refused_with_where_the_key_goes_and_not_shown(tmp_path: Path) -> None:
+    pipeline = write_pipeline(tmp_path, judges=[_judge(api_key=SECRET)], conditions=["with_gt"])
+    result = CliRunner().invoke(app, ["run", str(pipeline), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2 and SECRET not in result.output and "Traceback" not in result.output
+    assert result.output.strip() == (
+        f"error: {pipeline}: key `judges[0].api_key`: unknown key (keys are read from the environment: "
+        "name the variable with api_key_env)"
+    )
