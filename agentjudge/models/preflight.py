@@ -116,9 +116,9 @@ def _is_credential_name(key: object) -> bool:
 
 
 def _credential_problems(settings: ModelSettings) -> list[str]:
-    """One line per endpoint URL of ``settings`` that carries userinfo or a query string, and per
-    credential-named key of ``extra``, naming the field, never the value (a URL is shown through
-    ``redact_url``)."""
+    """One line per endpoint URL of ``settings`` that carries userinfo or a credential in its query
+    string, and per credential-named key of ``extra``, naming the field, never the value (a URL is shown
+    through ``redact_url``)."""
     urls = [("api_base", settings.api_base)] if settings.api_base else []
     urls += [(f"api_bases[{i}]", url) for i, url in enumerate(settings.api_bases or [])]
     found = []
