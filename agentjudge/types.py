@@ -226,6 +226,7 @@ class ModelSettings(Strict):
     api_bases: list[str] | None = Field(default=None, min_length=1)
     endpoint_concurrency: int | None = Field(default=None, ge=1)  # per endpoint of api_bases
     api_key_env: str | None = None
+    headers_env: dict[str, str] = Field(default_factory=dict)  # HTTP header -> NAME of the env var holding it
     temperature: float | None = None
     max_tokens: int | None = None
     timeout_s: float = 120.0
@@ -260,6 +261,8 @@ class ModelSettings(Strict):
             raise ValueError(
                 f"{self.model}: batch mode sends to one provider endpoint; drop api_bases or batch"
             )
+        if self.batch and self.headers_env:
+            raise ValueError(f"{self.model}: batch mode does not send headers_env; drop headers_env or batch")
         return self
 
     @property

@@ -21,6 +21,7 @@ Use the ``fake_llm`` fixture (tests/conftest.py); it serves on 127.0.0.1 at a fr
 
     fake_llm.requests        # list of request JSON bodies, in arrival order
     fake_llm.headers         # matching request headers (lower-cased names)
+    fake_llm.seen            # every request of any method and path, "GET /v1/models", in arrival order
     fake_llm.max_in_flight   # highest number of requests handled at the same time
     fake_llm.answered        # replies sent
     fake_llm.kill()          # crash: refuse connections, drop requests in flight unanswered
@@ -107,6 +108,7 @@ class FakeLLM:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
+        self.seen: list[str] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self.answered = 0  # replies actually sent (a killed server drops the requests it was holding)
@@ -191,6 +193,7 @@ class FakeLLM:
             self.requests.clear()
             self.headers.clear()
             self.paths.clear()
+            self.seen.clear()
             self.max_in_flight = 0
             self.answered = 0
             self.latency = 0.0
@@ -469,6 +472,8 @@ class FakeLLM:
                 return True
 
             def do_GET(self) -> None:  # noqa: N802 - http.server naming
+                with fake._lock:
+                    fake.seen.append(f"GET {self.path}")
                 if self._batch("GET"):
                     return
                 if self.path.rstrip("/").endswith("/models"):
@@ -477,6 +482,8 @@ class FakeLLM:
                     self._send(404, json.dumps({"error": {"message": "not found"}}), {})
 
             def do_POST(self) -> None:  # noqa: N802
+                with fake._lock:
+                    fake.seen.append(f"POST {self.path}")
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 if fake.dead:  # a kept-alive connection outlived kill(): drop it unanswered

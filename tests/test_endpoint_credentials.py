@@ -18,7 +18,7 @@ from agentjudge.models.preflight import ModelUse, preflight
 from agentjudge.types import ModelSettings
 
 SECRET = "pw-7c1e-secret"
-TO_ENV = "put the key in an environment variable named by api_key_env"
+TO_ENV = "name the environment variable holding the API key with api_key_env"
 
 
 def _judge(**fields: Any) -> dict[str, Any]:
@@ -37,8 +37,9 @@ def test_a_user_name_or_password_in_an_endpoint_url_is_refused_without_showing_i
     (line,) = _lines(_judge(api_bases=[good, with_password]))
     assert line == (
         f"judges[0] ('openai/test-model'): api_bases[1] {good} has a user name or password in it "
-        f"(user:password@host), which litellm cannot send; remove them from the URL and {TO_ENV} (it is "
-        "sent as the API key)"
+        "(user:password@host), which litellm cannot send; remove them from the URL: for basic auth set "
+        "headers_env: {Authorization: VAR} with VAR holding 'Basic <base64 of user:password>', or "
+        f"{TO_ENV}"
     )
     (line,) = _lines(_judge(api_base=good.replace("http://", "http://judge@")))  # a user name alone
     assert line.startswith(f"judges[0] ('openai/test-model'): api_base {good} has a user name or password")
@@ -69,7 +70,11 @@ def test_a_credential_in_extra_is_refused_at_any_depth() -> None:
         "extra.extra_headers.Authorization",
         "extra.extra_body.clients[0].Client-Secret",
     ]
-    assert all(line.startswith(where) and TO_ENV in line and SECRET not in line for line in lines)
+    assert all(line.startswith(where) and SECRET not in line for line in lines)
+    assert TO_ENV in lines[0] and TO_ENV in lines[2] and "(the API key)" not in lines[1]
+    assert lines[1].endswith(
+        "remove it: set headers_env: {Authorization: VAR} instead, VAR naming the variable holding it"
+    )
     harmless = {"extra_headers": {"X-Title": "agentjudge"}, "max_tokens": 5, "budget_tokens": 10}
     assert _lines({"model": "baseline/rule", "extra": harmless}) == []
 
@@ -101,3 +106,107 @@ def test_an_api_key_field_is_refused_with_where_the_key_goes_and_not_shown(tmp_p
         f"error: {pipeline}: key `judges[0].api_key`: unknown key (keys are read from the environment: "
         "name the variable with api_key_env)"
     )
+
+
+# ------------------------------------------------------------------------ --probe, os.environ/, names
+def _with_credential(kind: str, base: str) -> dict[str, Any]:
+    if kind == "query":
+        return {"api_base": f"{base}?api-key={SECRET}"}
+    if kind == "userinfo":
+        return {"api_base": base.replace("http://", f"http://judge:{SECRET}@")}
+    return {"api_base": base, "extra": {"extra_headers": {"Authorization": f"Bearer {SECRET}"}}}
+
+
+@pytest.mark.parametrize("kind", ["query", "userinfo", "extra-header"])
+def test_probe_sends_nothing_for_a_model_refused_for_a_credential(
+    tmp_path: Path, fake_llm: FakeLLM, kind: str
+) -> None:
+    fake_llm.set_responder(lambda req: "OK")
+    bad = _with_credential(kind, fake_llm.base_url)
+    other = FakeLLM().start()  # a good model next to it is still probed: the probe itself works
+    other.set_responder(lambda req: "OK")
+    try:
+        good = _judge(name="good", api_base=other.base_url)
+        lines = preflight(
+            [ModelUse("judge", ModelSettings(**_judge(**bad)), "judges[0]"),
+             ModelUse("judge", ModelSettings(**good), "judges[1]")],
+            probe=True,
+        )  # fmt: skip
+        assert len(lines) == 1 and lines[0].startswith("judges[0]") and SECRET not in lines[0]
+        assert fake_llm.seen == []  # neither GET /models nor the 1-token call
+        assert other.seen == ["GET /v1/models", "POST /v1/chat/completions"]
+        pipeline = write_pipeline(tmp_path, judges=[_judge(**bad)], conditions=["with_gt"])
+        result = CliRunner().invoke(app, ["run", str(pipeline), "--out", str(tmp_path / "run"), "--probe"])
+        assert result.exit_code == 2 and SECRET not in result.output and "Traceback" not in result.output
+        assert [line for line in result.output.splitlines() if line.startswith("error:")] == [
+            f"error: {pipeline}: {lines[0]}"
+        ]
+        assert fake_llm.seen == [] and not (tmp_path / "run").exists()
+    finally:
+        other.stop()
+
+
+def test_a_litellm_environment_reference_in_extra_is_not_refused() -> None:
+    # litellm reads "os.environ/NAME" itself (bedrock's aws_* settings, Azure AD's client_secret): no secret
+    extra = {
+        "aws_secret_access_key": "os.environ/AWS2_SECRET",
+        "aws_session_token": "os.environ/AWS2_TOKEN",
+        "client_secret": "os.environ/AZURE_CLIENT_SECRET",
+    }
+    assert _lines({"model": "baseline/rule", "extra": extra}) == []
+    (line,) = _lines({"model": "baseline/rule", "extra": {**extra, "client_secret": SECRET}})
+    assert line.startswith("judges[0] ('baseline/rule'): extra.client_secret holds a credential")
+    assert "write 'os.environ/VAR' as its value" in line and SECRET not in line
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["subscription-key=S", "api%2Dkey=S", "a=1;api-key=S", "secret_key=S", "auth=S", "subscription_key=S",
+     "x_token=S", "my-key=S", "api+key=S"],
+)  # fmt: skip
+def test_more_query_names_are_refused(fake_llm: FakeLLM, query: str) -> None:
+    (line,) = _lines(_judge(api_base=f"{fake_llm.base_url}?{query.replace('S', SECRET)}"))
+    assert "has a credential in its query string" in line and SECRET not in line
+    assert fake_llm.seen == []
+
+
+def test_ordinary_query_parameters_pass(fake_llm: FakeLLM) -> None:
+    query = "api-version=2024-06-01&api_version=1&max_tokens=5&budget_tokens=3;deployment=x&tokens=2"
+    assert _lines(_judge(api_base=f"{fake_llm.base_url}?{query}")) == []
+    assert fake_llm.seen == ["GET /v1/models"]  # checked as before
+
+
+def test_more_credential_names_in_extra_are_refused_and_ordinary_parameters_pass() -> None:
+    refused = {
+        "azure_ad_token": SECRET,
+        "vertex_credentials": '{"private_key": "' + SECRET + '"}',
+        "aws_bearer_token_bedrock": SECRET,
+        "watsonx_token": SECRET,
+        "extra_headers": {
+            "Ocp-Apim-Subscription-Key": SECRET,
+            "Helicone-Auth": f"Bearer {SECRET}",
+            "Cookie": f"session={SECRET}",
+            "X-Title": "agentjudge",
+        },
+    }
+    lines = _lines({"model": "baseline/rule", "extra": refused})
+    assert [line.split(": ", 1)[1].split(" holds")[0] for line in lines] == [
+        "extra.azure_ad_token",
+        "extra.vertex_credentials",
+        "extra.aws_bearer_token_bedrock",
+        "extra.watsonx_token",
+        "extra.extra_headers.Ocp-Apim-Subscription-Key",
+        "extra.extra_headers.Helicone-Auth",
+        "extra.extra_headers.Cookie",
+    ]
+    assert all(SECRET not in line for line in lines)
+    ordinary = {
+        "max_tokens": 5,
+        "budget_tokens": 10,
+        "api_version": "2024-06-01",
+        "prompt_cache_key": "k",
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "extra_body": {"skip_special_tokens": True, "min_tokens": 1},
+        "extra_headers": {"X-Title": "agentjudge", "api-version": "1"},
+    }
+    assert _lines({"model": "baseline/rule", "extra": ordinary}) == []

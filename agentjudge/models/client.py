@@ -334,12 +334,18 @@ def _unsent(completion: Completion) -> Completion:
     return completion
 
 
-def _secrets(api_key: str | None) -> list[str]:
-    """Values to scrub: the call's key, and every key-like env var (litellm reads e.g. OPENAI_API_KEY
-    itself when no ``api_key_env`` is given, and a provider may echo it in an error)."""
+def _secrets(api_key: str | None, headers: dict[str, str] | None = None) -> list[str]:
+    """Values to scrub: the call's key, its ``headers_env`` values (and the credential after a scheme such
+    as ``Basic``/``Bearer``), and every key-like env var (litellm reads e.g. OPENAI_API_KEY itself when no
+    ``api_key_env`` is given, and a provider may echo it in an error)."""
     values = {v for k, v in os.environ.items() if _SECRET_ENV_RE.search(k) and len(v) >= 8}
     if api_key:
         values.add(api_key)
+    for value in (headers or {}).values():
+        values.add(value)
+        credential = value.partition(" ")[2].strip()
+        if len(credential) >= 8:
+            values.add(credential)
     return sorted(values, key=len, reverse=True)  # longest first: no partial replacement of a longer key
 
 
@@ -587,11 +593,17 @@ class ModelClient:
                     f"environment variable {settings.api_key_env} (api_key_env) is not set or empty",
                 ),
             )
+        headers = {header: os.environ.get(var, "") for header, var in settings.headers_env.items()}
+        unset = [f"{var} ({header})" for header, var in settings.headers_env.items() if not headers[header]]
+        if unset:
+            stats.failures += 1
+            message = f"environment variable {', '.join(unset)} (headers_env) is not set or empty"
+            raise self._stop(settings, ModelCallError("auth", 0, message))
         if settings.batch and self.batch is not None:
             return await self._batched(settings, key, fields, stats, _secrets(api_key))
         reserved = await self._reserve(settings, fields)
-        secrets = _secrets(api_key)
-        kwargs = self._kwargs(settings, fields, api_key) | _litellm_pricing(settings)
+        secrets = _secrets(api_key, headers)
+        kwargs = self._kwargs(settings, fields, api_key, headers) | _litellm_pricing(settings)
         try:
             completion = await self._call_with_retries(settings, kwargs, secrets, stats)
         except ModelCallError as exc:
@@ -717,8 +729,17 @@ class ModelClient:
         return worst
 
     @staticmethod
-    def _kwargs(settings: ModelSettings, fields: dict[str, Any], api_key: str | None) -> dict[str, Any]:
+    def _kwargs(
+        settings: ModelSettings,
+        fields: dict[str, Any],
+        api_key: str | None,
+        headers: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """litellm's arguments for one call. ``headers``: the ``headers_env`` values, sent as
+        ``extra_headers`` over any of ``extra``'s (they never enter ``fields``, the cache key)."""
         kwargs: dict[str, Any] = dict(copy.deepcopy(settings.extra))
+        if headers:
+            kwargs["extra_headers"] = {**(kwargs.get("extra_headers") or {}), **headers}
         kwargs.update(
             model=settings.model,
             messages=copy.deepcopy(fields["messages"]),

@@ -36,7 +36,7 @@ import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote_plus, urlsplit
 
 from agentjudge.models.fleet import redact_url
 from agentjudge.types import ModelSettings
@@ -77,17 +77,23 @@ def _has_userinfo(url: str) -> bool:
 
 
 def _query_credentials(url: str) -> list[str]:
-    """Names of query parameters of ``url`` that hold a credential (``?api-key=``, ``?code=``, ...)."""
+    """Names of query parameters of ``url`` that hold a credential (``?api-key=``, ``?code=``, ...), read
+    as a server reads them: percent-decoded, ``&`` or ``;`` between parameters."""
     try:
         query = urlsplit(url).query
     except ValueError:
         return []
-    names = [pair.partition("=")[0] for pair in query.split("&") if pair]
-    return [n for n in names if _is_credential_name(n) or n.lower() in _QUERY_KEY_NAMES]
+    names = [unquote_plus(pair.partition("=")[0]) for pair in re.split(r"[&;]", query) if pair]
+    return [n for n in names if _is_credential_name(n) or _is_query_key(n)]
 
 
-_ENV_KEY = "put the key in an environment variable named by api_key_env (it is sent as the API key)"
-# names of settings that hold a credential (lower case, '-' as '_'), wherever they appear in ``extra``
+# what to use instead of a credential written into the pipeline, by where it was written
+_USE_KEY_ENV = "name the environment variable holding the API key with api_key_env"
+_USE_HEADER_ENV = "send another credential as a header with headers_env: {Header: NAME of the variable}"
+_USE_BASIC = (
+    "for basic auth set headers_env: {Authorization: VAR} with VAR holding 'Basic <base64 of user:password>'"
+)
+# names of settings that hold a credential (lower case, '-' and spaces as '_'), anywhere in ``extra``
 _CREDENTIAL_NAMES = frozenset(
     {
         "api_key",
@@ -99,26 +105,49 @@ _CREDENTIAL_NAMES = frozenset(
         "bearer_token",
         "authorization",
         "proxy_authorization",
+        "auth",
         "password",
         "secret",
+        "secret_key",
         "client_secret",
+        "subscription_key",
+        "ocp_apim_subscription_key",
         "aws_secret_access_key",
         "aws_session_token",
+        "aws_bearer_token_bedrock",
+        "azure_ad_token",
+        "vertex_credentials",
+        "helicone_auth",
+        "cookie",
     }
 )
-_CREDENTIAL_SUFFIXES = ("_api_key", "_secret", "_password")
+# a singular ``_token`` (``watsonx_token``); ``max_tokens``, ``budget_tokens`` are plural and pass
+_CREDENTIAL_SUFFIXES = ("_api_key", "_secret", "_password", "_token")
 _QUERY_KEY_NAMES = frozenset({"key", "token", "code", "sig"})  # also keys in a URL (e.g. Azure's ?code=)
+# a litellm reference to an environment variable, resolved by litellm itself: no secret in the file
+ENV_REFERENCE = "os.environ/"
+
+
+def _normal(name: object) -> str:
+    return re.sub(r"[-\s]", "_", str(name).lower())
 
 
 def _is_credential_name(key: object) -> bool:
-    name = str(key).lower().replace("-", "_")
+    name = _normal(key)
     return name in _CREDENTIAL_NAMES or name.endswith(_CREDENTIAL_SUFFIXES)
+
+
+def _is_query_key(name: str) -> bool:
+    """Query names that hold a key only in a URL (``?subscription-key=``, ``?code=``); in ``extra`` a
+    ``..._key`` is often a plain parameter (``prompt_cache_key``)."""
+    name = _normal(name)
+    return name in _QUERY_KEY_NAMES or name.endswith("_key")
 
 
 def _credential_problems(settings: ModelSettings) -> list[str]:
     """One line per endpoint URL of ``settings`` that carries userinfo or a credential in its query
     string, and per credential-named key of ``extra``, naming the field, never the value (a URL is shown
-    through ``redact_url``)."""
+    through ``redact_url``), and saying what to use instead."""
     urls = [("api_base", settings.api_base)] if settings.api_base else []
     urls += [(f"api_bases[{i}]", url) for i, url in enumerate(settings.api_bases or [])]
     found = []
@@ -126,34 +155,40 @@ def _credential_problems(settings: ModelSettings) -> list[str]:
         if _has_userinfo(url):
             found.append(
                 f"{field} {redact_url(url)} has a user name or password in it (user:password@host), which "
-                f"litellm cannot send; remove them from the URL and {_ENV_KEY}"
+                f"litellm cannot send; remove them from the URL: {_USE_BASIC}, or {_USE_KEY_ENV}"
             )
         elif names := _query_credentials(url):
             found.append(
                 f"{field} {redact_url(url)} has a credential in its query string ({', '.join(names)}=...), "
                 f"which litellm puts before the request's path (every call would go to a wrong URL); "
-                f"remove it from the URL and {_ENV_KEY}"
+                f"remove it from the URL: {_USE_KEY_ENV}, or {_USE_HEADER_ENV}"
             )
-    for path in _credential_keys(settings.extra, "extra"):
+    for path, header in _credential_keys(settings.extra, "extra"):
+        instead = (
+            f"set headers_env: {{{path.rsplit('.', 1)[-1]}: VAR}} instead, VAR naming the variable holding it"
+            if header
+            else f"{_USE_KEY_ENV}, or write '{ENV_REFERENCE}VAR' as its value for litellm to read"
+        )
         found.append(
-            f"{path} holds a credential, and extra is written to the run's meta.json; remove it "
-            f"and {_ENV_KEY}"
+            f"{path} holds a credential, and extra is written to the run's meta.json; remove it: {instead}"
         )
     return found
 
 
-def _credential_keys(value: object, path: str) -> list[str]:
-    """Where in ``value`` (nested dicts and lists) a key names a credential, as ``extra.a.b`` paths."""
+def _credential_keys(value: object, path: str, header: bool = False) -> list[tuple[str, bool]]:
+    """Where in ``value`` (nested dicts and lists) a key names a credential, as (``extra.a.b`` path, whether
+    it is an HTTP header of ``extra_headers``). A litellm ``os.environ/VAR`` reference holds no secret."""
     if isinstance(value, dict):
         found = []
         for key, inner in value.items():
             if _is_credential_name(key):
-                found.append(f"{path}.{key}")
+                if not (isinstance(inner, str) and inner.startswith(ENV_REFERENCE)):
+                    found.append((f"{path}.{key}", header))
             else:
-                found += _credential_keys(inner, f"{path}.{key}")
+                found += _credential_keys(inner, f"{path}.{key}", header or key == "extra_headers")
         return found
     if isinstance(value, list):
-        return [p for i, inner in enumerate(value) for p in _credential_keys(inner, f"{path}[{i}]")]
+        return [p for i, inner in enumerate(value) for p in _credential_keys(inner, f"{path}[{i}]", header)]
     return []
 
 
@@ -189,6 +224,18 @@ def _provider_problem(settings: ModelSettings) -> str | None:
             "another variable with api_key_env"
         )
     return None
+
+
+def _header_env_problems(settings: ModelSettings) -> list[str]:
+    """A ``headers_env`` variable that is not set (or holds a placeholder), named, never its value."""
+    out = []
+    for header, var in settings.headers_env.items():
+        value = os.environ.get(var, "")
+        if not value:
+            out.append(f"environment variable {var} (headers_env {header}) is not set or empty")
+        elif PLACEHOLDER_RE.search(value):
+            out.append(f"environment variable {var} (headers_env {header}) holds a placeholder, not a value")
+    return out
 
 
 def _api_base_problem(api_base: str, timeout_s: float = 3.0) -> str | None:
@@ -253,7 +300,8 @@ def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: boo
         if placeholders:
             say(f"placeholder REPLACE-ME left in {', '.join(placeholders)}; fill it in")
             continue
-        for credential in _credential_problems(s):  # any kind: a key does not belong in a pipeline file
+        credentials = _credential_problems(s)  # any kind: a key does not belong in a pipeline file
+        for credential in credentials:
             say(credential)
         kind = model_kind(s.model)
         if kind != "litellm":
@@ -261,10 +309,9 @@ def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: boo
             if problem:
                 say(problem)
             continue
-        found = [_provider_problem(s)]
-        for base in s.api_bases or ([s.api_base] if s.api_base else []):  # every endpoint of a fleet
-            if _has_userinfo(base) or _query_credentials(base):
-                continue  # refused above: not asked
+        found = [_provider_problem(s), *_header_env_problems(s)]
+        # a model refused for a credential is sent nothing, not even GET /models (its URL may hold it)
+        for base in [] if credentials else s.api_bases or ([s.api_base] if s.api_base else []):
             if base not in bases_checked:
                 bases_checked[base] = _api_base_problem(base)
             found.append(bases_checked[base])
@@ -273,7 +320,7 @@ def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: boo
         for problem in found:
             if problem:
                 say(problem)
-        if probe and not any(found):
+        if probe and not credentials and not any(found):
             for one in _each_endpoint(s):
                 at = f" endpoint {redact_url(one.api_base or '')}" if s.api_bases else ""
                 to_probe.append((use.where + at, one))

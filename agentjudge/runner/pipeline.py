@@ -40,8 +40,8 @@ _COSMETIC_PIPELINE_FIELDS = (
     "batch_max_requests", "batch_max_bytes", "workers",
 )  # fmt: skip
 _COSMETIC_MODEL_FIELDS = (
-    "api_base", "api_key_env", "timeout_s", "max_retries", "concurrency", "input_cost_per_token",
-    "output_cost_per_token", "batch", "api_bases", "endpoint_concurrency",
+    "api_base", "api_key_env", "headers_env", "timeout_s", "max_retries", "concurrency",
+    "input_cost_per_token", "output_cost_per_token", "batch", "api_bases", "endpoint_concurrency",
 )  # fmt: skip
 # Model fields added after runs existed: left out of the hash at their default so older run folders keep
 # their hash (generation mode, structured output).
