@@ -1,0 +1,128 @@
+"""``headers_env``: HTTP headers whose values come from the environment (a basic-auth proxy in front of a
+key-less server, Cloudflare Access, a gateway's own key header). The values go out on every call and in
+the preflight's probe, are scrubbed from whatever a provider echoes, and never reach the call cache's key,
+meta.json, run.sqlite or any other file of a run; a missing variable stops the model with an ``auth``
+error naming it."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakeserver import TEST_KEY_ENV, FakeLLM, Reply
+from pydantic import ValidationError
+from test_runner import _verdict_json, write_pipeline
+
+from agentjudge.models.cache import CallCache
+from agentjudge.models.client import ModelCallError, ModelClient
+from agentjudge.models.preflight import ModelUse, preflight
+from agentjudge.runner.grid import run_cli
+from agentjudge.types import ModelSettings
+
+CF_SECRET = "cf-9d2b-header-secret"
+BASIC = "Basic " + base64.b64encode(b"judge:pw-31aa-basic-secret").decode()
+HEADERS = {"CF-Access-Client-Secret": "AJ_CF_HDR", "Authorization": "AJ_BASIC"}
+
+
+@pytest.fixture
+def header_vars(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AJ_CF_HDR", CF_SECRET)
+    monkeypatch.setenv("AJ_BASIC", BASIC)
+
+
+def _judge(base: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "model": "openai/test-model",
+        "name": "j",
+        "api_base": base,
+        "api_key_env": TEST_KEY_ENV,
+        "headers_env": HEADERS,
+        "timeout_s": 2.0,
+        "max_retries": 0,
+        **fields,
+    }
+
+
+def test_a_run_sends_the_headers_and_writes_their_values_nowhere(
+    tmp_path: Path, fake_llm: FakeLLM, header_vars: None, cache_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_llm.set_responder(lambda req: _verdict_json(1.0))
+    extra = {"extra_headers": {"X-Title": "agentjudge"}}  # merged with the headers_env ones
+    pipeline = write_pipeline(
+        tmp_path, judges=[_judge(fake_llm.base_url, extra=extra)], generators=["sim/perfect"],
+        conditions=["with_gt"],
+    )  # fmt: skip
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir) == 0
+    assert len(fake_llm.headers) == 8  # 4 records x 2 difficulties, one call each
+    for sent in fake_llm.headers:
+        assert sent["cf-access-client-secret"] == CF_SECRET
+        assert sent["authorization"] == BASIC  # over the Bearer key litellm would send
+        assert sent["x-title"] == "agentjudge"
+    meta = json.loads((rundir / "meta.json").read_text(encoding="utf-8"))
+    assert meta["pipeline"]["judges"][0]["headers_env"] == HEADERS  # the names are kept, not the values
+    files = [p for p in [*tmp_path.rglob("*"), *cache_path.parent.rglob("*")] if p.is_file()]
+    assert any(p.name == "run.sqlite" for p in files) and any(p.suffix == ".sqlite" for p in files)
+    for path in files:
+        data = path.read_bytes()
+        for value in (CF_SECRET, BASIC, BASIC.split()[1]):
+            assert value.encode() not in data, path
+    # the cache key has no header in it: the same run with another value is served from the cache
+    fake_llm.reset()
+    monkeypatch.setenv("AJ_CF_HDR", "another-cf-value")
+    assert run_cli(pipeline, tmp_path / "run2") == 0
+    assert fake_llm.requests == [] and fake_llm.seen == ["GET /v1/models"]  # only the preflight's
+
+
+def test_a_header_value_echoed_by_the_provider_is_scrubbed(
+    tmp_path: Path, fake_llm: FakeLLM, header_vars: None
+) -> None:
+    fake_llm.set_responder(lambda req: f"you sent {CF_SECRET} and {BASIC.split()[1]}")
+    cache = CallCache(tmp_path / "calls.sqlite")
+    client = ModelClient(cache)
+    settings = ModelSettings(**_judge(fake_llm.base_url))
+    answer = asyncio.run(client.complete(settings, [{"role": "user", "content": "hi"}]))
+    assert answer.text == "you sent *** and ***"
+    fake_llm.fail_next(status=400, message=f"bad header {CF_SECRET}")
+    with pytest.raises(ModelCallError) as caught:
+        asyncio.run(client.complete(settings, [{"role": "user", "content": "again"}]))
+    assert CF_SECRET not in caught.value.message and "***" in caught.value.message
+    cache.close()
+    assert CF_SECRET.encode() not in (tmp_path / "calls.sqlite").read_bytes()
+
+
+def test_a_missing_variable_stops_the_model_before_any_request(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AJ_BASIC", BASIC)
+    monkeypatch.delenv("AJ_CF_HDR", raising=False)
+    settings = ModelSettings(**_judge(fake_llm.base_url))
+    client = ModelClient()
+    for _ in range(2):  # the second call is refused at once, as a stopped model
+        with pytest.raises(ModelCallError) as caught:
+            asyncio.run(client.complete(settings, [{"role": "user", "content": "hi"}]))
+        assert caught.value.kind == "auth" and "AJ_CF_HDR" in caught.value.message
+    assert fake_llm.seen == []
+    (line,) = preflight([ModelUse("judge", settings, "judges[0]")], probe=True)
+    assert line == (
+        "judges[0] ('openai/test-model'): environment variable AJ_CF_HDR (headers_env "
+        "CF-Access-Client-Secret) is not set or empty"
+    )
+    assert fake_llm.seen == ["GET /v1/models"]  # not probed
+
+
+def test_the_probe_sends_the_headers(fake_llm: FakeLLM, header_vars: None) -> None:
+    fake_llm.set_responder(lambda req: Reply(text="OK"))
+    settings = ModelSettings(**_judge(fake_llm.base_url))
+    assert preflight([ModelUse("judge", settings, "judges[0]")], probe=True) == []
+    (sent,) = fake_llm.headers
+    assert sent["cf-access-client-secret"] == CF_SECRET and sent["authorization"] == BASIC
+
+
+def test_batch_mode_with_headers_env_is_refused() -> None:
+    with pytest.raises(ValidationError, match="batch mode does not send headers_env"):
+        ModelSettings(model="openai/gpt-4o-mini", batch=True, headers_env={"X-Key": "V"})
