@@ -213,7 +213,7 @@ class Score(Strict):
 
 
 class ModelSettings(Strict):
-    """How to call one model. Keys come from the environment (``api_key_env`` names the variable).
+    """How to call one model. Keys come from the environment (``api_key_env``, ``headers_env``: names).
 
     ``model`` is a litellm string ("openai/gpt-4o-mini", "hosted_vllm/x", "ollama/llama3"), "sim/<profile>",
     "baseline/<name>", a registered entry-point name, or "package.module:factory".

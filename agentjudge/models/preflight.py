@@ -9,12 +9,15 @@ invocation, pipeline and command line alike, without spending anything (unless `
   refuses such a URL next to the API key it sends, so every call would fail (retried as a server error);
   no key in its query string either (``?api-key=``: litellm appends the request path after the query, so
   every call goes to a wrong URL, and a server's "no route" answer echoes the key into errors and
-  results). A key belongs in the environment (``api_key_env``); the message shows the URL without them;
+  results). A key belongs in the environment (``api_key_env``; another header, or basic auth's
+  ``Authorization``: ``headers_env``); the message shows the URL without them;
 * no credential in ``extra`` (``api_key``, an ``Authorization`` header, ...: any key of that name, at any
-  depth): ``extra`` is part of the configuration written to meta.json and run.sqlite;
+  depth, unless its value is litellm's ``os.environ/VAR`` reference): ``extra`` is part of the
+  configuration written to meta.json and run.sqlite. A model refused for a credential is sent nothing:
+  neither ``GET /models`` nor ``probe``'s call (that call would carry it, and an error would echo it);
 * ``sim/``, ``baseline/`` and plugin names resolve (``runner.models.model_problem``);
 * a litellm model: litellm resolves its provider; the key variable it needs is set (named in the message:
-  ``api_key_env`` if given, else the provider's own, e.g. ``OPENAI_API_KEY``);
+  ``api_key_env`` if given, else the provider's own, e.g. ``OPENAI_API_KEY``), and every ``headers_env`` one;
 * an ``api_base``, and every endpoint of ``api_bases``, answers ``GET {api_base}/models`` (any HTTP status
   counts as an answer; the URL is shown without userinfo or query string);
 * ``probe``: one real 1-token call per litellm model, per endpoint of a fleet (catches a wrong model name,
