@@ -210,3 +210,21 @@ def test_more_credential_names_in_extra_are_refused_and_ordinary_parameters_pass
         "extra_headers": {"X-Title": "agentjudge", "api-version": "1"},
     }
     assert _lines({"model": "baseline/rule", "extra": ordinary}) == []
+
+
+def test_a_credential_in_api_base_on_the_command_line_is_named_by_its_flag(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-other-key-1234")  # a --judge model reads the provider's
+    pipeline = write_pipeline(tmp_path, judges=[_judge()], conditions=["with_gt"])
+    url = f"{fake_llm.base_url}?api-key={SECRET}"
+    args = ["run", str(pipeline), "--out", str(tmp_path / "run"), "--judge", "openai/test-model"]
+    result = CliRunner().invoke(app, [*args, "--api-base", url, "--probe"])
+    assert result.exit_code == 2 and SECRET not in result.output and "Traceback" not in result.output
+    (line,) = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert line.startswith(f"error: --judge[0] ('openai/test-model'): --api-base {fake_llm.base_url} has a")
+    assert line.endswith(
+        "remove it from the URL: export the key in the variable the provider reads (e.g. OPENAI_API_KEY), "
+        "or name the model in a pipeline with api_key_env or headers_env"
+    )
+    assert fake_llm.seen == []

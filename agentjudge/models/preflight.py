@@ -147,24 +147,31 @@ def _is_query_key(name: str) -> bool:
     return name in _QUERY_KEY_NAMES or name.endswith("_key")
 
 
-def _credential_problems(settings: ModelSettings) -> list[str]:
+def _credential_problems(settings: ModelSettings, command_line: bool = False) -> list[str]:
     """One line per endpoint URL of ``settings`` that carries userinfo or a credential in its query
     string, and per credential-named key of ``extra``, naming the field, never the value (a URL is shown
-    through ``redact_url``), and saying what to use instead."""
-    urls = [("api_base", settings.api_base)] if settings.api_base else []
+    through ``redact_url``), and saying what to use instead. ``command_line``: a model named by a flag,
+    whose URL came from ``--api-base`` (no flag names a key variable: a pipeline entry does)."""
+    urls = [("--api-base" if command_line else "api_base", settings.api_base)] if settings.api_base else []
     urls += [(f"api_bases[{i}]", url) for i, url in enumerate(settings.api_bases or [])]
     found = []
+    cli = (
+        "export the key in the variable the provider reads (e.g. OPENAI_API_KEY), or name the model in a "
+        "pipeline with api_key_env or headers_env"
+    )
     for field, url in urls:
         if _has_userinfo(url):
+            instead = cli if command_line else f"{_USE_BASIC}, or {_USE_KEY_ENV}"
             found.append(
                 f"{field} {redact_url(url)} has a user name or password in it (user:password@host), which "
-                f"litellm cannot send; remove them from the URL: {_USE_BASIC}, or {_USE_KEY_ENV}"
+                f"litellm cannot send; remove them from the URL: {instead}"
             )
         elif names := _query_credentials(url):
+            instead = cli if command_line else f"{_USE_KEY_ENV}, or {_USE_HEADER_ENV}"
             found.append(
                 f"{field} {redact_url(url)} has a credential in its query string ({', '.join(names)}=...), "
                 f"which litellm puts before the request's path (every call would go to a wrong URL); "
-                f"remove it from the URL: {_USE_KEY_ENV}, or {_USE_HEADER_ENV}"
+                f"remove it from the URL: {instead}"
             )
     for path, header in _credential_keys(settings.extra, "extra"):
         instead = (
@@ -303,7 +310,7 @@ def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: boo
         if placeholders:
             say(f"placeholder REPLACE-ME left in {', '.join(placeholders)}; fill it in")
             continue
-        credentials = _credential_problems(s)  # any kind: a key does not belong in a pipeline file
+        credentials = _credential_problems(s, use.where.startswith("--"))  # any kind of model
         for credential in credentials:
             say(credential)
         kind = model_kind(s.model)
