@@ -21,6 +21,7 @@ from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelCallError, ModelClient
 from agentjudge.models.preflight import ModelUse, preflight
 from agentjudge.runner.grid import run_cli
+from agentjudge.runner.pipeline import config_hash, load_pipeline
 from agentjudge.types import ModelSettings
 
 CF_SECRET = "cf-9d2b-header-secret"
@@ -66,7 +67,7 @@ def test_a_run_sends_the_headers_and_writes_their_values_nowhere(
     meta = json.loads((rundir / "meta.json").read_text(encoding="utf-8"))
     assert meta["pipeline"]["judges"][0]["headers_env"] == HEADERS  # the names are kept, not the values
     files = [p for p in [*tmp_path.rglob("*"), *cache_path.parent.rglob("*")] if p.is_file()]
-    assert any(p.name == "run.sqlite" for p in files) and any(p.suffix == ".sqlite" for p in files)
+    assert rundir / "run.sqlite" in files and tmp_path / "cache.sqlite" in files  # the pipeline's cache
     for path in files:
         data = path.read_bytes()
         for value in (CF_SECRET, BASIC, BASIC.split()[1]):
@@ -126,3 +127,12 @@ def test_the_probe_sends_the_headers(fake_llm: FakeLLM, header_vars: None) -> No
 def test_batch_mode_with_headers_env_is_refused() -> None:
     with pytest.raises(ValidationError, match="batch mode does not send headers_env"):
         ModelSettings(model="openai/gpt-4o-mini", batch=True, headers_env={"X-Key": "V"})
+
+
+def test_headers_env_leaves_the_config_hash_alone(tmp_path: Path) -> None:
+    # like api_key_env: how a call is authenticated does not change what its results mean (an older run
+    # folder, made before the key existed, resumes)
+    plain = load_pipeline(write_pipeline(tmp_path, judges=[_judge("http://127.0.0.1:9/v1", headers_env={})]))
+    with_headers = load_pipeline(write_pipeline(tmp_path, judges=[_judge("http://127.0.0.1:9/v1")]))
+    assert with_headers.judges[0].headers_env == HEADERS
+    assert config_hash(plain) == config_hash(with_headers)
