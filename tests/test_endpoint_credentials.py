@@ -37,8 +37,8 @@ def test_a_user_name_or_password_in_an_endpoint_url_is_refused_without_showing_i
     (line,) = _lines(_judge(api_bases=[good, with_password]))
     assert line == (
         f"judges[0] ('openai/test-model'): api_bases[1] {good} has a user name or password in it "
-        "(user:password@host), which litellm cannot send; remove them from the URL: for basic auth set "
-        "headers_env: {Authorization: VAR} with VAR holding 'Basic <base64 of user:password>', or "
+        "(user:password@host), which litellm refuses next to an API key; remove them from the URL: for basic "
+        "auth set headers_env: {Authorization: VAR} with VAR holding 'Basic <base64 of user:password>', or "
         f"{TO_ENV}"
     )
     (line,) = _lines(_judge(api_base=good.replace("http://", "http://judge@")))  # a user name alone

@@ -164,7 +164,7 @@ def _credential_problems(settings: ModelSettings, command_line: bool = False) ->
             instead = cli if command_line else f"{_USE_BASIC}, or {_USE_KEY_ENV}"
             found.append(
                 f"{field} {redact_url(url)} has a user name or password in it (user:password@host), which "
-                f"litellm cannot send; remove them from the URL: {instead}"
+                f"litellm refuses next to an API key; remove them from the URL: {instead}"
             )
         elif names := _query_credentials(url):
             instead = cli if command_line else f"{_USE_KEY_ENV}, or {_USE_HEADER_ENV}"
