@@ -22,7 +22,8 @@ client once per round, and the last column lists each round's requests/s and ste
   than it finishes units: raw and threads replay exactly the requests the first runner run sent, and the
   ratios and goals compare requests/s (the same work), not units/s.
 * ``% of C/L``: requests/s as a share of the ceiling C/L.
-* ``CPU ms/request``: the client's whole CPU divided by its requests, start-up included. raw/threads: the whole
+* ``CPU ms/request``: the client's whole CPU divided by its requests, start-up included. raw/threads: the
+  whole
   process (litellm's import, 2.6-3.9 s of CPU, is most of it at these sizes); the runner: its whole CPU,
   worker processes included, minus that of the same run without the judge (which imports no litellm). It
   swings by several ms from sitting to sitting: read it as "start-up plus calls", not as the cost of a call.
