@@ -23,9 +23,8 @@ client once per round, and the last column lists each round's requests/s and ste
   ratios and goals compare requests/s (the same work), not units/s.
 * ``% of C/L``: requests/s as a share of the ceiling C/L.
 * ``CPU ms/request``: the client's whole CPU divided by its requests, start-up included. raw/threads: the
-  whole
-  process (litellm's import, 2.6-3.9 s of CPU, is most of it at these sizes); the runner: its whole CPU,
-  worker processes included, minus that of the same run without the judge (which imports no litellm). It
+  whole process (litellm's import, 2.6-3.9 s of CPU, is most of it at these sizes); the runner: its whole
+  CPU, worker processes included, minus that of the same run without the judge (which imports no litellm). It
   swings by several ms from sitting to sitting: read it as "start-up plus calls", not as the cost of a call.
 * ``units``, ``requests``: how many of each the client finished / sent.
 * ``steady CPU ms/request``: the per-request cost in steady state, measured the same way for every client
