@@ -41,7 +41,6 @@ import signal
 import struct
 import sys
 import traceback
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,6 +185,7 @@ class WorkerPool:
         self.spec = spec
         self._workers: list[_Worker] = []
         self._tasks = _TaskTokens()
+        self._routes: dict[str, list[Any]] = {}  # route -> [its worker, its calls in flight] (see call)
         self._next_id = 0
         self.started = False
 
@@ -264,16 +264,24 @@ class WorkerPool:
         """Run ``models[role][name](*payload)`` in a worker; its exception comes back as RemoteUnitError.
         ``start`` must have finished.
 
-        ``route``: calls with one route go to the same worker (while it lives), so that identical requests
-        (the same judge prompt for two generators' identical predictions) meet in one client, which sends
-        one of them and answers the other from it; without a route, the least busy worker."""
+        ``route``: the identity of the request (calls with one route ask the same thing). While a call of a
+        route is in flight, later calls of that route go to the same worker, so identical requests meet in
+        one client, which sends one of them and answers the others from it (the in-flight sharing is per
+        process). Otherwise, with or without a route, the least busy worker: a route pins nothing once its
+        calls have come back (by then the answer is in the call cache, which every worker reads), so work
+        spreads evenly however the routes are distributed."""
         alive = [w for w in self._workers if w.dead is None and w.writer is not None]
         if not alive:
             raise RemoteUnitError(f"WorkerError: every worker process has exited ({self._workers[0].dead})")
-        worker = min(alive, key=lambda w: len(w.pending))
-        if route is not None:
-            preferred = self._workers[zlib.crc32(route.encode()) % len(self._workers)]
-            worker = preferred if preferred in alive else worker
+        held = self._routes.get(route) if route is not None else None
+        if held is not None and held[0] in alive:
+            worker = held[0]
+        else:
+            worker = min(alive, key=lambda w: len(w.pending))
+            if route is not None:
+                held = self._routes[route] = [worker, 0]  # calls on a dead worker count on their own list
+        if held is not None:
+            held[1] += 1  # calls of this route in flight
         self._next_id += 1
         call_id = self._next_id
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -284,6 +292,10 @@ class WorkerPool:
             return await future
         finally:
             worker.pending.pop(call_id, None)
+            if held is not None and route is not None:
+                held[1] -= 1
+                if held[1] == 0 and self._routes.get(route) is held:
+                    del self._routes[route]
 
     async def close(self) -> list[Any]:
         """Ask every worker to finish and return its client statistics (None for a worker that died)."""
