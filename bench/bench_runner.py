@@ -30,9 +30,11 @@ client once per round, and the last column lists each round's requests/s and ste
 * ``steady CPU ms/request``: the per-request cost in steady state, measured the same way for every client
   and from outside it (``_Sampler``): the bench polls the client's process tree (the process and every
   descendant, worker processes included; /proc) and the server's request count every 5 ms, and divides the
-  CPU used between the moments the server had received 10 % and 90 % of the client's requests by the
-  requests received in between. Start-up and wind-down (the runner's repeats answered from the cache, its
-  export) fall outside the window. The goal "CPU within 0.5 ms of raw" is judged on this column.
+  CPU used between the moments the server had received request C + m and request N - m (N requests in all,
+  m = 10 % of N - C) by the requests received in between. In that window the client has C requests in
+  flight throughout and gets an answer for each request it sends; start-up (imports, the first burst of C)
+  and wind-down (the last answers, the runner's repeats answered from the cache, its export) fall outside.
+  The goal "CPU within 0.5 ms of raw" is judged on this column.
 
 Each row's header gives the loopback server's own CPU per request (on 2 cores it competes with the client
 being measured). Ratios are measured in one run on one machine: read them, not the absolute figures, when
@@ -86,7 +88,7 @@ def _children_cpu() -> float:
 
 
 _TICK = os.sysconf("SC_CLK_TCK")
-STEADY = (0.1, 0.9)  # the steady-state window: from 10 % to 90 % of a client's requests
+STEADY_MARGIN = 0.1  # the steady-state window leaves out this share of the requests after the first C
 
 
 def _tree_cpu(pid: int) -> float:
@@ -103,10 +105,14 @@ def _tree_cpu(pid: int) -> float:
 
 class _Sampler:
     """Polls a client process tree's CPU and the server's request count every ``every`` s, from outside the
-    client (nothing in the measured code changes). ``steady_ms`` is the CPU per request between the samples
-    at which the server had received 10 % and 90 % of the client's requests: start-up (litellm's import,
-    simulated predictions, scoring) and wind-down (repeats answered from the cache, export) lie outside that
-    window, so the figure is the per-request cost in steady state, measured the same way for every client."""
+    client (nothing in the measured code changes). ``steady_ms`` is the CPU per request in steady state: a
+    client with C requests in flight sends its first C at once and each later one when an answer comes back,
+    so between the moments the server had received request C + m and request N - m (m = 10 % of the N - C
+    requests after the first C) it received as many requests as the client got answers, with C in flight
+    all along. Start-up (litellm's import, simulated predictions, scoring, the first burst) and wind-down
+    (the last answers, the runner's repeats answered from the cache, its export) lie outside that window, so
+    the figure is the per-request cost of a sent request and its answer, measured the same way for every
+    client."""
 
     def __init__(self, log: Path, every: float = 0.005) -> None:
         self.log, self.every = log, every
@@ -136,9 +142,10 @@ class _Sampler:
             reader.join()
         return "".join(out), "".join(err)
 
-    def steady_ms(self, requests: int) -> float:
-        """CPU ms per request in the 10-90 % window of ``requests`` (nan if too few samples)."""
-        lo, hi = STEADY[0] * requests, STEADY[1] * requests
+    def steady_ms(self, requests: int, c: int) -> float:
+        """CPU ms per request in the steady window of ``requests`` sent C at a time (nan if too few)."""
+        margin = STEADY_MARGIN * (requests - c)
+        lo, hi = c + margin, requests - margin
         first = next(((n, c) for n, c in self.samples if n >= lo), None)
         last = next(((n, c) for n, c in reversed(self.samples) if n <= hi), None)
         if first is None or last is None or last[0] <= first[0]:
@@ -290,7 +297,7 @@ def _run_contender(kind: str, bodies: Path, base_url: str, c: int, sampler: _Sam
     if proc.wait() != 0:
         raise SystemExit(f"{kind} failed:\n{stderr[-3000:]}")
     out: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
-    out["steady_ms"] = sampler.steady_ms(out["calls"])
+    out["steady_ms"] = sampler.steady_ms(out["calls"], c)
     return out
 
 
@@ -408,7 +415,7 @@ def main() -> None:
                                         "rate": done / seconds if seconds else 0.0,
                                         "req_rate": len(sent) / seconds if seconds else 0.0,
                                         "cpu_ms": 1000 * (cpu - fixed_cpu[label]) / max(len(sent), 1),
-                                        "steady_ms": sampler.steady_ms(len(sent)),
+                                        "steady_ms": sampler.steady_ms(len(sent), c),
                                         "done": done,
                                         "requests": len(sent),
                                     }
