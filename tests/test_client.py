@@ -484,3 +484,34 @@ async def test_an_answered_batch_request_counts_each_submission(fake_llm: FakeLL
     stats = client.stats.model("judge")
     assert (stats.requests, stats.calls, stats.cache_hits) == (2, 2, 1)
     broker.close()
+
+
+def test_the_fake_server_sends_each_answer_at_once() -> None:
+    """The loopback server writes an answer's headers and body separately; with Nagle's algorithm on, the
+    body of every answer after a connection's first waited for the client's delayed ACK (~40 ms), so a
+    server told to answer after 200 ms answered after ~244 ms and bench_runner's "% of C/L" was capped near
+    81 % for every client. The server's connections must set TCP_NODELAY (socketserver does it for a handler
+    with ``disable_nagle_algorithm``), checked here on a real accepted connection."""
+    import socket
+    import threading
+
+    handler = FakeLLM()._handler_class()
+    seen: list[int] = []
+
+    class Probe(handler):  # type: ignore[misc, valid-type]
+        def setup(self) -> None:
+            super().setup()
+            seen.append(self.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+        def handle(self) -> None:
+            return
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname())
+        connection, address = listener.accept()
+        thread = threading.Thread(target=Probe, args=(connection, address, None))
+        thread.start()
+        thread.join(10)
+        client.close()
+        connection.close()
+    assert seen and seen[0] != 0
