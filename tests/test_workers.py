@@ -96,10 +96,24 @@ def test_a_task_crosses_the_pipe_once_per_worker() -> None:
 
 
 class _Pipe:
-    """Stands in for a worker's request pipe: takes frames, sends nothing."""
+    """Stands in for a worker's request pipe: keeps what is written, sends nothing."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
 
     def write(self, data: bytes) -> None:
-        pass
+        self.writes.append(data)
+
+
+def _fake_pool() -> WorkerPool:
+    """A pool of two workers that are only their request pipes (nothing is forked)."""
+    pool = WorkerPool(2, None)  # type: ignore[arg-type]
+    for _ in range(2):
+        pipe = _Pipe()
+        worker = workers._Worker(pid=0, request_fd=-1, answer_fd=-1, writer=pipe)  # type: ignore[arg-type]
+        worker.outbox = workers._Outbox(pipe)  # type: ignore[arg-type]
+        pool._workers.append(worker)
+    return pool
 
 
 def test_a_route_holds_a_worker_only_while_its_calls_are_in_flight() -> None:
@@ -110,8 +124,7 @@ def test_a_route_holds_a_worker_only_while_its_calls_are_in_flight() -> None:
     import zlib
 
     async def scenario() -> None:
-        pool = WorkerPool(2, None)  # type: ignore[arg-type] - no process is forked here
-        pool._workers = [workers._Worker(pid=0, request_fd=-1, answer_fd=-1, writer=_Pipe()) for _ in "ab"]  # type: ignore[arg-type]
+        pool = _fake_pool()
         a, b = pool._workers
         routes = [r for r in (f"judge|rec{i}|with_gt" for i in range(100)) if zlib.crc32(r.encode()) % 2 == 0]
         calls = [asyncio.create_task(pool.call("judge", "j", (), route)) for route in routes[:8]]
@@ -134,6 +147,39 @@ def test_a_route_holds_a_worker_only_while_its_calls_are_in_flight() -> None:
         assert len(other.pending) == 1  # the answer is in the call cache now: the route pins nothing
         next(iter(other.pending.values())).set_result("cached")
         assert await again == "cached"
+
+    asyncio.run(scenario())
+
+
+def test_the_frames_of_one_event_loop_turn_go_out_in_one_write() -> None:
+    """Units started in one turn of the parent's loop reach a worker in one write (one wake-up of the
+    worker), in the order they were started, each frame intact; a later turn's go out in a later write."""
+    import asyncio
+
+    async def scenario() -> None:
+        pool = _fake_pool()
+        first = [asyncio.create_task(pool.call("judge", "j", (n,), f"r{n}")) for n in range(6)]
+        await asyncio.sleep(0)  # the six calls run up to their frames
+        await asyncio.sleep(0)  # the outboxes are flushed
+        pipes = [w.writer for w in pool._workers]
+        assert [len(p.writes) for p in pipes] == [1, 1]  # type: ignore[union-attr]
+        later = asyncio.create_task(pool.call("judge", "j", (6,), "r6"))
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert sorted(len(p.writes) for p in pipes) == [1, 2]  # type: ignore[union-attr]
+        for pipe in pipes:
+            data = b"".join(pipe.writes)  # type: ignore[union-attr]
+            payloads = []
+            while data:
+                (size,) = workers._HEADER.unpack(data[: workers._HEADER.size])
+                frame = pickle.loads(data[workers._HEADER.size : workers._HEADER.size + size])
+                payloads.append(workers._read_request(frame, {})[3][0])
+                data = data[workers._HEADER.size + size :]
+            assert payloads == sorted(payloads)  # in the order the calls were made
+        for worker in pool._workers:
+            for future in worker.pending.values():
+                future.set_result(None)
+        await asyncio.gather(*first, later)
 
     asyncio.run(scenario())
 

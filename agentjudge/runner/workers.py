@@ -159,6 +159,28 @@ async def _pipe_streams(read_fd: int, write_fd: int) -> tuple[asyncio.StreamRead
     return reader, transport
 
 
+class _Outbox:
+    """Frames for one pipe, written together once per event-loop turn: the units a turn starts (or the answers
+    it finishes) cost one write and wake the other side once, instead of once per frame. A frame is never
+    held past the turn that made it, so nothing waits on the batch; the reader takes the frames apart by
+    their length prefixes as before."""
+
+    def __init__(self, transport: asyncio.WriteTransport) -> None:
+        self.transport = transport
+        self.frames: list[bytes] = []
+
+    def send(self, frame: bytes) -> None:
+        if not self.frames:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self.frames.append(frame)
+
+    def flush(self) -> None:
+        if self.frames:
+            data = b"".join(self.frames)
+            self.frames.clear()
+            self.transport.write(data)
+
+
 @dataclass
 class _Worker:
     pid: int
@@ -172,6 +194,7 @@ class _Worker:
     reaped: bool = False
     fds_closed: bool = False
     tasks_sent: set[str] = field(default_factory=set)  # task tokens this worker holds (see _TaskPickler)
+    outbox: _Outbox | None = None  # frames for this worker, written once per event-loop turn
 
 
 class WorkerPool:
@@ -225,6 +248,7 @@ class WorkerPool:
         self.started = True
         for worker in self._workers:
             reader, worker.writer = await _pipe_streams(worker.answer_fd, worker.request_fd)
+            worker.outbox = _Outbox(worker.writer)
             worker.final = asyncio.get_running_loop().create_future()
             worker.reader_task = asyncio.create_task(self._read(worker, reader))
 
@@ -286,8 +310,8 @@ class WorkerPool:
         call_id = self._next_id
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         worker.pending[call_id] = future
-        assert worker.writer is not None
-        worker.writer.write(_request_frame((call_id, role, name, payload), self._tasks, worker.tasks_sent))
+        assert worker.outbox is not None
+        worker.outbox.send(_request_frame((call_id, role, name, payload), self._tasks, worker.tasks_sent))
         try:
             return await future
         finally:
@@ -301,8 +325,9 @@ class WorkerPool:
         """Ask every worker to finish and return its client statistics (None for a worker that died)."""
         await self.start()
         for worker in self._workers:
-            if worker.dead is None and worker.writer is not None:
-                worker.writer.write(_frame(None))
+            if worker.dead is None and worker.outbox is not None:
+                worker.outbox.send(_frame(None))  # after every request sent before it
+                worker.outbox.flush()
         stats = []
         for worker in self._workers:
             assert worker.final is not None
@@ -353,6 +378,7 @@ async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int) -> None:
     from agentjudge.runner.engine import error_text
 
     reader, writer = await _pipe_streams(request_fd, answer_fd)
+    outbox = _Outbox(writer)
     client = ModelClient(cache=CallCache(spec.cache), read_cache=spec.read_cache)
     models = _build(spec, client)
     tasks: set[asyncio.Task[None]] = set()
@@ -361,9 +387,9 @@ async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int) -> None:
     async def handle(call_id: int, role: str, name: str, payload: Any) -> None:
         try:
             result = await models[role][name](*payload)
-            writer.write(_frame((call_id, True, result)))
+            outbox.send(_frame((call_id, True, result)))
         except Exception as exc:  # noqa: BLE001 - the parent records it as the unit's failure
-            writer.write(_frame((call_id, False, error_text(exc))))
+            outbox.send(_frame((call_id, False, error_text(exc))))
 
     try:
         while True:
@@ -377,7 +403,8 @@ async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int) -> None:
         return
     if tasks:
         await asyncio.gather(*tasks)
-    writer.write(_frame(("stats", client.stats)))
+    outbox.send(_frame(("stats", client.stats)))
+    outbox.flush()
     while writer.get_write_buffer_size():  # asyncio.run must not close the loop on unsent answers
         await asyncio.sleep(0.005)
     writer.close()
