@@ -718,8 +718,10 @@ async def _run(
 ) -> int:
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
+    from agentjudge.models.inline_executor import install_if_loaded
     from agentjudge.registry import ModelResolutionError
 
+    install_if_loaded()  # litellm's request building runs inline in this loop (models/inline_executor.py)
     client = ModelClient(cache=CallCache(pipe.cache), read_cache=not no_cache, max_cost_usd=pipe.max_cost_usd)
     try:  # before the store is opened: a model that cannot be built leaves no trace in RUNDIR
         gens, judges = _build_models(pipe, data, client)

@@ -375,8 +375,10 @@ def _build(spec: WorkerSpec, client: Any) -> dict[str, dict[str, Any]]:
 async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int) -> None:
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
+    from agentjudge.models.inline_executor import install_if_loaded
     from agentjudge.runner.engine import error_text
 
+    install_if_loaded()  # litellm's request building runs inline in this loop (models/inline_executor.py)
     reader, writer = await _pipe_streams(request_fd, answer_fd)
     outbox = _Outbox(writer)
     client = ModelClient(cache=CallCache(spec.cache), read_cache=spec.read_cache)
