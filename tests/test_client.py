@@ -515,3 +515,30 @@ def test_the_fake_server_sends_each_answer_at_once() -> None:
         client.close()
         connection.close()
     assert seen and seen[0] != 0
+
+
+async def test_a_call_litellm_never_ends_is_given_up_as_a_timeout(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client's own deadline (litellm's timeout plus HANG_GUARD_S) ends a call that litellm never ends,
+    as a retried ``timeout``; the hung calls are cancelled, not left running."""
+    from agentjudge.models import client as client_module
+
+    litellm = client_module._litellm()
+    cancelled = []
+
+    async def hangs(**kwargs: object) -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.append(kwargs["model"])
+            raise
+
+    monkeypatch.setattr(litellm, "acompletion", hangs)
+    monkeypatch.setattr(client_module, "HANG_GUARD_S", 0.05)
+    started = time.monotonic()
+    with pytest.raises(ModelCallError) as err:
+        await fast_client().complete(fake_llm.settings(timeout_s=0.05, max_retries=1), MSG)
+    assert (err.value.kind, err.value.attempts) == ("timeout", 2)
+    assert len(cancelled) == 2
+    assert time.monotonic() - started < 30  # given up, not waited for an hour

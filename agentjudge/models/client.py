@@ -51,6 +51,7 @@ MODEL_FATAL_KINDS = frozenset({"auth", "bad_request", "not_found"})  # never ret
 _AUTH_MARKERS = ("api_key client option must be set", "missing credentials", "no api key", "invalid api key")
 MAX_BACKOFF_S = 30.0  # cap for one sleep, Retry-After included
 BASE_BACKOFF_S = 0.5
+HANG_GUARD_S = 5.0  # a call litellm has not ended this long after its own timeout is given up as a timeout
 
 
 class RawToolCall(Strict):
@@ -753,10 +754,10 @@ class ModelClient:
             attempts += 1
             stats.requests += 1
             try:
-                async with self._semaphore(settings):
-                    response = await asyncio.wait_for(
-                        litellm.acompletion(**kwargs), timeout=settings.timeout_s + 5.0
-                    )
+                # the guard against a call litellm never ends: a deadline on this task, not a task of its own
+                # per call as asyncio.wait_for would make (same TimeoutError at the same moment)
+                async with self._semaphore(settings), asyncio.timeout(settings.timeout_s + HANG_GUARD_S):
+                    response = await litellm.acompletion(**kwargs)
                 completion = self._to_completion(litellm, response, secrets, settings)
             except ModelCallError as exc:  # empty answer: retrying a deterministic call will not help
                 stats.failures += 1
@@ -803,7 +804,7 @@ class ModelClient:
                 try:
                     response = await asyncio.wait_for(
                         litellm.acompletion(**{**kwargs, "api_base": endpoint.url}),
-                        timeout=settings.timeout_s + 5.0,
+                        timeout=settings.timeout_s + HANG_GUARD_S,
                     )
                     answered = True
                 except Exception as exc:  # noqa: BLE001 - classified as in _call_with_retries
