@@ -209,8 +209,9 @@ def run_cli(
 
 def _prompt_group(key: UnitKey) -> tuple[Any, ...]:
     """What a judge unit's prompt depends on besides the prediction: units of one group over identical
-    predictions ask the same request (``_Grid._repeats`` takes those last; the workers' route keeps a group
-    in one worker, so the request is sent once)."""
+    predictions ask the same request (``_Grid._repeats`` takes those last; the workers' route, this group
+    and ``_Grid._shown`` of the prediction, sends twins in flight together to one worker, so the request is
+    sent once)."""
     return (key.judge, key.record_id, key.condition, key.variant, key.temperature, key.trial)
 
 
