@@ -439,6 +439,10 @@ class FakeLLM:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out in two writes: with Nagle's algorithm on, the body of every answer
+            # after a connection's first waited for the client's delayed ACK (~40 ms), so a "200 ms" server
+            # answered in ~244 ms and capped every client's rate below C/L (bench/bench_runner.py)
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr logging
                 return

@@ -484,3 +484,61 @@ async def test_an_answered_batch_request_counts_each_submission(fake_llm: FakeLL
     stats = client.stats.model("judge")
     assert (stats.requests, stats.calls, stats.cache_hits) == (2, 2, 1)
     broker.close()
+
+
+def test_the_fake_server_sends_each_answer_at_once() -> None:
+    """The loopback server writes an answer's headers and body separately; with Nagle's algorithm on, the
+    body of every answer after a connection's first waited for the client's delayed ACK (~40 ms), so a
+    server told to answer after 200 ms answered after ~244 ms and bench_runner's "% of C/L" was capped near
+    81 % for every client. The server's connections must set TCP_NODELAY (socketserver does it for a handler
+    with ``disable_nagle_algorithm``), checked here on a real accepted connection."""
+    import socket
+    import threading
+
+    handler = FakeLLM()._handler_class()
+    seen: list[int] = []
+
+    class Probe(handler):  # type: ignore[misc, valid-type]
+        def setup(self) -> None:
+            super().setup()
+            seen.append(self.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+        def handle(self) -> None:
+            return
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname())
+        connection, address = listener.accept()
+        thread = threading.Thread(target=Probe, args=(connection, address, None))
+        thread.start()
+        thread.join(10)
+        client.close()
+        connection.close()
+    assert seen and seen[0] != 0
+
+
+async def test_a_call_litellm_never_ends_is_given_up_as_a_timeout(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client's own deadline (litellm's timeout plus HANG_GUARD_S) ends a call that litellm never ends,
+    as a retried ``timeout``; the hung calls are cancelled, not left running."""
+    from agentjudge.models import client as client_module
+
+    litellm = client_module._litellm()
+    cancelled = []
+
+    async def hangs(**kwargs: object) -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.append(kwargs["model"])
+            raise
+
+    monkeypatch.setattr(litellm, "acompletion", hangs)
+    monkeypatch.setattr(client_module, "HANG_GUARD_S", 0.05)
+    started = time.monotonic()
+    with pytest.raises(ModelCallError) as err:
+        await fast_client().complete(fake_llm.settings(timeout_s=0.05, max_retries=1), MSG)
+    assert (err.value.kind, err.value.attempts) == ("timeout", 2)
+    assert len(cancelled) == 2
+    assert time.monotonic() - started < 30  # given up, not waited for an hour

@@ -95,6 +95,95 @@ def test_a_task_crosses_the_pipe_once_per_worker() -> None:
     assert len(frame) > sizes[1]
 
 
+class _Pipe:
+    """Stands in for a worker's request pipe: keeps what is written, sends nothing."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+
+def _fake_pool() -> WorkerPool:
+    """A pool of two workers that are only their request pipes (nothing is forked)."""
+    pool = WorkerPool(2, None)  # type: ignore[arg-type]
+    for _ in range(2):
+        pipe = _Pipe()
+        worker = workers._Worker(pid=0, request_fd=-1, answer_fd=-1, writer=pipe)  # type: ignore[arg-type]
+        worker.outbox = workers._Outbox(pipe)  # type: ignore[arg-type]
+        pool._workers.append(worker)
+    return pool
+
+
+def test_a_route_holds_a_worker_only_while_its_calls_are_in_flight() -> None:
+    """Calls asking the same thing (one route) meet in one worker while one of them is out; otherwise every
+    call goes to the least busy worker, so distinct requests spread evenly, even routes that one hash would
+    all put on the same worker (a record's units over different predictions used to share one worker)."""
+    import asyncio
+    import zlib
+
+    async def scenario() -> None:
+        pool = _fake_pool()
+        a, b = pool._workers
+        routes = [r for r in (f"judge|rec{i}|with_gt" for i in range(100)) if zlib.crc32(r.encode()) % 2 == 0]
+        calls = [asyncio.create_task(pool.call("judge", "j", (), route)) for route in routes[:8]]
+        await asyncio.sleep(0)
+        assert len(a.pending) == len(b.pending) == 4  # distinct requests: spread evenly
+        twin = asyncio.create_task(pool.call("judge", "j", (), routes[0]))
+        more = [asyncio.create_task(pool.call("judge", "j", (), routes[0])) for _ in range(3)]
+        await asyncio.sleep(0)
+        holder = a if len(a.pending) > len(b.pending) else b
+        assert len(holder.pending) == 8  # twins of an in-flight request join it, even on the busier worker
+        for worker in (a, b):
+            for future in list(worker.pending.values()):
+                future.set_result("answer")
+        assert await asyncio.gather(*calls, twin, *more) == ["answer"] * 12
+        assert pool._routes == {}  # nothing in flight: no route holds a worker
+        other = b if holder is a else a
+        holder.pending[-1] = asyncio.get_running_loop().create_future()  # `holder` is now the busier one
+        again = asyncio.create_task(pool.call("judge", "j", (), routes[0]))
+        await asyncio.sleep(0)
+        assert len(other.pending) == 1  # the answer is in the call cache now: the route pins nothing
+        next(iter(other.pending.values())).set_result("cached")
+        assert await again == "cached"
+
+    asyncio.run(scenario())
+
+
+def test_the_frames_of_one_event_loop_turn_go_out_in_one_write() -> None:
+    """Units started in one turn of the parent's loop reach a worker in one write (one wake-up of the
+    worker), in the order they were started, each frame intact; a later turn's go out in a later write."""
+    import asyncio
+
+    async def scenario() -> None:
+        pool = _fake_pool()
+        first = [asyncio.create_task(pool.call("judge", "j", (n,), f"r{n}")) for n in range(6)]
+        await asyncio.sleep(0)  # the six calls run up to their frames
+        await asyncio.sleep(0)  # the outboxes are flushed
+        pipes = [w.writer for w in pool._workers]
+        assert [len(p.writes) for p in pipes] == [1, 1]  # type: ignore[union-attr]
+        later = asyncio.create_task(pool.call("judge", "j", (6,), "r6"))
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert sorted(len(p.writes) for p in pipes) == [1, 2]  # type: ignore[union-attr]
+        for pipe in pipes:
+            data = b"".join(pipe.writes)  # type: ignore[union-attr]
+            payloads = []
+            while data:
+                (size,) = workers._HEADER.unpack(data[: workers._HEADER.size])
+                frame = pickle.loads(data[workers._HEADER.size : workers._HEADER.size + size])
+                payloads.append(workers._read_request(frame, {})[3][0])
+                data = data[workers._HEADER.size + size :]
+            assert payloads == sorted(payloads)  # in the order the calls were made
+        for worker in pool._workers:
+            for future in worker.pending.values():
+                future.set_result(None)
+        await asyncio.gather(*first, later)
+
+    asyncio.run(scenario())
+
+
 class _InFlight:
     """A responder that holds each answer ``delay`` s and counts requests in flight per model."""
 
@@ -320,6 +409,36 @@ def test_identical_prompts_in_flight_together_meet_in_one_worker(
     sent = [_digest(r) for r in fake_llm.requests]
     assert len(set(sent)) < 5 * 8  # the set-up has identical prompts, else this test shows nothing
     assert sorted(sent) == sorted(set(sent))
+
+
+def test_a_judge_units_route_names_its_request(
+    tmp_path: Path, fake_llm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The route is what makes two judge requests identical: equal requests share a route (so twins meet in
+    one worker) and different ones never do (a record's units over different predictions spread over the
+    workers instead of all following one route)."""
+    routes: dict[str, set[str]] = {}
+    original_call = WorkerPool.call
+
+    async def recording_call(
+        self: WorkerPool, role: str, name: str, payload: Any, route: str | None = None
+    ) -> Any:
+        assert route is not None
+        routes.setdefault(route, set()).add(name + payload[0].model_dump_json())
+        return await original_call(self, role, name, payload, route)
+
+    monkeypatch.setattr(WorkerPool, "call", recording_call)
+    fake_llm.set_responder(_responder)
+    gens = ["sim/weak", "sim/mid", "sim/strong", "sim/frontier", "sim/perfect"]
+    judges = [_judge(fake_llm, "judge-a", 8), _judge(fake_llm, "judge-b", 8)]
+    pipeline = write_pipeline(
+        tmp_path, generators=gens, judges=judges, conditions=["with_gt", "without_gt"], workers=2
+    )
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    assert sum(map(len, routes.values())) == len(routes)  # one request per route
+    requests = [next(iter(r)) for r in routes.values()]
+    assert len(set(requests)) == len(requests)  # one route per request
+    assert len(routes) < 2 * 2 * 5 * 8  # the set-up has identical requests, else this test shows less
 
 
 def test_a_cost_cap_judges_as_many_units_as_without_repeats_last(

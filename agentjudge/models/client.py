@@ -51,6 +51,7 @@ MODEL_FATAL_KINDS = frozenset({"auth", "bad_request", "not_found"})  # never ret
 _AUTH_MARKERS = ("api_key client option must be set", "missing credentials", "no api key", "invalid api key")
 MAX_BACKOFF_S = 30.0  # cap for one sleep, Retry-After included
 BASE_BACKOFF_S = 0.5
+HANG_GUARD_S = 5.0  # a call litellm has not ended this long after its own timeout is given up as a timeout
 
 
 class RawToolCall(Strict):
@@ -774,9 +775,11 @@ class ModelClient:
             attempts += 1
             stats.requests += 1
             try:
+                # the guard against a call litellm never ends; wait_for runs the call as a task of its own (a
+                # deadline on this task instead, asyncio.timeout, measured 5-15 % fewer calls per second)
                 async with self._semaphore(settings):
                     response = await asyncio.wait_for(
-                        litellm.acompletion(**kwargs), timeout=settings.timeout_s + 5.0
+                        litellm.acompletion(**kwargs), timeout=settings.timeout_s + HANG_GUARD_S
                     )
                 completion = self._to_completion(litellm, response, secrets, settings)
             except ModelCallError as exc:  # empty answer: retrying a deterministic call will not help
@@ -824,7 +827,7 @@ class ModelClient:
                 try:
                     response = await asyncio.wait_for(
                         litellm.acompletion(**{**kwargs, "api_base": endpoint.url}),
-                        timeout=settings.timeout_s + 5.0,
+                        timeout=settings.timeout_s + HANG_GUARD_S,
                     )
                     answered = True
                 except Exception as exc:  # noqa: BLE001 - classified as in _call_with_retries

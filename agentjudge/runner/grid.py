@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
+import hashlib
 import json
 import sqlite3
 import subprocess
@@ -208,8 +209,9 @@ def run_cli(
 
 def _prompt_group(key: UnitKey) -> tuple[Any, ...]:
     """What a judge unit's prompt depends on besides the prediction: units of one group over identical
-    predictions ask the same request (``_Grid._repeats`` takes those last; the workers' route keeps a group
-    in one worker, so the request is sent once)."""
+    predictions ask the same request (``_Grid._repeats`` takes those last; the workers' route, this group
+    and ``_Grid._shown`` of the prediction, sends twins in flight together to one worker, so the request is
+    sent once)."""
     return (key.judge, key.record_id, key.condition, key.variant, key.temperature, key.trial)
 
 
@@ -442,6 +444,8 @@ class _Grid:
         self.remote_gens, self.remote_judges = remote_models(pipe)
         self.pool = pool
         self.offline = offline.offline_models([*pipe.generators, *pipe.judges])
+        self._shown_ids: dict[bytes, int] = {}  # digest of a prediction's judged part -> a small id (_shown)
+        self._shown_of: dict[UnitKey, int] = {}  # a prediction's key -> that id
 
     async def close_workers(self) -> None:
         """Let the workers finish and add their call statistics to this process's."""
@@ -508,24 +512,31 @@ class _Grid:
             return set()  # no prediction has a twin
         seen: set[tuple[Any, ...]] = set()
         repeats: set[UnitKey] = set()
-        shown_as: dict[str, int] = {}  # a prediction's judged part -> a small id (one dump per prediction)
-        of_prediction: dict[UnitKey, int] = {}
         for key in units:
             if key.judge not in llm:
                 continue
-            pkey = UnitKey("predict", key.record_id, key.difficulty, key.generator, key.generator_trial)
-            shown = of_prediction.get(pkey)
+            shown = self._shown(key)
             if shown is None:
-                pred = self.predictions.get(pkey)
-                if pred is None:
-                    continue
-                text = pred.model_dump_json(include={"calls", "trajectory"})
-                shown = of_prediction[pkey] = shown_as.setdefault(text, len(shown_as))
+                continue
             twin = (*_prompt_group(key), shown)
             if twin in seen:
                 repeats.add(key)
             seen.add(twin)
         return repeats
+
+    def _shown(self, key: UnitKey) -> int | None:
+        """A small id of what a judge unit's prediction shows the judge (its calls and trajectory): equal ids,
+        equal predictions as far as a prompt can tell. One JSON dump per prediction, remembered; None when
+        the prediction is unknown."""
+        pkey = UnitKey("predict", key.record_id, key.difficulty, key.generator, key.generator_trial)
+        shown = self._shown_of.get(pkey)
+        if shown is None:
+            pred = self.predictions.get(pkey)
+            if pred is None:
+                return None
+            digest = hashlib.blake2b(pred.model_dump_json(include={"calls", "trajectory"}).encode()).digest()
+            shown = self._shown_of[pkey] = self._shown_ids.setdefault(digest, len(self._shown_ids))
+        return shown
 
     def _task(self, key: UnitKey) -> Task:
         record, difficulty = self.data.locate(key.record_id)
@@ -573,8 +584,10 @@ class _Grid:
         request = self._judge_request(key)
         res: JudgeResult
         if self.pool is not None and key.judge in self.remote_judges:
-            # a judge's identical prompts differ only in the generator: keep them in one worker
-            res = await self.pool.call("judge", key.judge, (request,), "|".join(map(str, _prompt_group(key))))
+            # the route names the request: its prompt group and what the prediction shows (identical requests
+            # in flight together meet in one worker; different predictions spread over the workers)
+            route = "|".join(map(str, (*_prompt_group(key), self._shown(key))))
+            res = await self.pool.call("judge", key.judge, (request,), route)
         else:
             res = await self.judges[key.judge](request)
         return self._judged(res)
@@ -617,6 +630,7 @@ class _Grid:
             await self._stage("judge", jwanted, lambda u: u.judge, self.judge, progress, self.judge_offline)
         await self.close_workers()
         self.predictions = {}  # the judge stage's input; the export reads predictions from the store
+        self._shown_ids, self._shown_of = {}, {}
         return wanted, jwanted
 
     def export(self, rundir: Path, wanted: list[UnitKey], jwanted: list[UnitKey]) -> tuple[int, int]:
@@ -707,8 +721,10 @@ async def _run(
 ) -> int:
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
+    from agentjudge.models.inline_executor import install_if_loaded
     from agentjudge.registry import ModelResolutionError
 
+    install_if_loaded()  # litellm's request building runs inline in this loop (models/inline_executor.py)
     client = ModelClient(cache=CallCache(pipe.cache), read_cache=not no_cache, max_cost_usd=pipe.max_cost_usd)
     try:  # before the store is opened: a model that cannot be built leaves no trace in RUNDIR
         gens, judges = _build_models(pipe, data, client)

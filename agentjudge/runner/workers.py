@@ -41,7 +41,6 @@ import signal
 import struct
 import sys
 import traceback
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,6 +159,28 @@ async def _pipe_streams(read_fd: int, write_fd: int) -> tuple[asyncio.StreamRead
     return reader, transport
 
 
+class _Outbox:
+    """Frames for one pipe, written together once per event-loop turn: the units a turn starts (or the answers
+    it finishes) cost one write and wake the other side once, instead of once per frame. A frame is never
+    held past the turn that made it, so nothing waits on the batch; the reader takes the frames apart by
+    their length prefixes as before."""
+
+    def __init__(self, transport: asyncio.WriteTransport) -> None:
+        self.transport = transport
+        self.frames: list[bytes] = []
+
+    def send(self, frame: bytes) -> None:
+        if not self.frames:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self.frames.append(frame)
+
+    def flush(self) -> None:
+        if self.frames:
+            data = b"".join(self.frames)
+            self.frames.clear()
+            self.transport.write(data)
+
+
 @dataclass
 class _Worker:
     pid: int
@@ -173,6 +194,7 @@ class _Worker:
     reaped: bool = False
     fds_closed: bool = False
     tasks_sent: set[str] = field(default_factory=set)  # task tokens this worker holds (see _TaskPickler)
+    outbox: _Outbox | None = None  # frames for this worker, written once per event-loop turn
 
 
 class WorkerPool:
@@ -186,6 +208,7 @@ class WorkerPool:
         self.spec = spec
         self._workers: list[_Worker] = []
         self._tasks = _TaskTokens()
+        self._routes: dict[str, list[Any]] = {}  # route -> [its worker, its calls in flight] (see call)
         self._next_id = 0
         self.started = False
 
@@ -225,6 +248,7 @@ class WorkerPool:
         self.started = True
         for worker in self._workers:
             reader, worker.writer = await _pipe_streams(worker.answer_fd, worker.request_fd)
+            worker.outbox = _Outbox(worker.writer)
             worker.final = asyncio.get_running_loop().create_future()
             worker.reader_task = asyncio.create_task(self._read(worker, reader))
 
@@ -264,33 +288,46 @@ class WorkerPool:
         """Run ``models[role][name](*payload)`` in a worker; its exception comes back as RemoteUnitError.
         ``start`` must have finished.
 
-        ``route``: calls with one route go to the same worker (while it lives), so that identical requests
-        (the same judge prompt for two generators' identical predictions) meet in one client, which sends
-        one of them and answers the other from it; without a route, the least busy worker."""
+        ``route``: the identity of the request (calls with one route ask the same thing). While a call of a
+        route is in flight, later calls of that route go to the same worker, so identical requests meet in
+        one client, which sends one of them and answers the others from it (the in-flight sharing is per
+        process). Otherwise, with or without a route, the least busy worker: a route pins nothing once its
+        calls have come back (by then the answer is in the call cache, which every worker reads), so work
+        spreads evenly however the routes are distributed."""
         alive = [w for w in self._workers if w.dead is None and w.writer is not None]
         if not alive:
             raise RemoteUnitError(f"WorkerError: every worker process has exited ({self._workers[0].dead})")
-        worker = min(alive, key=lambda w: len(w.pending))
-        if route is not None:
-            preferred = self._workers[zlib.crc32(route.encode()) % len(self._workers)]
-            worker = preferred if preferred in alive else worker
+        held = self._routes.get(route) if route is not None else None
+        if held is not None and held[0] in alive:
+            worker = held[0]
+        else:
+            worker = min(alive, key=lambda w: len(w.pending))
+            if route is not None:
+                held = self._routes[route] = [worker, 0]  # calls on a dead worker count on their own list
+        if held is not None:
+            held[1] += 1  # calls of this route in flight
         self._next_id += 1
         call_id = self._next_id
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         worker.pending[call_id] = future
-        assert worker.writer is not None
-        worker.writer.write(_request_frame((call_id, role, name, payload), self._tasks, worker.tasks_sent))
+        assert worker.outbox is not None
+        worker.outbox.send(_request_frame((call_id, role, name, payload), self._tasks, worker.tasks_sent))
         try:
             return await future
         finally:
             worker.pending.pop(call_id, None)
+            if held is not None and route is not None:
+                held[1] -= 1
+                if held[1] == 0 and self._routes.get(route) is held:
+                    del self._routes[route]
 
     async def close(self) -> list[Any]:
         """Ask every worker to finish and return its client statistics (None for a worker that died)."""
         await self.start()
         for worker in self._workers:
-            if worker.dead is None and worker.writer is not None:
-                worker.writer.write(_frame(None))
+            if worker.dead is None and worker.outbox is not None:
+                worker.outbox.send(_frame(None))  # after every request sent before it
+                worker.outbox.flush()
         stats = []
         for worker in self._workers:
             assert worker.final is not None
@@ -338,9 +375,12 @@ def _build(spec: WorkerSpec, client: Any) -> dict[str, dict[str, Any]]:
 async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int) -> None:
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
+    from agentjudge.models.inline_executor import install_if_loaded
     from agentjudge.runner.engine import error_text
 
+    install_if_loaded()  # litellm's request building runs inline in this loop (models/inline_executor.py)
     reader, writer = await _pipe_streams(request_fd, answer_fd)
+    outbox = _Outbox(writer)
     client = ModelClient(cache=CallCache(spec.cache), read_cache=spec.read_cache)
     models = _build(spec, client)
     tasks: set[asyncio.Task[None]] = set()
@@ -349,9 +389,9 @@ async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int) -> None:
     async def handle(call_id: int, role: str, name: str, payload: Any) -> None:
         try:
             result = await models[role][name](*payload)
-            writer.write(_frame((call_id, True, result)))
+            outbox.send(_frame((call_id, True, result)))
         except Exception as exc:  # noqa: BLE001 - the parent records it as the unit's failure
-            writer.write(_frame((call_id, False, error_text(exc))))
+            outbox.send(_frame((call_id, False, error_text(exc))))
 
     try:
         while True:
@@ -365,7 +405,8 @@ async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int) -> None:
         return
     if tasks:
         await asyncio.gather(*tasks)
-    writer.write(_frame(("stats", client.stats)))
+    outbox.send(_frame(("stats", client.stats)))
+    outbox.flush()
     while writer.get_write_buffer_size():  # asyncio.run must not close the loop on unsent answers
         await asyncio.sleep(0.005)
     writer.close()
