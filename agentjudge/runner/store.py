@@ -375,8 +375,8 @@ class RangeReader:
     """The raw rows (the key columns, status, the result's JSON text not decoded, error, attempts) of one
     stage whose coordinates lie in [lo, hi) (``key_ranges``; (None, None): all of them), in coordinate
     order, read through a read-only connection of the calling process: the export's forked processes read
-    their own part of the store (an SQLite connection must not cross a fork). The bounds are row values on the primary key's columns, so each read is a range search of
-    its index."""
+    their own part of the store (an SQLite connection must not cross a fork). The bounds are row values
+    on the primary key's columns, so each read is a range search of its index."""
 
     def __init__(self, path: Path, stage: Stage) -> None:
         self.path, self.stage = path, stage
