@@ -443,3 +443,30 @@ def test_the_export_counts_judge_units_in_sqlite_when_none_is_unplanned(
     meta = json.loads((rundir / "meta.json").read_text(encoding="utf-8"))
     assert meta["units"]["judge"] == {"planned": planned, "done": planned, "failed": 0}
     assert pq.ParquetFile(rundir / "judgments.parquet").metadata.num_rows == planned * 8
+
+
+def test_a_constant_baseline_is_asked_once_per_condition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """always-1 answers every request of a condition alike: the runner asks it once per condition (in one
+    process) and stores that answer for every unit, the same text a per-unit call stores."""
+    asked: list[str] = []
+    real = baselines.ConstantJudge.__call__
+
+    async def counting(self: Any, request: Any) -> Any:
+        asked.append(request.condition)
+        return await real(self, request)
+
+    monkeypatch.setattr(baselines.ConstantJudge, "__call__", counting)
+    rundir = tmp_path / "run"
+    assert run_cli(_pipeline(tmp_path, 1, limit=5), rundir) == 0
+    assert sorted(asked) == ["swapped_gt", "with_gt", "without_gt"]
+    with sqlite3.connect(rundir / "run.sqlite") as db:
+        stored = db.execute(
+            "SELECT condition, result FROM units WHERE judge = 'baseline/always-1' AND status = 'done'"
+        ).fetchall()
+    assert len(stored) == 5 * 3 * 3 * 3  # records x difficulties x generators x conditions
+    (text,) = {text for _, text in stored}  # one answer for every unit: the constant one
+    answer = json.loads(text)
+    assert answer["verdicts"] == {"tool": 1.0, "param": 1.0, "seq": 1.0, "cov": 1.0}
+    assert answer["raw_output"] == "baseline/always-1: constant verdict 1"

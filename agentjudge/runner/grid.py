@@ -442,6 +442,7 @@ class _Grid:
         self.remote_gens, self.remote_judges = remote_models(pipe)
         self.pool = pool
         self.offline = offline.offline_models([*pipe.generators, *pipe.judges])
+        self._alike: dict[tuple[str, str], engine.Outcome] = {}  # see judge_offline
         self.unplanned: dict[str, int] = {}  # per stage, when known: stored units not planned (``_stage``)
 
     async def close_workers(self) -> None:
@@ -583,8 +584,18 @@ class _Grid:
         return self._judged(res)
 
     def judge_offline(self, key: UnitKey) -> engine.Outcome:
-        """``judge`` for a baseline or simulated judge, without an event loop (``runner.offline``)."""
-        return self._judged(offline.drive(self.judges[key.judge](self._judge_request(key))))
+        """``judge`` for a baseline or simulated judge, without an event loop (``runner.offline``). A judge
+        that ``answers_alike`` under the unit's condition (the constant baselines) is asked once per
+        process and condition; its outcome object is reused (``offline.compute_chunk`` encodes it once)."""
+        judge = self.judges[key.judge]
+        alike = getattr(judge, "answers_alike", None)
+        if alike is not None and alike(key.condition):
+            known = self._alike.get((key.judge, key.condition))
+            if known is None:
+                known = self._judged(offline.drive(judge(self._judge_request(key))))
+                self._alike[(key.judge, key.condition)] = known
+            return known
+        return self._judged(offline.drive(judge(self._judge_request(key))))
 
     async def run(self, console: Console) -> tuple[list[UnitKey], list[UnitKey]]:
         """predict -> score -> judge; returns the planned units of both stages."""

@@ -137,14 +137,19 @@ def decode(encoded: Encoded) -> tuple[str | None, engine.Outcome]:
 
 
 def compute_chunk(units: Sequence[UnitKey], work: Callable[[UnitKey], engine.Outcome]) -> list[Encoded]:
-    """Run ``work`` on every unit; a unit that raises is failed with the engine's error text."""
+    """Run ``work`` on every unit; a unit that raises is failed with the engine's error text. An outcome
+    object that ``work`` returns again (a judge that answers alike) is encoded once."""
     out: list[Encoded] = []
+    again: dict[int, tuple[engine.Outcome, Encoded]] = {}  # id -> (the outcome, kept alive; its encoding)
     for unit in units:
         try:
             outcome = work(unit)
         except Exception as exc:  # noqa: BLE001 - a unit's failure is recorded, never fatal to the grid
             outcome = engine.Outcome("failed", None, engine.error_text(exc))
-        out.append(encode(outcome))
+        seen = again.get(id(outcome))
+        if seen is None:
+            seen = again[id(outcome)] = (outcome, encode(outcome))
+        out.append(seen[1])
     return out
 
 
