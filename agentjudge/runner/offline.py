@@ -485,10 +485,18 @@ async def run_offline_units(
                     if budget.exhausted:
                         budget.skipped += 1
                         continue
+                tally = tallies.get(model) or tallies.setdefault(model, engine.ModelTally())
+                if encoded[0] == "done" and encoded[3] is None and not encoded[4]:
+                    # the common case, whose accounting (engine.settle) is one more done unit: no Outcome
+                    # and Usage objects built for it
+                    if not stored:
+                        store.finish_encoded(unit, "done", encoded[1], encoded[2], started, finished)
+                    tally.done += 1
+                    continue
                 payload, outcome = decode(encoded)
                 if not stored:
                     store.finish_encoded(unit, outcome.status, payload, outcome.error, started, finished)
-                engine.settle(model, outcome, tallies.setdefault(model, engine.ModelTally()), budget, log)
+                engine.settle(model, outcome, tally, budget, log)
             store.flush_if_due()
             progress.advance(bar, len(chunk))
             started = finished
