@@ -390,6 +390,20 @@ def test_a_child_stores_its_own_chunks(tmp_path: Path, monkeypatch: pytest.Monke
     assert 0 < seen.count("judge") < total * 3 // 4  # the child stored a good part of the judge stage
     with sqlite3.connect(work / "run" / "run.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM units WHERE attempts != 1").fetchone()[0] == 0
+    per_model = json.loads((work / "run" / "meta.json").read_text(encoding="utf-8"))["last_invocation"]
+    done = {
+        row["model"]: (row["done"], row["failed"], row["parse_failures"]) for row in per_model["per_model"]
+    }
+    # every unit settled once, wherever it was stored: 20 x 3 x 3 predictions, 3 conditions per judge
+    assert done == {
+        **{g: (180 // 3, 0, 0) for g in ("sim/weak", "sim/mid", "sim/perfect")},
+        **{
+            j: (540, 0, 0)
+            for j in ("baseline/always-1", "baseline/rule", "baseline/gt-rule", "baseline/ceiling")
+        },
+        "simjudge/careful": done["simjudge/careful"],
+    }
+    assert sum(done["simjudge/careful"][:2]) == 540
     for name in FILES:
         assert (ref / "run" / name).read_bytes() == (work / "run" / name).read_bytes(), name
 
