@@ -4,6 +4,7 @@ main process, a SIGKILLed offline run resumed without a duplicate, and the rule 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -360,3 +361,126 @@ def test_ctrl_c_of_an_offline_run_with_two_processes_then_resume(tmp_path: Path)
     assert run_cli(pipeline, rundir) == 0
     for name in FILES:
         assert (ref / "run" / name).read_bytes() == (rundir / name).read_bytes(), name
+
+
+def _stored_by_main(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Stages of the units the main process buffers for its own store (``RunStore.finish_encoded``)."""
+    seen: list[str] = []
+    real = grid.RunStore.finish_encoded
+
+    def counting(self: Any, key: Any, *args: Any) -> None:
+        seen.append(key.stage)
+        real(self, key, *args)
+
+    monkeypatch.setattr(grid.RunStore, "finish_encoded", counting)
+    return seen
+
+
+def test_a_child_stores_its_own_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With two processes the child commits the chunks it computes (the main process stores only its own
+    share), every unit is stored once, and the files equal those of one process."""
+    monkeypatch.setattr(offline, "CHUNK_UNITS", 250)
+    ref = tmp_path / "ref"
+    assert run_cli(_pipeline(ref, 1, limit=20), ref / "run") == 0
+    seen = _stored_by_main(monkeypatch)
+    work = tmp_path / "two"
+    assert run_cli(_pipeline(work, 2, limit=20), work / "run") == 0
+    total = _judge_rows(work / "run" / "run.sqlite")
+    assert total == 20 * 3 * 3 * 5 * 3  # records x difficulties x generators x judges x conditions
+    assert 0 < seen.count("judge") < total * 3 // 4  # the child stored a good part of the judge stage
+    with sqlite3.connect(work / "run" / "run.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM units WHERE attempts != 1").fetchone()[0] == 0
+    per_model = json.loads((work / "run" / "meta.json").read_text(encoding="utf-8"))["last_invocation"]
+    done = {
+        row["model"]: (row["done"], row["failed"], row["parse_failures"]) for row in per_model["per_model"]
+    }
+    # every unit settled once, wherever it was stored: 20 x 3 x 3 predictions, 3 conditions per judge
+    assert done == {
+        **{g: (180 // 3, 0, 0) for g in ("sim/weak", "sim/mid", "sim/perfect")},
+        **{
+            j: (540, 0, 0)
+            for j in ("baseline/always-1", "baseline/rule", "baseline/gt-rule", "baseline/ceiling")
+        },
+        "simjudge/careful": done["simjudge/careful"],
+    }
+    assert sum(done["simjudge/careful"][:2]) == 540
+    for name in FILES:
+        assert (ref / "run" / name).read_bytes() == (work / "run" / name).read_bytes(), name
+
+
+def test_under_a_cost_cap_the_main_process_stores_every_unit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cost cap: the main process decides unit by unit what is stored (the engine's rule), so no child
+    stores a chunk itself."""
+    monkeypatch.setattr(offline, "CHUNK_UNITS", 250)
+    seen = _stored_by_main(monkeypatch)
+    pipeline = _pipeline(tmp_path, 2, limit=20)
+    data = yaml.safe_load(pipeline.read_text(encoding="utf-8"))
+    pipeline.write_text(yaml.safe_dump({**data, "max_cost_usd": 5.0}, sort_keys=False), encoding="utf-8")
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    assert seen.count("judge") == _judge_rows(tmp_path / "run" / "run.sqlite") == 20 * 3 * 3 * 5 * 3
+
+
+def test_the_export_counts_judge_units_in_sqlite_when_none_is_unplanned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The judge stage knows that every stored judge unit is planned, so the export counts them by status
+    in SQLite instead of streaming every key; with an unplanned unit in the store it still leaves it out."""
+    streamed: list[str] = []
+    real = grid.RunStore.iter_statuses
+
+    def counting(self: Any, stage: Any) -> Any:
+        streamed.append(stage)
+        return real(self, stage)
+
+    monkeypatch.setattr(grid.RunStore, "iter_statuses", counting)
+    pipeline = _pipeline(tmp_path, 1, limit=5)
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir) == 0
+    assert streamed.count("judge") == 1  # the judge stage's status read; none by the export
+    planned = 5 * 3 * 3 * 5 * 3
+    meta = json.loads((rundir / "meta.json").read_text(encoding="utf-8"))
+    assert meta["units"]["judge"] == {"planned": planned, "done": planned, "failed": 0}
+    with sqlite3.connect(rundir / "run.sqlite") as db:  # a unit of another judge, and one failed unit
+        db.execute(
+            "INSERT INTO units SELECT stage, record_id, difficulty, generator, generator_trial, "
+            "'baseline/other', condition, variant, temperature, trial, status, result, error, attempts, "
+            "first_started_at, finished_at FROM units WHERE stage='judge' LIMIT 1"
+        )
+        db.execute(
+            "UPDATE units SET status='failed', result=NULL, error='x' WHERE rowid = "
+            "(SELECT rowid FROM units WHERE stage='judge' AND judge='baseline/rule' LIMIT 1)"
+        )
+        db.execute("DELETE FROM meta WHERE key = 'exported_complete'")
+    assert run_cli(pipeline, rundir) == 0  # re-runs the failed unit, skips and does not count the other
+    meta = json.loads((rundir / "meta.json").read_text(encoding="utf-8"))
+    assert meta["units"]["judge"] == {"planned": planned, "done": planned, "failed": 0}
+    assert pq.ParquetFile(rundir / "judgments.parquet").metadata.num_rows == planned * 8
+
+
+def test_a_constant_baseline_is_asked_once_per_condition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """always-1 answers every request of a condition alike: the runner asks it once per condition (in one
+    process) and stores that answer for every unit, the same text a per-unit call stores."""
+    asked: list[str] = []
+    real = baselines.ConstantJudge.__call__
+
+    async def counting(self: Any, request: Any) -> Any:
+        asked.append(request.condition)
+        return await real(self, request)
+
+    monkeypatch.setattr(baselines.ConstantJudge, "__call__", counting)
+    rundir = tmp_path / "run"
+    assert run_cli(_pipeline(tmp_path, 1, limit=5), rundir) == 0
+    assert sorted(asked) == ["swapped_gt", "with_gt", "without_gt"]
+    with sqlite3.connect(rundir / "run.sqlite") as db:
+        stored = db.execute(
+            "SELECT condition, result FROM units WHERE judge = 'baseline/always-1' AND status = 'done'"
+        ).fetchall()
+    assert len(stored) == 5 * 3 * 3 * 3  # records x difficulties x generators x conditions
+    (text,) = {text for _, text in stored}  # one answer for every unit: the constant one
+    answer = json.loads(text)
+    assert answer["verdicts"] == {"tool": 1.0, "param": 1.0, "seq": 1.0, "cov": 1.0}
+    assert answer["raw_output"] == "baseline/always-1: constant verdict 1"

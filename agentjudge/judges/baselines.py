@@ -348,6 +348,14 @@ class ConstantJudge:
         self.value = value
         self._rationale = f"constant baseline: always {value:g}, the calls are not inspected"
 
+    def answers_alike(self, condition: str) -> bool:
+        """Whether every request of ``condition`` gets the same result (there is no trajectory outcome to
+        judge): the runner then judges one request and reuses the result (``runner.grid``: half of a
+        paper-shaped offline grid's units are constant baselines)."""
+        from agentjudge.types import TRAJECTORY_CONDITIONS
+
+        return condition not in TRAJECTORY_CONDITIONS
+
     async def __call__(self, request: JudgeRequest) -> JudgeResult:
         return JudgeResult(
             verdicts=dict.fromkeys(METRICS, self.value),

@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -132,25 +133,35 @@ def score_rows(data: Dataset, scores: dict[ScoreKey, dict[ScoringMode, Score]]) 
     return rows
 
 
-def judgment_columns(
+_UNIT_COLUMNS = (*_CONSTANT_COLUMNS, "parse_ok", "source", "judge_error", "structured_output")
+_ROW_COLUMNS = ("metric", "reference", "verdict", "scoring_mode", "rationale")
+
+
+def judgment_table(
     data: Dataset,
     units: list[UnitRow],
     scores: dict[ScoreKey, dict[ScoringMode, Score]],
     variants: dict[str, PromptVariant],
     judges: dict[str, ModelSettings],
     unit_rows: list[int] | None = None,
-) -> dict[str, list[Any]]:
+) -> pa.Table:
     """Long form: judge unit x metric x scoring mode. A failed call or unparsed metric has a null verdict.
 
     ``temperature`` is the temperature the judge was run at: the grid's value, or the judge's own
     ``ModelSettings.temperature`` when the grid says null; NaN only when neither sets one (provider default).
     Built column-wise from the stored JSON (written by ``JudgeResult.model_dump``): a paper grid has
-    millions of rows, and validating a pydantic model per unit would dominate the export.
+    millions of rows, and validating a pydantic model per unit would dominate the export. The columns
+    that are the same for every row of a unit are converted to Arrow once per unit and repeated by Arrow
+    (``take``): converting each row's Python values was most of the export's time. ``unit_rows`` gets the
+    rows of each unit (for cutting row groups at unit boundaries).
     """
-    cols: dict[str, list[Any]] = {name: [] for name in JUDGMENT_SCHEMA.names}
+    per_unit: dict[str, list[Any]] = {name: [] for name in _UNIT_COLUMNS}
+    per_row: dict[str, list[Any]] = {name: [] for name in _ROW_COLUMNS}
+    repeats: list[int] = []
+    unit_cols = [per_unit[name] for name in _UNIT_COLUMNS]
     fields = {m: _FIELD[m] for m in METRICS}
-    metric_col, reference_col, verdict_col = cols["metric"], cols["reference"], cols["verdict"]
-    mode_col, rationale_col = cols["scoring_mode"], cols["rationale"]
+    metric_col, reference_col, verdict_col = per_row["metric"], per_row["reference"], per_row["verdict"]
+    mode_col, rationale_col = per_row["scoring_mode"], per_row["rationale"]
     last_scores: dict[ScoringMode, Score] | None = None
     refs: dict[tuple[str, str], float] = {}
     for unit in units:
@@ -171,7 +182,7 @@ def judgment_columns(
         if temp is None and key.judge in judges:
             temp = judges[key.judge].temperature
         temperature = math.nan if temp is None else float(temp)
-        constant = (
+        values = (
             key.record_id,
             record.id,
             record.domain,
@@ -186,22 +197,20 @@ def judgment_columns(
             variant.default_mode,
             temperature,
             key.trial,
+            parse_ok,
+            record.source,
+            error,
+            rationales.get("_structured_output") == "1",
         )
+        for column, value in zip(unit_cols, values, strict=True):
+            column.append(value)
         modes = sorted(mode_scores)
         state = mode_scores[modes[0]].state_match
         # trajectory conditions: a fifth row per mode, the outcome verdict against state_match (issue 14)
         metrics = (
             (*METRICS, "outcome") if key.condition in TRAJECTORY_CONDITIONS and state is not None else METRICS
         )
-        n = len(metrics) * len(modes)
-        if unit_rows is not None:  # rows per unit, for cutting row groups at unit boundaries
-            unit_rows.append(n)
-        for name, value in zip(_CONSTANT_COLUMNS, constant, strict=True):
-            cols[name].extend([value] * n)
-        cols["parse_ok"].extend([parse_ok] * n)
-        cols["source"].extend([record.source] * n)
-        cols["judge_error"].extend([error] * n)
-        cols["structured_output"].extend([rationales.get("_structured_output") == "1"] * n)
+        repeats.append(len(metrics) * len(modes))
         if mode_scores is not last_scores:  # a prediction's judge units are adjacent in coordinate order
             last_scores = mode_scores
             refs = {
@@ -222,7 +231,17 @@ def judgment_columns(
                 verdict_col.append(None if verdict is None else float(verdict))
                 mode_col.append(mode)
                 rationale_col.append(rationale)
-    return cols
+    if unit_rows is not None:
+        unit_rows.extend(repeats)
+    each_row = pa.array(np.repeat(np.arange(len(repeats), dtype=np.int64), repeats))
+    columns = {
+        name: pa.array(values, type=JUDGMENT_SCHEMA.field(name).type).take(each_row)
+        for name, values in per_unit.items()
+    }
+    columns.update(
+        (name, pa.array(values, type=JUDGMENT_SCHEMA.field(name).type)) for name, values in per_row.items()
+    )
+    return pa.Table.from_arrays([columns[name] for name in JUDGMENT_SCHEMA.names], schema=JUDGMENT_SCHEMA)
 
 
 def write_judgments(
@@ -258,12 +277,11 @@ def write_judgments(
             key = UnitKey(*row[:10])
             if wanted is None or key in wanted:
                 status, text, error, attempts = row[10:]
-                # decoded once per distinct text; the result is read only by judgment_columns
+                # decoded once per distinct text; the result is read only by judgment_table
                 result = remembered(decoded, text, _DECODED_HELD, partial(json.loads, text)) if text else None
                 units.append(UnitRow(key, status, result, error, attempts))
         counts: list[int] = []
-        cols = judgment_columns(data, units, scores, variants, judges, counts)
-        return pa.Table.from_pydict(cols, schema=JUDGMENT_SCHEMA), counts
+        return judgment_table(data, units, scores, variants, judges, counts), counts
 
     def write(tmp: Path) -> None:
         tables: list[pa.Table] = []

@@ -446,6 +446,8 @@ class _Grid:
         self.offline = offline.offline_models([*pipe.generators, *pipe.judges])
         self._shown_ids: dict[bytes, int] = {}  # digest of a prediction's judged part -> a small id (_shown)
         self._shown_of: dict[UnitKey, int] = {}  # a prediction's key -> that id
+        self._alike: dict[tuple[str, str], engine.Outcome] = {}  # see judge_offline
+        self.unplanned: dict[str, int] = {}  # per stage, when known: stored units not planned (``_stage``)
 
     async def close_workers(self) -> None:
         """Let the workers finish and add their call statistics to this process's."""
@@ -462,6 +464,10 @@ class _Grid:
     ) -> None:
         status = self.store.statuses(units[0].stage) if units else {}
         pending = [u for u in units if status.get(u) != "done"]
+        if units:  # stored units this configuration does not plan; the stage stores planned ones only
+            self.unplanned[units[0].stage] = (
+                len(status) - sum(map(status.__contains__, units)) if status else 0
+            )
         del status  # ~10^6 keys on a paper grid: not kept while the stage runs
         if self.log.console is not None and not self.log.console.is_terminal:  # no progress bar: say it
             self.log.console.print(f"{name}: {len(pending)} unit(s) to run of {len(units)}")
@@ -593,8 +599,18 @@ class _Grid:
         return self._judged(res)
 
     def judge_offline(self, key: UnitKey) -> engine.Outcome:
-        """``judge`` for a baseline or simulated judge, without an event loop (``runner.offline``)."""
-        return self._judged(offline.drive(self.judges[key.judge](self._judge_request(key))))
+        """``judge`` for a baseline or simulated judge, without an event loop (``runner.offline``). A judge
+        that ``answers_alike`` under the unit's condition (the constant baselines) is asked once per
+        process and condition; its outcome object is reused (``offline.compute_chunk`` encodes it once)."""
+        judge = self.judges[key.judge]
+        alike = getattr(judge, "answers_alike", None)
+        if alike is not None and alike(key.condition):
+            known = self._alike.get((key.judge, key.condition))
+            if known is None:
+                known = self._judged(offline.drive(judge(self._judge_request(key))))
+                self._alike[(key.judge, key.condition)] = known
+            return known
+        return self._judged(offline.drive(judge(self._judge_request(key))))
 
     async def run(self, console: Console) -> tuple[list[UnitKey], list[UnitKey]]:
         """predict -> score -> judge; returns the planned units of both stages."""
@@ -635,18 +651,24 @@ class _Grid:
 
     def export(self, rundir: Path, wanted: list[UnitKey], jwanted: list[UnitKey]) -> tuple[int, int]:
         """Write the run folder's files from the store; returns (failed units, units not run)."""
-        wanted_set, jwanted_set = set(wanted), set(jwanted)
+        self.store.flush()  # everything committed: counted by SQLite, seen by the export's readers
+        wanted_set = set(wanted)
+        jwanted_set: set[UnitKey] = set()  # built only when some stored judge unit is not planned
         predict_rows = {r.key: r for r in self.store.iter_units("predict") if r.key in wanted_set}
         counts: dict[str, Counter[str]] = {
             "predict": Counter(r.status for r in predict_rows.values()),
             "judge": Counter(),
         }
-        unwanted = 0  # stored judge units this configuration does not plan (none, normally)
-        for key, status in self.store.iter_statuses("judge"):  # streamed: no map of every judge unit
-            if key in jwanted_set:
-                counts["judge"][status] += 1
-            else:
-                unwanted += 1
+        unwanted = self.unplanned.get("judge")  # stored judge units not planned (none, normally)
+        if unwanted == 0:  # known from the judge stage: every stored unit is planned, SQLite counts them
+            counts["judge"].update(self.store.counts("judge"))
+        else:
+            unwanted, jwanted_set = 0, set(jwanted)
+            for key, status in self.store.iter_statuses("judge"):  # streamed: no map of every judge unit
+                if key in jwanted_set:
+                    counts["judge"][status] += 1
+                else:
+                    unwanted += 1
         judge_stored = sum(counts["judge"].values())
         meta_store = self.store.meta()
         meta: dict[str, Any] = {
@@ -679,7 +701,6 @@ class _Grid:
         # the judge rows are read by the processes that build the tables, one row group's range each
         ranges = key_ranges(jwanted, EXPORT_ROW_GROUP)
         reader = RangeReader(self.store.path, "judge")
-        self.store.flush()  # everything committed, so that the readers see it
         try:
             export_run(
                 rundir,

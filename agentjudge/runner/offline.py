@@ -18,10 +18,14 @@ each chunk is computed in a tight synchronous loop:
   per chunk, not per unit;
 * with one process, by the same loop in the main process.
 
-The main process stays the one writer of run.sqlite: it stores each chunk's units as the chunk arrives,
-through the store's group commits, and keeps the engine's accounting (tallies, failures, stopped models,
-the cost cap) with ``engine.settle``. So resumability is the engine's: a killed run loses at most the
-open group (its units are not in the store and run again), and nothing is stored twice (the primary key).
+Storing: a child commits each chunk it computes in one transaction of its own (``store.GroupWriter``)
+before it answers, and answers with the units' outcomes only; the main process stores its own chunks
+through the store's group commits and keeps the engine's accounting for all (tallies, failures, stopped
+models) with ``engine.settle``. Why: unpickling a child's ~0.5 MB answer and inserting its rows were most of
+the main process's time while the child waited. Under a cost cap, once a model is stopped, and for a chunk
+with a model-fatal failure, the main process stores instead (it decides unit by unit, as the engine does).
+A killed run loses at most the open group and the chunks in flight (their units are not in the store and
+run again), and nothing is stored twice (the primary key).
 Results do not depend on the number of processes: the offline models are deterministic per unit (seeded
 by the unit's coordinates, never by call order), and the export sorts by coordinates.
 
@@ -54,9 +58,10 @@ from typing import Any
 
 from rich.progress import Progress, TaskID
 
+from agentjudge.models.failures import is_model_fatal
 from agentjudge.runner import engine
 from agentjudge.runner.models import model_kind
-from agentjudge.runner.store import RunStore, UnitKey, now
+from agentjudge.runner.store import GroupWriter, RunStore, UnitKey, now
 from agentjudge.runner.work import Dataset, ScoreKey, compute_scores, prefix_order
 from agentjudge.types import ModelSettings, Prediction, Score, ScoringMode, Usage
 
@@ -132,14 +137,19 @@ def decode(encoded: Encoded) -> tuple[str | None, engine.Outcome]:
 
 
 def compute_chunk(units: Sequence[UnitKey], work: Callable[[UnitKey], engine.Outcome]) -> list[Encoded]:
-    """Run ``work`` on every unit; a unit that raises is failed with the engine's error text."""
+    """Run ``work`` on every unit; a unit that raises is failed with the engine's error text. An outcome
+    object that ``work`` returns again (a judge that answers alike) is encoded once."""
     out: list[Encoded] = []
+    again: dict[int, tuple[engine.Outcome, Encoded]] = {}  # id -> (the outcome, kept alive; its encoding)
     for unit in units:
         try:
             outcome = work(unit)
         except Exception as exc:  # noqa: BLE001 - a unit's failure is recorded, never fatal to the grid
             outcome = engine.Outcome("failed", None, engine.error_text(exc))
-        out.append(encode(outcome))
+        seen = again.get(id(outcome))
+        if seen is None:
+            seen = again[id(outcome)] = (outcome, encode(outcome))
+        out.append(seen[1])
     return out
 
 
@@ -439,7 +449,13 @@ async def run_offline_units(
     The cost cap: like the engine, no unit is stored once ``budget.exhausted`` (``--max-cost`` reached
     before this stage, or ``--max-cost 0``), although offline units cost $0: they stay pending for a
     re-run. Offline units spend nothing, so the budget cannot change while they run: when it is exhausted
-    at the start, every unit would be computed and then dropped, so none is computed (same counts)."""
+    at the start, every unit would be computed and then dropped, so none is computed (same counts).
+
+    A child stores the chunks it computes itself (``store.GroupWriter``: one transaction per chunk, before
+    it answers) and answers with the outcomes only, so the main process neither unpickles ~0.5 MB per
+    chunk nor inserts the child's rows (both were most of its time while the child waited). Not under a
+    cost cap or once a model is stopped (the main process decides then, unit by unit, what is stored), nor
+    for a chunk with a model-fatal failure (handed to the main process, which stops the model)."""
     ordered = sorted(units, key=prefix_order)
     chunks = [ordered[i : i + CHUNK_UNITS] for i in range(0, len(ordered), CHUNK_UNITS)]
     if bar is None:
@@ -453,28 +469,51 @@ async def run_offline_units(
                 budget.skipped += 1
         progress.advance(bar, len(ordered))
         return
+    main_pid = os.getpid()
+    direct = budget.cap is None and not budget.refused and not log.stopped
+    writer = GroupWriter(store.path)
 
-    def compute(index: int) -> list[Encoded]:
-        return compute_chunk(chunks[index], work)
+    def compute(index: int) -> tuple[bool, list[Encoded]]:
+        started = now()
+        answer = compute_chunk(chunks[index], work)
+        if not direct or os.getpid() == main_pid or any(_stops(e) for e in answer):
+            return False, answer
+        finished = now()
+        rows = [
+            (*unit.row(), e[0], e[1], e[2], started, finished)
+            for unit, e in zip(chunks[index], answer, strict=True)
+        ]
+        writer.write(rows)  # committed before the answer: the main process counts stored units only
+        return True, [(e[0], None, e[2], e[3], e[4], e[5]) for e in answer]
 
     size = offline_workers(workers, len(ordered), CHUNK_UNITS)
     answers = in_chunks_unordered(size, compute, len(chunks))
     try:
         started = now()
-        for index, answer in answers:  # stored as they come: the store's order is not the files' order
+        for index, (stored, answer) in answers:  # stored as they come: the store's order is not the files'
             chunk = chunks[index]
             finished = now()
             for unit, encoded in zip(chunk, answer, strict=True):
                 model = model_of(unit)
-                if model in log.stopped:
-                    log.not_run[model] = log.not_run.get(model, 0) + 1
-                    continue
-                if budget.exhausted:
-                    budget.skipped += 1
+                if not stored:
+                    if model in log.stopped:
+                        log.not_run[model] = log.not_run.get(model, 0) + 1
+                        continue
+                    if budget.exhausted:
+                        budget.skipped += 1
+                        continue
+                tally = tallies.get(model) or tallies.setdefault(model, engine.ModelTally())
+                if encoded[0] == "done" and encoded[3] is None and not encoded[4]:
+                    # the common case, whose accounting (engine.settle) is one more done unit: no Outcome
+                    # and Usage objects built for it
+                    if not stored:
+                        store.finish_encoded(unit, "done", encoded[1], encoded[2], started, finished)
+                    tally.done += 1
                     continue
                 payload, outcome = decode(encoded)
-                store.finish_encoded(unit, outcome.status, payload, outcome.error, started, finished)
-                engine.settle(model, outcome, tallies.setdefault(model, engine.ModelTally()), budget, log)
+                if not stored:
+                    store.finish_encoded(unit, outcome.status, payload, outcome.error, started, finished)
+                engine.settle(model, outcome, tally, budget, log)
             store.flush_if_due()
             progress.advance(bar, len(chunk))
             started = finished
@@ -482,6 +521,11 @@ async def run_offline_units(
     finally:
         answers.close()  # ends the children
         store.flush()
+
+
+def _stops(encoded: Encoded) -> bool:
+    """A failure that stops its model (``engine.settle``): the main process must see it before storing."""
+    return encoded[0] == "failed" and is_model_fatal(encoded[2])
 
 
 SCORE_CHUNK = 250  # predictions per chunk (~0.5 ms each: executing the GT and the calls)

@@ -224,21 +224,9 @@ class RunStore:
         if not self._pending:
             self._last_flush = started
             return
-        cols = ", ".join(_KEY_COLUMNS)
-        marks = ", ".join("?" for _ in _KEY_COLUMNS)
         rows, self._pending = self._pending, []
         with self._transaction():
-            self._db.executemany(
-                f"INSERT INTO units ({cols}, status, result, error, attempts, first_started_at, finished_at) "
-                f"VALUES ({marks}, ?, ?, ?, 1, ?, ?) "
-                f"ON CONFLICT ({cols}) DO UPDATE SET status = excluded.status, result = excluded.result, "
-                "error = excluded.error, attempts = units.attempts + 1, finished_at = excluded.finished_at",
-                rows,
-            )
-            self._db.execute(
-                "INSERT INTO meta (key, value) VALUES ('store_version', '1') ON CONFLICT(key) DO UPDATE "
-                "SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
-            )
+            _write_group(self._db, rows)
         self.flushes += 1
         self._last_flush = time.monotonic()
         self._flush_cost = self._last_flush - started
@@ -282,6 +270,52 @@ class RunStore:
                 db.execute("ROLLBACK" if exc_type else "COMMIT")
 
         return _Tx()
+
+
+_COLS = ", ".join(_KEY_COLUMNS)
+_UPSERT = (
+    f"INSERT INTO units ({_COLS}, status, result, error, attempts, first_started_at, finished_at) "
+    f"VALUES ({', '.join('?' for _ in _KEY_COLUMNS)}, ?, ?, ?, 1, ?, ?) "
+    f"ON CONFLICT ({_COLS}) DO UPDATE SET status = excluded.status, result = excluded.result, "
+    "error = excluded.error, attempts = units.attempts + 1, finished_at = excluded.finished_at"
+)
+
+
+def _write_group(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    """One group's rows (key columns, status, result text, error, started, finished) and the version bump,
+    inside the caller's transaction."""
+    db.executemany(_UPSERT, rows)
+    db.execute(
+        "INSERT INTO meta (key, value) VALUES ('store_version', '1') ON CONFLICT(key) DO UPDATE "
+        "SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+    )
+
+
+class GroupWriter:
+    """Commits whole groups of finished units into an existing run.sqlite from a process other than the
+    one that owns the ``RunStore``: ``runner.offline``'s forked children store the chunks they compute
+    themselves, each chunk in one transaction (the same rows and version bump as ``RunStore.flush``), so
+    the main process neither receives their results nor writes them. The connection is opened in the
+    calling process on first use (an SQLite connection never crosses a fork)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+        self._pid = 0
+
+    def write(self, rows: list[tuple[Any, ...]]) -> None:
+        if self._db is None or self._pid != os.getpid():
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            self._db.execute("PRAGMA synchronous=NORMAL")  # per connection; as the store's own
+            self._pid = os.getpid()
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            _write_group(db, rows)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
 
 
 def config_diff(old: dict[str, Any], new: dict[str, Any]) -> str:
@@ -341,9 +375,8 @@ class RangeReader:
     """The raw rows (the key columns, status, the result's JSON text not decoded, error, attempts) of one
     stage whose coordinates lie in [lo, hi) (``key_ranges``; (None, None): all of them), in coordinate
     order, read through a read-only connection of the calling process: the export's forked processes read
-    their own part of the store (an SQLite connection must not cross a fork), while the parent remains the
-    only writer. The bounds are row values on the primary key's columns, so each read is a range search of
-    its index."""
+    their own part of the store (an SQLite connection must not cross a fork). The bounds are row values
+    on the primary key's columns, so each read is a range search of its index."""
 
     def __init__(self, path: Path, stage: Stage) -> None:
         self.path, self.stage = path, stage

@@ -141,26 +141,20 @@ def judge_units(pipeline: Pipeline, predictions: Iterable[UnitKey]) -> list[Unit
     """Every judge x successful prediction x condition x variant x temperature x trial (the trajectory
     conditions only for interactive generators: a single-shot prediction has no outputs to show)."""
     interactive = {g.display_name for g in pipeline.generators if g.generation == "interactive"}
-    return [
-        UnitKey(
-            "judge",
-            p.record_id,
-            p.difficulty,
-            p.generator,
-            p.generator_trial,
-            judge.display_name,
-            condition,
-            variant.key,
-            temperature_key(temp),
-            trial,
-        )
-        for p in predictions
+    # what does not depend on the prediction, computed once (a paper grid has ~10^6 units)
+    per_judge = [
+        (judge.display_name, condition, variant.key, temperature_key(temp), trial)
         for judge in pipeline.judges
         for condition in pipeline.conditions
-        if condition not in TRAJECTORY_CONDITIONS or p.generator in interactive
         for variant in pipeline.prompt_variants
         for temp in pipeline.temperatures
         for trial in range(pipeline.trials)
+    ]
+    single_shot = [c for c in per_judge if c[1] not in TRAJECTORY_CONDITIONS]
+    return [
+        UnitKey("judge", p.record_id, p.difficulty, p.generator, p.generator_trial, *rest)
+        for p in predictions
+        for rest in (per_judge if p.generator in interactive else single_shot)
     ]
 
 
