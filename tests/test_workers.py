@@ -477,3 +477,37 @@ def test_a_cost_cap_judges_as_many_units_as_without_repeats_last(
     monkeypatch.setattr(grid._Grid, "_repeats", lambda self, units: set())
     plain = judged(tmp_path / "plain", cap)
     assert 0 < with_order < 5 * 8 and with_order == plain
+
+
+def test_twins_over_different_trajectories_share_a_route_where_no_trajectory_is_shown() -> None:
+    """Two interactive predictions with the same calls but different trajectories make identical requests
+    under the single-shot conditions (the trajectory is shown only under trajectory conditions), so their
+    judge units must get one route there (else twins in flight could be sent from two workers and paid
+    twice), and different routes where the trajectory is part of the prompt."""
+    from types import SimpleNamespace
+
+    from agentjudge.runner import grid
+    from agentjudge.runner.store import UnitKey
+    from agentjudge.types import Prediction, ToolCall, Trajectory
+
+    def prediction(generator: str, answer: str) -> Prediction:
+        trajectory = Trajectory(
+            messages=[{"role": "assistant", "content": answer}], steps=[], turns=1, stop_reason="answered"
+        )
+        return Prediction(
+            record_id="r1", base_id="b1", difficulty="easy", generator=generator,
+            calls=[ToolCall(name="get", arguments={"id": 1})], trajectory=trajectory,
+        )  # fmt: skip
+
+    predictions = {
+        UnitKey("predict", "r1", "easy", g, 0): prediction(g, f"done by {g}") for g in ("agent/a", "agent/b")
+    }
+    state = SimpleNamespace(predictions=predictions, _shown_of={}, _shown_ids={})
+
+    def shown(generator: str, condition: str) -> int | None:
+        key = UnitKey("judge", "r1", "easy", generator, 0, judge="j", condition=condition)
+        return grid._Grid._shown(state, key)  # type: ignore[arg-type]
+
+    assert shown("agent/a", "with_gt") == shown("agent/b", "with_gt")
+    assert shown("agent/a", "trajectory_with_gt") != shown("agent/b", "trajectory_with_gt")
+    assert shown("agent/a", "without_gt") == shown("agent/a", "with_gt")

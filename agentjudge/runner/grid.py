@@ -61,7 +61,16 @@ from agentjudge.runner.work import (
     swap_partners,
 )
 from agentjudge.runner.workers import AUTO_MIN_UNITS, WorkerPool, WorkerSpec, effective_workers
-from agentjudge.types import JudgeRequest, JudgeResult, ModelSettings, Prediction, Score, ScoringMode, Task
+from agentjudge.types import (
+    TRAJECTORY_CONDITIONS,
+    JudgeRequest,
+    JudgeResult,
+    ModelSettings,
+    Prediction,
+    Score,
+    ScoringMode,
+    Task,
+)
 
 EXPORT_PROCESSES = 2  # the judgments export's processes, whatever `workers` says (memory; see export)
 
@@ -444,8 +453,9 @@ class _Grid:
         self.remote_gens, self.remote_judges = remote_models(pipe)
         self.pool = pool
         self.offline = offline.offline_models([*pipe.generators, *pipe.judges])
-        self._shown_ids: dict[bytes, int] = {}  # digest of a prediction's judged part -> a small id (_shown)
-        self._shown_of: dict[UnitKey, int] = {}  # a prediction's key -> that id
+        # (trajectory shown?, digest of a prediction's judged part) -> a small id (_shown)
+        self._shown_ids: dict[tuple[bool, bytes], int] = {}
+        self._shown_of: dict[tuple[UnitKey, bool], int] = {}  # (a prediction's key, trajectory shown?) -> id
         self._alike: dict[tuple[str, str], engine.Outcome] = {}  # see judge_offline
         self.unplanned: dict[str, int] = {}  # per stage, when known: stored units not planned (``_stage``)
 
@@ -531,17 +541,22 @@ class _Grid:
         return repeats
 
     def _shown(self, key: UnitKey) -> int | None:
-        """A small id of what a judge unit's prediction shows the judge (its calls and trajectory): equal ids,
-        equal predictions as far as a prompt can tell. One JSON dump per prediction, remembered; None when
-        the prediction is unknown."""
+        """A small id of what a judge unit's prediction shows the judge: its calls, and its trajectory only
+        under a trajectory condition (elsewhere the request carries no trajectory, so two predictions with
+        the same calls make identical requests and must get one id, or their twins could be sent from two
+        workers). Equal ids, equal predictions as far as the prompt can tell. One JSON dump per prediction
+        and kind of condition, remembered; None when the prediction is unknown."""
         pkey = UnitKey("predict", key.record_id, key.difficulty, key.generator, key.generator_trial)
-        shown = self._shown_of.get(pkey)
+        with_trajectory = key.condition in TRAJECTORY_CONDITIONS
+        shown = self._shown_of.get((pkey, with_trajectory))
         if shown is None:
             pred = self.predictions.get(pkey)
             if pred is None:
                 return None
-            digest = hashlib.blake2b(pred.model_dump_json(include={"calls", "trajectory"}).encode()).digest()
-            shown = self._shown_of[pkey] = self._shown_ids.setdefault(digest, len(self._shown_ids))
+            part = {"calls", "trajectory"} if with_trajectory else {"calls"}
+            digest = hashlib.blake2b(pred.model_dump_json(include=part).encode()).digest()
+            shown = self._shown_ids.setdefault((with_trajectory, digest), len(self._shown_ids))
+            self._shown_of[(pkey, with_trajectory)] = shown
         return shown
 
     def _task(self, key: UnitKey) -> Task:

@@ -24,8 +24,12 @@ through the store's group commits and keeps the engine's accounting for all (tal
 models) with ``engine.settle``. Why: unpickling a child's ~0.5 MB answer and inserting its rows were most of
 the main process's time while the child waited. Under a cost cap, once a model is stopped, and for a chunk
 with a model-fatal failure, the main process stores instead (it decides unit by unit, as the engine does).
+"Once a model is stopped" means stopped when the stage starts: a model stopped during the stage by a
+model-fatal failure (no built-in offline model produces one) still has the chunks children compute for it
+stored (counted done, not "not run"), where one process would store none of them (known, not fixed).
 A killed run loses at most the open group and the chunks in flight (their units are not in the store and
-run again), and nothing is stored twice (the primary key).
+run again), and a unit never has two rows (the primary key); a child killed after its commit and before
+its answer arrives has its chunk computed and stored again by the main process (one row, ``attempts`` 2).
 Results do not depend on the number of processes: the offline models are deterministic per unit (seeded
 by the unit's coordinates, never by call order), and the export sorts by coordinates.
 
