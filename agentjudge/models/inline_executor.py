@@ -2,10 +2,11 @@
 
 Why: ``litellm.acompletion`` builds each request by running its synchronous ``completion`` through
 ``loop.run_in_executor(None, ...)``: every call hops to a thread of the loop's default executor and back. The
-work done there is pure CPU (for an OpenAI-compatible provider it builds the request and returns the
-coroutine that sends it), so the hop buys no concurrency: it only adds a thread hand-off and waits for the GIL (up to the 5 ms switch interval, while the loop holds it
-parsing answers). Measured against the loopback server at C=128: ~0.2-0.3 ms of CPU and ~10 % of the calls
-per second; at C=32 the slowest tenth of the calls waited ~450 ms instead of ~290 ms.
+work done there is pure CPU (for an OpenAI-compatible provider it builds the request and returns the coroutine
+that sends it), so the hop buys no concurrency: it only adds a thread hand-off and waits for the GIL (up to
+the 5 ms switch interval, while the loop holds it parsing answers). Measured against the loopback server at
+C=128: ~0.2-0.3 ms of CPU and ~10 % of the calls per second; at C=32 the slowest tenth of the calls waited
+~450 ms instead of ~290 ms.
 
 What runs inline: only that one call, recognised exactly (``functools.partial(Context.run,
 functools.partial(litellm.main.completion, model=...))``), and only for providers whose request building
