@@ -18,7 +18,8 @@ from agentjudge.runner.work import compute_scores
 BOTH: list[Any] = ["paper", "strict"]
 
 
-def test_cache_rows_are_written_by_column_name(tmp_path: Path) -> None:
+def _scored_store(tmp_path: Path) -> tuple[Any, Any, Any, Any, Any]:
+    """A run store with predictions, their scores computed directly, the scoring context and digests."""
     store, _, data, predictions = _store_with_predictions(tmp_path)
     truth = compute_scores(data, predictions, BOTH, False)
     context = resume_cache.score_context(data.sha256, False)
@@ -26,6 +27,11 @@ def test_cache_rows_are_written_by_column_name(tmp_path: Path) -> None:
         (k.record_id, k.generator, k.generator_trial): resume_cache.prediction_digest(p)
         for k, p in predictions.items()
     }
+    return store, data, truth, context, digests
+
+
+def test_cache_rows_are_written_by_column_name(tmp_path: Path) -> None:
+    store, data, truth, context, digests = _scored_store(tmp_path)
     with sqlite3.connect(store) as db:  # a store whose tables were made otherwise (another version)
         db.executescript(
             "DROP TABLE score_cache; DROP TABLE gate1_cache;"
@@ -48,13 +54,7 @@ def test_cache_rows_are_written_by_column_name(tmp_path: Path) -> None:
 def test_a_store_locked_by_another_process_skips_the_write_soon_and_says_so_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    store, _, data, predictions = _store_with_predictions(tmp_path)
-    truth = compute_scores(data, predictions, BOTH, False)
-    context = resume_cache.score_context(data.sha256, False)
-    digests = {
-        (k.record_id, k.generator, k.generator_trial): resume_cache.prediction_digest(p)
-        for k, p in predictions.items()
-    }
+    store, data, truth, context, digests = _scored_store(tmp_path)
     with sqlite3.connect(store) as db:
         db.execute("DELETE FROM score_cache")
     monkeypatch.setattr(resume_cache, "_said_locked", False, raising=False)  # fresh process
