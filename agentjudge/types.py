@@ -110,6 +110,12 @@ class Record(Strict):
     def record_id(self, difficulty: Difficulty) -> str:
         return f"{self.id}:{difficulty}"
 
+    def task(self, difficulty: Difficulty) -> Task:
+        """What a generator sees of this record at ``difficulty`` (KeyError when it has no query there)."""
+        query = self.queries[difficulty]
+        return Task(record_id=self.record_id(difficulty), base_id=self.id, difficulty=difficulty, query=query,
+                    system_prompt=self.system_prompt, tools=self.tools)  # fmt: skip
+
     @property
     def edges(self) -> list[tuple[int, int]]:
         return [(u, v) for v, step in enumerate(self.gt) for u in step.depends_on]

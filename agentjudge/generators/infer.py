@@ -32,6 +32,7 @@ from agentjudge.types import (
     Generator,
     ModelSettings,
     Prediction,
+    Record,
     Task,
     ToolCall,
     Usage,
@@ -137,23 +138,10 @@ def write_predictions(path: Path, predictions: Iterable[Prediction]) -> None:
     tmp.replace(path)
 
 
-def build_tasks(records: Iterable[Any], difficulties: Iterable[Difficulty]) -> list[Task]:
+def build_tasks(records: Iterable[Record], difficulties: Iterable[Difficulty]) -> list[Task]:
     """One Task per record × difficulty that has a query."""
-    tasks = []
-    for record in records:
-        for d in difficulties:
-            if d in record.queries:
-                tasks.append(
-                    Task(
-                        record_id=record.record_id(d),
-                        base_id=record.id,
-                        difficulty=d,
-                        query=record.queries[d],
-                        system_prompt=record.system_prompt,
-                        tools=record.tools,
-                    )
-                )
-    return tasks
+    chosen = list(difficulties)
+    return [record.task(d) for record in records for d in chosen if d in record.queries]
 
 
 async def run_generator(

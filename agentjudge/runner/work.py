@@ -91,14 +91,7 @@ class Dataset:
 def _task_of(record: Record, difficulty: Difficulty) -> Task:
     if difficulty not in record.queries:
         raise GridError(f"record {record.id}: no query for difficulty {difficulty!r}")
-    return Task(
-        record_id=record.record_id(difficulty),
-        base_id=record.id,
-        difficulty=difficulty,
-        query=record.queries[difficulty],
-        system_prompt=record.system_prompt,
-        tools=record.tools,
-    )
+    return record.task(difficulty)
 
 
 def swap_partners(records: Iterable[Record]) -> dict[str, str]:
