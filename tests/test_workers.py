@@ -151,6 +151,21 @@ def test_a_route_holds_a_worker_only_while_its_calls_are_in_flight() -> None:
     asyncio.run(scenario())
 
 
+def test_a_call_whose_frame_cannot_be_built_releases_its_route_and_slot() -> None:
+    """A payload that cannot be pickled fails its call, and leaves no route pinned and no pending call
+    behind (else the route would hold its worker for the rest of the run and skew the least-busy choice)."""
+    import asyncio
+
+    async def scenario() -> None:
+        pool = _fake_pool()
+        with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
+            await pool.call("judge", "j", (lambda: None,), "judge|rec1|with_gt")
+        assert pool._routes == {}
+        assert all(not worker.pending for worker in pool._workers)
+
+    asyncio.run(scenario())
+
+
 def test_the_frames_of_one_event_loop_turn_go_out_in_one_write() -> None:
     """Units started in one turn of the parent's loop reach a worker in one write (one wake-up of the
     worker), in the order they were started, each frame intact; a later turn's go out in a later write."""

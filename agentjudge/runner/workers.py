@@ -311,8 +311,8 @@ class WorkerPool:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         worker.pending[call_id] = future
         assert worker.outbox is not None
-        worker.outbox.send(_request_frame((call_id, role, name, payload), self._tasks, worker.tasks_sent))
-        try:
+        try:  # a frame that cannot be built (an unpicklable payload) releases the route and the slot too
+            worker.outbox.send(_request_frame((call_id, role, name, payload), self._tasks, worker.tasks_sent))
             return await future
         finally:
             worker.pending.pop(call_id, None)
