@@ -111,3 +111,5 @@ def test_a_stage_mixing_offline_and_other_units_shows_one_bar_counting_all(
     bars = [(t.description, t.total, t.completed) for t in progress.tasks]
     # 2 generators x 4 records x 2 difficulties = 16 predictions; x 2 judges x 1 condition = 32 judge units
     assert bars == [("predict", 16, 16), ("score", 16, 16), ("judge", 32, 32)]
+    # after the offline units the bar's rate is measured afresh (engine.rate_from_here), its start kept
+    assert all("began" in progress.tasks[i].fields for i in (0, 2))

@@ -500,6 +500,7 @@ class _Grid:
             )
             if not pending:
                 return
+            engine.rate_from_here(progress, bar)  # the calls left run at their own rate
         if self.batches is not None:
             work = _in_unit(work)
         args = (model_of, self.caps, work, self.store, self.global_cap, self.budget, self.tallies, progress)

@@ -1,0 +1,49 @@
+"""A stage's bar after its offline burst: the rate and time left are those of the calls that remain."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from agentjudge.runner import engine
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _bar_after_offline_burst(restart: bool) -> tuple[engine.Progress, engine.TaskID, Clock]:
+    clock = Clock()
+    progress = engine.make_progress(Console(force_terminal=True, width=120), get_time=clock)
+    bar = progress.add_task("judge", total=2100)
+    for _ in range(2):  # two offline chunks of 1,000 units within a second
+        clock.now += 0.5
+        progress.advance(bar, 1000)
+    if restart:
+        engine.rate_from_here(progress, bar)
+    for _ in range(2):  # then model calls, one per second
+        clock.now += 1
+        progress.advance(bar, 1)
+    return progress, bar, clock
+
+
+def test_the_rate_after_the_offline_burst_is_the_calls_rate() -> None:
+    progress, bar, _ = _bar_after_offline_burst(restart=True)
+    (task,) = progress.tasks
+    assert task.completed == 2002 and task.total == 2100
+    assert task.speed == 1.0  # the calls' rate: one per second
+    assert task.time_remaining == 98.0
+    # without the restart the burst is in rich's estimate window: hundreds of units per second, ETA ~0
+    progress, _, _ = _bar_after_offline_burst(restart=False)
+    assert progress.tasks[0].speed is not None and progress.tasks[0].speed > 300
+
+
+def test_the_elapsed_time_still_counts_from_the_stage_start() -> None:
+    progress, bar, clock = _bar_after_offline_burst(restart=True)
+    (task,) = progress.tasks
+    clock.now = 75.0
+    assert str(engine.StageElapsedColumn().render(task)) == "0:01:15"
+    assert task.description == "judge"
