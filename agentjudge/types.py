@@ -267,8 +267,6 @@ class ModelSettings(Strict):
             raise ValueError(
                 f"{self.model}: batch mode sends to one provider endpoint; drop api_bases or batch"
             )
-        if self.batch and self.headers_env:
-            raise ValueError(f"{self.model}: batch mode does not send headers_env; drop headers_env or batch")
         return self
 
     @property

@@ -35,6 +35,7 @@ scripts, recorded in ``requests``) when the batch completes, on its ``batch_poll
     fake_llm.script_batch("expire")   # the next batch answers its first half, then expires
     fake_llm.script_batch("fail_half", status=400)   # the next batch: every second request gets HTTP 400
     fake_llm.uploads, fake_llm.batches_created, fake_llm.retrieves   # counters
+    fake_llm.batch_headers            # ("POST /v1/files", lower-cased headers) of every Files/Batches request
 
 Order of precedence for each request: queued faults (``fail_next`` / ``hang_next`` / ``malformed_next``),
 then queued answers (``queue``), then the responder. With none of them the server answers 400
@@ -107,6 +108,7 @@ class FakeLLM:
         self.latency: float = 0.0
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.batch_headers: list[tuple[str, dict[str, str]]] = []  # ("POST /v1/files", headers) per request
         self.paths: list[str] = []
         self.seen: list[str] = []
         self.in_flight = 0
@@ -192,6 +194,7 @@ class FakeLLM:
             self._responder = None
             self.requests.clear()
             self.headers.clear()
+            self.batch_headers.clear()
             self.paths.clear()
             self.seen.clear()
             self.max_in_flight = 0
@@ -462,6 +465,10 @@ class FakeLLM:
                 routed = fake._batch_route(method, self.path, self.headers.get("Content-Type") or "", raw)
                 if routed is None:
                     return False
+                with fake._lock:
+                    fake.batch_headers.append(
+                        (f"{method} {self.path}", {k.lower(): v for k, v in self.headers.items()})
+                    )
                 status, payload = routed
                 if isinstance(payload, bytes):
                     data = payload

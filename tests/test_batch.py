@@ -135,6 +135,37 @@ def test_batch_run_equals_direct_run(tmp_path: Path, fake_llm: FakeLLM) -> None:
     assert fake_llm.requests == []
 
 
+def test_batch_mode_sends_headers_env_and_extra_headers_with_every_files_and_batches_request(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "gw-7f3e-header-secret"
+    monkeypatch.setenv("AJ_GATEWAY_HDR", secret)
+    fake_llm.set_responder(_responder)
+    fake_llm.batch_polls = 2
+    fields = {
+        "headers_env": {"X-Gateway-Key": "AJ_GATEWAY_HDR"},
+        "extra": {"extra_headers": {"X-Title": "aj"}},
+    }
+    pipeline = _pipeline(tmp_path / "b", fake_llm, batch=True, judge_fields=fields)
+    assert run_cli(pipeline, tmp_path / "batch") == 0
+    judgments = read(tmp_path / "batch", "judgments")
+    assert len(judgments) > 0 and judgments.parse_ok.all()
+    routes = {route.split()[0] + " " + route.split()[1].split("/")[2] for route, _ in fake_llm.batch_headers}
+    assert routes == {"POST files", "GET files", "POST batches", "GET batches"}  # upload, read, create, poll
+    for route, headers in fake_llm.batch_headers:
+        assert headers.get("x-gateway-key") == secret and headers.get("x-title") == "aj", route
+    # the output file is read once, by the runner (litellm's own batch cost logging would read it again,
+    # without the headers)
+    assert sum(route.endswith("/content") for route, _ in fake_llm.batch_headers) == 1
+    # the headers are transport: no request line carries them, and their value is in no file of the run
+    lines = [json.loads(line) for data in fake_llm.files.values() for line in data.splitlines()]
+    requests = [line for line in lines if "body" in line and "method" in line]  # the input file's lines
+    assert len(requests) == UNITS and not any("extra_headers" in line["body"] for line in requests)
+    assert not any(secret.encode() in data for data in fake_llm.files.values())
+    for path in tmp_path.rglob("*"):
+        assert not path.is_file() or secret.encode() not in path.read_bytes(), path
+
+
 def test_expired_batch_resubmits_only_unanswered_requests(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.set_responder(_responder)
     fake_llm.script_batch("expire")

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from fakeserver import TEST_KEY_ENV, FakeLLM, Reply
-from pydantic import ValidationError
 from test_runner import _verdict_json, write_pipeline
 
 from agentjudge.models.cache import CallCache
@@ -124,9 +123,21 @@ def test_the_probe_sends_the_headers(fake_llm: FakeLLM, header_vars: None) -> No
     assert sent["cf-access-client-secret"] == CF_SECRET and sent["authorization"] == BASIC
 
 
-def test_batch_mode_with_headers_env_is_refused() -> None:
-    with pytest.raises(ValidationError, match="batch mode does not send headers_env"):
-        ModelSettings(model="openai/gpt-4o-mini", batch=True, headers_env={"X-Key": "V"})
+def test_batch_mode_reads_a_missing_headers_env_variable_as_an_auth_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentjudge.models.batch import BatchAPI
+    from agentjudge.models.client import MissingCredentialError, classify
+
+    monkeypatch.delenv("AJ_UNSET_HDR", raising=False)
+    api = BatchAPI(
+        ModelSettings(model="openai/gpt-4o-mini", batch=True, headers_env={"X-Key": "AJ_UNSET_HDR"})
+    )
+    with pytest.raises(
+        MissingCredentialError, match=r"AJ_UNSET_HDR \(X-Key\) \(headers_env\) is not set"
+    ) as info:
+        asyncio.run(api.retrieve("batch_1"))  # before any request: nothing is sent without the header
+    assert classify(info.value) == "auth"
 
 
 def test_headers_env_leaves_the_config_hash_alone(tmp_path: Path) -> None:

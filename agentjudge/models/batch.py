@@ -44,7 +44,10 @@ def current_unit() -> str:
 
 
 # kwargs of ModelClient._kwargs that are transport, not request body
-_NOT_BODY = ("timeout", "num_retries", "max_retries", "api_base", "api_key", "drop_params", "api_version")
+_NOT_BODY = (
+    "timeout", "num_retries", "max_retries", "api_base", "api_key", "drop_params", "api_version",
+    "extra_headers",  # HTTP headers of the Files/Batches requests (BatchAPI), never a line's body
+)  # fmt: skip
 
 
 def batch_provider(model: str) -> str | None:
@@ -198,7 +201,22 @@ class BatchAPI:
         for name in ("api_version",):  # Azure needs its API version on every call
             if name in self.settings.extra:
                 out[name] = self.settings.extra[name]
+        # ``extra``'s headers and the ``headers_env`` ones go out with every Files and Batches request (a
+        # gateway or proxy in front of the provider checks them there, not inside the batch's lines)
+        headers = {**(self.settings.extra.get("extra_headers") or {}), **self._env_headers()}
+        if headers:
+            out["extra_headers"] = headers
         return out
+
+    def _env_headers(self) -> dict[str, str]:
+        from agentjudge.models.client import MissingCredentialError, env_headers
+
+        headers = env_headers(self.settings)
+        unset = [f"{var} ({h})" for h, var in self.settings.headers_env.items() if not headers[h]]
+        if unset:  # the direct call's wording; an ``auth`` failure (client.classify) like a refused key
+            missing = ", ".join(unset)
+            raise MissingCredentialError(f"environment variable {missing} (headers_env) is not set or empty")
+        return headers
 
     async def upload(self, data: bytes, filename: str) -> str:
         from agentjudge.models.litellm_import import litellm_module as _litellm
@@ -221,7 +239,13 @@ class BatchAPI:
     async def retrieve(self, batch_id: str) -> BatchInfo:
         from agentjudge.models.litellm_import import litellm_module as _litellm
 
-        return BatchInfo.of(await _litellm().aretrieve_batch(batch_id=batch_id, **self._auth()))
+        # litellm's success logging would download a completed batch's whole output file a second time to
+        # price it (without the request's extra_headers, so a gateway that needs them refuses it); the
+        # runner prices every answer line itself, so that accounting is switched off (litellm's own flag
+        # for a caller that owns batch accounting)
+        ours = {"batch_ignore_default_logging": True}
+        obj = await _litellm().aretrieve_batch(batch_id=batch_id, litellm_metadata=ours, **self._auth())
+        return BatchInfo.of(obj)
 
     async def recent(self, limit: int = 100) -> list[BatchInfo]:
         """The provider's most recent batches (to find one created just before a crash)."""

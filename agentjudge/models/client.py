@@ -259,8 +259,14 @@ def _status_of(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
+class MissingCredentialError(Exception):
+    """A credential the pipeline names (``headers_env``) is not in the environment: an ``auth`` failure."""
+
+
 def classify(exc: BaseException) -> str:
     """Map a litellm/httpx/openai exception to an error kind (decides whether to retry)."""
+    if isinstance(exc, MissingCredentialError):
+        return "auth"
     name = type(exc).__name__
     text = str(exc).lower()
     status = _status_of(exc)
@@ -333,6 +339,17 @@ def _unsent(completion: Completion) -> Completion:
         update={"cached": True, "cost_usd": 0.0, "cached_prompt_tokens": 0, "cache_saved_usd": 0.0}
     )
     return completion
+
+
+def env_headers(settings: ModelSettings) -> dict[str, str]:
+    """The ``headers_env`` headers with their values read from the environment now ("" for an unset one)."""
+    return {header: os.environ.get(var, "") for header, var in settings.headers_env.items()}
+
+
+def settings_secrets(settings: ModelSettings) -> list[str]:
+    """``_secrets`` of a model's own key and ``headers_env`` values, read from the environment."""
+    api_key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
+    return _secrets(api_key, env_headers(settings))
 
 
 def _secrets(api_key: str | None, headers: dict[str, str] | None = None) -> list[str]:
@@ -594,14 +611,14 @@ class ModelClient:
                     f"environment variable {settings.api_key_env} (api_key_env) is not set or empty",
                 ),
             )
-        headers = {header: os.environ.get(var, "") for header, var in settings.headers_env.items()}
+        headers = env_headers(settings)
         unset = [f"{var} ({header})" for header, var in settings.headers_env.items() if not headers[header]]
         if unset:
             stats.failures += 1
             message = f"environment variable {', '.join(unset)} (headers_env) is not set or empty"
             raise self._stop(settings, ModelCallError("auth", 0, message))
         if settings.batch and self.batch is not None:
-            return await self._batched(settings, key, fields, stats, _secrets(api_key))
+            return await self._batched(settings, key, fields, stats, _secrets(api_key, headers))
         reserved = await self._reserve(settings, fields)
         secrets = _secrets(api_key, headers)
         kwargs = self._kwargs(settings, fields, api_key, headers) | _litellm_pricing(settings)

@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import sqlite3
 import uuid
 from collections import Counter
@@ -46,7 +45,7 @@ from agentjudge.models.batch import (
     parse_result_line,
     split_lines,
 )
-from agentjudge.models.client import MODEL_FATAL_KINDS, RETRYABLE_KINDS, _scrub, _secrets, classify
+from agentjudge.models.client import MODEL_FATAL_KINDS, RETRYABLE_KINDS, _scrub, classify, settings_secrets
 from agentjudge.runner.store import now
 from agentjudge.types import ModelSettings
 
@@ -353,8 +352,7 @@ class BatchBroker:
         self, settings: ModelSettings, local: str, rows: list[tuple[str, str, int]], exc: BaseException
     ) -> None:
         kind = classify(exc)
-        key_value = os.environ.get(settings.api_key_env) if settings.api_key_env else None
-        message = _scrub(f"{type(exc).__name__}: {exc}", _secrets(key_value))[:2000]
+        message = _scrub(f"{type(exc).__name__}: {exc}", settings_secrets(settings))[:2000]
         retry = kind in RETRYABLE_KINDS
         with self._db:
             self._db.execute("DELETE FROM batches WHERE batch_id = ?", (local,))
@@ -438,7 +436,7 @@ class BatchBroker:
             self.say(f"batch {batch_id}: could not {what} ({kind}); trying again")
             return False
         settings = self.settings[model]
-        secrets = _secrets(os.environ.get(settings.api_key_env) if settings.api_key_env else None)
+        secrets = settings_secrets(settings)
         detail = _scrub(f"{type(exc).__name__}: {exc}", secrets)[:500]
         why = f"{failures} time(s) in a row" if kind not in MODEL_FATAL_KINDS else "once"
         message = (
@@ -480,7 +478,7 @@ class BatchBroker:
             )
         }
         outcome: Counter[str] = Counter()
-        secrets = _secrets(os.environ.get(settings.api_key_env) if settings.api_key_env else None)
+        secrets = settings_secrets(settings)
         with self._db:
             for text in lines:
                 result = parse_result_line(text)
