@@ -18,6 +18,7 @@ Use the ``fake_llm`` fixture (tests/conftest.py); it serves on 127.0.0.1 at a fr
     fake_llm.hang_next(seconds=5)                                     # stall longer than the client timeout
     fake_llm.malformed_next()                                         # 200 with a broken JSON body
     fake_llm.latency = 0.05                                           # delay every answer
+    fake_llm.refuse_header("X-Gateway-Key", "revoked")   # a chat request sending it: HTTP 401 at once
 
     fake_llm.requests        # list of request JSON bodies, in arrival order
     fake_llm.headers         # matching request headers (lower-cased names)
@@ -115,6 +116,7 @@ class FakeLLM:
         self.max_in_flight = 0
         self.answered = 0  # replies actually sent (a killed server drops the requests it was holding)
         self.dead = False
+        self._refused: dict[str, str] = {}  # lower-cased header name -> value answered with 401
         # batch API state (see the module docstring)
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
@@ -204,6 +206,7 @@ class FakeLLM:
             self.uploads = self.batches_created = self.retrieves = 0
             self.hold_batches = False
             self.batch_polls = 1
+            self._refused.clear()
 
     # ---- scripting -------------------------------------------------------------------------------
     def queue(
@@ -223,6 +226,12 @@ class FakeLLM:
         reply = Reply(text, tool_calls, status, body, dict(headers or {}), delay, finish_reason, usage)
         with self._lock:
             self._answers.extend(reply for _ in range(times))
+
+    def refuse_header(self, name: str, value: str) -> None:
+        """Chat requests whose header ``name`` has this value are answered HTTP 401 at once, before any
+        script (a gateway refusing one user's key while it lets the others through)."""
+        with self._lock:
+            self._refused[name.lower()] = value
 
     def set_responder(self, fn: Responder | None) -> None:
         """Answer from a function of the request JSON whenever nothing is queued."""
@@ -510,10 +519,19 @@ class FakeLLM:
                 except json.JSONDecodeError:
                     self._send(400, json.dumps({"error": {"message": "request body is not JSON"}}), {})
                     return
+                sent = {k.lower(): v for k, v in self.headers.items()}
                 with fake._lock:
                     fake.requests.append(request)
-                    fake.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    fake.headers.append(sent)
                     fake.paths.append(self.path)
+                    refused = any(sent.get(name) == value for name, value in fake._refused.items())
+                if refused:
+                    error = {"message": "fakeserver: this key is refused", "type": "invalid_request_error"}
+                    self._send(401, json.dumps({"error": error}), {})
+                    with fake._lock:
+                        fake.answered += 1
+                    return
+                with fake._lock:
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
                 try:

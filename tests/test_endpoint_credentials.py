@@ -228,3 +228,58 @@ def test_a_credential_in_api_base_on_the_command_line_is_named_by_its_flag(
         "or name the model in a pipeline with api_key_env or headers_env"
     )
     assert fake_llm.seen == []
+
+
+# ------------------------------------------------------------------- what is not a credential
+def test_an_empty_user_name_in_an_endpoint_url_is_no_credential(fake_llm: FakeLLM) -> None:
+    """``http://@host``: nothing is sent for it and the calls go through, so it is accepted (probed, and
+    answered); a password, even an empty one, is still refused (litellm's client refuses every call)."""
+    fake_llm.set_responder(lambda req: "OK")
+    empty = fake_llm.base_url.replace("http://", "http://@")
+    uses = [
+        ModelUse("judge", ModelSettings(**_judge(api_base=empty)), "judges[0]"),
+        ModelUse(
+            "judge", ModelSettings(**_judge(name="k", api_bases=[fake_llm.base_url, empty])), "judges[1]"
+        ),
+    ]
+    assert preflight(uses, probe=True) == []
+    assert fake_llm.seen.count("POST /v1/chat/completions") == 3  # one probe per model, per fleet endpoint
+    (line,) = _lines(_judge(api_base=fake_llm.base_url.replace("http://", "http://:@")))
+    assert line.startswith(f"judges[0] ('openai/test-model'): api_base {fake_llm.base_url} has a user name")
+
+
+def test_flags_about_a_credential_and_tokens_of_text_are_not_credentials() -> None:
+    ordinary = {
+        "no_password": True,
+        "no-password": "yes",
+        "require_api_key": False,
+        "skip_auth_token": 1,
+        "is_secret": "no",
+        "eos_token": "</s>",
+        "next_page_token": "p2",
+        "extra_body": {"chat_template_kwargs": {"bos_token": "<s>", "pad_token": "<pad>"}},
+        "use_auth_token": True,  # true, false or null holds no secret, whatever the name
+        "password": None,
+    }
+    assert _lines({"model": "baseline/rule", "extra": ordinary}) == []
+
+
+def test_credentials_are_still_refused_next_to_names_that_are_not() -> None:
+    refused = {
+        "password": SECRET,
+        "api_key": SECRET,
+        "x_api_key": SECRET,
+        "token": SECRET,
+        "secret": SECRET,
+        "auth_token": SECRET,
+        "use_auth_token": SECRET,  # Hugging Face's takes the token itself
+        "refresh_token": SECRET,
+        "passwd": 123456,  # a number can be a password (true/false cannot)
+        "private_key": SECRET,
+        "extra_headers": {"X-Api-Key": SECRET, "no-cache": "1"},
+    }
+    lines = _lines({"model": "baseline/rule", "extra": refused})
+    assert [line.split(": ", 1)[1].split(" holds")[0] for line in lines] == [
+        f"extra.{name}" for name in list(refused)[:-1]
+    ] + ["extra.extra_headers.X-Api-Key"]
+    assert all(SECRET not in line for line in lines)

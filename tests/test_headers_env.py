@@ -147,3 +147,61 @@ def test_headers_env_leaves_the_config_hash_alone(tmp_path: Path) -> None:
     with_headers = load_pipeline(write_pipeline(tmp_path, judges=[_judge("http://127.0.0.1:9/v1")]))
     assert with_headers.judges[0].headers_env == HEADERS
     assert config_hash(plain) == config_hash(with_headers)
+
+
+GATEWAY = "X-Gateway-Key"
+
+
+def _gateway_judge(base: str, name: str, variable: str, **fields: Any) -> dict[str, Any]:
+    """A judge behind a gateway that authenticates by a header: the same model, endpoint and api_key_env
+    as every other such judge; only the variable holding its gateway key differs."""
+    return _judge(base, name=name, headers_env={GATEWAY: variable}, concurrency=1, **fields)
+
+
+def test_a_refused_header_key_stops_only_the_model_that_sends_it(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two judges that differ only in ``headers_env`` are two targets: the gateway refusing one's key (401,
+    model-fatal) stops that judge, and the other, whose key is valid, finishes every unit."""
+    monkeypatch.setenv("AJ_GW_REVOKED", "gw-revoked-value")
+    monkeypatch.setenv("AJ_GW_VALID", "gw-valid-value")
+    fake_llm.refuse_header(GATEWAY, "gw-revoked-value")
+    fake_llm.set_responder(lambda req: _verdict_json(1.0))
+    fake_llm.latency = 0.05  # the refusal comes first, while the valid judge's first call is out
+    judges = [
+        _gateway_judge(fake_llm.base_url, "j-revoked", "AJ_GW_REVOKED"),
+        # another temperature: another request, so the call cache (which never keys on headers) cannot
+        # answer one judge with the other's answer; the stop target does not include the temperature
+        _gateway_judge(fake_llm.base_url, "j-valid", "AJ_GW_VALID", temperature=0.5),
+    ]
+    pipeline = write_pipeline(tmp_path, judges=judges, generators=["sim/perfect"], conditions=["with_gt"])
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir) == 1  # j-revoked's units failed or were not run
+    meta = json.loads((rundir / "meta.json").read_text(encoding="utf-8"))
+    rows = {row["model"]: row for row in meta["last_invocation"]["per_model"]}
+    assert (rows["j-valid"]["done"], rows["j-valid"]["failed"]) == (8, 0)  # 4 records x 2 difficulties
+    assert rows["j-revoked"]["done"] == 0 and rows["j-revoked"]["failed"] >= 1
+    sent = {h[GATEWAY.lower()] for h in fake_llm.headers}
+    assert sent == {"gw-revoked-value", "gw-valid-value"}
+    assert sum(h[GATEWAY.lower()] == "gw-revoked-value" for h in fake_llm.headers) == 1  # stopped after one
+
+
+def test_models_that_differ_only_in_headers_env_have_their_own_concurrency(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``concurrency: 1`` each: their two calls are out at the same time (one shared semaphore would send
+    them one after the other)."""
+    monkeypatch.setenv("AJ_GW_ONE", "gw-one")
+    monkeypatch.setenv("AJ_GW_TWO", "gw-two")
+    fake_llm.set_responder(lambda req: "ok")
+    fake_llm.latency = 0.3
+    one = ModelSettings(**_gateway_judge(fake_llm.base_url, "one", "AJ_GW_ONE"))
+    two = ModelSettings(**_gateway_judge(fake_llm.base_url, "two", "AJ_GW_TWO"))
+    client = ModelClient()
+
+    async def both() -> list[str]:
+        calls = [client.complete(s, [{"role": "user", "content": s.display_name}]) for s in (one, two)]
+        return [c.text for c in await asyncio.gather(*calls)]
+
+    assert asyncio.run(both()) == ["ok", "ok"]
+    assert fake_llm.max_in_flight == 2

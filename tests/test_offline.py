@@ -21,6 +21,7 @@ import yaml
 from agentjudge.dataset.layout import read_records
 from agentjudge.judges import baselines
 from agentjudge.runner import export, grid, offline
+from agentjudge.runner import store as store_module
 from agentjudge.runner.grid import run_cli
 from agentjudge.types import ToolCall
 
@@ -404,6 +405,37 @@ def test_a_child_stores_its_own_chunks(tmp_path: Path, monkeypatch: pytest.Monke
         "simjudge/careful": done["simjudge/careful"],
     }
     assert sum(done["simjudge/careful"][:2]) == 540
+    for name in FILES:
+        assert (ref / "run" / name).read_bytes() == (work / "run" / name).read_bytes(), name
+
+
+def test_a_child_that_cannot_store_hands_its_chunks_to_the_main_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A child whose chunk write fails (a full disk, an I/O error) answers with the chunk unstored; the
+    main process stores it unit by unit and says once why, in one line: no traceback under the progress
+    bar, every unit stored once, the same files as one process."""
+    monkeypatch.setattr(offline, "CHUNK_UNITS", 250)
+    ref = tmp_path / "ref"
+    assert run_cli(_pipeline(ref, 1, limit=20), ref / "run") == 0
+    capfd.readouterr()
+
+    def full_disk(self: Any, rows: list[Any]) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(store_module.GroupWriter, "write", full_disk)  # the forked child inherits it
+    seen = _stored_by_main(monkeypatch)
+    work = tmp_path / "two"
+    assert run_cli(_pipeline(work, 2, limit=20), work / "run") == 0
+    out, err = capfd.readouterr()
+    assert "Traceback" not in out + err
+    warning = "an offline worker process could not store its chunk in run.sqlite (OperationalError: database"
+    assert (out + err).count(warning) == 1, out + err
+    assert "the main process stores that process's units instead" in out
+    total = _judge_rows(work / "run" / "run.sqlite")
+    assert seen.count("judge") == total == 20 * 3 * 3 * 5 * 3  # every unit stored by the main process
+    with sqlite3.connect(work / "run" / "run.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM units WHERE attempts != 1").fetchone()[0] == 0
     for name in FILES:
         assert (ref / "run" / name).read_bytes() == (work / "run" / name).read_bytes(), name
 

@@ -6,7 +6,7 @@ are easy to get wrong once per call site and easy to get right once. Everything 
 
 * litellm is imported lazily (``agentjudge --help`` stays fast) with the local cost map (no network) and its
   own retries, telemetry and logging turned off — retries happen here, where they are counted.
-* A semaphore per (model, api_base or api_bases, api_key_env) caps in-flight requests at
+* A semaphore per (model, api_base or api_bases, api_key_env, headers_env names) caps in-flight requests at
   ``settings.concurrency``; a model with ``api_bases`` (a fleet of replicas) spreads its calls over them
   and fails over (``models/fleet.py``).
 * 429 / 5xx / timeouts / connection errors / malformed bodies are retried with exponential backoff and
@@ -14,8 +14,9 @@ are easy to get wrong once per call site and easy to get right once. Everything 
 * After the last attempt ``ModelCallError(kind, attempts, message)`` is raised; an empty answer is an error
   too, never returned in place of one. Messages are scrubbed of the key.
 * Errors that no retry can fix (auth: 401/403/missing key; bad_request/not_found: 400/404/422) stop the
-  model: every later call to the same (model, api_base, api_key_env) fails at once with the first error,
-  unsent (a fleet is stopped only when every endpoint refused it: ``_call_fleet``).
+  model: every later call to the same target (model, endpoint, api_key_env, headers_env names: ``_target``)
+  fails at once with the first error, unsent (a fleet is stopped only when every endpoint refused it:
+  ``_call_fleet``).
 * ``cost_cap`` (``--max-cost``) is a hard cap: each call reserves its worst-case price (prompt tokens by
   litellm's tokenizer + ``max_tokens``) before it is sent; a call that does not fit is not sent.
 * A model with ``batch: true`` is not called here while the runner has attached a batch queue
@@ -176,12 +177,17 @@ def cached_prompt_tokens(usage: dict[str, Any]) -> tuple[int, int]:
 _litellm = litellm_module  # the name the rest of this module (and its tests) use
 
 
-def _target(settings: ModelSettings) -> tuple[str, str | None, str | None]:
+Target = tuple[str, str | None, str | None, tuple[tuple[str, str], ...]]
+
+
+def _target(settings: ModelSettings) -> Target:
     """What a model-fatal error stops, and what one ``concurrency`` semaphore caps: the model at its
-    endpoint (or at its fleet as a whole) with its credentials (``api_key_env``: the same model billed to
-    two organisations is two targets; one's revoked key does not stop the other)."""
+    endpoint (or at its fleet as a whole) with its credentials, named by their variables (``api_key_env``,
+    and ``headers_env``'s headers and variables, never their values): the same model billed to two
+    organisations, or behind a gateway with two users' header keys, is two targets; one's revoked key does
+    not stop the other."""
     endpoint = ",".join(settings.api_bases) if settings.api_bases else settings.api_base
-    return settings.model, endpoint, settings.api_key_env
+    return settings.model, endpoint, settings.api_key_env, tuple(sorted(settings.headers_env.items()))
 
 
 def _count_retry(stats: ModelStats, kind: str) -> None:
@@ -485,10 +491,10 @@ class ModelClient:
         self.cache = cache
         self.read_cache = read_cache
         self.cost_gate = None if max_cost_usd is None else CostGate(max_cost_usd)
-        self.stopped: dict[tuple[str, str | None, str | None], ModelCallError] = {}  # model-fatal errors
+        self.stopped: dict[Target, ModelCallError] = {}  # model-fatal errors
         self.backoff_base_s = backoff_base_s  # first retry waits ~this long, doubling; tests use a few ms
         self.stats = ClientStats()
-        self._semaphores: dict[tuple[int, tuple[str, str | None, str | None]], asyncio.Semaphore] = {}
+        self._semaphores: dict[tuple[int, Target], asyncio.Semaphore] = {}
         self.batch: BatchQueue | None = None  # set by the runner when the pipeline has batch: true models
         self._batch_reserved: dict[str, float] = {}  # cache key -> worst case held under --max-cost
         self._batch_read: set[tuple[str, str]] = set()  # (cache key, unit) answers counted in stats

@@ -6,13 +6,15 @@ invocation, pipeline and command line alike, without spending anything (unless `
 
 * no placeholder (``REPLACE-ME``) in any of the model's settings;
 * no user name or password in an ``api_base`` / ``api_bases`` URL (``user:password@host``): litellm
-  refuses such a URL next to the API key it sends, so every call would fail (retried as a server error);
+  refuses such a URL next to the API key it sends, so every call would fail (retried as a server error;
+  an empty user name with no password, ``http://@host``, is none and passes);
   no key in its query string either (``?api-key=``: litellm appends the request path after the query, so
   every call goes to a wrong URL, and a server's "no route" answer echoes the key into errors and
   results). A key belongs in the environment (``api_key_env``; another header, or basic auth's
   ``Authorization``: ``headers_env``); the message shows the URL without them;
 * no credential in ``extra`` (``api_key``, an ``Authorization`` header, ...: any key of that name, at any
-  depth, unless its value is litellm's ``os.environ/VAR`` reference): ``extra`` is part of the
+  depth, unless its value is litellm's ``os.environ/VAR`` reference or true/false/null; a flag about a
+  credential, ``no_password``, and a text token, ``eos_token``, are no credential): ``extra`` is part of the
   configuration written to meta.json and run.sqlite. A model refused for a credential is sent nothing:
   neither ``GET /models`` nor ``probe``'s call (that call would carry it, and an error would echo it);
 * ``sim/``, ``baseline/`` and plugin names resolve (``runner.models.model_problem``);
@@ -72,11 +74,15 @@ def _placeholder_fields(settings: ModelSettings) -> list[str]:
 
 
 def _has_userinfo(url: str) -> bool:
+    """A user name or password in ``url``. An empty user name with no password (``http://@host``) is none:
+    nothing is sent for it and litellm's calls go through, so it is accepted like the URL without the
+    ``@``. A password, even an empty one (``http://:@host``), is refused: litellm's HTTP client then
+    refuses every call ("cannot combine AUTHORIZATION header with ... credentials encoded in URL")."""
     try:
         parts = urlsplit(url)
     except ValueError:  # unparseable: the answer check reports it
         return False
-    return parts.username is not None or parts.password is not None
+    return bool(parts.username) or parts.password is not None
 
 
 def _query_credentials(url: str) -> list[str]:
@@ -110,7 +116,12 @@ _CREDENTIAL_NAMES = frozenset(
         "proxy_authorization",
         "auth",
         "password",
+        "passwd",
+        "passphrase",
+        "token",
         "secret",
+        "private_key",
+        "credentials",
         "secret_key",
         "client_secret",
         "subscription_key",
@@ -126,6 +137,19 @@ _CREDENTIAL_NAMES = frozenset(
 )
 # a singular ``_token`` (``watsonx_token``); ``max_tokens``, ``budget_tokens`` are plural and pass
 _CREDENTIAL_SUFFIXES = ("_api_key", "_secret", "_password", "_token")
+# a first word that makes such a name a setting about a credential, not one: a negation or a flag
+# (``no_password``, ``require_api_key``, ``skip_auth_token``, ``is_secret``); ``use_auth_token`` is not one of
+# them (Hugging Face's takes the token itself)
+_FLAG_WORDS = frozenset(
+    {"no", "not", "without", "skip", "disable", "disabled", "omit", "ignore", "allow", "enable", "enabled"}
+    | {"require", "requires", "required", "need", "needs", "has", "have", "is", "max", "min", "num"}
+)
+# a word before ``_token`` that makes it a token of text or a page of results, not a credential
+# (``eos_token``, ``pad_token``, ``skip_special_token``, ``next_page_token``)
+_TEXT_TOKENS = frozenset(
+    {"bos", "eos", "pad", "unk", "sep", "cls", "mask", "stop", "special", "start", "end", "image", "audio"}
+    | {"video", "first", "last", "next", "page", "pagination", "continuation", "cursor"}
+)
 _QUERY_KEY_NAMES = frozenset({"key", "token", "code", "sig"})  # also keys in a URL (e.g. Azure's ?code=)
 # a litellm reference to an environment variable, resolved by litellm itself: no secret in the file
 ENV_REFERENCE = "os.environ/"
@@ -136,8 +160,16 @@ def _normal(name: object) -> str:
 
 
 def _is_credential_name(key: object) -> bool:
+    """Does ``key`` name a credential: a known name (``password``, ``api_key``, ``token``, ...) or one ending
+    like a credential (``x_api_key``, ``auth_token``, ``client_secret``), unless its words say it is a flag
+    about one (``no_password``) or a token of text (``eos_token``)?"""
     name = _normal(key)
-    return name in _CREDENTIAL_NAMES or name.endswith(_CREDENTIAL_SUFFIXES)
+    if name not in _CREDENTIAL_NAMES and not name.endswith(_CREDENTIAL_SUFFIXES):
+        return False
+    words = name.split("_")
+    if len(words) > 1 and words[0] in _FLAG_WORDS:
+        return False
+    return not (len(words) > 1 and words[-1] == "token" and words[-2] in _TEXT_TOKENS)
 
 
 def _is_query_key(name: str) -> bool:
@@ -185,14 +217,23 @@ def _credential_problems(settings: ModelSettings, command_line: bool = False) ->
     return found
 
 
+def _holds_no_secret(value: object) -> bool:
+    return (
+        value is None
+        or isinstance(value, bool)
+        or (isinstance(value, str) and value.startswith(ENV_REFERENCE))
+    )
+
+
 def _credential_keys(value: object, path: str, header: bool = False) -> list[tuple[str, bool]]:
     """Where in ``value`` (nested dicts and lists) a key names a credential, as (``extra.a.b`` path, whether
-    it is an HTTP header of ``extra_headers``). A litellm ``os.environ/VAR`` reference holds no secret."""
+    it is an HTTP header of ``extra_headers``). A litellm ``os.environ/VAR`` reference holds no secret, and
+    neither does true, false or null (``use_auth_token: true``, ``password: null``)."""
     if isinstance(value, dict):
         found = []
         for key, inner in value.items():
             if _is_credential_name(key):
-                if not (isinstance(inner, str) and inner.startswith(ENV_REFERENCE)):
+                if not _holds_no_secret(inner):
                     found.append((f"{path}.{key}", header))
             else:
                 found += _credential_keys(inner, f"{path}.{key}", header or key == "extra_headers")

@@ -23,7 +23,9 @@ before it answers, and answers with the units' outcomes only; the main process s
 through the store's group commits and keeps the engine's accounting for all (tallies, failures, stopped
 models) with ``engine.settle``. Why: unpickling a child's ~0.5 MB answer and inserting its rows were most of
 the main process's time while the child waited. Under a cost cap, once a model is stopped, and for a chunk
-with a model-fatal failure, the main process stores instead (it decides unit by unit, as the engine does).
+with a model-fatal failure, the main process stores instead (it decides unit by unit, as the engine does);
+so it does for a child whose write fails (a full disk, an I/O error): that chunk and the child's later ones
+come back unstored, and the main process says once why (a one-line warning, no traceback).
 "Once a model is stopped" means stopped when the stage starts: a model stopped during the stage by a
 model-fatal failure (no built-in offline model produces one) still has the chunks children compute for it
 stored (counted done, not "not run"), where one process would store none of them (known, not fixed).
@@ -60,6 +62,7 @@ from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
+from rich.markup import escape
 from rich.progress import Progress, TaskID
 
 from agentjudge.models.failures import is_model_fatal
@@ -459,7 +462,8 @@ async def run_offline_units(
     it answers) and answers with the outcomes only, so the main process neither unpickles ~0.5 MB per
     chunk nor inserts the child's rows (both were most of its time while the child waited). Not under a
     cost cap or once a model is stopped (the main process decides then, unit by unit, what is stored), nor
-    for a chunk with a model-fatal failure (handed to the main process, which stops the model)."""
+    for a chunk with a model-fatal failure (handed to the main process, which stops the model), nor once
+    the child's own write failed (the main process stores its chunks and warns once)."""
     ordered = sorted(units, key=prefix_order)
     chunks = [ordered[i : i + CHUNK_UNITS] for i in range(0, len(ordered), CHUNK_UNITS)]
     if bar is None:
@@ -476,26 +480,42 @@ async def run_offline_units(
     main_pid = os.getpid()
     direct = budget.cap is None and not budget.refused and not log.stopped
     writer = GroupWriter(store.path)
+    cannot_store: list[str] = []  # in a child: why its writer failed (it then hands every chunk back)
 
-    def compute(index: int) -> tuple[bool, list[Encoded]]:
+    def compute(index: int) -> tuple[bool, list[Encoded], str | None]:
+        """(stored by this child, the chunk's units, why this child could not store it)."""
         started = now()
         answer = compute_chunk(chunks[index], work)
-        if not direct or os.getpid() == main_pid or any(_stops(e) for e in answer):
-            return False, answer
+        if not direct or os.getpid() == main_pid or cannot_store or any(_stops(e) for e in answer):
+            return False, answer, None
         finished = now()
         rows = [
             (*unit.row(), e[0], e[1], e[2], started, finished)
             for unit, e in zip(chunks[index], answer, strict=True)
         ]
-        writer.write(rows)  # committed before the answer: the main process counts stored units only
-        return True, [(e[0], None, e[2], e[3], e[4], e[5]) for e in answer]
+        try:
+            writer.write(rows)  # committed before the answer: the main process counts stored units only
+        except Exception as exc:  # noqa: BLE001 - the main process stores the chunk (and says why)
+            cannot_store.append(engine.error_text(exc))
+            return False, answer, cannot_store[0]
+        return True, [(e[0], None, e[2], e[3], e[4], e[5]) for e in answer], None
 
     size = offline_workers(workers, len(ordered), CHUNK_UNITS)
     answers = in_chunks_unordered(size, compute, len(chunks))
+    told = False
     try:
         started = now()
-        for index, (stored, answer) in answers:  # stored as they come: the store's order is not the files'
+        for index, (stored, answer, store_error) in answers:  # stored as they come (not the files' order)
             chunk = chunks[index]
+            if store_error is not None and not told and log.console is not None:
+                told = True
+                log.console.print(
+                    f"[yellow]warning:[/yellow] an offline worker process could not store its chunk in "
+                    f"{escape(store.path.name)} ({escape(store_error[:300])}); the main process stores "
+                    "that process's units instead",
+                    highlight=False,
+                    soft_wrap=True,
+                )
             finished = now()
             for unit, encoded in zip(chunk, answer, strict=True):
                 model = model_of(unit)

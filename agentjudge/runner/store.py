@@ -34,6 +34,7 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -154,7 +155,7 @@ class RunStore:
         return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
 
     def set_meta(self, values: dict[str, str]) -> None:
-        with self._transaction():
+        with transaction(self._db):
             self._db.executemany(
                 "INSERT INTO meta (key, value) VALUES (?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -225,7 +226,7 @@ class RunStore:
             self._last_flush = started
             return
         rows, self._pending = self._pending, []
-        with self._transaction():
+        with transaction(self._db):
             _write_group(self._db, rows)
         self.flushes += 1
         self._last_flush = time.monotonic()
@@ -259,17 +260,26 @@ class RunStore:
         finally:
             self._db.close()
 
-    def _transaction(self) -> Any:
-        db = self._db
 
-        class _Tx:
-            def __enter__(self) -> None:
-                db.execute("BEGIN IMMEDIATE")
-
-            def __exit__(self, exc_type: Any, *_: Any) -> None:
-                db.execute("ROLLBACK" if exc_type else "COMMIT")
-
-        return _Tx()
+@contextmanager
+def transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction on a connection opened with ``isolation_level=None`` (the store's and
+    ``GroupWriter``'s): ``BEGIN IMMEDIATE``, then ``COMMIT``, or ``ROLLBACK`` when the body or the commit
+    raises. The error raised is always the one that broke the transaction: after a disk-full, I/O or
+    interrupt error SQLite may already have rolled back itself, and a ``ROLLBACK`` then fails ("cannot
+    rollback - no transaction is active"), which must not hide why the write failed. So the rollback is
+    sent only while a transaction is open, and its own failure is noted on the original error."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException as exc:
+        if db.in_transaction:
+            try:
+                db.execute("ROLLBACK")
+            except sqlite3.Error as rollback:
+                exc.add_note(f"(the rollback failed too: {rollback})")
+        raise
 
 
 _COLS = ", ".join(_KEY_COLUMNS)
@@ -308,14 +318,8 @@ class GroupWriter:
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
             self._db.execute("PRAGMA synchronous=NORMAL")  # per connection; as the store's own
             self._pid = os.getpid()
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            _write_group(db, rows)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+        with transaction(self._db):
+            _write_group(self._db, rows)
 
 
 def config_diff(old: dict[str, Any], new: dict[str, Any]) -> str:
