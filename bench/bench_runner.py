@@ -351,6 +351,8 @@ def split_contender(bodies_path: str, base_url: str, c: int, k: int) -> None:
     for proc in procs:  # every share has imported litellm
         assert proc.stdout is not None
         if proc.stdout.readline().strip() != "ready":
+            for other in procs:  # not left waiting to start on their own when this process exits
+                other.kill()
             raise SystemExit("raw xK: a share ended before it was ready")
     for proc in procs:
         assert proc.stdin is not None
@@ -518,7 +520,8 @@ def main() -> None:
                         # than units)
                         bodies = root / f"bodies-{c}-{latency}.jsonl"
                         bodies.write_text("".join(first_bodies or []))
-                        split = [f"raw x{w}" for w in workers if w is not None and w > 1]
+                        # (not with C < K: a share would have no concurrency at all)
+                        split = [f"raw x{w}" for w in workers if w is not None and 1 < w <= c]
                         for kind in ("raw", "threads", *split):
                             out = _run_contender(kind, bodies, server.base_url, c, _Sampler(log))
                             runs.setdefault(kind, []).append(

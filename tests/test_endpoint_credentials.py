@@ -276,10 +276,21 @@ def test_credentials_are_still_refused_next_to_names_that_are_not() -> None:
         "refresh_token": SECRET,
         "passwd": 123456,  # a number can be a password (true/false cannot)
         "private_key": SECRET,
-        "extra_headers": {"X-Api-Key": SECRET, "no-cache": "1"},
+        "clientSecret": SECRET,  # camelCase
+        "minio_secret_key": SECRET,
+        "azure_credentials": SECRET,
+        "extra_headers": {
+            "X-Api-Key": SECRET,
+            "no-cache": "1",
+            "cf-aig-authorization": SECRET,  # Cloudflare AI Gateway
+            "x-functions-key": SECRET,  # Azure Functions
+            "api-subscription-key": SECRET,
+            "maxTokens": "1",  # camelCase, not a credential
+        },
     }
     lines = _lines({"model": "baseline/rule", "extra": refused})
+    headers = ["X-Api-Key", "cf-aig-authorization", "x-functions-key", "api-subscription-key"]
     assert [line.split(": ", 1)[1].split(" holds")[0] for line in lines] == [
         f"extra.{name}" for name in list(refused)[:-1]
-    ] + ["extra.extra_headers.X-Api-Key"]
+    ] + [f"extra.extra_headers.{name}" for name in headers]
     assert all(SECRET not in line for line in lines)

@@ -127,7 +127,8 @@ def test_batch_mode_reads_a_missing_headers_env_variable_as_an_auth_failure(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from agentjudge.models.batch import BatchAPI
-    from agentjudge.models.client import MissingCredentialError, classify
+    from agentjudge.models.client import classify
+    from agentjudge.models.credentials import MissingCredentialError
 
     monkeypatch.delenv("AJ_UNSET_HDR", raising=False)
     api = BatchAPI(

@@ -9,7 +9,7 @@ from agentjudge.runner import engine
 
 class Clock:
     def __init__(self) -> None:
-        self.now = 0.0
+        self.now = 1000.0  # a clock reading, not 0: rich keeps durations and readings in the same fields
 
     def __call__(self) -> float:
         return self.now
@@ -44,6 +44,10 @@ def test_the_rate_after_the_offline_burst_is_the_calls_rate() -> None:
 def test_the_elapsed_time_still_counts_from_the_stage_start() -> None:
     progress, bar, clock = _bar_after_offline_burst(restart=True)
     (task,) = progress.tasks
-    clock.now = 75.0
+    clock.now = 1075.0
     assert str(engine.StageElapsedColumn().render(task)) == "0:01:15"
     assert task.description == "judge"
+    clock.now = 1090.0
+    progress.advance(bar, 98)  # the last calls: the bar finishes and its time stops
+    clock.now = 2000.0
+    assert task.finished and str(engine.StageElapsedColumn().render(task)) == "0:01:30"

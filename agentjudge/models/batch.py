@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import Field
 
+from agentjudge.models.credentials import MissingCredentialError, env_headers, unset_headers_message
 from agentjudge.models.tokens import prices
 from agentjudge.types import ModelSettings, Strict
 
@@ -209,13 +210,10 @@ class BatchAPI:
         return out
 
     def _env_headers(self) -> dict[str, str]:
-        from agentjudge.models.client import MissingCredentialError, env_headers
-
         headers = env_headers(self.settings)
-        unset = [f"{var} ({h})" for h, var in self.settings.headers_env.items() if not headers[h]]
-        if unset:  # the direct call's wording; an ``auth`` failure (client.classify) like a refused key
-            missing = ", ".join(unset)
-            raise MissingCredentialError(f"environment variable {missing} (headers_env) is not set or empty")
+        message = unset_headers_message(self.settings, headers)
+        if message is not None:  # the direct call's words; an ``auth`` failure (client.classify)
+            raise MissingCredentialError(message)
         return headers
 
     async def upload(self, data: bytes, filename: str) -> str:

@@ -40,6 +40,7 @@ from typing import Any, Protocol
 from pydantic import Field, ValidationError
 
 from agentjudge.models.cache import CallCache, cache_key
+from agentjudge.models.credentials import MissingCredentialError, env_headers, unset_headers_message
 from agentjudge.models.fleet import ENDPOINT_DOWN_KINDS, ENDPOINT_REFUSED_KINDS, EndpointCount, Fleet
 from agentjudge.models.litellm_import import litellm_module
 from agentjudge.models.tokens import cache_saving
@@ -265,10 +266,6 @@ def _status_of(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
-class MissingCredentialError(Exception):
-    """A credential the pipeline names (``headers_env``) is not in the environment: an ``auth`` failure."""
-
-
 def classify(exc: BaseException) -> str:
     """Map a litellm/httpx/openai exception to an error kind (decides whether to retry)."""
     if isinstance(exc, MissingCredentialError):
@@ -345,11 +342,6 @@ def _unsent(completion: Completion) -> Completion:
         update={"cached": True, "cost_usd": 0.0, "cached_prompt_tokens": 0, "cache_saved_usd": 0.0}
     )
     return completion
-
-
-def env_headers(settings: ModelSettings) -> dict[str, str]:
-    """The ``headers_env`` headers with their values read from the environment now ("" for an unset one)."""
-    return {header: os.environ.get(var, "") for header, var in settings.headers_env.items()}
 
 
 def settings_secrets(settings: ModelSettings) -> list[str]:
@@ -570,7 +562,7 @@ class ModelClient:
         if settings.batch and self.batch is not None and self._batch_replay(key):
             # a unit run again for a later call (a re-ask, the next turn) reads its earlier batch answer
             # again, with that answer's usage, as the same unit would have in one direct pass
-            return await self._batched(settings, key, fields, stats, _secrets(None))
+            return await self._batched(settings, key, fields, stats, settings_secrets(settings))
         if self.cache is not None and self.read_cache:
             cached = self._cached(key, settings)
             flight = (id(asyncio.get_running_loop()), key)
@@ -618,10 +610,9 @@ class ModelClient:
                 ),
             )
         headers = env_headers(settings)
-        unset = [f"{var} ({header})" for header, var in settings.headers_env.items() if not headers[header]]
-        if unset:
+        message = unset_headers_message(settings, headers)
+        if message is not None:
             stats.failures += 1
-            message = f"environment variable {', '.join(unset)} (headers_env) is not set or empty"
             raise self._stop(settings, ModelCallError("auth", 0, message))
         if settings.batch and self.batch is not None:
             return await self._batched(settings, key, fields, stats, _secrets(api_key, headers))

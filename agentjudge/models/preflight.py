@@ -135,8 +135,12 @@ _CREDENTIAL_NAMES = frozenset(
         "cookie",
     }
 )
-# a singular ``_token`` (``watsonx_token``); ``max_tokens``, ``budget_tokens`` are plural and pass
-_CREDENTIAL_SUFFIXES = ("_api_key", "_secret", "_password", "_token")
+# a singular ``_token`` (``watsonx_token``); ``max_tokens``, ``budget_tokens`` are plural and pass; a
+# gateway's own header (``cf-aig-authorization``, ``x-functions-key``, ``api-subscription-key``)
+_CREDENTIAL_SUFFIXES = (
+    "_api_key", "_secret", "_password", "_token", "_authorization", "_credentials", "_secret_key",
+    "_subscription_key", "_functions_key", "_access_key",
+)  # fmt: skip
 # a first word that makes such a name a setting about a credential, not one: a negation or a flag
 # (``no_password``, ``require_api_key``, ``skip_auth_token``, ``is_secret``); ``use_auth_token`` is not one of
 # them (Hugging Face's takes the token itself)
@@ -156,7 +160,8 @@ ENV_REFERENCE = "os.environ/"
 
 
 def _normal(name: object) -> str:
-    return re.sub(r"[-\s]", "_", str(name).lower())
+    """``clientSecret``, ``Client-Secret`` and ``client secret`` all as ``client_secret``."""
+    return re.sub(r"[-\s]", "_", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", str(name)).lower())
 
 
 def _is_credential_name(key: object) -> bool:

@@ -488,7 +488,7 @@ class BatchBroker:
                 if result.status == 200 and result.body is not None and result.error is None:
                     self._db.execute(
                         "UPDATE batch_requests SET state = 'done', answer = ? WHERE cache_key = ?",
-                        (json.dumps(result.body), result.custom_id),
+                        (_scrub(json.dumps(result.body), secrets), result.custom_id),  # as the cache
                     )
                     outcome["answered"] += 1
                     continue

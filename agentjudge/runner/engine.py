@@ -117,8 +117,10 @@ class StageElapsedColumn(TimeElapsedColumn):
         began = task.fields.get("began")
         if began is None or task.start_time is None:
             return super().render(task)
-        end = task.finished_time if task.finished_time is not None else task.get_time()
-        elapsed = end - began
+        before = task.start_time - began  # the stage's time before the restart
+        # rich keeps a finished task's elapsed seconds (a duration) in ``finished_time``, else its clock runs
+        since = task.finished_time if task.finished_time is not None else task.get_time() - task.start_time
+        elapsed = before + since
         minutes, seconds = divmod(int(elapsed), 60)
         hours, minutes = divmod(minutes, 60)
         return Text(f"{hours}:{minutes:02d}:{seconds:02d}", style="progress.elapsed")
