@@ -116,6 +116,20 @@ def _fake_pool() -> WorkerPool:
     return pool
 
 
+def test_only_real_worker_pids_are_signalled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``kill(0)`` is this process group and ``kill(-1)`` every process the user may signal: a worker whose
+    pid is not a process id (the fake pools of these tests) is never signalled or waited for. (``os.kill``
+    and ``os.waitpid`` are replaced here, so nothing is sent even when this fails.)"""
+    sent: list[Any] = []
+    monkeypatch.setattr(workers.os, "kill", lambda pid, sig: sent.append(pid))
+    monkeypatch.setattr(workers.os, "waitpid", lambda pid, options: sent.append(("wait", pid)) or (pid, 0))
+    pool = WorkerPool(3, None)  # type: ignore[arg-type] - nothing is forked
+    for pid in (0, -1, 4242):
+        pool._workers.append(workers._Worker(pid=pid, request_fd=-1, answer_fd=-1, writer=_Pipe()))  # type: ignore[arg-type]
+    pool.abandon()
+    assert sent == [4242, ("wait", 4242)]
+
+
 def test_a_route_holds_a_worker_only_while_its_calls_are_in_flight() -> None:
     """Calls asking the same thing (one route) meet in one worker while one of them is out; otherwise every
     call goes to the least busy worker, so distinct requests spread evenly, even routes that one hash would

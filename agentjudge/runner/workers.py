@@ -181,6 +181,14 @@ class _Outbox:
             self.transport.write(data)
 
 
+def _signal(pid: int, sig: signal.Signals) -> None:
+    """Send ``sig`` to one worker process, if it still exists. Only to a process id: ``kill`` reads 0 as this
+    process group and -1 as every process the user may signal, and no worker has such an id."""
+    if pid > 0:
+        with contextlib.suppress(OSError):
+            os.kill(pid, sig)
+
+
 @dataclass
 class _Worker:
     pid: int
@@ -272,8 +280,7 @@ class WorkerPool:
             worker.dead = f"worker process {worker.pid} exited ({type(exc).__name__})"
         except Exception as exc:  # noqa: BLE001 - an unreadable frame: this worker is no longer usable
             worker.dead = f"worker process {worker.pid}: unreadable answer ({type(exc).__name__})"
-            with contextlib.suppress(OSError):
-                os.kill(worker.pid, signal.SIGKILL)
+            _signal(worker.pid, signal.SIGKILL)
         finally:
             if worker.dead is None and not worker.final.done():
                 worker.dead = f"worker process {worker.pid} stopped"
@@ -341,13 +348,13 @@ class WorkerPool:
         finished is already in the call cache."""
         for worker in self._workers:
             if not worker.reaped:
-                with contextlib.suppress(OSError):
-                    os.kill(worker.pid, signal.SIGTERM)
+                _signal(worker.pid, signal.SIGTERM)
         for worker in self._workers:
             if not worker.reaped:
                 worker.reaped = True
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(worker.pid, 0)
+                if worker.pid > 0:  # waitpid(0 or -1) would wait for any child of this process
+                    with contextlib.suppress(ChildProcessError):
+                        os.waitpid(worker.pid, 0)
             if worker.writer is None and not worker.fds_closed:  # never handed to an event loop
                 worker.fds_closed = True
                 for fd in (worker.request_fd, worker.answer_fd):
