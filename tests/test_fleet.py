@@ -293,6 +293,39 @@ def test_a_fleet_stops_when_every_replica_refuses_the_model(servers: list[FakeLL
     assert len(a.requests) == 1 and len(b.requests) == 1  # the second call was not sent
 
 
+def test_endpoints_refusing_one_entrys_key_still_serve_another_entrys(
+    servers: list[FakeLLM], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two entries of one model on the same fleet, billed to two keys: every endpoint answers one key 401.
+    That entry is stopped; the other's calls still find every endpoint (the refusal is per credentials)."""
+    a, b, _ = servers
+    monkeypatch.setenv("AJ_REVOKED_KEY", "sk-revoked-0123456789")
+    monkeypatch.setenv("AJ_VALID_KEY", "sk-valid-0123456789")
+    for server in (a, b):
+        server.refuse_header("Authorization", "Bearer sk-revoked-0123456789")
+    urls = [a.base_url, b.base_url]
+    revoked = ModelSettings(**_fleet(urls, name="revoked", api_key_env="AJ_REVOKED_KEY", max_retries=0))
+    valid = ModelSettings(**_fleet(urls, name="valid", api_key_env="AJ_VALID_KEY", max_retries=0))
+    client = ModelClient(backoff_base_s=0.01)
+
+    async def go() -> tuple[Any, list[str]]:
+        refused = await asyncio.gather(
+            client.complete(revoked, [{"role": "user", "content": "q"}]), return_exceptions=True
+        )
+        answers = [
+            (await client.complete(valid, [{"role": "user", "content": f"r{i}"}])).text for i in range(4)
+        ]
+        return refused[0], answers
+
+    refused, answers = asyncio.run(go())
+    assert isinstance(refused, ModelCallError) and refused.kind == "auth"
+    assert "refused by every endpoint" in refused.message
+    assert len(answers) == 4 and all(answers)
+    asked = [[r["messages"][0]["content"] for r in server.requests] for server in (a, b)]
+    assert [x.count("q") for x in asked] == [1, 1]  # the revoked key: refused by each endpoint once
+    assert sorted(c for x in asked for c in x if c != "q") == ["r0", "r1", "r2", "r3"]  # valid: all sent
+
+
 def test_every_endpoint_down_is_one_clear_error_without_secrets() -> None:
     secret = "qs-secret-token-123"
     urls = [f"http://127.0.0.1:{_free_port()}/v1?token={secret}", f"http://127.0.0.1:{_free_port()}/v1"]

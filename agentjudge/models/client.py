@@ -491,20 +491,24 @@ class ModelClient:
         self._batch_reserved: dict[str, float] = {}  # cache key -> worst case held under --max-cost
         self._batch_read: set[tuple[str, str]] = set()  # (cache key, unit) answers counted in stats
         self._batch_counted: set[str] = set()  # cache keys whose submissions are in stats.requests
-        self._fleets: dict[tuple[int, str, tuple[str, ...]], Fleet] = {}
+        self._fleets: dict[tuple[int, Target], Fleet] = {}
         # requests being sent, by (event loop, cache key): an identical request made meanwhile waits for it
         # and reads its answer from the cache instead of paying for the same question twice (what the
         # cache does anyway when the two are not sent at the same moment)
         self._in_flight: dict[tuple[int, str], asyncio.Future[None]] = {}
 
     def _fleet(self, settings: ModelSettings) -> Fleet:
-        """The endpoint states of a model with ``api_bases`` (one per event loop, like the semaphores)."""
-        urls = tuple(settings.api_bases or ())
-        key = (id(asyncio.get_running_loop()), settings.model, urls)
+        """The endpoint states of a model with ``api_bases``: one per event loop and target, like the
+        semaphores — an endpoint that refuses one entry's credentials (401) is out for that entry only, not
+        for another entry of the same model and endpoints with other credentials."""
+        key = (id(asyncio.get_running_loop()), _target(settings))
         fleet = self._fleets.get(key)
         if fleet is None:
             fleet = self._fleets[key] = Fleet.of(
-                list(urls), settings.concurrency, settings.endpoint_concurrency, self.backoff_base_s
+                list(settings.api_bases or ()),
+                settings.concurrency,
+                settings.endpoint_concurrency,
+                self.backoff_base_s,
             )
         return fleet
 

@@ -14,7 +14,9 @@ any single replica. A model whose settings list ``api_bases`` is called through 
 * an endpoint that answers 404 (``not_found``: e.g. vLLM started with another ``--served-model-name``, a LoRA
   not loaded) or 401/403 (``auth``: a proxy with another key) is misconfigured, not busy: it is taken out
   for the rest of the run and the call moves on; the model stops only when *every* endpoint was taken out
-  so (``ENDPOINT_REFUSED_KINDS``). A 400/422 (``bad_request``) is not failed over: it is the request's
+  so (``ENDPOINT_REFUSED_KINDS``). A fleet's state belongs to one model entry and its credentials (the
+  client keeps one per target, like its semaphores): a key refused there does not take the endpoint out
+  for an entry with another key. A 400/422 (``bad_request``) is not failed over: it is the request's
   fault (context too long, a parameter the model rejects), the replicas serve the same model, and
   asking each of them would only multiply a certain failure;
 * a call that failed on one endpoint moves to another at once (no backoff sleep while an endpoint it has
