@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import Field
 
-from agentjudge.models.credentials import MissingCredentialError, env_headers, unset_headers_message
+from agentjudge.models.credentials import required_env_headers
 from agentjudge.models.tokens import prices
 from agentjudge.types import ModelSettings, Strict
 
@@ -204,17 +204,11 @@ class BatchAPI:
                 out[name] = self.settings.extra[name]
         # ``extra``'s headers and the ``headers_env`` ones go out with every Files and Batches request (a
         # gateway or proxy in front of the provider checks them there, not inside the batch's lines)
-        headers = {**(self.settings.extra.get("extra_headers") or {}), **self._env_headers()}
+        # (an unset variable raises MissingCredentialError, an ``auth`` failure: client.classify)
+        headers = {**(self.settings.extra.get("extra_headers") or {}), **required_env_headers(self.settings)}
         if headers:
             out["extra_headers"] = headers
         return out
-
-    def _env_headers(self) -> dict[str, str]:
-        headers = env_headers(self.settings)
-        message = unset_headers_message(self.settings, headers)
-        if message is not None:  # the direct call's words; an ``auth`` failure (client.classify)
-            raise MissingCredentialError(message)
-        return headers
 
     async def upload(self, data: bytes, filename: str) -> str:
         from agentjudge.models.litellm_import import litellm_module as _litellm

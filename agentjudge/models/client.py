@@ -40,7 +40,7 @@ from typing import Any, Protocol
 from pydantic import Field, ValidationError
 
 from agentjudge.models.cache import CallCache, cache_key
-from agentjudge.models.credentials import MissingCredentialError, env_headers, unset_headers_message
+from agentjudge.models.credentials import MissingCredentialError, env_headers, required_env_headers
 from agentjudge.models.fleet import ENDPOINT_DOWN_KINDS, ENDPOINT_REFUSED_KINDS, EndpointCount, Fleet
 from agentjudge.models.litellm_import import litellm_module
 from agentjudge.models.tokens import cache_saving
@@ -613,11 +613,11 @@ class ModelClient:
                     f"environment variable {settings.api_key_env} (api_key_env) is not set or empty",
                 ),
             )
-        headers = env_headers(settings)
-        message = unset_headers_message(settings, headers)
-        if message is not None:
+        try:
+            headers = required_env_headers(settings)
+        except MissingCredentialError as exc:
             stats.failures += 1
-            raise self._stop(settings, ModelCallError("auth", 0, message))
+            raise self._stop(settings, ModelCallError("auth", 0, str(exc))) from None
         if settings.batch and self.batch is not None:
             return await self._batched(settings, key, fields, stats, _secrets(api_key, headers))
         reserved = await self._reserve(settings, fields)

@@ -19,9 +19,13 @@ def env_headers(settings: ModelSettings) -> dict[str, str]:
     return {header: os.environ.get(var, "") for header, var in settings.headers_env.items()}
 
 
-def unset_headers_message(settings: ModelSettings, headers: dict[str, str]) -> str | None:
-    """What is missing, naming each variable and its header (never a value), or None when all are set."""
+def required_env_headers(settings: ModelSettings) -> dict[str, str]:
+    """``env_headers``, every one set: else ``MissingCredentialError`` naming each unset variable and its
+    header (never a value)."""
+    headers = env_headers(settings)
     unset = [f"{var} ({header})" for header, var in settings.headers_env.items() if not headers[header]]
-    if not unset:
-        return None
-    return f"environment variable {', '.join(unset)} (headers_env) is not set or empty"
+    if unset:
+        raise MissingCredentialError(
+            f"environment variable {', '.join(unset)} (headers_env) is not set or empty"
+        )
+    return headers
