@@ -13,6 +13,7 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from rich.console import Console
@@ -115,15 +116,12 @@ class StageElapsedColumn(TimeElapsedColumn):
 
     def render(self, task: Task) -> Text:
         began = task.fields.get("began")
-        if began is None or task.start_time is None:
+        # rich's own reading of the time since the (re)start: a finished task keeps it in ``finished_time``
+        since = task.finished_time if task.finished else task.elapsed
+        if began is None or task.start_time is None or since is None:
             return super().render(task)
-        before = task.start_time - began  # the stage's time before the restart
-        # rich keeps a finished task's elapsed seconds (a duration) in ``finished_time``, else its clock runs
-        since = task.finished_time if task.finished_time is not None else task.get_time() - task.start_time
-        elapsed = before + since
-        minutes, seconds = divmod(int(elapsed), 60)
-        hours, minutes = divmod(minutes, 60)
-        return Text(f"{hours}:{minutes:02d}:{seconds:02d}", style="progress.elapsed")
+        elapsed = task.start_time - began + since  # plus the stage's time before the restart
+        return Text(str(timedelta(seconds=max(0, int(elapsed)))), style="progress.elapsed")  # rich's format
 
 
 def make_progress(console: Console, get_time: Callable[[], float] | None = None) -> Progress:
