@@ -41,7 +41,7 @@ client once per round, and the last column lists each round's requests/s and ste
 * ``steady %``: requests/s received in that same window, as a share of C/L: the rate with C in flight
   throughout. The goal "≥ 85 % of C/L" is judged on the whole span (``% of C/L``); the steady figure is
   printed beside it, and so is what litellm alone reaches (``raw`` and ``raw xK``): on a 2-core machine
-  where litellm costs ~9 ms of CPU per call, C=32 at L=200 ms asks 160 calls/s, ~1.4 cores of litellm alone.
+  where litellm costs ~10 ms of CPU per call, C=32 at L=200 ms asks 160 calls/s, ~1.6 cores of litellm alone.
 
 Each row's header gives the loopback server's own CPU per request (on 2 cores it competes with the client
 being measured). Ratios are measured in one run on one machine: read them, not the absolute figures, when
