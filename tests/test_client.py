@@ -184,6 +184,28 @@ async def test_key_from_provider_default_env_is_scrubbed_too(
     assert "sk-openai-default" not in str(err.value) and "***" in err.value.message
 
 
+async def test_a_key_exported_after_earlier_calls_is_scrubbed_too(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key-like variables are scanned again whenever the environment changed since the last call (the
+    scan is remembered between calls): a key exported, or changed, mid-run is still scrubbed."""
+    client = fast_client()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-first-0123456789")
+    fake_llm.queue("ok")
+    await client.complete(fake_llm.settings(api_key_env=None), MSG)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-second-0123456789")  # same names, another value
+    fake_llm.fail_next(status=401, message="Incorrect API key provided: sk-openai-second-0123456789")
+    with pytest.raises(ModelCallError) as err:
+        await client.complete(fake_llm.settings(api_key_env=None), [{"role": "user", "content": "again"}])
+    assert fake_llm.headers[-1]["authorization"] == "Bearer sk-openai-second-0123456789"
+    assert "sk-openai-second" not in str(err.value) and "***" in err.value.message
+    monkeypatch.setenv("AGENTJUDGE_OTHER_TOKEN", "tok-exported-later-0123456789")  # a new name
+    fake_llm.fail_next(status=400, message="bad header tok-exported-later-0123456789")
+    with pytest.raises(ModelCallError) as err:
+        await client.complete(fake_llm.settings(api_key_env=None), [{"role": "user", "content": "third"}])
+    assert "tok-exported-later" not in str(err.value) and "***" in err.value.message
+
+
 async def test_unreadable_cache_entry_is_a_miss(fake_llm: FakeLLM) -> None:
     fake_llm.queue("fresh")
     cache = CallCache()

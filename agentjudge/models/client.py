@@ -354,7 +354,7 @@ def _secrets(api_key: str | None, headers: dict[str, str] | None = None) -> list
     """Values to scrub: the call's key, its ``headers_env`` values (and the credential after a scheme such
     as ``Basic``/``Bearer``), and every key-like env var (litellm reads e.g. OPENAI_API_KEY itself when no
     ``api_key_env`` is given, and a provider may echo it in an error)."""
-    values = {v for k, v in os.environ.items() if _SECRET_ENV_RE.search(k) and len(v) >= 8}
+    values = set(_env_secrets())
     if api_key:
         values.add(api_key)
     for value in (headers or {}).values():
@@ -363,6 +363,24 @@ def _secrets(api_key: str | None, headers: dict[str, str] | None = None) -> list
         if len(credential) >= 8:
             values.add(credential)
     return sorted(values, key=len, reverse=True)  # longest first: no partial replacement of a longer key
+
+
+# the environment as last scanned (its raw name/value pairs) and the key-like values found in it
+_ENV_SCAN: tuple[tuple[tuple[Any, Any], ...], frozenset[str]] = ((), frozenset())
+
+
+def _env_secrets() -> frozenset[str]:
+    """The values of key-like env vars (``_SECRET_ENV_RE``, 8 characters or more), scanned again only when
+    the environment changed: decoding and matching every variable cost ~80 µs, on every call; comparing
+    CPython's undecoded pairs (``os.environ._data``, which every ``os.environ`` write updates) ~1 µs."""
+    global _ENV_SCAN
+    raw = getattr(os.environ, "_data", None)
+    pairs = tuple(raw.items()) if isinstance(raw, dict) else tuple(os.environ.items())
+    scanned, found = _ENV_SCAN
+    if pairs != scanned or not pairs:
+        found = frozenset(v for k, v in os.environ.items() if _SECRET_ENV_RE.search(k) and len(v) >= 8)
+        _ENV_SCAN = (pairs, found)
+    return found
 
 
 def _scrub(text: str, secrets: list[str]) -> str:
