@@ -76,6 +76,16 @@ def test_split_lines_respects_request_and_byte_limits() -> None:
         split_lines(lines, max_requests=10, max_bytes=5)
 
 
+def test_a_sendable_line_drops_only_transport_keys_of_its_body() -> None:
+    from agentjudge.models.batch import sendable_line
+
+    clean = json.dumps({"custom_id": "k1", "body": {"model": "m", "messages": []}}, sort_keys=True)
+    assert sendable_line(clean) is clean and sendable_line("not json") == "not json"
+    body = {"model": "m", "messages": [], "extra_headers": {"Authorization": "Bearer x"}, "timeout": 5}
+    old = {"custom_id": "k1", "method": "POST", "url": "/v1/chat/completions", "body": body}
+    assert json.loads(sendable_line(json.dumps(old))) == old | {"body": {"model": "m", "messages": []}}
+
+
 def test_result_lines_of_output_and_error_files() -> None:
     ok = parse_result_line(
         json.dumps(
@@ -577,3 +587,67 @@ def test_a_run_whose_batch_the_provider_forgot_ends_with_each_unit_failed_and_a_
     assert run_cli(pipeline, rundir) == 0
     assert read(rundir, "judgments").judge_error.isna().all()
     assert fake_llm.batches_created == 2 and len(fake_llm.requests) == UNITS
+
+
+def test_lines_an_older_version_queued_with_extra_headers_are_resent_without_them(
+    tmp_path: Path,
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # review finding: a queued line is resent on resume as it is stored, and an older version's lines could
+    # carry ``extra_headers`` (an HTTP header dict, maybe a credential) in their body
+    from agentjudge.runner.batches import BatchBroker
+
+    secret = "Bearer old-queue-4b9e-credential"
+    fake_llm.set_responder(_responder)
+    assert run_cli(_pipeline(tmp_path / "d", fake_llm, batch=False), tmp_path / "direct") == 0
+    direct_requests = sorted(json.dumps(r, sort_keys=True) for r in fake_llm.requests)
+    fake_llm.reset()
+    fake_llm.set_responder(_responder)
+
+    async def ctrl_c(self: BatchBroker) -> int:  # Ctrl-C once the stage has queued its requests
+        raise KeyboardInterrupt
+
+    pipeline = _pipeline(tmp_path / "b", fake_llm, batch=True)
+    rundir = tmp_path / "batch"
+    with monkeypatch.context() as patch:
+        patch.setattr(BatchBroker, "settle", ctrl_c)
+        assert run_cli(pipeline, rundir) == 130
+    assert fake_llm.uploads == 0
+    # the queued lines as an older version left them: the headers inside each line's body
+    db = sqlite3.connect(rundir / "run.sqlite", isolation_level=None)
+    planted = {}
+    for key, text in db.execute("SELECT cache_key, line FROM batch_requests WHERE state = 'queued'"):
+        line = json.loads(text)
+        line["body"]["extra_headers"] = {"Authorization": secret, "X-Title": "aj"}
+        planted[key] = line
+    for key, line in planted.items():
+        db.execute(
+            "UPDATE batch_requests SET line = ? WHERE cache_key = ?", (json.dumps(line, sort_keys=True), key)
+        )
+    db.close()
+    assert len(planted) == UNITS
+
+    assert run_cli(pipeline, rundir) == 0  # resumes: sends the stored lines
+    sent = [json.loads(ln) for data in fake_llm.files.values() for ln in data.splitlines()]
+    sent = [line for line in sent if "method" in line]  # the input file's lines (not the answers)
+    assert sorted(line["custom_id"] for line in sent) == sorted(planted)
+    assert not any("extra_headers" in line["body"] for line in sent)
+    for line in sent:  # nothing else of a line changed
+        old = planted[line["custom_id"]]
+        assert line == old | {"body": {k: v for k, v in old["body"].items() if k != "extra_headers"}}
+    assert sorted(json.dumps(r, sort_keys=True) for r in fake_llm.requests) == direct_requests
+    # each answer reached its unit: the judgments are those of the direct run
+    judg = read(rundir, "judgments")
+    assert judg.parse_ok.all() and set(judg.verdict) == {0.0, 0.5, 1.0}
+    pd.testing.assert_frame_equal(_stable(read(tmp_path / "direct", "judgments")), _stable(judg))
+    # the header's value is echoed nowhere: not sent, not printed or logged, no longer in the stored lines
+    assert not any(secret.encode() in data for data in fake_llm.files.values())
+    out = capsys.readouterr()
+    assert secret not in out.out + out.err + caplog.text
+    db = sqlite3.connect(rundir / "run.sqlite")
+    lines = [text for (text,) in db.execute("SELECT line FROM batch_requests")]
+    db.close()
+    assert len(lines) == UNITS and not any("extra_headers" in text or secret in text for text in lines)

@@ -1,13 +1,15 @@
 """A failed write transaction raises the error that broke it (``store.transaction``, shared by the store's
 group commits and ``GroupWriter``): after an interrupt, disk-full or I/O error SQLite may have rolled the
 transaction back itself, and the ``ROLLBACK`` that followed then failed with "cannot rollback - no
-transaction is active", which was the error the user saw instead of the real one."""
+transaction is active", which was the error the user saw instead of the real one. An interrupt that
+lands just after ``BEGIN`` leaves no transaction open either (the next write used to fail with "cannot start
+a transaction within a transaction")."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -81,3 +83,76 @@ def test_a_rollback_that_fails_is_noted_on_the_original_error(tmp_path: Path) ->
         raise ValueError("the row is wrong")
     assert raised.value.__notes__ == ["(the rollback failed too: disk I/O error)"]
     db.close()
+
+
+class _InterruptedBegin:
+    """A connection whose ``BEGIN`` is interrupted as it returns (a Ctrl-C delivered just after SQLite
+    began the transaction, before the body of ``transaction`` runs): the real statement runs, then
+    KeyboardInterrupt is raised."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.db.in_transaction
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        cursor = self.db.execute(sql, *args)
+        if sql.startswith("BEGIN"):
+            raise KeyboardInterrupt
+        return cursor
+
+
+def test_an_interrupt_as_begin_returns_leaves_no_transaction_open(tmp_path: Path) -> None:
+    db = sqlite3.connect(tmp_path / "x.sqlite", isolation_level=None)
+    db.execute("CREATE TABLE t (a)")
+    body_ran = False
+    with pytest.raises(KeyboardInterrupt), transaction(cast(sqlite3.Connection, _InterruptedBegin(db))):
+        body_ran = True
+    assert not body_ran and not db.in_transaction
+    with transaction(db):  # the connection can begin (and commit) again
+        db.execute("INSERT INTO t VALUES (1)")
+    assert db.execute("SELECT a FROM t").fetchall() == [(1,)]
+    db.close()
+
+
+def test_a_transaction_the_caller_opened_is_not_rolled_back_by_a_nested_one(tmp_path: Path) -> None:
+    db = sqlite3.connect(tmp_path / "x.sqlite", isolation_level=None)
+    db.execute("CREATE TABLE t (a)")
+    db.execute("BEGIN")
+    db.execute("INSERT INTO t VALUES (1)")
+    with pytest.raises(sqlite3.OperationalError, match="within a transaction"), transaction(db):
+        pytest.fail("the body ran although BEGIN failed")
+    assert db.in_transaction  # the caller's transaction is still open, its insert with it
+    db.execute("COMMIT")
+    assert db.execute("SELECT a FROM t").fetchall() == [(1,)]
+    db.close()
+
+
+class _BeginInterruptedOnce(sqlite3.Connection):
+    """The store's connection, its next ``BEGIN`` interrupted as it returns (as ``_InterruptedBegin``)."""
+
+    interrupt = True
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        cursor = super().execute(sql, *args)
+        if sql.startswith("BEGIN") and self.interrupt:
+            self.interrupt = False
+            raise KeyboardInterrupt
+        return cursor
+
+
+def test_a_store_closed_after_ctrl_c_during_a_group_commit_still_commits_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "run.sqlite"
+    store = RunStore(path)
+    store._db.close()
+    store._db = sqlite3.connect(path, isolation_level=None, factory=_BeginInterruptedOnce)
+    store.finish_encoded(_unit(1), "done", "{}", None, now(), now())
+    with pytest.raises(KeyboardInterrupt):
+        store.flush()  # its group is lost, as any group open at a Ctrl-C (a re-run runs it again)
+    store.finish_encoded(_unit(2), "done", "{}", None, now(), now())
+    store.close()  # the runner's ``finally``: commits what is buffered
+    again = RunStore(path)
+    assert [row.key for row in again.iter_units("predict")] == [_unit(2)]
+    again.close()

@@ -89,6 +89,23 @@ def request_line(custom_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     return {"custom_id": custom_id, "method": "POST", "url": CHAT_ENDPOINT, "body": body}
 
 
+def sendable_line(text: str) -> str:
+    """A stored request line as it may be sent: without ``_NOT_BODY``'s keys in its ``body``, every other
+    field (``custom_id`` first) unchanged. ``request_line`` never puts them there, but a line queued by an
+    older version could carry ``extra_headers`` (HTTP headers, possibly a credential) in its body, and a
+    resumed run sends stored lines as they are. A clean line is returned as it is, byte for byte; an
+    unreadable one too (it is sent as before and the provider reports it)."""
+    try:
+        line = json.loads(text)
+    except ValueError:
+        return text
+    body = line.get("body") if isinstance(line, dict) else None
+    if not isinstance(body, dict) or not any(key in body for key in _NOT_BODY):
+        return text
+    line["body"] = {k: v for k, v in body.items() if k not in _NOT_BODY}
+    return json.dumps(line, sort_keys=True)  # as ``BatchBroker.defer`` stores a line
+
+
 def split_lines(lines: list[bytes], max_requests: int, max_bytes: int) -> list[list[int]]:
     """Indices of ``lines`` grouped into files of at most ``max_requests`` lines and ``max_bytes`` bytes
     (newlines included). A single line larger than ``max_bytes`` raises ValueError (no file can hold it)."""

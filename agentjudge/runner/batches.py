@@ -43,6 +43,7 @@ from agentjudge.models.batch import (
     BatchAPI,
     BatchInfo,
     parse_result_line,
+    sendable_line,
     split_lines,
 )
 from agentjudge.models.client import MODEL_FATAL_KINDS, RETRYABLE_KINDS, _scrub, classify, settings_secrets
@@ -274,12 +275,23 @@ class BatchBroker:
                 self._db.execute("DELETE FROM batch_members WHERE batch_id = ?", (local,))
 
     def _queued(self) -> list[tuple[str, str, str, int]]:
-        """Queued requests of this run's batch models (a model switched to direct since keeps its rows)."""
+        """Queued requests of this run's batch models (a model switched to direct since keeps its rows).
+        Every line sent is read here, so here each is made ``sendable_line``: a line an older version
+        queued with transport keys in its body (``extra_headers``: maybe a credential) is sent without
+        them, and the stored line is rewritten so that the store no longer holds them either."""
         rows = self._db.execute(
             "SELECT cache_key, model, line, submissions FROM batch_requests WHERE state = 'queued' "
             "ORDER BY model, cache_key"
         ).fetchall()
-        return [r for r in rows if r[1] in self.settings]
+        out = []
+        for key, model, line, submissions in rows:
+            if model not in self.settings:
+                continue
+            clean = sendable_line(line)
+            if clean != line:
+                self._db.execute("UPDATE batch_requests SET line = ? WHERE cache_key = ?", (clean, key))
+            out.append((key, model, clean, submissions))
+        return out
 
     def _open_batches(self) -> list[tuple[str, str]]:
         rows = self._db.execute(

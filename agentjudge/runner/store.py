@@ -268,13 +268,20 @@ def transaction(db: sqlite3.Connection) -> Iterator[None]:
     raises. The error raised is always the one that broke the transaction: after a disk-full, I/O or
     interrupt error SQLite may already have rolled back itself, and a ``ROLLBACK`` then fails ("cannot
     rollback - no transaction is active"), which must not hide why the write failed. So the rollback is
-    sent only while a transaction is open, and its own failure is noted on the original error."""
-    db.execute("BEGIN IMMEDIATE")
+    sent only while a transaction is open, and its own failure is noted on the original error.
+
+    ``BEGIN`` is inside the ``try``: an interrupt (Ctrl-C) that arrives once SQLite has begun the
+    transaction but before the body runs would otherwise leave it open, and the connection's next write
+    (``RunStore.close``'s last group commit) would fail with "cannot start a transaction within a
+    transaction". A transaction the caller had already opened is not this helper's to roll back: its
+    ``BEGIN`` fails and that error is raised with the caller's transaction untouched."""
+    already_open = db.in_transaction
     try:
+        db.execute("BEGIN IMMEDIATE")
         yield
         db.execute("COMMIT")
     except BaseException as exc:
-        if db.in_transaction:
+        if db.in_transaction and not already_open:
             try:
                 db.execute("ROLLBACK")
             except sqlite3.Error as rollback:
