@@ -22,6 +22,13 @@ polled ``MAX_POLL_FAILURES`` rounds in a row, is given up: marked collected with
 requests fail their units with an error naming the batch; a later invocation asks them again.
 A request the provider answered with an error is a failure of its unit (retryable kinds are resubmitted
 first, like a direct call's retries); a later invocation asks a failed request again, as for direct calls.
+
+Every change that takes several statements (a request queued, a submission recorded or renamed, a batch's
+answers collected, a batch given up) is one transaction (``store.transaction``): a Ctrl-C or a killed
+process halfway keeps none of it, so the next invocation finds the state before it and does that step
+again. The broker has its own connection to run.sqlite, beside ``RunStore``'s, in the same thread; no
+transaction of either is held across an ``await`` or a call into the other, so neither ever waits for the
+other's write lock (another process's is waited for up to the 30 s busy timeout, then an error).
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ from agentjudge.models.batch import (
     split_lines,
 )
 from agentjudge.models.client import MODEL_FATAL_KINDS, RETRYABLE_KINDS, _scrub, classify, settings_secrets
-from agentjudge.runner.store import now
+from agentjudge.runner.store import now, transaction
 from agentjudge.types import ModelSettings
 
 log = logging.getLogger(__name__)
@@ -182,7 +189,7 @@ class BatchBroker:
     def defer(self, key: str, settings: ModelSettings, line: dict[str, Any]) -> None:
         """Queue ``line`` for the next batch (or note one more unit waiting for a request already queued)."""
         unit = CURRENT_UNIT.get()
-        with self._db:
+        with transaction(self._db):  # the state reset and the unit list together
             row = self._db.execute(
                 "SELECT units, state FROM batch_requests WHERE cache_key = ?", (key,)
             ).fetchone()
@@ -254,7 +261,7 @@ class BatchBroker:
                     )
                     recent = []
                 found = next((b for b in recent if b.input_file_id == file_id), None)
-            with self._db:
+            with transaction(self._db):  # the batch renamed with its requests, or requeued whole
                 if found is not None:
                     self._db.execute(
                         "UPDATE batches SET batch_id = ?, state = ?, updated_at = ? WHERE batch_id = ?",
@@ -264,15 +271,16 @@ class BatchBroker:
                         self._db.execute(
                             f"UPDATE {table} SET batch_id = ? WHERE batch_id = ?", (found.id, local)
                         )
-                    self.say(f"batch {found.id}: created before the interruption; polling it")
-                    continue
-                self._db.execute(
-                    "UPDATE batch_requests SET state = 'queued', batch_id = NULL, "
-                    "submissions = submissions - 1 WHERE batch_id = ? AND state = 'submitted'",
-                    (local,),
-                )
-                self._db.execute("DELETE FROM batches WHERE batch_id = ?", (local,))
-                self._db.execute("DELETE FROM batch_members WHERE batch_id = ?", (local,))
+                else:
+                    self._db.execute(
+                        "UPDATE batch_requests SET state = 'queued', batch_id = NULL, "
+                        "submissions = submissions - 1 WHERE batch_id = ? AND state = 'submitted'",
+                        (local,),
+                    )
+                    self._db.execute("DELETE FROM batches WHERE batch_id = ?", (local,))
+                    self._db.execute("DELETE FROM batch_members WHERE batch_id = ?", (local,))
+            if found is not None:
+                self.say(f"batch {found.id}: created before the interruption; polling it")
 
     def _queued(self) -> list[tuple[str, str, str, int]]:
         """Queued requests of this run's batch models (a model switched to direct since keeps its rows).
@@ -326,7 +334,7 @@ class BatchBroker:
         keys = [k for k, _, _ in rows]
         local = f"{_UPLOADING}-{uuid.uuid4().hex[:12]}"
         stamp = now()
-        with self._db:
+        with transaction(self._db):  # the local batch row, its requests' state and its members together
             self._db.execute(
                 "INSERT INTO batches (batch_id, model, state, requests, created_at, updated_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -349,7 +357,9 @@ class BatchBroker:
         except Exception as exc:  # noqa: BLE001 - a submission that failed is retried or recorded, per request
             self._submission_failed(settings, local, rows, exc)
             return
-        with self._db:
+        # renamed together: a batch renamed without its requests would be collected with none of them, and
+        # they would wait for it forever (interrupted here, the next invocation adopts it: ``_recover``)
+        with transaction(self._db):
             self._db.execute(
                 "UPDATE batches SET batch_id = ?, state = ?, total = ?, updated_at = ? WHERE batch_id = ?",
                 (info.id, info.status, info.request_counts.total or len(rows), now(), local),
@@ -366,7 +376,8 @@ class BatchBroker:
         kind = classify(exc)
         message = _scrub(f"{type(exc).__name__}: {exc}", settings_secrets(settings))[:2000]
         retry = kind in RETRYABLE_KINDS
-        with self._db:
+        failed: list[str] = []
+        with transaction(self._db):  # the batch row goes with its requests' new states, or stays whole
             self._db.execute("DELETE FROM batches WHERE batch_id = ?", (local,))
             self._db.execute("DELETE FROM batch_members WHERE batch_id = ?", (local,))
             for key, _, submissions in rows:
@@ -376,24 +387,25 @@ class BatchBroker:
                         (key,),
                     )
                 else:
-                    self._failed_now.add(key)
-                    self._resolved += 1
+                    failed.append(key)
                     self._db.execute(
                         "UPDATE batch_requests SET state = 'failed', batch_id = NULL, error_kind = ?, "
                         "error = ? "
                         "WHERE cache_key = ?",
                         (kind, f"batch submission failed: {message}", key),
                     )
+        self._failed(failed)
         self.say(f"{settings.display_name}: batch submission failed ({kind}): {message[:200]}")
 
     def _fail(self, keys: list[str], kind: str, message: str) -> None:
+        with transaction(self._db):
+            self._db.executemany(_SET_FAILED, [(kind, message, k) for k in keys])
+        self._failed(keys)
+
+    def _failed(self, keys: list[str]) -> None:
+        """Once the failure of ``keys`` is committed: their units receive it in this invocation."""
         self._failed_now.update(keys)
         self._resolved += len(keys)
-        with self._db:
-            self._db.executemany(
-                _SET_FAILED,
-                [(kind, message, k) for k in keys],
-            )
 
     async def _poll(self, batches: list[tuple[str, str]]) -> None:
         """Retrieve each open batch until all are final and collected, waiting longer each round."""
@@ -461,18 +473,22 @@ class BatchBroker:
         return True
 
     def _give_up(self, batch_id: str, kind: str, message: str) -> None:
-        """Mark ``batch_id`` collected (no invocation polls it again) and fail its unanswered requests."""
-        keys = [
-            key
-            for (key,) in self._db.execute(
-                "SELECT cache_key FROM batch_requests WHERE batch_id = ? AND state = 'submitted'", (batch_id,)
+        """Mark ``batch_id`` collected (no invocation polls it again) and fail its unanswered requests:
+        both or neither."""
+        with transaction(self._db):
+            keys = [
+                key
+                for (key,) in self._db.execute(
+                    "SELECT cache_key FROM batch_requests WHERE batch_id = ? AND state = 'submitted'",
+                    (batch_id,),
+                )
+            ]
+            self._db.executemany(_SET_FAILED, [(kind, message, k) for k in keys])
+            self._db.execute(
+                "UPDATE batches SET collected = 1, note = ?, updated_at = ? WHERE batch_id = ?",
+                (message[:1000], now(), batch_id),
             )
-        ]
-        self._fail(keys, kind, message)
-        self._db.execute(
-            "UPDATE batches SET collected = 1, note = ?, updated_at = ? WHERE batch_id = ?",
-            (message[:1000], now(), batch_id),
-        )
+        self._failed(keys)
         self.say(f"{message[:400]} ({len(keys)} request(s))")
 
     async def _collect(self, api: Any, settings: ModelSettings, info: BatchInfo) -> None:
@@ -481,17 +497,21 @@ class BatchBroker:
         for file_id in (info.output_file_id, info.error_file_id):
             if file_id:
                 lines.extend((await api.content(file_id)).splitlines())
-        rows = {
-            key: submissions
-            for key, submissions in self._db.execute(
-                "SELECT cache_key, submissions FROM batch_requests "
-                "WHERE batch_id = ? AND state = 'submitted'",
-                (info.id,),
-            )
-        }
         outcome: Counter[str] = Counter()
+        failed: list[str] = []
         secrets = settings_secrets(settings)
-        with self._db:
+        # every request's outcome and the batch's ``collected`` in one transaction: interrupted, nothing
+        # of it is kept and the next invocation reads the files again (a failure kept without its batch
+        # collected would be asked again by that invocation, as an earlier invocation's failure)
+        with transaction(self._db):
+            rows = {
+                key: submissions
+                for key, submissions in self._db.execute(
+                    "SELECT cache_key, submissions FROM batch_requests "
+                    "WHERE batch_id = ? AND state = 'submitted'",
+                    (info.id,),
+                )
+            }
             for text in lines:
                 result = parse_result_line(text)
                 if result is None or result.custom_id not in rows:
@@ -512,7 +532,7 @@ class BatchBroker:
                     message = _scrub(f"HTTP {result.status} in batch {info.id}: {result.error}", secrets)[
                         :2000
                     ]
-                    self._failed_now.add(result.custom_id)
+                    failed.append(result.custom_id)
                     self._db.execute(
                         _SET_FAILED,
                         (kind, message, result.custom_id),
@@ -529,13 +549,14 @@ class BatchBroker:
                         kind = "bad_request"
                     reason = f": {_scrub(info.errors, secrets)}" if info.errors else ""
                     message = f"batch {info.id} {info.status} after {submissions} submission(s){reason}"
-                    self._failed_now.add(key)
+                    failed.append(key)
                     self._db.execute(
                         _SET_FAILED,
                         (kind, message, key),
                     )
                     outcome["failed"] += 1
             self._db.execute("UPDATE batches SET collected = 1 WHERE batch_id = ?", (info.id,))
+        self._failed_now.update(failed)
         self._resolved += outcome["answered"] + outcome["failed"]
         parts = ", ".join(f"{n} {what}" for what, n in sorted(outcome.items())) or "no requests"
         self.say(f"batch {info.id} {info.status}: {parts}")

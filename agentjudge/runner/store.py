@@ -263,12 +263,13 @@ class RunStore:
 
 @contextmanager
 def transaction(db: sqlite3.Connection) -> Iterator[None]:
-    """One write transaction on a connection opened with ``isolation_level=None`` (the store's and
-    ``GroupWriter``'s): ``BEGIN IMMEDIATE``, then ``COMMIT``, or ``ROLLBACK`` when the body or the commit
-    raises. The error raised is always the one that broke the transaction: after a disk-full, I/O or
-    interrupt error SQLite may already have rolled back itself, and a ``ROLLBACK`` then fails ("cannot
-    rollback - no transaction is active"), which must not hide why the write failed. So the rollback is
-    sent only while a transaction is open, and its own failure is noted on the original error.
+    """One write transaction on a connection opened with ``isolation_level=None`` (the store's,
+    ``GroupWriter``'s and ``runner.batches.BatchBroker``'s; there ``with connection:`` begins none, and each
+    statement would be committed on its own): ``BEGIN IMMEDIATE``, then ``COMMIT``, or ``ROLLBACK`` when
+    the body or the commit raises. The error raised is always the one that broke the transaction: after a
+    disk-full, I/O or interrupt error SQLite may already have rolled back itself, and a ``ROLLBACK`` then
+    fails ("cannot rollback - no transaction is active"), which must not hide why the write failed. So the
+    rollback is sent only while a transaction is open, and its own failure is noted on the original error.
 
     ``BEGIN`` is inside the ``try``: an interrupt (Ctrl-C) that arrives once SQLite has begun the
     transaction but before the body runs would otherwise leave it open, and the connection's next write
