@@ -15,6 +15,12 @@ through three clients, one after the other, each in a fresh process:
   every K-th body under its share of C, no runner at all: what ``workers: K`` could at best reach with
   litellm on this machine. The runner's ``w=K`` row is also divided by it.
 
+* ``stub runner w=N`` (with ``--stubbed``): the runner row again, with ``litellm.acompletion`` replaced by a
+  stub that waits L and returns one prepared answer (``stub_runner``; nothing reaches the server): its steady
+  CPU per call is the runner's own code alone (prompt, cache, parse, store, scheduling), without litellm's
+  ~10 ms and its sitting-to-sitting swing of a millisecond or more, which hides changes of a few tenths in the
+  real rows. Printed under the table as "own CPU per call" next to the real row's steady gap to raw.
+
 Columns (one line per client; with ``--rounds N`` each figure is the median of its N runs, interleaved: every
 client once per round, and the last column lists each round's requests/s and steady CPU):
 
@@ -53,6 +59,7 @@ benchmark, nothing here is asserted.
     python bench/bench_runner.py --workers 1,2     # runner rows for workers: 1 and workers: 2
     python bench/bench_runner.py --quick --src base=/tmp/base   # also rows for an older source tree
     python bench/bench_runner.py --quick --rounds 3  # every client 3 times, interleaved; medians
+    python bench/bench_runner.py --quick --stubbed --src base=/tmp/base   # own CPU per call, before/after
 
 ``--src LABEL=DIR`` (repeatable) adds runner rows for the source tree DIR (e.g. ``git archive b65034e | tar -x
 -C /tmp/base``), run with DIR first on PYTHONPATH, against the same server and right after this tree's rows:
@@ -216,11 +223,16 @@ def _pipeline(folder: Path, limit: int, base_url: str | None, c: int, workers: i
 
 
 def _run_runner(
-    pipeline: Path, rundir: Path, src: str | None = None, sampler: _Sampler | None = None
+    pipeline: Path,
+    rundir: Path,
+    src: str | None = None,
+    sampler: _Sampler | None = None,
+    stub: tuple[float, Path] | None = None,
 ) -> tuple[float, float, int]:
     """(judge-stage seconds, process CPU seconds incl. children, judge units done). ``src``: a source tree
     put first on PYTHONPATH (run from the pipeline's folder, so the current directory is not imported).
-    ``sampler``: watches the run's process tree for the steady-state CPU per request."""
+    ``sampler``: watches the run's process tree for the steady-state CPU per request. ``stub``: (latency,
+    log): run it through ``stub_runner`` (litellm's call replaced, each call logged to ``log``)."""
     env = dict(os.environ, AGENTJUDGE_CACHE=str(rundir.parent / "default-cache.sqlite"))
     env[KEY_ENV] = "sk-bench"
     # the tree measured is first on PYTHONPATH: this bench's own tree unless ``src`` names another (an
@@ -229,7 +241,18 @@ def _run_runner(
     env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])
     cpu0 = _children_cpu()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agentjudge", "run", str(pipeline), "--out", str(rundir)],
+        [
+            sys.executable,
+            *(
+                ["-m", "agentjudge"]
+                if stub is None
+                else [__file__, "--stub-runner", str(stub[0]), str(stub[1])]
+            ),
+            "run",
+            str(pipeline),
+            "--out",
+            str(rundir),
+        ],
         cwd=pipeline.parent,
         env=env,
         stdout=subprocess.PIPE,
@@ -321,6 +344,37 @@ def contender(
     cpu = usage.ru_utime + usage.ru_stime
     figures = {"calls": len(calls), "failures": failures, "seconds": wall, "cpu": cpu}
     print(json.dumps(figures | {"start": start, "end": start + wall}))
+
+
+def stub_runner(latency: float, log: str, argv: list[str]) -> None:
+    """Child process: ``agentjudge <argv>`` with ``litellm.acompletion`` replaced by a stub that logs the call
+    (one line to ``log``, as the server logs a request), waits ``latency`` and returns one prepared answer:
+    the runner's own CPU per call, without litellm's ~10 ms (and its noise) on top. Workers forked by the run
+    inherit the stub."""
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    from agentjudge.cli import main as agentjudge_main
+    from agentjudge.models.litellm_import import litellm_module
+
+    litellm = litellm_module()
+    answer = litellm.ModelResponse(
+        id="bench",
+        created=0,
+        model="bench-judge",
+        object="chat.completion",
+        choices=[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": ANSWER}}],
+        usage={"prompt_tokens": 1000, "completion_tokens": 60, "total_tokens": 1060},
+    )
+    handle = open(log, "a", encoding="utf-8")  # noqa: SIM115 - open for the whole run
+
+    async def acompletion(**kwargs: Any) -> Any:
+        handle.write(json.dumps({"model": kwargs.get("model")}) + "\n")
+        handle.flush()
+        await asyncio.sleep(latency)
+        return answer
+
+    litellm.acompletion = acompletion
+    sys.argv = ["agentjudge", *argv]
+    agentjudge_main()
 
 
 def split_contender(bodies_path: str, base_url: str, c: int, k: int) -> None:
@@ -446,6 +500,12 @@ def main() -> None:
         help="run every client this many times, interleaved, and print medians (default 1)",
     )
     parser.add_argument(
+        "--stubbed",
+        action="store_true",
+        help="also run every runner row with litellm's call replaced by a stub (rows 'stub runner ...'): "
+        "the runner's own CPU per call",
+    )
+    parser.add_argument(
         "--src",
         action="append",
         default=[],
@@ -515,6 +575,28 @@ def main() -> None:
                                         "requests": len(sent),
                                     }
                                 )
+                        for w in workers if args.stubbed else []:
+                            for label, src in trees:
+                                name = f"stub runner{label}" + ("" if w is None else f" w={w}")
+                                folder = root / f"stub-{c}-{latency}-{w}{label}-{turn}"
+                                pipe = _pipeline(folder, records, server.base_url, c, w)
+                                stub_log = folder / "calls.jsonl"
+                                sampler = _Sampler(stub_log)
+                                seconds, cpu, done = _run_runner(
+                                    pipe, folder / "run", src, sampler, (latency, stub_log)
+                                )
+                                sent = _lines(stub_log)
+                                runs.setdefault(name, []).append(
+                                    {
+                                        "rate": done / seconds if seconds else 0.0,
+                                        "req_rate": len(sent) / seconds if seconds else 0.0,
+                                        "cpu_ms": 1000 * (cpu - fixed_cpu[label]) / max(len(sent), 1),
+                                        "steady_ms": sampler.steady_ms(len(sent), c),
+                                        "steady_rate": sampler.steady_rate(len(sent), c),
+                                        "done": done,
+                                        "requests": len(sent),
+                                    }
+                                )
                         # raw and threads send exactly the requests the first runner row sent (identical
                         # judge prompts of two generators are asked once by the runner: fewer requests
                         # than units)
@@ -543,6 +625,7 @@ def main() -> None:
                     row[name]["rate_all"] = [f["req_rate"] for f in figs]
                 rows.append(row)
                 _print_row(row)
+                _print_stubbed(row)
     _print_goals(rows)
     # Place for the offline paper-shaped grid timing (issue 15 part B, bench/bench_grid.py): the lead glues
     # its wall / peak memory / no-op re-run figures and goals in here.
@@ -594,6 +677,17 @@ def _print_row(row: dict[str, Any]) -> None:
             )
 
 
+def _print_stubbed(row: dict[str, Any]) -> None:
+    """The ``--stubbed`` rows read: the runner's own steady CPU per call (litellm replaced), the share of the
+    runner's gap to raw that is the runner's code rather than litellm's."""
+    for name in [k for k in row if k.startswith("stub runner")]:
+        real = name.removeprefix("stub ")
+        gap = ""
+        if real in row:
+            gap = f"; its steady gap to raw {row[real]['steady_ms'] - row['raw']['steady_ms']:+.2f} ms"
+        print(f"  {real}: own CPU per call (litellm stubbed, steady) {row[name]['steady_ms']:.2f} ms{gap}")
+
+
 def _print_goals(rows: list[dict[str, Any]]) -> None:
     """The issue's goals next to this run's figures (never asserted)."""
     print("\nGoals (issue 15), this run:")
@@ -639,6 +733,8 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--contender":
         part, parts = (int(sys.argv[6]), int(sys.argv[7])) if len(sys.argv) > 7 else (0, 1)
         contender(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), part, parts, wait=parts > 1)
+    elif len(sys.argv) > 1 and sys.argv[1] == "--stub-runner":
+        stub_runner(float(sys.argv[2]), sys.argv[3], sys.argv[4:])
     elif len(sys.argv) > 1 and sys.argv[1] == "--split-contender":
         split_contender(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     else:
