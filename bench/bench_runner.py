@@ -678,8 +678,9 @@ def _print_row(row: dict[str, Any]) -> None:
 
 
 def _print_stubbed(row: dict[str, Any]) -> None:
-    """The ``--stubbed`` rows read: the runner's own steady CPU per call (litellm replaced), the share of the
-    runner's gap to raw that is the runner's code rather than litellm's."""
+    """The ``--stubbed`` rows read: the runner's own steady CPU per call (litellm replaced; the stub's own
+    few µs per call, a log line and a sleep, included), printed beside the real row's steady gap to raw, of
+    which it is the part the runner's code would explain if litellm cost the same in both."""
     for name in [k for k in row if k.startswith("stub runner")]:
         real = name.removeprefix("stub ")
         gap = ""

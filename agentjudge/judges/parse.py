@@ -110,14 +110,14 @@ _REASON_KEYS = ("justification", "rationale", "reason", "reasoning", "explanatio
 _OVERALL_KEYS = ("overall", "overall_assessment", "assessment", "summary", "overall_justification")
 
 
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
 @lru_cache(maxsize=4096)
 def _norm_key(key: str) -> str:
     """``"Tool Selection"`` -> ``"tool_selection"``. Remembered: an answer's few keys are normalised ~30
     times per parse, and judges repeat the same keys answer after answer."""
     return _NON_ALNUM.sub("_", key.lower()).strip("_")
-
-
-_NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
 
 _KEY_AFFIX = re.compile(r"^(?:score|verdict|rating)_|_(?:verdict|score|rating|grade|value|accuracy)$")

@@ -377,7 +377,7 @@ def _env_secrets() -> frozenset[str]:
     raw = getattr(os.environ, "_data", None)
     pairs = tuple(raw.items()) if isinstance(raw, dict) else tuple(os.environ.items())
     scanned, found = _ENV_SCAN
-    if pairs != scanned or not pairs:
+    if pairs != scanned:
         found = frozenset(v for k, v in os.environ.items() if _SECRET_ENV_RE.search(k) and len(v) >= 8)
         _ENV_SCAN = (pairs, found)
     return found
