@@ -4,8 +4,9 @@ The grid's batch loop ran while requests were open, and ``settle`` returns only 
 is final and read; a request left "submitted" to a batch that has no row (or one already read), or owned by
 a model that is no longer in batch mode, was neither sent nor polled, so the loop went round forever. Such
 states came from the broker's older, non-atomic writes (tests/test_batch_atomic.py) and could come from any
-later bug. Now the broker queues those requests again when it starts (saying so), and a request a batch
-model of the run asks for is taken over from a model that no longer sends batches.
+later bug. Now the broker queues those requests again when it starts (saying so), a request a batch model
+of the run asks for is taken over from a model that no longer sends batches, and a round that makes no
+progress at all fails the waiting units with an error that says what to do, instead of spinning.
 
 Each test plants its state in a real run's store (submitted to the loopback server, stopped while polling)
 and bounds the resumed run's rounds (``_bounded_settle``): the code before the fix fails instead of hanging.
@@ -180,6 +181,50 @@ def test_requests_left_by_a_model_now_run_direct_are_sent_for_the_batch_model_th
     assert sum(p.startswith("batch:") for p in fake_llm.paths) == UNITS
     assert len(fake_llm.requests) == 2 * UNITS
     pd.testing.assert_frame_equal(_stable(read(rundir, "judgments")), reference)
+
+
+@pytest.mark.parametrize("requests_open", [True, False], ids=["requests_failed", "nothing_to_fail"])
+def test_a_round_without_progress_fails_the_waiting_units_with_what_to_do_and_a_rerun_finishes(
+    requests_open: bool,
+    tmp_path: Path,
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # a broker that never polls the batches it submits (a stand-in for any bug that leaves requests open
+    # with nothing to answer them): the batch loop stops instead of going round forever. Its open requests
+    # fail and the units receive that failure; ``nothing_to_fail``: the broker finds no open request to fail
+    # either (the units wait for something it does not see), so the grid fails the units itself
+    _fresh_provider(fake_llm)
+    pipeline = _pipeline(tmp_path / "p", fake_llm, batch=True)
+    rundir = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        patch.setattr(BatchBroker, "_open_batches", lambda self: [])
+        if not requests_open:
+            patch.setattr(BatchBroker, "_open_rows", lambda self: [], raising=False)
+        _bounded_settle(patch)
+        assert run_cli(pipeline, rundir) == 1
+    out = capsys.readouterr().out
+    judg = read(rundir, "judgments")
+    assert judg.groupby(["record_id", "condition"]).ngroups == UNITS
+    # every unit failed with the explanation; no verdict was made up for any of them
+    if requests_open:
+        assert judg.judge_error.str.startswith("batch_stuck after 1 attempt(s): batch mode: ").all()
+        assert f"{UNITS} request(s) of judge could not be answered: batch mode: " in out
+    else:
+        assert judg.judge_error.str.startswith("batch_stuck: batch mode: the judge unit waits").all()
+    assert judg.judge_error.str.contains("re-run the same command to send it again", regex=False).all()
+    assert judg.verdict.isna().all() and not judg.parse_ok.any()
+    # the end of the run says it like every failure: by model and reason, and what to do
+    assert "judge: batch x" in out and f"{UNITS} unit(s) failed, 0 not run; re-run the same command" in out
+    assert fake_llm.batches_created == 1 and fake_llm.requests == []
+
+    # as the error says, a re-run sends them again (or reads the batch) and finishes
+    with monkeypatch.context() as patch:
+        _bounded_settle(patch)
+        assert run_cli(pipeline, rundir) == 0
+    judg = read(rundir, "judgments")
+    assert judg.judge_error.isna().all() and judg.parse_ok.all()
 
 
 def test_open_requests_counts_only_this_runs_batch_models(tmp_path: Path, fake_llm: FakeLLM) -> None:

@@ -27,7 +27,9 @@ Nothing open is left without something to answer it: at its start an invocation 
 of its batch models "submitted" to a batch it will not poll (no row, already read, or of a model not in
 batch mode here: a store written by an older version or damaged by a bug), and a request a batch model asks
 for that another model queued (requests are keyed by their cache key, which two entries of one model share)
-is taken over when that model does not send batches in this run.
+is taken over when that model does not send batches in this run. Should a round of the grid's batch loop
+still make no progress (``progress`` unchanged: nothing submitted, answered, failed, or polled while in
+progress), ``fail_open`` fails what is open, so the loop ends instead of going round for ever.
 
 Every change that takes several statements (a request queued, a submission recorded or renamed, a batch's
 answers collected, a batch given up) is one transaction (``store.transaction``): a Ctrl-C or a killed
@@ -163,6 +165,9 @@ class BatchBroker:
         self._failed_now: set[str] = set()
         self._recovered = False
         self._resolved = 0  # requests answered or failed for good by this invocation
+        # requests submitted, answered or failed, and polls of a batch still in progress, by this invocation:
+        # the grid's batch loop stops when a round leaves it unchanged (see ``fail_open``)
+        self.progress = 0
         self._poll_failures: Counter[str] = Counter()  # batch id -> failed polls/reads in a row
         self._taken: Counter[tuple[str, str]] = Counter()  # (model it was left to, model asking) -> requests
 
@@ -214,7 +219,8 @@ class BatchBroker:
             units, state, owner = json.loads(row[0]), row[1], row[2]
             # failed in an earlier invocation (or answered): ask again; queued or submitted by a model that
             # does not send batches in this run (its queue is never sent, its batches never polled): taken
-            # over by the model asking, or its units would wait for ever
+            # over by the model asking, or its units would wait for ever (counted anew: its submissions
+            # were the other model's)
             taken = state in ("queued", "submitted") and owner not in self.settings
             if state in ("failed", "done") or taken:
                 self._db.execute(
@@ -231,6 +237,14 @@ class BatchBroker:
             self._taken[(owner, model)] += 1  # said at the next ``settle``
 
     # --- the runner's side ----------------------------------------------------------------------
+    def _open_rows(self) -> list[tuple[str, str]]:
+        """(cache key, model) of the queued and submitted requests of this run's batch models."""
+        return self._db.execute(
+            "SELECT cache_key, model FROM batch_requests WHERE state IN ('queued', 'submitted') "
+            f"AND {self._of_run}",
+            self._names,
+        ).fetchall()
+
     def open_requests(self) -> int:
         """Queued and submitted requests of this run's batch models (a model switched to direct since the
         store was written keeps its rows, which this invocation neither sends nor polls)."""
@@ -241,6 +255,24 @@ class BatchBroker:
                 self._names,
             ).fetchone()[0]
         )
+
+    def fail_open(self) -> int:
+        """The last line of defence of the grid's batch loop, called after a round that made no
+        ``progress``: every open request of this run's batch models fails (kind ``batch_stuck``, an
+        answer for this invocation: the units waiting for it fail with the error, and a later invocation
+        asks it again). Returns how many failed."""
+        message = (
+            "batch mode: nothing would answer this request in this run (it is in no batch being polled: "
+            "run.sqlite's batch records are inconsistent) and a whole round of the batch loop made no "
+            "progress; failed instead of waiting for ever: re-run the same command to send it again"
+        )
+        with transaction(self._db):
+            rows = self._open_rows()
+            self._db.executemany(_SET_FAILED, [("batch_stuck", message, key) for key, _ in rows])
+        self._failed([key for key, _ in rows])
+        for model, n in sorted(Counter(model for _, model in rows).items()):
+            self.say(f"{n} request(s) of {model} could not be answered: {message}")
+        return len(rows)
 
     async def settle(self) -> int:
         """Submit what is queued and poll every open batch until all are final and read; requeued
@@ -419,6 +451,7 @@ class BatchBroker:
             )
             self._db.execute("UPDATE batch_requests SET batch_id = ? WHERE batch_id = ?", (info.id, local))
             self._db.execute("UPDATE batch_members SET batch_id = ? WHERE batch_id = ?", (info.id, local))
+        self.progress += len(rows)
         self.say(
             f"batch {info.id}: {len(rows)} request(s) of {settings.display_name} submitted ({info.status})"
         )
@@ -459,6 +492,7 @@ class BatchBroker:
         """Once the failure of ``keys`` is committed: their units receive it in this invocation."""
         self._failed_now.update(keys)
         self._resolved += len(keys)
+        self.progress += len(keys)
 
     async def _poll(self, batches: list[tuple[str, str]]) -> None:
         """Retrieve each open batch until all are final and collected, waiting longer each round."""
@@ -489,6 +523,7 @@ class BatchBroker:
                 )
                 if info.status not in FINAL_STATES:
                     self._poll_failures.pop(batch_id, None)
+                    self.progress += 1  # in progress: waited for, up to the provider's window
                     still.append((batch_id, model))
                     continue
                 try:
@@ -611,6 +646,7 @@ class BatchBroker:
             self._db.execute("UPDATE batches SET collected = 1 WHERE batch_id = ?", (info.id,))
         self._failed_now.update(failed)
         self._resolved += outcome["answered"] + outcome["failed"]
+        self.progress += outcome["answered"] + outcome["failed"]
         parts = ", ".join(f"{n} {what}" for what, n in sorted(outcome.items())) or "no requests"
         self.say(f"batch {info.id} {info.status}: {parts}")
 
