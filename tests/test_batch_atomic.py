@@ -312,9 +312,10 @@ def _interrupted_at(monkeypatch: pytest.MonkeyPatch, sql: str) -> list[_StopsAt]
 
 
 def _bounded_settle(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A run whose requests are stuck (open, but in no batch any invocation polls) would call ``settle``
-    forever: the grid's batch loop stops only once nothing is answered and nothing is open. Ten rounds are
-    far more than any run here needs (one per stage and re-ask)."""
+    """A run whose requests are stuck (open, but in no batch any invocation polls) called ``settle`` for ever
+    before the grid's batch loop stopped on a round without progress (tests/test_batch_stuck.py): the code
+    before that fix fails here instead of hanging. Ten rounds are far more than any run here needs (one per
+    stage and re-ask)."""
     real_settle = BatchBroker.settle
     rounds = [0]
 

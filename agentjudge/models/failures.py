@@ -23,7 +23,7 @@ REASON_HELP = {
     "parse": "the answer could not be read",
     "cost_cap": "not sent: over --max-cost",
     "batch": "the provider's batch was given up (unknown to the provider, key changed, or polls kept "
-    "failing); a re-run sends its requests again",
+    "failing), or nothing in the run would answer the request; a re-run sends its requests again",
     "other": "see the message",
 }
 _KIND_TO_REASON = {
@@ -42,6 +42,7 @@ _KIND_TO_REASON = {
     "parse": "parse",
     "cost_cap": "cost_cap",
     "batch_given_up": "batch",
+    "batch_stuck": "batch",  # runner.batches.BatchBroker.fail_open, grid._Grid._fail_waiting
 }
 # "call_failed[kind]: ..." (single shot) or "call_failed[kind] at turn N: ..." (interactive), or "kind: ...",
 # each optionally with the model client's "kind after N attempt(s): ..."

@@ -23,6 +23,14 @@ requests fail their units with an error naming the batch; a later invocation ask
 A request the provider answered with an error is a failure of its unit (retryable kinds are resubmitted
 first, like a direct call's retries); a later invocation asks a failed request again, as for direct calls.
 
+Nothing open is left without something to answer it: at its start an invocation queues again every request
+of its batch models "submitted" to a batch it will not poll (no row, already read, or of a model not in
+batch mode here: a store written by an older version or damaged by a bug), and a request a batch model asks
+for that another model queued (requests are keyed by their cache key, which two entries of one model share)
+is taken over when that model does not send batches in this run. Should a round of the grid's batch loop
+still make no progress (``progress`` unchanged: nothing submitted, answered, failed, or polled while in
+progress), ``fail_open`` fails what is open, so the loop ends instead of going round for ever.
+
 Every change that takes several statements (a request queued, a submission recorded or renamed, a batch's
 answers collected, a batch given up) is one transaction (``store.transaction``): a Ctrl-C or a killed
 process halfway keeps none of it, so the next invocation finds the state before it and does that step
@@ -95,6 +103,7 @@ CREATE TABLE IF NOT EXISTS batch_members (
 );
 """
 _SET_FAILED = "UPDATE batch_requests SET state = 'failed', error_kind = ?, error = ? WHERE cache_key = ?"
+_REQUEUE = "UPDATE batch_requests SET state = 'queued', batch_id = NULL WHERE cache_key = ?"
 _UPLOADING = "uploading"  # a local row: the file is being uploaded / the batch created
 # a batch that cannot be polled or read this many rounds in a row (or once with a model-fatal kind: the
 # provider does not know it, the key changed, its output file expired) is given up: see ``_give_up``
@@ -142,6 +151,8 @@ class BatchBroker:
         api: Callable[[ModelSettings], Any] = BatchAPI,
     ) -> None:
         self.settings = settings  # display name -> settings, for the batch models of the run
+        self._names = sorted(settings)
+        self._of_run = f"model IN ({', '.join('?' * len(self._names))})"  # a row of one of them
         self.poll_s, self.poll_max_s = poll_s, poll_max_s
         self.max_requests, self.max_bytes = max_requests, max_bytes
         self.say = say or (lambda text: log.info("%s", text))
@@ -154,7 +165,11 @@ class BatchBroker:
         self._failed_now: set[str] = set()
         self._recovered = False
         self._resolved = 0  # requests answered or failed for good by this invocation
+        # requests submitted, answered or failed, and polls of a batch still in progress, by this invocation:
+        # the grid's batch loop stops when a round leaves it unchanged (see ``fail_open``)
+        self.progress = 0
         self._poll_failures: Counter[str] = Counter()  # batch id -> failed polls/reads in a row
+        self._taken: Counter[tuple[str, str]] = Counter()  # (model it was left to, model asking) -> requests
 
     def close(self) -> None:
         self._db.close()
@@ -189,37 +204,75 @@ class BatchBroker:
     def defer(self, key: str, settings: ModelSettings, line: dict[str, Any]) -> None:
         """Queue ``line`` for the next batch (or note one more unit waiting for a request already queued)."""
         unit = CURRENT_UNIT.get()
+        model = settings.display_name
         with transaction(self._db):  # the state reset and the unit list together
             row = self._db.execute(
-                "SELECT units, state FROM batch_requests WHERE cache_key = ?", (key,)
+                "SELECT units, state, model FROM batch_requests WHERE cache_key = ?", (key,)
             ).fetchone()
             if row is None:
                 self._db.execute(
                     "INSERT INTO batch_requests (cache_key, model, state, line, units) "
                     "VALUES (?, ?, 'queued', ?, ?)",
-                    (key, settings.display_name, json.dumps(line, sort_keys=True), json.dumps([unit])),
+                    (key, model, json.dumps(line, sort_keys=True), json.dumps([unit])),
                 )
                 return
-            units = json.loads(row[0])
-            if row[1] in ("failed", "done"):  # failed in an earlier invocation (or answered): ask again
+            units, state, owner = json.loads(row[0]), row[1], row[2]
+            # failed in an earlier invocation (or answered): ask again; queued or submitted by a model that
+            # does not send batches in this run (its queue is never sent, its batches never polled): taken
+            # over by the model asking, or its units would wait for ever (counted anew: its submissions
+            # were the other model's)
+            taken = state in ("queued", "submitted") and owner not in self.settings
+            if state in ("failed", "done") or taken:
                 self._db.execute(
-                    "UPDATE batch_requests SET state = 'queued', batch_id = NULL, submissions = 0, "
-                    "answer = NULL, error_kind = NULL, error = NULL WHERE cache_key = ?",
-                    (key,),
+                    "UPDATE batch_requests SET model = ?, state = 'queued', batch_id = NULL, "
+                    "submissions = 0, answer = NULL, error_kind = NULL, error = NULL WHERE cache_key = ?",
+                    (model, key),
                 )
             if unit not in units:
                 units.append(unit)
                 self._db.execute(
                     "UPDATE batch_requests SET units = ? WHERE cache_key = ?", (json.dumps(units), key)
                 )
+        if taken:
+            self._taken[(owner, model)] += 1  # said at the next ``settle``
 
     # --- the runner's side ----------------------------------------------------------------------
+    def _open_rows(self) -> list[tuple[str, str]]:
+        """(cache key, model) of the queued and submitted requests of this run's batch models."""
+        return self._db.execute(
+            "SELECT cache_key, model FROM batch_requests WHERE state IN ('queued', 'submitted') "
+            f"AND {self._of_run}",
+            self._names,
+        ).fetchall()
+
     def open_requests(self) -> int:
+        """Queued and submitted requests of this run's batch models (a model switched to direct since the
+        store was written keeps its rows, which this invocation neither sends nor polls)."""
         return int(
             self._db.execute(
-                "SELECT COUNT(*) FROM batch_requests WHERE state IN ('queued', 'submitted')"
+                "SELECT COUNT(*) FROM batch_requests WHERE state IN ('queued', 'submitted') "
+                f"AND {self._of_run}",
+                self._names,
             ).fetchone()[0]
         )
+
+    def fail_open(self) -> int:
+        """The last line of defence of the grid's batch loop, called after a round that made no
+        ``progress``: every open request of this run's batch models fails (kind ``batch_stuck``, an
+        answer for this invocation: the units waiting for it fail with the error, and a later invocation
+        asks it again). Returns how many failed."""
+        message = (
+            "batch mode: nothing would answer this request in this run (it is in no batch being polled: "
+            "run.sqlite's batch records are inconsistent) and a whole round of the batch loop made no "
+            "progress; failed instead of waiting for ever: re-run the same command to send it again"
+        )
+        with transaction(self._db):
+            rows = self._open_rows()
+            self._db.executemany(_SET_FAILED, [("batch_stuck", message, key) for key, _ in rows])
+        self._failed([key for key, _ in rows])
+        for model, n in sorted(Counter(model for _, model in rows).items()):
+            self.say(f"{n} request(s) of {model} could not be answered: {message}")
+        return len(rows)
 
     async def settle(self) -> int:
         """Submit what is queued and poll every open batch until all are final and read; requeued
@@ -229,6 +282,12 @@ class BatchBroker:
         if not self._recovered:
             await self._recover()
             self._recovered = True
+        for (owner, model), n in sorted(self._taken.items()):
+            self.say(
+                f"{n} request(s) of {model} were left to {owner}, which does not send batches in this run; "
+                "queued again"
+            )
+        self._taken.clear()
         while True:
             await self._submit_queued()
             open_batches = self._open_batches()
@@ -281,6 +340,32 @@ class BatchBroker:
                     self._db.execute("DELETE FROM batch_members WHERE batch_id = ?", (local,))
             if found is not None:
                 self.say(f"batch {found.id}: created before the interruption; polling it")
+        self._requeue_orphans()
+
+    def _requeue_orphans(self) -> None:
+        """Requests of this run's batch models "submitted" to a batch this invocation will not poll: one
+        without a row, one already read (marked collected), or one of a model not in batch mode here. No
+        answer to them can reach this store, so they are queued again: sending them again is the only way
+        to get one. (A store written by an older version, whose writes were not atomic, or damaged by a bug;
+        left so, the run would wait for them for ever.)"""
+        with transaction(self._db):
+            rows = self._db.execute(
+                "SELECT r.cache_key, r.model, b.model, b.collected FROM batch_requests r "
+                "LEFT JOIN batches b ON b.batch_id = r.batch_id "
+                f"WHERE r.state = 'submitted' AND r.{self._of_run}",
+                self._names,
+            ).fetchall()
+            lost = [
+                (key, model)
+                for key, model, batch_model, collected in rows
+                if batch_model is None or collected or batch_model not in self.settings
+            ]
+            self._db.executemany(_REQUEUE, [(key,) for key, _ in lost])
+        for model, n in sorted(Counter(model for _, model in lost).items()):
+            self.say(
+                f"{n} request(s) of {model} were waiting for a batch that no invocation will read; "
+                "queued again"
+            )
 
     def _queued(self) -> list[tuple[str, str, str, int]]:
         """Queued requests of this run's batch models (a model switched to direct since keeps its rows).
@@ -366,6 +451,7 @@ class BatchBroker:
             )
             self._db.execute("UPDATE batch_requests SET batch_id = ? WHERE batch_id = ?", (info.id, local))
             self._db.execute("UPDATE batch_members SET batch_id = ? WHERE batch_id = ?", (info.id, local))
+        self.progress += len(rows)
         self.say(
             f"batch {info.id}: {len(rows)} request(s) of {settings.display_name} submitted ({info.status})"
         )
@@ -406,6 +492,7 @@ class BatchBroker:
         """Once the failure of ``keys`` is committed: their units receive it in this invocation."""
         self._failed_now.update(keys)
         self._resolved += len(keys)
+        self.progress += len(keys)
 
     async def _poll(self, batches: list[tuple[str, str]]) -> None:
         """Retrieve each open batch until all are final and collected, waiting longer each round."""
@@ -436,6 +523,7 @@ class BatchBroker:
                 )
                 if info.status not in FINAL_STATES:
                     self._poll_failures.pop(batch_id, None)
+                    self.progress += 1  # in progress: waited for, up to the provider's window
                     still.append((batch_id, model))
                     continue
                 try:
@@ -558,13 +646,12 @@ class BatchBroker:
             self._db.execute("UPDATE batches SET collected = 1 WHERE batch_id = ?", (info.id,))
         self._failed_now.update(failed)
         self._resolved += outcome["answered"] + outcome["failed"]
+        self.progress += outcome["answered"] + outcome["failed"]
         parts = ", ".join(f"{n} {what}" for what, n in sorted(outcome.items())) or "no requests"
         self.say(f"batch {info.id} {info.status}: {parts}")
 
     def _requeue(self, key: str) -> None:
-        self._db.execute(
-            "UPDATE batch_requests SET state = 'queued', batch_id = NULL WHERE cache_key = ?", (key,)
-        )
+        self._db.execute(_REQUEUE, (key,))
 
 
 # --- `agentjudge batches RUNDIR` -------------------------------------------------------------------

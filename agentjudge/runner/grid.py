@@ -40,7 +40,7 @@ from agentjudge.runner.pipeline import (
     override_models,
 )
 from agentjudge.runner.resume_cache import cached_scores, save_gate1
-from agentjudge.runner.store import RangeReader, RunStore, UnitKey, archive_run, config_diff, key_ranges
+from agentjudge.runner.store import RangeReader, RunStore, UnitKey, archive_run, config_diff, key_ranges, now
 from agentjudge.runner.summary import (
     add_totals,
     endpoint_table,
@@ -512,12 +512,34 @@ class _Grid:
         # batch mode: queued calls are sent as batches and awaited, then their units run again (a unit that
         # needs a further call, e.g. a re-ask, queues it and the loop goes round)
         while deferred and self.batches is not None:
-            answered = await self.batches.settle()
-            if not answered and not self.batches.open_requests():
-                break  # nothing was answered and nothing is open: the units stay pending (re-run to resume)
+            before = self.batches.progress
+            await self.batches.settle()
+            # a round without progress: settle returns once every batch of the run is final and read, and
+            # it submitted, answered, failed and polled nothing, so what these units wait for is in no batch
+            # anyone polls (a damaged store, a bug). Going round again would change nothing: the open
+            # requests fail and the units run once more to receive that failure
+            if self.batches.progress == before and not self.batches.fail_open():
+                self._fail_waiting(name, deferred, model_of)  # not even an open request to fail
+                break
             deferred = await engine.run_units(
                 f"{name}:batch", deferred, *args, self.log, reading_batch_answers=True
             )
+
+    def _fail_waiting(self, stage: str, units: list[UnitKey], model_of: Any) -> None:
+        """Units still waiting for a batch answer after a round without progress, with no open request of
+        this run's batch models left to fail: failed here, with what to do (not left pending, which a
+        re-run would meet again without a word)."""
+        error = (
+            f"batch_stuck: batch mode: the {stage} unit waits for a request that no batch of this run "
+            "will answer and a whole round of the batch loop made no progress; failed instead of waiting "
+            "for ever: re-run the same command to send it again"
+        )
+        outcome = engine.Outcome("failed", None, error)
+        for unit in units:
+            self.store.finish(unit, "failed", None, error, now())
+            model = model_of(unit)
+            tally = self.tallies.setdefault(model, engine.ModelTally())
+            engine.settle(model, outcome, tally, self.budget, self.log, reading_batch_answers=True)
 
     def _repeats(self, units: list[UnitKey]) -> set[UnitKey]:
         """Judge units of litellm judges asking what an earlier unit asks: the same judge, record, condition,
