@@ -6,6 +6,10 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+# hypothesis' pytest plugin imports hypothesis in its terminal summary when no test of the session did;
+# that import (assertion-rewritten) can hit CPython 3.11.7's AST recursion-depth bug (gh-106905) and end a
+# run whose tests all passed with INTERNALERROR. Imported here, at collection, it is never imported late.
+import hypothesis  # noqa: F401
 import pytest
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports litellm: no network
