@@ -95,6 +95,8 @@ def sendable_line(text: str) -> str:
     older version could carry ``extra_headers`` (HTTP headers, possibly a credential) in its body, and a
     resumed run sends stored lines as they are. A clean line is returned as it is, byte for byte; an
     unreadable one too (it is sent as before and the provider reports it)."""
+    if not any(f'"{key}"' in text for key in _NOT_BODY):  # no such key at all: not worth parsing the line
+        return text
     try:
         line = json.loads(text)
     except ValueError:

@@ -269,7 +269,7 @@ class BatchBroker:
         with transaction(self._db):
             rows = self._open_rows()
             self._db.executemany(_SET_FAILED, [("batch_stuck", message, key) for key, _ in rows])
-        self._failed([key for key, _ in rows])
+        self._note_failed([key for key, _ in rows])
         for model, n in sorted(Counter(model for _, model in rows).items()):
             self.say(f"{n} request(s) of {model} could not be answered: {message}")
         return len(rows)
@@ -371,7 +371,8 @@ class BatchBroker:
         """Queued requests of this run's batch models (a model switched to direct since keeps its rows).
         Every line sent is read here, so here each is made ``sendable_line``: a line an older version
         queued with transport keys in its body (``extra_headers``: maybe a credential) is sent without
-        them, and the stored line is rewritten so that the store no longer holds them either."""
+        them, and the stored queued line is rewritten without them (rows an older version left submitted,
+        done or failed are not sent again and keep what it stored)."""
         rows = self._db.execute(
             "SELECT cache_key, model, line, submissions FROM batch_requests WHERE state = 'queued' "
             "ORDER BY model, cache_key"
@@ -480,15 +481,15 @@ class BatchBroker:
                         "WHERE cache_key = ?",
                         (kind, f"batch submission failed: {message}", key),
                     )
-        self._failed(failed)
+        self._note_failed(failed)
         self.say(f"{settings.display_name}: batch submission failed ({kind}): {message[:200]}")
 
     def _fail(self, keys: list[str], kind: str, message: str) -> None:
         with transaction(self._db):
             self._db.executemany(_SET_FAILED, [(kind, message, k) for k in keys])
-        self._failed(keys)
+        self._note_failed(keys)
 
-    def _failed(self, keys: list[str]) -> None:
+    def _note_failed(self, keys: list[str]) -> None:
         """Once the failure of ``keys`` is committed: their units receive it in this invocation."""
         self._failed_now.update(keys)
         self._resolved += len(keys)
@@ -576,7 +577,7 @@ class BatchBroker:
                 "UPDATE batches SET collected = 1, note = ?, updated_at = ? WHERE batch_id = ?",
                 (message[:1000], now(), batch_id),
             )
-        self._failed(keys)
+        self._note_failed(keys)
         self.say(f"{message[:400]} ({len(keys)} request(s))")
 
     async def _collect(self, api: Any, settings: ModelSettings, info: BatchInfo) -> None:
