@@ -565,15 +565,9 @@ def main() -> None:
                                 sent = _lines(log)[before:]
                                 first_bodies = sent if first_bodies is None else first_bodies
                                 runs.setdefault(name, []).append(
-                                    {
-                                        "rate": done / seconds if seconds else 0.0,
-                                        "req_rate": len(sent) / seconds if seconds else 0.0,
-                                        "cpu_ms": 1000 * (cpu - fixed_cpu[label]) / max(len(sent), 1),
-                                        "steady_ms": sampler.steady_ms(len(sent), c),
-                                        "steady_rate": sampler.steady_rate(len(sent), c),
-                                        "done": done,
-                                        "requests": len(sent),
-                                    }
+                                    _runner_figures(
+                                        seconds, cpu - fixed_cpu[label], done, len(sent), sampler, c
+                                    )
                                 )
                         for w in workers if args.stubbed else []:
                             for label, src in trees:
@@ -587,15 +581,9 @@ def main() -> None:
                                 )
                                 sent = _lines(stub_log)
                                 runs.setdefault(name, []).append(
-                                    {
-                                        "rate": done / seconds if seconds else 0.0,
-                                        "req_rate": len(sent) / seconds if seconds else 0.0,
-                                        "cpu_ms": 1000 * (cpu - fixed_cpu[label]) / max(len(sent), 1),
-                                        "steady_ms": sampler.steady_ms(len(sent), c),
-                                        "steady_rate": sampler.steady_rate(len(sent), c),
-                                        "done": done,
-                                        "requests": len(sent),
-                                    }
+                                    _runner_figures(
+                                        seconds, cpu - fixed_cpu[label], done, len(sent), sampler, c
+                                    )
                                 )
                         # raw and threads send exactly the requests the first runner row sent (identical
                         # judge prompts of two generators are asked once by the runner: fewer requests
@@ -630,6 +618,22 @@ def main() -> None:
     # Place for the offline paper-shaped grid timing (issue 15 part B, bench/bench_grid.py): the lead glues
     # its wall / peak memory / no-op re-run figures and goals in here.
     print(f"load after: {os.getloadavg()}")
+
+
+def _runner_figures(
+    seconds: float, cpu: float, done: int, requests: int, sampler: _Sampler, c: int
+) -> dict[str, Any]:
+    """One runner run's figures: ``cpu`` is its CPU less the run without the judge, ``requests`` the calls
+    it sent (to the server, or to the stub)."""
+    return {
+        "rate": done / seconds if seconds else 0.0,
+        "req_rate": requests / seconds if seconds else 0.0,
+        "cpu_ms": 1000 * cpu / max(requests, 1),
+        "steady_ms": sampler.steady_ms(requests, c),
+        "steady_rate": sampler.steady_rate(requests, c),
+        "done": done,
+        "requests": requests,
+    }
 
 
 def _lines(log: Path) -> list[str]:
