@@ -103,6 +103,11 @@ CREATE TABLE IF NOT EXISTS batch_members (
 );
 """
 _SET_FAILED = "UPDATE batch_requests SET state = 'failed', error_kind = ?, error = ? WHERE cache_key = ?"
+# what a request or unit failed with ``batch_stuck`` is told (``BatchBroker.fail_open``, grid)
+STUCK_ADVICE = (
+    "a whole round of the batch loop made no progress; failed instead of waiting for ever: re-run the same "
+    "command to send it again"
+)
 _REQUEUE = "UPDATE batch_requests SET state = 'queued', batch_id = NULL WHERE cache_key = ?"
 _UPLOADING = "uploading"  # a local row: the file is being uploaded / the batch created
 # a batch that cannot be polled or read this many rounds in a row (or once with a model-fatal kind: the
@@ -153,6 +158,7 @@ class BatchBroker:
         self.settings = settings  # display name -> settings, for the batch models of the run
         self._names = sorted(settings)
         self._of_run = f"model IN ({', '.join('?' * len(self._names))})"  # a row of one of them
+        self._open = f"state IN ('queued', 'submitted') AND {self._of_run}"  # ``open_requests``' rows
         self.poll_s, self.poll_max_s = poll_s, poll_max_s
         self.max_requests, self.max_bytes = max_requests, max_bytes
         self.say = say or (lambda text: log.info("%s", text))
@@ -240,9 +246,7 @@ class BatchBroker:
     def _open_rows(self) -> list[tuple[str, str]]:
         """(cache key, model) of the queued and submitted requests of this run's batch models."""
         return self._db.execute(
-            "SELECT cache_key, model FROM batch_requests WHERE state IN ('queued', 'submitted') "
-            f"AND {self._of_run}",
-            self._names,
+            f"SELECT cache_key, model FROM batch_requests WHERE {self._open}", self._names
         ).fetchall()
 
     def open_requests(self) -> int:
@@ -250,9 +254,7 @@ class BatchBroker:
         store was written keeps its rows, which this invocation neither sends nor polls)."""
         return int(
             self._db.execute(
-                "SELECT COUNT(*) FROM batch_requests WHERE state IN ('queued', 'submitted') "
-                f"AND {self._of_run}",
-                self._names,
+                f"SELECT COUNT(*) FROM batch_requests WHERE {self._open}", self._names
             ).fetchone()[0]
         )
 
@@ -263,8 +265,7 @@ class BatchBroker:
         asks it again). Returns how many failed."""
         message = (
             "batch mode: nothing would answer this request in this run (it is in no batch being polled: "
-            "run.sqlite's batch records are inconsistent) and a whole round of the batch loop made no "
-            "progress; failed instead of waiting for ever: re-run the same command to send it again"
+            f"run.sqlite's batch records are inconsistent) and {STUCK_ADVICE}"
         )
         with transaction(self._db):
             rows = self._open_rows()
@@ -645,9 +646,9 @@ class BatchBroker:
                     )
                     outcome["failed"] += 1
             self._db.execute("UPDATE batches SET collected = 1 WHERE batch_id = ?", (info.id,))
-        self._failed_now.update(failed)
-        self._resolved += outcome["answered"] + outcome["failed"]
-        self.progress += outcome["answered"] + outcome["failed"]
+        self._note_failed(failed)  # the failures, as every other path records them; the answers:
+        self._resolved += outcome["answered"]
+        self.progress += outcome["answered"]
         parts = ", ".join(f"{n} {what}" for what, n in sorted(outcome.items())) or "no requests"
         self.say(f"batch {info.id} {info.status}: {parts}")
 

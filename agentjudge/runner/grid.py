@@ -529,10 +529,11 @@ class _Grid:
         """Units still waiting for a batch answer after a round without progress, with no open request of
         this run's batch models left to fail: failed here, with what to do (not left pending, which a
         re-run would meet again without a word)."""
+        from agentjudge.runner.batches import STUCK_ADVICE  # batch mode's module: loaded only when it runs
+
         error = (
             f"batch_stuck: batch mode: the {stage} unit waits for a request that no batch of this run "
-            "will answer and a whole round of the batch loop made no progress; failed instead of waiting "
-            "for ever: re-run the same command to send it again"
+            f"will answer and {STUCK_ADVICE}"
         )
         outcome = engine.Outcome("failed", None, error)
         for unit in units:
