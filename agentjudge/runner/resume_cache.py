@@ -42,7 +42,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from agentjudge import __version__
-from agentjudge.runner.store import UnitKey, connect_reader
+from agentjudge.runner.store import UnitKey, connect_reader, transaction
 from agentjudge.runner.work import Dataset, Gate1Check, ScoreKey, compute_scores
 from agentjudge.types import Prediction, Record, Score, ScoringMode
 
@@ -288,13 +288,12 @@ def _save_scores(
     try:
         db = _connect(store)
         try:
-            db.execute("BEGIN IMMEDIATE")
-            db.executemany(
-                "INSERT OR REPLACE INTO score_cache (record_id, generator, generator_trial, context, "
-                "prediction, scores, digest) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
-            db.execute("COMMIT")
+            with transaction(db):
+                db.executemany(
+                    "INSERT OR REPLACE INTO score_cache (record_id, generator, generator_trial, context, "
+                    "prediction, scores, digest) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
         finally:
             db.close()
     except sqlite3.Error as exc:  # best effort: the next run scores these again
@@ -359,13 +358,12 @@ def save_gate1(store: Path, check: Gate1Check) -> None:
     try:
         db = _connect(store)
         try:
-            db.execute("BEGIN IMMEDIATE")
-            db.execute("DELETE FROM gate1_cache")
-            db.execute(
-                "INSERT INTO gate1_cache (context, records, failing, digest) VALUES (?, ?, ?, ?)",
-                (check.context, records, failing, _sha(check.context, records, failing)),
-            )
-            db.execute("COMMIT")
+            with transaction(db):
+                db.execute("DELETE FROM gate1_cache")
+                db.execute(
+                    "INSERT INTO gate1_cache (context, records, failing, digest) VALUES (?, ?, ?, ?)",
+                    (check.context, records, failing, _sha(check.context, records, failing)),
+                )
         finally:
             db.close()
     except sqlite3.Error as exc:  # best effort: the next run checks the records again
