@@ -5,6 +5,7 @@ test_generate (imported from this module), so those tests need no builder."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -442,3 +443,32 @@ def test_missing_plain_value_beside_unanchored_tomorrow_is_insufficient() -> Non
     assert sorted((f.code, f.difficulty) for f in found) == [("insufficient", "hard"), ("ungrounded", "hard")]
     assert by_value["email"].code == "insufficient" and "dana.kim@example.com" in by_value["email"].detail
     assert by_value["date"].code == "ungrounded" and "tomorrow" in by_value["date"].detail
+
+
+def test_records_are_checked_in_forked_children_without_being_sent() -> None:
+    """Above PARALLEL_ABOVE records the gates run in two forked children that inherit the records and the
+    function: a task is a span of indices. Sending the records pickled cost more than checking them. A
+    local function (unpicklable) shows nothing is pickled toward the children; the results keep the
+    records' order and equal one process's, failing records included."""
+    from agentjudge.dataset import validate
+
+    good = rendered_linear_record()
+    bad = _with_args(good, 0, email=7)  # a gate1 arg_schema failure
+    records = [
+        (bad if i % 97 == 5 else good).model_copy(update={"id": f"r-{i:04d}"})
+        for i in range(validate.PARALLEL_ABOVE + 60)
+    ]
+    parent = os.getpid()
+
+    def checked(record: Record) -> tuple[str, list[str], bool]:
+        codes = sorted(f"{f.gate}:{f.code}" for f in validate._check_gate1(record))
+        return record.id, codes, os.getpid() != parent
+
+    forked = validate._map(checked, records, processes=2)
+    assert [r[:2] for r in forked] == [checked(r)[:2] for r in records]
+    planted = [r.id for i, r in enumerate(records) if i % 97 == 5]
+    assert [rid for rid, codes, _ in forked if "gate1:arg_schema" in codes] == planted
+    assert any(in_child for *_, in_child in forked)  # the children did the work
+    assert validate._FORKED is None  # nothing is kept for the next call
+    failing = validate.gate1_failures(records)
+    assert list(failing) == planted
