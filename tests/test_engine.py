@@ -238,3 +238,33 @@ def test_domain_file_errors_name_the_problem() -> None:
     raw["entities"]["employee"]["fieldz"] = {}
     with pytest.raises(ValueError, match="fieldz"):
         DomainSpec.model_validate(raw)
+
+
+def test_the_scorers_end_state_check_compares_without_copying_the_world(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``scoring.outcome`` asks a DomainEnvironment ``state_equals(gt_end)`` instead of comparing a
+    snapshot (a deep copy of the world per prediction, a fifth of scoring's time or more): the same
+    answer as the snapshot comparison -- the GT's calls match, the GT up to its first write or no call
+    does not -- and no copy."""
+    from agentjudge.dataset import engine
+    from agentjudge.scoring import outcome, prepare
+
+    record, _ = build_scenario("hr", "fan_in", 0, 3)
+    prep = prepare(record)
+    gt_calls = [s.call for s in record.gt]
+    write = next(
+        i
+        for i, s in enumerate(record.gt)
+        if _end_state(record, gt_calls[: i + 1]) != _end_state(record, gt_calls[:i])
+    )
+    cases = [gt_calls, gt_calls[:write], []]  # all the GT; the GT up to its first write; nothing
+    gt_end = _end_state(record, gt_calls)
+    expected = [_end_state(record, calls) == gt_end for calls in cases]
+    assert expected == [True, False, False]
+    outcome(record, gt_calls, prepared=prep)  # the GT end state is computed (with snapshots) and kept
+    copies: list[int] = []
+    real_copy = engine.copy_state
+    monkeypatch.setattr(engine, "copy_state", lambda obj: copies.append(1) or real_copy(obj))
+    assert [outcome(record, calls, prepared=prep)[0] for calls in cases] == expected
+    assert copies == []

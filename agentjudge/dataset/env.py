@@ -21,5 +21,7 @@ class ToolEnvironment(Protocol):
         ...
 
     def snapshot(self) -> dict[str, Any]:
-        """A JSON-serialisable copy of the current state, for end-state comparison."""
+        """A JSON-serialisable copy of the current state, for end-state comparison. (An environment may
+        also offer ``state_equals(state) -> bool``, the same comparison without the copy: the scorer uses
+        it when present.)"""
         ...

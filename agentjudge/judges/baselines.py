@@ -296,11 +296,11 @@ def rule_verdicts(task: Task, calls: list[ToolCall]) -> tuple[dict[Metric, float
     # coverage: of the query words the toolset has a word for, the share the calls touch; every ID-like value
     # of the query (PAX-67834, AU-7056, 1500) must reach some argument
     vocabulary = frozenset().union(*(info.vocabulary for info in tools.values()))
-    call_tokens: set[str] = set()
     values_text = " ".join(str(v).lower() for c in calls for _, v in _leaves(c.arguments))
+    call_tokens: set[str] = set(_tokens(values_text))  # every call's values: tokenised once, not per call
     for c in calls:
         call_tokens |= tools[c.name].vocabulary if c.name in tools else _tokens(c.name)
-        call_tokens |= _tokens(" ".join(c.arguments)) | _tokens(values_text)
+        call_tokens |= _tokens(" ".join(c.arguments))
     wanted = query_tokens & vocabulary
     covered = wanted & call_tokens
     share = len(covered) / len(wanted) if wanted else 1.0
