@@ -200,3 +200,20 @@ def test_only_ceiling_needs_reference() -> None:
         name: getattr(make(name[len("baseline/") :]), "needs_reference", False) for name in KNOWN_BASELINES
     }
     assert flags == {name: name == "baseline/ceiling" for name in KNOWN_BASELINES}
+
+
+def test_rule_facts_kept_per_task_never_serve_another_task() -> None:
+    """``rule_verdicts`` keeps a task's facts (tools, query words) by the task object; two tasks with the
+    same tools but different queries, judged in turn, get what each gets with nothing kept."""
+    from agentjudge.judges import baselines
+
+    urgent = req(GOOD).task
+    rooms = urgent.model_copy(update={"query": "Book the Everest meeting room for Friday at noon."})
+    asked = [(t, calls) for t in (urgent, rooms, urgent, rooms) for calls in (GOOD, GOOD[:1])]
+    kept = [baselines.rule_verdicts(t, calls) for t, calls in asked]
+    fresh = []
+    for t, calls in asked:
+        baselines._FACTS.clear()
+        fresh.append(baselines.rule_verdicts(t, calls))
+    assert kept == fresh
+    assert kept[0] != kept[2]  # the two queries are judged differently (coverage)

@@ -223,14 +223,47 @@ def _three(bad: int, total: int, *, minor: int = 0) -> float:
     return 0.5 if bad or minor else 1.0
 
 
+@dataclass(frozen=True)
+class _TaskFacts:
+    """What ``rule_verdicts`` reads of a task whatever the calls: a record's task is judged for every
+    generator, condition and rule judge (~20 times in a paper grid), its facts are worked out once."""
+
+    task: Task  # held, so that its id is not reused while it is a key of _FACTS
+    tools: dict[str, _ToolInfo]
+    query_folded: str
+    query_tokens: frozenset[str]
+    vocabulary: frozenset[str]  # of every tool
+
+
+_FACTS: dict[int, _TaskFacts] = {}
+_MAX_FACTS = 512  # tasks come a record at a time (runner/offline.py's prefix_order)
+
+
+def _task_facts(task: Task) -> _TaskFacts:
+    held = _FACTS.get(id(task))
+    if held is not None and held.task is task:
+        return held
+    tools = {t.name: _tool_info(t) for t in task.tools}
+    facts = _TaskFacts(
+        task=task,
+        tools=tools,
+        query_folded=" ".join(task.query.lower().replace("_", " ").split()),
+        query_tokens=_tokens(task.query),
+        vocabulary=frozenset().union(*(info.vocabulary for info in tools.values())),
+    )
+    if len(_FACTS) >= _MAX_FACTS:
+        _FACTS.clear()
+    _FACTS[id(task)] = facts
+    return facts
+
+
 def rule_verdicts(task: Task, calls: list[ToolCall]) -> tuple[dict[Metric, float], dict[str, str]]:
     """Per-metric verdicts and rationales from checks that need no GT (thresholds are this baseline's own)."""
     if not calls:
         note = "no calls were made"
         return dict.fromkeys(METRICS, 0.0), {**dict.fromkeys(METRICS, note), "overall": note}
-    tools = {t.name: _tool_info(t) for t in task.tools}
-    query_folded = " ".join(task.query.lower().replace("_", " ").split())
-    query_tokens = _tokens(task.query)
+    facts = _task_facts(task)
+    tools, query_folded, query_tokens = facts.tools, facts.query_folded, facts.query_tokens
 
     # tool selection: known tools, no exact duplicates, each tool's vocabulary touches the query
     unknown = [c.name for c in calls if c.name not in tools]
@@ -295,7 +328,7 @@ def rule_verdicts(task: Task, calls: list[ToolCall]) -> tuple[dict[Metric, float
 
     # coverage: of the query words the toolset has a word for, the share the calls touch; every ID-like value
     # of the query (PAX-67834, AU-7056, 1500) must reach some argument
-    vocabulary = frozenset().union(*(info.vocabulary for info in tools.values()))
+    vocabulary = facts.vocabulary
     values_text = " ".join(str(v).lower() for c in calls for _, v in _leaves(c.arguments))
     call_tokens: set[str] = set(_tokens(values_text))  # every call's values: tokenised once, not per call
     for c in calls:
