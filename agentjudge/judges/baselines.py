@@ -233,6 +233,7 @@ class _TaskFacts:
     query_folded: str
     query_tokens: frozenset[str]
     vocabulary: frozenset[str]  # of every tool
+    salient: tuple[str, ...]  # the query's ID-like values (_SALIENT), each once, in order
 
 
 _FACTS: dict[int, _TaskFacts] = {}
@@ -250,6 +251,7 @@ def _task_facts(task: Task) -> _TaskFacts:
         query_folded=" ".join(task.query.lower().replace("_", " ").split()),
         query_tokens=_tokens(task.query),
         vocabulary=frozenset().union(*(info.vocabulary for info in tools.values())),
+        salient=tuple(dict.fromkeys(_SALIENT.findall(task.query))),
     )
     if len(_FACTS) >= _MAX_FACTS:
         _FACTS.clear()
@@ -337,7 +339,7 @@ def rule_verdicts(task: Task, calls: list[ToolCall]) -> tuple[dict[Metric, float
     wanted = query_tokens & vocabulary
     covered = wanted & call_tokens
     share = len(covered) / len(wanted) if wanted else 1.0
-    values_missing = [v for v in dict.fromkeys(_SALIENT.findall(task.query)) if v.lower() not in values_text]
+    values_missing = [v for v in facts.salient if v.lower() not in values_text]
     cov_v = 1.0 if share >= 0.6 else (0.5 if share >= 0.3 else 0.0)
     if values_missing and cov_v == 1.0:
         cov_v = 0.5
