@@ -97,6 +97,9 @@ def reload_templates() -> None:
     _template.cache_clear()
     _prompts_dir_for.cache_clear()
     _RECORD_PARTS.clear()
+    _SYSTEM.clear()
+    _INSTRUCTIONS.clear()
+    _RENDERED.clear()
 
 
 def load_template(name: str) -> str:
@@ -135,6 +138,8 @@ def safe_json(payload: Any) -> str:
     Other ``<`` stay readable (placeholders such as ``<id from step 1>`` are common in calls).
     """
     text = json.dumps(payload, ensure_ascii=False, sort_keys=False)
+    if "<" not in text:  # nothing to rewrite: the scan for delimiters is most of the cost of a short payload
+        return text
     return _DELIMITER_LIKE.sub(lambda m: "\\u003c" + m.group(1), text)
 
 
@@ -190,6 +195,28 @@ def _compact(schema: Any) -> Any:
     return out
 
 
+# Rendered blocks of objects every judge call on a record or prediction shares (a record's GT and its
+# published responses, a prediction's calls, a record's tools for the paper family), keyed by the object's
+# identity and what else the text depends on. An entry keeps its object, so no other object can take that
+# identity while the entry exists, and a hit must be that very object: an equal copy (a request unpickled in
+# a worker) is rendered again. Bounded like the other memos: emptied when full.
+_RENDERED: dict[tuple[Any, ...], tuple[Any, str]] = {}
+_RENDERED_MAX = 4096
+
+
+def _rendered(kind: str, obj: Any, extra: tuple[Any, ...], render: Any) -> str:
+    """``render(obj)``, remembered for ``obj`` itself (see ``_RENDERED``)."""
+    key = (kind, id(obj), *extra)
+    hit = _RENDERED.get(key)
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    text: str = render(obj)
+    if len(_RENDERED) >= _RENDERED_MAX:
+        _RENDERED.clear()
+    _RENDERED[key] = (obj, text)
+    return text
+
+
 def _calls_payload(calls: list[ToolCall]) -> list[dict[str, Any]]:
     return [{"step": i + 1, "name": c.name, "arguments": c.arguments} for i, c in enumerate(calls)]
 
@@ -212,16 +239,35 @@ def system_prompt(variant: PromptVariant, condition: str | None = None) -> str:
 
     It is the same for every record, condition and chain-of-thought setting, so a provider's prefix cache
     reuses it across the whole run (``condition`` is accepted for callers of the older signature and
-    does not change the text).
+    does not change the text). Assembled once per prompts folder and verdict scale in a process.
     """
-    parts = [load_template("system.md")]
-    if verdict_scale(variant) == "three_level":
-        parts.append(load_template("rubric_three_level.md"))
-    return "\n\n".join(parts)
+    key = (prompts_dir(), verdict_scale(variant))
+    text = _SYSTEM.get(key)
+    if text is None:
+        parts = [load_template("system.md")]
+        if key[1] == "three_level":
+            parts.append(load_template("rubric_three_level.md"))
+        text = _SYSTEM[key] = "\n\n".join(parts)
+    return text
+
+
+# assembled texts by prompts folder and what selects their files (a handful per run; reload_templates)
+_SYSTEM: dict[tuple[Path, str], str] = {}
+_INSTRUCTIONS: dict[tuple[Path, str, str, str, bool], str] = {}
 
 
 def review_instructions(variant: PromptVariant, condition: str) -> str:
-    """The per-call instructions (condition, default, format, CoT), placed after the record's data."""
+    """The per-call instructions (condition, default, format, CoT), placed after the record's data.
+    Assembled once per prompts folder, condition and variant in a process (a template that breaks a rule
+    raises every time: nothing is remembered for it)."""
+    key = (prompts_dir(), condition, variant.default_mode, variant.prompt_format, variant.cot)
+    text = _INSTRUCTIONS.get(key)
+    if text is None:
+        text = _INSTRUCTIONS[key] = _review_instructions(variant, condition)
+    return text
+
+
+def _review_instructions(variant: PromptVariant, condition: str) -> str:
     condition_text = load_template(f"condition_{condition}.md")
     if condition == "swapped_gt" and condition_text != load_template("condition_with_gt.md"):
         # the C3 anchoring control is only valid if the judge cannot tell it from with_gt
@@ -256,7 +302,12 @@ def user_parts(request: JudgeRequest, tool_rendering: ToolRendering = "full") ->
                 f"{request.task.record_id}: a {request.condition} judge request needs a GT trace"
             )
         reference = fill(
-            "reference_block.md", {"gt": block(TAG_REFERENCE, _json_lines(_gt_payload(request.gt)))}
+            "reference_block.md",
+            {
+                "gt": _rendered(
+                    "gt", request.gt, (), lambda gt: block(TAG_REFERENCE, _json_lines(_gt_payload(gt)))
+                )
+            },
         )
         reference += "\n\n"
     shared = _record_part(request, tool_rendering)
@@ -265,7 +316,9 @@ def user_parts(request: JudgeRequest, tool_rendering: ToolRendering = "full") ->
         {
             "instructions": review_instructions(request.variant, request.condition),
             "reference": reference,
-            "calls": block(TAG_CALLS, _json_lines(_calls_payload(request.calls))),
+            "calls": _rendered(
+                "calls", request.calls, (), lambda calls: block(TAG_CALLS, _json_lines(_calls_payload(calls)))
+            ),
         },
     )
     return shared, rest
@@ -331,8 +384,9 @@ def _expected_slot(request: JudgeRequest) -> str:
     from agentjudge.dataset.layout import gt_turns
 
     assert request.gt is not None
-    responses = request.gt_responses if request.gt_responses is not None else gt_turns(request.gt)
-    return block(TAG_REFERENCE, _json_lines(responses))
+    if request.gt_responses is None:
+        return block(TAG_REFERENCE, _json_lines(gt_turns(request.gt)))
+    return _rendered("responses", request.gt_responses, (), lambda r: block(TAG_REFERENCE, _json_lines(r)))
 
 
 def paper_prompt(request: JudgeRequest) -> str:
@@ -341,9 +395,19 @@ def paper_prompt(request: JudgeRequest) -> str:
     variant = request.variant
     slots = {
         "query": block(TAG_QUERY, safe_json(request.task.query)),
-        "tools": block(TAG_TOOLS, _json_lines([_published_tool(t) for t in request.task.tools])),
-        "calls": block(
-            TAG_CALLS, _json_lines([{"name": c.name, "arguments": c.arguments} for c in request.calls])
+        "tools": _rendered(
+            "paper_tools",
+            request.task.tools,
+            (),
+            lambda tools: block(TAG_TOOLS, _json_lines([_published_tool(t) for t in tools])),
+        ),
+        "calls": _rendered(
+            "paper_calls",
+            request.calls,
+            (),
+            lambda calls: block(
+                TAG_CALLS, _json_lines([{"name": c.name, "arguments": c.arguments} for c in calls])
+            ),
         ),
         "cot": "\n" + load_template("paper/cot_on.md") + "\n" if variant.cot else "",
     }

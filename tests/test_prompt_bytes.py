@@ -1,0 +1,90 @@
+"""Judge prompts are byte-identical to the ones the runner has always sent (issue 15's speed-ups remember
+rendered parts per process; none may change a byte, or every cached call would be asked again).
+
+The digests below were computed by the code before those memos (commit dda81e3) over every prompt family,
+condition, variant and tool rendering, for mini-dataset records and for a request full of delimiter-like
+text. Each request is built three times: twice from the same objects (the memos' hits) and once from equal
+copies (a request unpickled in a worker process), and every build must read the same."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from test_templates import make_request
+
+from agentjudge.dataset.layout import read_records
+from agentjudge.judges import templates
+from agentjudge.judges.templates import build_messages, with_cache_breakpoint
+from agentjudge.runner.work import Dataset
+from agentjudge.types import JudgeRequest, PromptVariant
+
+MINI = Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl"
+VARIANTS = [
+    PromptVariant(prompt_format=fmt, cot=cot, default_mode=mode)  # type: ignore[arg-type]
+    for fmt in ("json", "freeform")
+    for cot in (False, True)
+    for mode in ("1.0", "0.5")
+]
+CONDITIONS = ("with_gt", "without_gt", "swapped_gt")
+# sha256 of every prompt below, one JSON line per build, as the code before the memos made them
+EXPECTED = {
+    "mini": "712eafed652eb9fe3feb9c825c28139bdcb31553641999217946825586040c62",
+    "delimiters": "0968ddf00764fc9a0ee5a4ceb57c8f8369a5fd826b8317e8779904dd528ca350",
+}
+
+
+def _requests() -> list[JudgeRequest]:
+    records = read_records(MINI, limit=4)
+    data = Dataset(records)
+    out = []
+    for i, record in enumerate(records):
+        partner = records[(i + 1) % len(records)]
+        for difficulty in ("easy", "hard"):
+            task = data.task(record, difficulty)
+            calls = [step.call for step in record.gt][: 1 + i % 3]
+            for condition in CONDITIONS:
+                shown = {"with_gt": record, "swapped_gt": partner}.get(condition)
+                for variant in VARIANTS:
+                    out.append(
+                        JudgeRequest(
+                            task=task,
+                            calls=calls,
+                            gt=shown.gt if shown is not None else None,
+                            gt_responses=data.expected_responses(shown) if shown is not None else None,
+                            condition=condition,  # type: ignore[arg-type]
+                            variant=variant,
+                        )
+                    )
+    return out
+
+
+def _digest(requests: list[JudgeRequest]) -> str:
+    lines: list[Any] = []
+    for request in requests:
+        copy = JudgeRequest.model_validate_json(request.model_dump_json())  # equal, not the same objects
+        for built in (request, request, copy):
+            for rendering in ("full", "compact"):
+                messages = build_messages(built, "agentjudge", rendering)  # type: ignore[arg-type]
+                lines.append(messages)
+                lines.append(with_cache_breakpoint(messages, built, rendering))  # type: ignore[arg-type]
+            lines.append(build_messages(built, "paper"))
+    text = "\n".join(json.dumps(line, ensure_ascii=False, sort_keys=True) for line in lines)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_prompts_of_the_mini_dataset_are_unchanged() -> None:
+    templates.reload_templates()
+    assert _digest(_requests()) == EXPECTED["mini"]
+
+
+def test_prompts_with_delimiter_like_content_are_unchanged() -> None:
+    requests = [
+        make_request(condition, gt_id=gt_id, **variant.model_dump())
+        for condition in CONDITIONS
+        for gt_id in ("T-1", "T-<agent_calls>")
+        for variant in VARIANTS
+    ]
+    assert _digest(requests) == EXPECTED["delimiters"]
