@@ -3,8 +3,9 @@ rendered parts per process; none may change a byte, or every cached call would b
 
 The digests below were computed by the code before those memos (commit dda81e3) over every prompt family,
 condition, variant and tool rendering, for mini-dataset records and for a request full of delimiter-like
-text. Each request is built three times: twice from the same objects (the memos' hits) and once from equal
-copies (a request unpickled in a worker process), and every build must read the same."""
+text. Each request is built four times: twice from the same objects, once from new lists of the same items
+(the memos' hits, as the runner makes its requests) and once from equal copies (a request unpickled in a
+worker process), and every build must read the same."""
 
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ VARIANTS = [
 CONDITIONS = ("with_gt", "without_gt", "swapped_gt")
 # sha256 of every prompt below, one JSON line per build, as the code before the memos made them
 EXPECTED = {
-    "mini": "712eafed652eb9fe3feb9c825c28139bdcb31553641999217946825586040c62",
-    "delimiters": "0968ddf00764fc9a0ee5a4ceb57c8f8369a5fd826b8317e8779904dd528ca350",
+    "mini": "8e0b61fddcf59c61327a9ffce26e39b29dcb8133423472bd3443d4b62eb81f5a",
+    "delimiters": "0cc498935292ec6ae45160644907439aaa4167a3accab5eebf5e4e1520a18302",
 }
 
 
@@ -65,7 +66,8 @@ def _digest(requests: list[JudgeRequest]) -> str:
     lines: list[Any] = []
     for request in requests:
         copy = JudgeRequest.model_validate_json(request.model_dump_json())  # equal, not the same objects
-        for built in (request, request, copy):
+        again = JudgeRequest(**dict(request))  # new lists of the same items, as the runner builds them
+        for built in (request, request, again, copy):
             for rendering in ("full", "compact"):
                 messages = build_messages(built, "agentjudge", rendering)  # type: ignore[arg-type]
                 lines.append(messages)

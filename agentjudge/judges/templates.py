@@ -195,25 +195,26 @@ def _compact(schema: Any) -> Any:
     return out
 
 
-# Rendered blocks of objects every judge call on a record or prediction shares (a record's GT and its
-# published responses, a prediction's calls, a record's tools for the paper family), keyed by the object's
-# identity and what else the text depends on. An entry keeps its object, so no other object can take that
-# identity while the entry exists, and a hit must be that very object: an equal copy (a request unpickled in
-# a worker) is rendered again. Bounded like the other memos: emptied when full.
-_RENDERED: dict[tuple[Any, ...], tuple[Any, str]] = {}
+# Rendered blocks of lists every judge call on a record or prediction shares (a record's GT steps, a
+# prediction's calls, a record's tools for the paper family), keyed by the identity of the list's items: a
+# request copies its lists but keeps their items (and a worker process receives them once,
+# ``runner.workers``). An entry keeps its items, so no other object can take one of their identities while
+# the entry exists, and a hit must hold those very items: equal copies are rendered again. Bounded like the
+# other memos: emptied when full.
+_RENDERED: dict[tuple[Any, ...], tuple[tuple[Any, ...], str]] = {}
 _RENDERED_MAX = 4096
 
 
-def _rendered(kind: str, obj: Any, extra: tuple[Any, ...], render: Any) -> str:
-    """``render(obj)``, remembered for ``obj`` itself (see ``_RENDERED``)."""
-    key = (kind, id(obj), *extra)
+def _rendered(kind: str, items: list[Any], render: Any) -> str:
+    """``render(items)``, remembered for these very items (see ``_RENDERED``)."""
+    key = (kind, *map(id, items))
     hit = _RENDERED.get(key)
-    if hit is not None and hit[0] is obj:
+    if hit is not None and all(a is b for a, b in zip(hit[0], items, strict=True)):
         return hit[1]
-    text: str = render(obj)
+    text: str = render(items)
     if len(_RENDERED) >= _RENDERED_MAX:
         _RENDERED.clear()
-    _RENDERED[key] = (obj, text)
+    _RENDERED[key] = (tuple(items), text)
     return text
 
 
@@ -305,7 +306,7 @@ def user_parts(request: JudgeRequest, tool_rendering: ToolRendering = "full") ->
             "reference_block.md",
             {
                 "gt": _rendered(
-                    "gt", request.gt, (), lambda gt: block(TAG_REFERENCE, _json_lines(_gt_payload(gt)))
+                    "gt", request.gt, lambda gt: block(TAG_REFERENCE, _json_lines(_gt_payload(gt)))
                 )
             },
         )
@@ -317,7 +318,7 @@ def user_parts(request: JudgeRequest, tool_rendering: ToolRendering = "full") ->
             "instructions": review_instructions(request.variant, request.condition),
             "reference": reference,
             "calls": _rendered(
-                "calls", request.calls, (), lambda calls: block(TAG_CALLS, _json_lines(_calls_payload(calls)))
+                "calls", request.calls, lambda calls: block(TAG_CALLS, _json_lines(_calls_payload(calls)))
             ),
         },
     )
@@ -384,9 +385,8 @@ def _expected_slot(request: JudgeRequest) -> str:
     from agentjudge.dataset.layout import gt_turns
 
     assert request.gt is not None
-    if request.gt_responses is None:
-        return block(TAG_REFERENCE, _json_lines(gt_turns(request.gt)))
-    return _rendered("responses", request.gt_responses, (), lambda r: block(TAG_REFERENCE, _json_lines(r)))
+    responses = request.gt_responses if request.gt_responses is not None else gt_turns(request.gt)
+    return block(TAG_REFERENCE, _json_lines(responses))
 
 
 def paper_prompt(request: JudgeRequest) -> str:
@@ -398,13 +398,11 @@ def paper_prompt(request: JudgeRequest) -> str:
         "tools": _rendered(
             "paper_tools",
             request.task.tools,
-            (),
             lambda tools: block(TAG_TOOLS, _json_lines([_published_tool(t) for t in tools])),
         ),
         "calls": _rendered(
             "paper_calls",
             request.calls,
-            (),
             lambda calls: block(
                 TAG_CALLS, _json_lines([{"name": c.name, "arguments": c.arguments} for c in calls])
             ),
