@@ -209,11 +209,14 @@ def test_a_round_without_progress_fails_the_waiting_units_with_what_to_do_and_a_
     assert judg.groupby(["record_id", "condition"]).ngroups == UNITS
     # every unit failed with the explanation; no verdict was made up for any of them
     if requests_open:
-        assert judg.judge_error.str.startswith("batch_stuck after 1 attempt(s): batch mode: ").all()
+        # (0 attempts: its send is counted by the invocation that reads its answer, see the last test)
+        assert judg.judge_error.str.startswith("batch_stuck after 0 attempt(s): batch mode: ").all()
+        assert judg.judge_error.str.endswith("(sent in batch batch_fake_0, kept for the re-run)").all()
         assert f"{UNITS} request(s) of judge could not be answered: batch mode: " in out
     else:
         assert judg.judge_error.str.startswith("batch_stuck: batch mode: the judge unit waits").all()
-    assert judg.judge_error.str.contains("re-run the same command to send it again", regex=False).all()
+    advice = "re-run the same command (it reads the request's batch"
+    assert judg.judge_error.str.contains(advice, regex=False).all()
     assert judg.verdict.isna().all() and not judg.parse_ok.any()
     # the end of the run says it like every failure: by model and reason, and what to do
     assert "judge: batch x" in out and f"{UNITS} unit(s) failed, 0 not run; re-run the same command" in out
@@ -287,3 +290,35 @@ def test_recovery_queues_again_only_requests_of_this_runs_models_whose_batch_nob
     assert said == [
         "3 request(s) of judge were waiting for a batch that no invocation will read; queued again"
     ]
+
+
+def test_a_request_failed_by_a_round_without_progress_is_answered_by_its_open_batch_on_the_rerun(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the broker submitted the batch but (a bug) never polled it, so the round made no progress and
+    # ``fail_open`` failed its requests for this run. The batch is still open at the provider, which runs and
+    # bills its lines: the re-run takes their answers from it instead of sending the requests again (before,
+    # it polled that batch, dropped its answers and sent every request in a second batch: paid twice)
+    _fresh_provider(fake_llm)
+    pipeline = _pipeline(tmp_path / "p", fake_llm, batch=True)
+    rundir = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        patch.setattr(BatchBroker, "_open_batches", lambda self: [])
+        _bounded_settle(patch)
+        assert run_cli(pipeline, rundir) == 1
+    assert fake_llm.batches_created == 1 and fake_llm.requests == []
+    keys = _keys(rundir / "run.sqlite")
+    capsys.readouterr()
+
+    with monkeypatch.context() as patch:
+        _bounded_settle(patch)
+        assert run_cli(pipeline, rundir) == 0
+    judg = read(rundir, "judgments")
+    assert judg.judge_error.isna().all() and judg.parse_ok.all()
+    # one batch, each line run once by the provider: nothing sent (or paid for) twice
+    assert fake_llm.batches_created == 1 and fake_llm.uploads == 1
+    assert _input_lines(fake_llm, "batch_fake_0") == keys
+    assert len(fake_llm.requests) == UNITS
+    summary = json.loads((rundir / "run_summary.json").read_text())
+    # each send counted once over the two invocations, by the one that read its answer
+    assert summary["per_model"]["judge"]["all_invocations"]["requests"] == UNITS

@@ -29,7 +29,9 @@ batch mode here: a store written by an older version or damaged by a bug), and a
 for that another model queued (requests are keyed by their cache key, which two entries of one model share)
 is taken over when that model does not send batches in this run. Should a round of the grid's batch loop
 still make no progress (``progress`` unchanged: nothing submitted, answered, failed, or polled while in
-progress), ``fail_open`` fails what is open, so the loop ends instead of going round for ever.
+progress), ``fail_open`` fails what is open for this invocation, so the loop ends instead of going round
+for ever; the store keeps those requests open, so a re-run reads the batch one is in rather than sending it
+again (the provider bills a batch's lines whether or not they are read: a request is never paid twice).
 
 Every change that takes several statements (a request queued, a submission recorded or renamed, a batch's
 answers collected, a batch given up) is one transaction (``store.transaction``): a Ctrl-C or a killed
@@ -106,7 +108,7 @@ _SET_FAILED = "UPDATE batch_requests SET state = 'failed', error_kind = ?, error
 # what a request or unit failed with ``batch_stuck`` is told (``BatchBroker.fail_open``, grid)
 STUCK_ADVICE = (
     "a whole round of the batch loop made no progress; failed instead of waiting for ever: re-run the same "
-    "command to send it again"
+    "command (it reads the request's batch if one of this run can still answer it, else sends it again)"
 )
 _REQUEUE = "UPDATE batch_requests SET state = 'queued', batch_id = NULL WHERE cache_key = ?"
 _UPLOADING = "uploading"  # a local row: the file is being uploaded / the batch created
@@ -169,6 +171,8 @@ class BatchBroker:
         # a new invocation asks failed requests again (their units were stored as failed, and a re-run
         # retries failed units): only failures of this invocation are answers
         self._failed_now: set[str] = set()
+        # requests ``fail_open`` failed for this invocation only (key -> message): the store keeps them open
+        self._stuck: dict[str, str] = {}
         self._recovered = False
         self._resolved = 0  # requests answered or failed for good by this invocation
         # requests submitted, answered or failed, and polls of a batch still in progress, by this invocation:
@@ -190,6 +194,9 @@ class BatchBroker:
         if row is None:
             return None
         state, answer, kind, error, submissions, delivered_to = row
+        if key in self._stuck and state in ("queued", "submitted"):
+            # its send (if any) is counted when its answer is read, by the invocation that reads it
+            return BatchAnswer("failed", kind="batch_stuck", error=self._stuck[key], submissions=0)
         if state in ("queued", "submitted"):
             return BatchAnswer("pending", submissions=submissions)
         if state == "failed":
@@ -260,19 +267,34 @@ class BatchBroker:
 
     def fail_open(self) -> int:
         """The last line of defence of the grid's batch loop, called after a round that made no
-        ``progress``: every open request of this run's batch models fails (kind ``batch_stuck``, an
-        answer for this invocation: the units waiting for it fail with the error, and a later invocation
-        asks it again). Returns how many failed."""
-        message = (
+        ``progress``: every open request of this run's batch models fails for this invocation (kind
+        ``batch_stuck``: the units waiting for it fail with the error). Returns how many failed.
+
+        Only this invocation sees that failure: the store keeps each request as it was, queued or
+        submitted to its batch. A request in a batch is not sent again by a later invocation: that batch
+        may still run at the provider, which bills its lines whether or not anyone reads them, so the
+        re-run polls it and takes its answer (paid once); only if no invocation can read that batch
+        (``_requeue_orphans``) is the request queued again, the one way left to get an answer. The batch
+        is not cancelled: the lines the provider ran before a cancel are billed all the same, and their
+        answers are the ones the re-run reads."""
+        rows = [(key, model) for key, model in self._open_rows() if key not in self._stuck]
+        batch_of = dict(
+            self._db.execute(
+                f"SELECT cache_key, batch_id FROM batch_requests WHERE {self._open} AND batch_id IS NOT NULL",
+                self._names,
+            ).fetchall()
+        )
+        reason = (
             "batch mode: nothing would answer this request in this run (it is in no batch being polled: "
             f"run.sqlite's batch records are inconsistent) and {STUCK_ADVICE}"
         )
-        with transaction(self._db):
-            rows = self._open_rows()
-            self._db.executemany(_SET_FAILED, [("batch_stuck", message, key) for key, _ in rows])
-        self._note_failed([key for key, _ in rows])
+        for key, _ in rows:
+            where = f" (sent in batch {batch_of[key]}, kept for the re-run)" if key in batch_of else ""
+            self._stuck[key] = reason + where
+        self._resolved += len(rows)
+        self.progress += len(rows)
         for model, n in sorted(Counter(model for _, model in rows).items()):
-            self.say(f"{n} request(s) of {model} could not be answered: {message}")
+            self.say(f"{n} request(s) of {model} could not be answered: {reason}")
         return len(rows)
 
     async def settle(self) -> int:
