@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 from fakeserver import FakeLLM
 from test_batch import FAST_POLL, UNITS, _judge, _pipeline, _responder, _stable
-from test_batch_atomic import _bounded_settle
+from test_batch_atomic import _bounded_settle, _Spinning
 from test_runner import read, write_pipeline
 
 from agentjudge.runner.batches import BatchBroker
@@ -322,3 +322,69 @@ def test_a_request_failed_by_a_round_without_progress_is_answered_by_its_open_ba
     summary = json.loads((rundir / "run_summary.json").read_text())
     # each send counted once over the two invocations, by the one that read its answer
     assert summary["per_model"]["judge"]["all_invocations"]["requests"] == UNITS
+
+
+def test_queued_requests_no_submission_takes_end_the_run_instead_of_spinning_inside_settle(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a submission that neither sends its requests nor fails them (a stand-in for any bug that leaves
+    # requests queued): ``settle`` went round "sleep, submit" for ever inside one call, where the grid's check
+    # of each round cannot see it (``_bounded_settle`` bounds calls of settle, not passes inside one). Now a
+    # pass that submits, fails and retries nothing ends settle, and the grid's round fails the units
+    _fresh_provider(fake_llm)
+    pipeline = _pipeline(tmp_path / "p", fake_llm, batch=True)
+    rundir = tmp_path / "run"
+    passes = [0]
+
+    async def submit_nothing(self: BatchBroker) -> None:
+        passes[0] += 1
+        if passes[0] > 50:
+            raise _Spinning(f"{passes[0]} submission passes; queued: {len(self._queued())}")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(BatchBroker, "_submit_queued", submit_nothing)
+        _bounded_settle(patch)
+        assert run_cli(pipeline, rundir) == 1
+    out = capsys.readouterr().out
+    assert passes[0] <= 3, passes
+    assert f"{UNITS} queued request(s) could not be submitted; not waiting for them" in out
+    judg = read(rundir, "judgments")
+    assert judg.judge_error.str.startswith("batch_stuck after 0 attempt(s): batch mode: ").all()
+    assert judg.verdict.isna().all() and fake_llm.batches_created == 0
+
+    # the requests were never sent: the re-run (without the bug) sends them, once
+    with monkeypatch.context() as patch:
+        _bounded_settle(patch)
+        assert run_cli(pipeline, rundir) == 0
+    assert fake_llm.batches_created == 1 and len(fake_llm.requests) == UNITS
+
+
+@pytest.mark.parametrize("failures", [2, 99], ids=["transient", "persistent"])
+def test_a_submission_that_fails_retryably_is_tried_again_up_to_max_retries_then_fails(
+    failures: int, tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the other side of the check above: a pass whose submission failed with a retryable kind made progress
+    # (the requests are queued again, each try said), so settle waits and tries again, ``max_retries`` times
+    from agentjudge.models.batch import BatchAPI
+
+    _fresh_provider(fake_llm)
+    pipeline = _pipeline(tmp_path / "p", fake_llm, batch=True, judge_fields={"max_retries": 3})
+    tries = [0]
+    real = BatchAPI.upload
+
+    async def upload(self: BatchAPI, data: bytes, filename: str) -> str:
+        tries[0] += 1
+        if tries[0] <= failures:
+            raise TimeoutError("upload timed out")
+        return await real(self, data, filename)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(BatchAPI, "upload", upload)
+        _bounded_settle(patch)
+        code = run_cli(pipeline, tmp_path / "run")
+    judg = read(tmp_path / "run", "judgments")
+    if failures == 2:
+        assert code == 0 and tries[0] == 3 and judg.judge_error.isna().all()
+    else:  # the first try and the judge's max_retries (3) more
+        assert code == 1 and tries[0] == 4 and fake_llm.batches_created == 0
+        assert judg.judge_error.str.startswith("timeout after 4 attempt(s): batch submission failed").all()

@@ -32,6 +32,8 @@ still make no progress (``progress`` unchanged: nothing submitted, answered, fai
 progress), ``fail_open`` fails what is open for this invocation, so the loop ends instead of going round
 for ever; the store keeps those requests open, so a re-run reads the batch one is in rather than sending it
 again (the provider bills a batch's lines whether or not they are read: a request is never paid twice).
+A pass inside ``settle`` that leaves requests queued without submitting, failing or retrying any returns
+at once (to that check) instead of waiting and trying again for ever.
 
 Every change that takes several statements (a request queued, a submission recorded or renamed, a batch's
 answers collected, a batch given up) is one transaction (``store.transaction``): a Ctrl-C or a killed
@@ -312,10 +314,17 @@ class BatchBroker:
             )
         self._taken.clear()
         while True:
+            progress = self.progress
             await self._submit_queued()
             open_batches = self._open_batches()
             if not open_batches:
-                if not self._queued():
+                queued = self._queued()
+                if not queued:
+                    break
+                if self.progress == progress:
+                    # queued requests that this pass neither sent, failed nor tried to send (a bug): waiting
+                    # would change nothing; returned to the grid, whose round without progress fails them
+                    self.say(f"{len(queued)} queued request(s) could not be submitted; not waiting for them")
                     break
                 await asyncio.sleep(self.poll_s)  # a submission failed and was requeued: try again later
                 continue
@@ -505,6 +514,7 @@ class BatchBroker:
                         (kind, f"batch submission failed: {message}", key),
                     )
         self._note_failed(failed)
+        self.progress += len(rows) - len(failed)  # tried, queued again: ``max_retries`` bounds those tries
         self.say(f"{settings.display_name}: batch submission failed ({kind}): {message[:200]}")
 
     def _fail(self, keys: list[str], kind: str, message: str) -> None:
