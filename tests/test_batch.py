@@ -188,6 +188,11 @@ def test_expired_batch_resubmits_only_unanswered_requests(tmp_path: Path, fake_l
     second = fake_llm.files[fake_llm.batches["batch_fake_1"]["input_file_id"]].decode().splitlines()
     assert len(second) == UNITS // 2
     assert read(tmp_path / "run", "judgments").parse_ok.all()
+    # 24 requests for 16 calls: the 8 sent again are retries (of an expired batch: timeout), as a direct
+    # call's; before, 24 requests and no retry
+    judge = json.loads((tmp_path / "run" / "run_summary.json").read_text())["per_model"]["judge"]
+    assert judge["this_invocation"]["requests"] == UNITS + UNITS // 2
+    assert judge["this_invocation"]["retries_by_kind"] == {"timeout": UNITS // 2}
 
 
 def test_half_failed_batch_records_failures_per_unit_and_rerun_retries(

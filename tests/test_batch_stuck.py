@@ -110,13 +110,22 @@ def test_requests_waiting_for_a_batch_no_invocation_reads_are_queued_again_once_
         assert run_cli(pipeline, rundir) == 0
     out = capsys.readouterr().out
     notice = (
-        f"{UNITS} request(s) of judge were waiting for a batch that no invocation will read; queued again"
+        f"{UNITS} request(s) of judge were waiting for a batch that no invocation will read; queued again "
+        "(the provider may have billed that send: it counts among the requests, and the new one as a retry, "
+        "batch_lost)"
     )
     assert out.count(notice) == 1, out
     # each request sent again exactly once, in one new batch; the first batch was never read (nor run)
     assert fake_llm.batches_created == 2 and _input_lines(fake_llm, "batch_fake_1") == keys
     assert len(fake_llm.requests) == UNITS
     pd.testing.assert_frame_equal(_stable(read(rundir, "judgments")), reference)
+    # both sends of each request are requests (the first was received by the provider, which may have run
+    # and billed it), the second a retry: before, 32 requests and no retry for 16 calls, unexplained
+    judge = json.loads((rundir / "run_summary.json").read_text())["per_model"]["judge"]
+    assert judge["this_invocation"]["calls"] == UNITS
+    assert judge["this_invocation"]["requests"] == 2 * UNITS
+    assert judge["this_invocation"]["retries_by_kind"] == {"batch_lost": UNITS}
+    assert judge["all_invocations"] == {"requests": 2 * UNITS, "retries_by_kind": {"batch_lost": UNITS}}
 
 
 def _two_judges(folder: Path, fake: FakeLLM, batch: tuple[bool, bool]) -> Path:
@@ -288,7 +297,9 @@ def test_recovery_queues_again_only_requests_of_this_runs_models_whose_batch_nob
         "foreign": "submitted:b-gone",
     }
     assert said == [
-        "3 request(s) of judge were waiting for a batch that no invocation will read; queued again"
+        "3 request(s) of judge were waiting for a batch that no invocation will read; queued again (the "
+        "provider may have billed that send: it counts among the requests, and the new one as a retry, "
+        "batch_lost)"
     ]
 
 
@@ -388,3 +399,24 @@ def test_a_submission_that_fails_retryably_is_tried_again_up_to_max_retries_then
     else:  # the first try and the judge's max_retries (3) more
         assert code == 1 and tries[0] == 4 and fake_llm.batches_created == 0
         assert judg.judge_error.str.startswith("timeout after 4 attempt(s): batch submission failed").all()
+
+
+def test_a_store_written_before_retries_were_kept_opens_and_answers(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    # run.sqlite of an older version: batch_requests without the ``retries`` column
+    store = tmp_path / "run.sqlite"
+    _execute(
+        store,
+        "CREATE TABLE batch_requests (cache_key TEXT PRIMARY KEY, model TEXT NOT NULL, state TEXT NOT NULL, "
+        "batch_id TEXT, line TEXT NOT NULL, units TEXT NOT NULL, submissions INTEGER NOT NULL DEFAULT 0, "
+        "answer TEXT, error_kind TEXT, error TEXT, delivered_to TEXT)",
+        "INSERT INTO batch_requests (cache_key, model, state, line, units, submissions, answer) "
+        "VALUES ('k', 'judge', 'done', '{}', '[]', 2, '{\"id\": \"x\"}')",
+    )
+    broker = BatchBroker(store, {"judge": fake_llm.settings(name="judge", batch=True)}, say=lambda _: None)
+    try:
+        answer = broker.answer("k")
+        assert answer is not None and (answer.state, answer.submissions, answer.retries) == ("done", 2, {})
+    finally:
+        broker.close()

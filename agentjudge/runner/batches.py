@@ -52,7 +52,7 @@ import sqlite3
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +97,8 @@ CREATE TABLE IF NOT EXISTS batch_requests (
     answer TEXT,
     error_kind TEXT,
     error TEXT,
-    delivered_to TEXT
+    delivered_to TEXT,
+    retries TEXT
 );
 CREATE INDEX IF NOT EXISTS batch_requests_batch ON batch_requests (batch_id);
 CREATE TABLE IF NOT EXISTS batch_members (
@@ -112,7 +113,7 @@ STUCK_ADVICE = (
     "a whole round of the batch loop made no progress; failed instead of waiting for ever: re-run the same "
     "command (it reads the request's batch if one of this run can still answer it, else sends it again)"
 )
-_REQUEUE = "UPDATE batch_requests SET state = 'queued', batch_id = NULL WHERE cache_key = ?"
+_REQUEUE = "UPDATE batch_requests SET state = 'queued', batch_id = NULL, retries = ? WHERE cache_key = ?"
 _UPLOADING = "uploading"  # a local row: the file is being uploaded / the batch created
 # a batch that cannot be polled or read this many rounds in a row (or once with a model-fatal kind: the
 # provider does not know it, the key changed, its output file expired) is given up: see ``_give_up``
@@ -130,6 +131,9 @@ class BatchAnswer:
     error: str = ""
     submissions: int = 0
     fresh: bool = True  # False: another unit already received this answer (counted as a cache hit)
+    # the sends after the first, by why the request was sent again (``BatchBroker._requeue``): retries, as
+    # a direct call's (``submissions`` = 1 + their sum; 0 and empty for ``fail_open``'s failure)
+    retries: dict[str, int] = field(default_factory=dict)
 
 
 def _kind_of_status(status: int | None) -> str:
@@ -175,6 +179,10 @@ class BatchBroker:
         # unchanged: a transaction is in the WAL whole or not at all (tests/test_batch_atomic.py)
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        if "retries" not in {row[1] for row in self._db.execute("PRAGMA table_info(batch_requests)")}:
+            self._db.execute(
+                "ALTER TABLE batch_requests ADD COLUMN retries TEXT"
+            )  # a store of an older version
         # a new invocation asks failed requests again (their units were stored as failed, and a re-run
         # retries failed units): only failures of this invocation are answers
         self._failed_now: set[str] = set()
@@ -194,13 +202,14 @@ class BatchBroker:
     # --- the model client's side ----------------------------------------------------------------
     def answer(self, key: str) -> BatchAnswer | None:
         row = self._db.execute(
-            "SELECT state, answer, error_kind, error, submissions, delivered_to FROM batch_requests "
+            "SELECT state, answer, error_kind, error, submissions, delivered_to, retries FROM batch_requests "
             "WHERE cache_key = ?",
             (key,),
         ).fetchone()
         if row is None:
             return None
-        state, answer, kind, error, submissions, delivered_to = row
+        state, answer, kind, error, submissions, delivered_to, retries_text = row
+        retries = json.loads(retries_text) if retries_text else {}
         if key in self._stuck and state in ("queued", "submitted"):
             # its send (if any) is counted when its answer is read, by the invocation that reads it
             return BatchAnswer("failed", kind="batch_stuck", error=self._stuck[key], submissions=0)
@@ -209,10 +218,12 @@ class BatchBroker:
         if state == "failed":
             if key not in self._failed_now:
                 return None  # an earlier invocation's failure: ask again
-            return BatchAnswer("failed", kind=kind or "other", error=error or "", submissions=submissions)
+            return BatchAnswer(
+                "failed", kind=kind or "other", error=error or "", submissions=submissions, retries=retries
+            )
         unit = CURRENT_UNIT.get()
         fresh = delivered_to is None or delivered_to == unit
-        return BatchAnswer("done", json.loads(answer), submissions=submissions, fresh=fresh)
+        return BatchAnswer("done", json.loads(answer), submissions=submissions, fresh=fresh, retries=retries)
 
     def delivered(self, key: str) -> None:
         """The answer reached the current unit: another unit asking the same request gets a cache hit."""
@@ -245,7 +256,8 @@ class BatchBroker:
             if state in ("failed", "done") or taken:
                 self._db.execute(
                     "UPDATE batch_requests SET model = ?, state = 'queued', batch_id = NULL, "
-                    "submissions = 0, answer = NULL, error_kind = NULL, error = NULL WHERE cache_key = ?",
+                    "submissions = 0, retries = NULL, answer = NULL, error_kind = NULL, error = NULL "
+                    "WHERE cache_key = ?",
                     (model, key),
                 )
             if unit not in units:
@@ -397,11 +409,13 @@ class BatchBroker:
                 for key, model, batch_model, collected in rows
                 if batch_model is None or collected or batch_model not in self.settings
             ]
-            self._db.executemany(_REQUEUE, [(key,) for key, _ in lost])
+            for key, _ in lost:  # its send was made, maybe run and billed: counted, and the next is a retry
+                self._requeue(key, "batch_lost")
         for model, n in sorted(Counter(model for _, model in lost).items()):
             self.say(
                 f"{n} request(s) of {model} were waiting for a batch that no invocation will read; "
-                "queued again"
+                "queued again (the provider may have billed that send: it counts among the requests, and "
+                "the new one as a retry, batch_lost)"
             )
 
     def _queued(self) -> list[tuple[str, str, str, int]]:
@@ -506,10 +520,7 @@ class BatchBroker:
             self._db.execute("DELETE FROM batch_members WHERE batch_id = ?", (local,))
             for key, _, submissions in rows:
                 if retry and submissions + 1 <= settings.max_retries:
-                    self._db.execute(
-                        "UPDATE batch_requests SET state = 'queued', batch_id = NULL WHERE cache_key = ?",
-                        (key,),
-                    )
+                    self._requeue(key, kind)  # an attempt, counted like a direct call's failed one
                 else:
                     failed.append(key)
                     self._db.execute(
@@ -653,7 +664,7 @@ class BatchBroker:
                     continue
                 kind = _kind_of_status(result.status)
                 if kind in RETRYABLE_KINDS and submissions <= settings.max_retries:
-                    self._requeue(result.custom_id)
+                    self._requeue(result.custom_id, kind)
                     outcome["requeued"] += 1
                 else:
                     message = _scrub(f"HTTP {result.status} in batch {info.id}: {result.error}", secrets)[
@@ -666,14 +677,14 @@ class BatchBroker:
                     )
                     outcome["failed"] += 1
             # requests without a line: a batch that expired/failed/was cancelled before reaching them
+            kind = "timeout" if info.status == "expired" else "server_error"
+            if info.status == "failed":
+                kind = "bad_request"
             for key, submissions in rows.items():
                 if submissions <= settings.max_retries:
-                    self._requeue(key)
+                    self._requeue(key, kind)
                     outcome["requeued"] += 1
                 else:
-                    kind = "timeout" if info.status == "expired" else "server_error"
-                    if info.status == "failed":
-                        kind = "bad_request"
                     reason = f": {_scrub(info.errors, secrets)}" if info.errors else ""
                     message = f"batch {info.id} {info.status} after {submissions} submission(s){reason}"
                     failed.append(key)
@@ -689,8 +700,16 @@ class BatchBroker:
         parts = ", ".join(f"{n} {what}" for what, n in sorted(outcome.items())) or "no requests"
         self.say(f"batch {info.id} {info.status}: {parts}")
 
-    def _requeue(self, key: str) -> None:
-        self._db.execute(_REQUEUE, (key,))
+    def _requeue(self, key: str, kind: str) -> None:
+        """Queue ``key`` to be sent again (inside the caller's transaction): the send it had stays counted
+        (``submissions``: the provider received it and may bill it), and the next one is a retry of
+        ``kind``, shown with the model's retries like a direct call's."""
+        (text,) = self._db.execute(
+            "SELECT retries FROM batch_requests WHERE cache_key = ?", (key,)
+        ).fetchone()
+        retries = json.loads(text) if text else {}
+        retries[kind] = retries.get(kind, 0) + 1
+        self._db.execute(_REQUEUE, (json.dumps(retries, sort_keys=True), key))
 
 
 # --- `agentjudge batches RUNDIR` -------------------------------------------------------------------
