@@ -544,6 +544,17 @@ def test_a_batch_that_cannot_be_polled_or_read_is_given_up_after_some_rounds(
     assert len(retrieves) == MAX_POLL_FAILURES
     assert answer is not None and answer.kind == "batch_given_up"
     assert f"could not poll (connection, {MAX_POLL_FAILURES} time(s) in a row): given up" in answer.error
+    assert "a re-run polls the batch again and reads their answers" in answer.error
+
+    # the provider ran (and billed) that batch all the same: the re-run, with the network back, polls it and
+    # takes its answer instead of sending the request again (before: the batch was marked read, the request
+    # sent and paid for in a second batch)
+    broker, said = _one_deferred(tmp_path / "a.sqlite", settings)
+    assert asyncio.run(asyncio.wait_for(broker.settle(), 10.0)) == 1
+    answer = broker.answer("key-1")
+    broker.close()
+    assert answer is not None and answer.state == "done" and answer.submissions == 1
+    assert fake_llm.batches_created == 1 and fake_llm.uploads == 1 and len(fake_llm.requests) == 1
 
     class Expired(BatchAPI):  # the batch completed, but its output file is gone
         async def content(self, file_id: str) -> str:

@@ -17,9 +17,11 @@ Stopping at any point loses nothing that was sent: a re-run finds the submitted 
 polls them instead of sending their requests again. Requests of an expired, cancelled or failed batch
 that have no answer are queued again (up to the model's ``max_retries`` resubmissions), and only those.
 A batch the provider does not know or will not show (``not_found``/``auth``/``bad_request`` on retrieve or
-on reading its files: deleted, another key or project, an expired output file), or one that fails to be
-polled ``MAX_POLL_FAILURES`` rounds in a row, is given up: marked collected with a note, and its unanswered
-requests fail their units with an error naming the batch; a later invocation asks them again.
+on reading its files: deleted, another key or project, an expired output file) is given up: marked collected
+with a note, and its unanswered requests fail their units with an error naming the batch; a later invocation
+asks them again. One that fails to be polled or read ``MAX_POLL_FAILURES`` rounds in a row (the network, the
+provider's 5xx) is given up for this invocation only (``_leave_open``): its units fail, but the store keeps
+it open, and a later invocation polls it again and takes its answers (the provider runs and bills it anyway).
 A request the provider answered with an error is a failure of its unit (retryable kinds are resubmitted
 first, like a direct call's retries); a later invocation asks a failed request again, as for direct calls.
 
@@ -187,7 +189,8 @@ class BatchBroker:
         # retries failed units): only failures of this invocation are answers
         self._failed_now: set[str] = set()
         # requests ``fail_open`` failed for this invocation only (key -> message): the store keeps them open
-        self._stuck: dict[str, str] = {}
+        self._stuck: dict[str, tuple[str, str]] = {}  # key -> (kind, message)
+        self._left_open: set[str] = set()  # batches given up for this invocation only (``_leave_open``)
         self._recovered = False
         self._resolved = 0  # requests answered or failed for good by this invocation
         # requests submitted, answered or failed, and polls of a batch still in progress, by this invocation:
@@ -212,7 +215,8 @@ class BatchBroker:
         retries = json.loads(retries_text) if retries_text else {}
         if key in self._stuck and state in ("queued", "submitted"):
             # its send (if any) is counted when its answer is read, by the invocation that reads it
-            return BatchAnswer("failed", kind="batch_stuck", error=self._stuck[key], submissions=0)
+            stuck_kind, stuck_error = self._stuck[key]
+            return BatchAnswer("failed", kind=stuck_kind, error=stuck_error, submissions=0)
         if state in ("queued", "submitted"):
             return BatchAnswer("pending", submissions=submissions)
         if state == "failed":
@@ -309,7 +313,7 @@ class BatchBroker:
         )
         for key, _ in rows:
             where = f" (sent in batch {batch_of[key]}, kept for the re-run)" if key in batch_of else ""
-            self._stuck[key] = reason + where
+            self._stuck[key] = ("batch_stuck", reason + where)
         self._resolved += len(rows)
         self.progress += len(rows)
         for model, n in sorted(Counter(model for _, model in rows).items()):
@@ -443,7 +447,7 @@ class BatchBroker:
             "SELECT batch_id, model FROM batches WHERE collected = 0 AND state != ? ORDER BY created_at",
             (_UPLOADING,),
         ).fetchall()
-        return [r for r in rows if r[1] in self.settings]
+        return [r for r in rows if r[1] in self.settings and r[0] not in self._left_open]
 
     def _limits(self, api: Any) -> tuple[int, int]:
         requests, size = api.limits
@@ -600,15 +604,41 @@ class BatchBroker:
         settings = self.settings[model]
         secrets = settings_secrets(settings)
         detail = _scrub(f"{type(exc).__name__}: {exc}", secrets)[:500]
-        why = f"{failures} time(s) in a row" if kind not in MODEL_FATAL_KINDS else "once"
+        self._poll_failures.pop(batch_id, None)
+        if kind not in MODEL_FATAL_KINDS:
+            message = (
+                f"batch {batch_id}: could not {what} ({kind}, {failures} time(s) in a row): given up for "
+                f"this run, its unanswered requests are failed (a re-run polls the batch again and reads "
+                f"their answers: they are not sent twice); last error: {detail}"
+            )
+            self._leave_open(batch_id, message)
+            return True
         message = (
-            f"batch {batch_id}: could not {what} ({kind}, {why}): given up, its unanswered requests are "
+            f"batch {batch_id}: could not {what} ({kind}, once): given up, its unanswered requests are "
             f"failed (a re-run sends them again; answers the provider still has for this batch are then not "
             f"read); last error: {detail}"
         )
         self._give_up(batch_id, "batch_given_up", message)  # its own reason: not the request's fault
-        self._poll_failures.pop(batch_id, None)
         return True
+
+    def _leave_open(self, batch_id: str, message: str) -> None:
+        """A batch that failed to be polled or read ``MAX_POLL_FAILURES`` rounds in a row (the network, the
+        provider's 5xx): not polled again by this invocation, whose units waiting for it fail (kind
+        ``batch_given_up``), but kept open in the store, its requests submitted to it. The provider runs and
+        bills it all the same, so a re-run polls it and takes its answers instead of paying for them twice
+        (as ``fail_open``: the failure is this invocation's only, and the sends are counted when read)."""
+        keys = [
+            key
+            for (key,) in self._db.execute(
+                "SELECT cache_key FROM batch_requests WHERE batch_id = ? AND state = 'submitted'", (batch_id,)
+            )
+        ]
+        self._left_open.add(batch_id)
+        for key in keys:
+            self._stuck[key] = ("batch_given_up", message)
+        self._resolved += len(keys)
+        self.progress += len(keys)
+        self.say(f"{message[:400]} ({len(keys)} request(s))")
 
     def _give_up(self, batch_id: str, kind: str, message: str) -> None:
         """Mark ``batch_id`` collected (no invocation polls it again) and fail its unanswered requests:
