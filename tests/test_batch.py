@@ -188,6 +188,11 @@ def test_expired_batch_resubmits_only_unanswered_requests(tmp_path: Path, fake_l
     second = fake_llm.files[fake_llm.batches["batch_fake_1"]["input_file_id"]].decode().splitlines()
     assert len(second) == UNITS // 2
     assert read(tmp_path / "run", "judgments").parse_ok.all()
+    # 24 requests for 16 calls: the 8 sent again are retries (of an expired batch: timeout), as a direct
+    # call's; before, 24 requests and no retry
+    judge = json.loads((tmp_path / "run" / "run_summary.json").read_text())["per_model"]["judge"]
+    assert judge["this_invocation"]["requests"] == UNITS + UNITS // 2
+    assert judge["this_invocation"]["retries_by_kind"] == {"timeout": UNITS // 2}
 
 
 def test_half_failed_batch_records_failures_per_unit_and_rerun_retries(
@@ -539,6 +544,17 @@ def test_a_batch_that_cannot_be_polled_or_read_is_given_up_after_some_rounds(
     assert len(retrieves) == MAX_POLL_FAILURES
     assert answer is not None and answer.kind == "batch_given_up"
     assert f"could not poll (connection, {MAX_POLL_FAILURES} time(s) in a row): given up" in answer.error
+    assert "a re-run polls the batch again and reads their answers" in answer.error
+
+    # the provider ran (and billed) that batch all the same: the re-run, with the network back, polls it and
+    # takes its answer instead of sending the request again (before: the batch was marked read, the request
+    # sent and paid for in a second batch)
+    broker, said = _one_deferred(tmp_path / "a.sqlite", settings)
+    assert asyncio.run(asyncio.wait_for(broker.settle(), 10.0)) == 1
+    answer = broker.answer("key-1")
+    broker.close()
+    assert answer is not None and answer.state == "done" and answer.submissions == 1
+    assert fake_llm.batches_created == 1 and fake_llm.uploads == 1 and len(fake_llm.requests) == 1
 
     class Expired(BatchAPI):  # the batch completed, but its output file is gone
         async def content(self, file_id: str) -> str:

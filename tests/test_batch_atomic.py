@@ -378,3 +378,37 @@ def test_a_run_interrupted_while_recording_resumes_to_the_uninterrupted_judgment
     assert fake_llm.batches_created == 1 and fake_llm.uploads == 1
     assert _sent_lines(fake_llm) == reference_sent
     pd.testing.assert_frame_equal(_stable(read(rundir, "judgments")), reference)
+
+
+def test_the_broker_commits_without_an_fsync_each_yet_a_killed_process_keeps_every_commit(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    # the broker's connection was at SQLite's default synchronous=FULL: an fsync per commit (a request queued,
+    # a batch recorded, an answer collected), where RunStore's connection, on the same file, runs NORMAL
+    import subprocess
+    import sys
+
+    store = tmp_path / "run.sqlite"
+    broker = _broker(store, _settings(fake_llm))
+    try:
+        assert broker._db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        assert broker._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        broker.close()
+    # WAL + NORMAL is durable against a process that dies right after a commit: a child queues a request and
+    # exits at once (no close, no checkpoint); the next connection finds the request
+    child = f"""
+import os
+from pathlib import Path
+from agentjudge.models.batch import CURRENT_UNIT
+from agentjudge.runner.batches import BatchBroker
+from agentjudge.types import ModelSettings
+settings = ModelSettings.model_validate_json({_settings(fake_llm).model_dump_json()!r})
+broker = BatchBroker(Path({str(store)!r}), {{settings.display_name: settings}}, say=lambda _: None)
+CURRENT_UNIT.set("unit-1")
+broker.defer("k-killed", settings, {{"custom_id": "k-killed", "body": {{}}}})
+os._exit(9)
+"""
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 9, done.stderr
+    assert _tables(store)["batch_requests"][0][:3] == ("k-killed", "judge", "queued")

@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 from fakeserver import FakeLLM
 from test_batch import FAST_POLL, UNITS, _judge, _pipeline, _responder, _stable
-from test_batch_atomic import _bounded_settle
+from test_batch_atomic import _bounded_settle, _Spinning
 from test_runner import read, write_pipeline
 
 from agentjudge.runner.batches import BatchBroker
@@ -110,13 +110,22 @@ def test_requests_waiting_for_a_batch_no_invocation_reads_are_queued_again_once_
         assert run_cli(pipeline, rundir) == 0
     out = capsys.readouterr().out
     notice = (
-        f"{UNITS} request(s) of judge were waiting for a batch that no invocation will read; queued again"
+        f"{UNITS} request(s) of judge were waiting for a batch that no invocation will read; queued again "
+        "(the provider may have billed that send: it counts among the requests, and the new one as a retry, "
+        "batch_lost)"
     )
     assert out.count(notice) == 1, out
     # each request sent again exactly once, in one new batch; the first batch was never read (nor run)
     assert fake_llm.batches_created == 2 and _input_lines(fake_llm, "batch_fake_1") == keys
     assert len(fake_llm.requests) == UNITS
     pd.testing.assert_frame_equal(_stable(read(rundir, "judgments")), reference)
+    # both sends of each request are requests (the first was received by the provider, which may have run
+    # and billed it), the second a retry: before, 32 requests and no retry for 16 calls, unexplained
+    judge = json.loads((rundir / "run_summary.json").read_text())["per_model"]["judge"]
+    assert judge["this_invocation"]["calls"] == UNITS
+    assert judge["this_invocation"]["requests"] == 2 * UNITS
+    assert judge["this_invocation"]["retries_by_kind"] == {"batch_lost": UNITS}
+    assert judge["all_invocations"] == {"requests": 2 * UNITS, "retries_by_kind": {"batch_lost": UNITS}}
 
 
 def _two_judges(folder: Path, fake: FakeLLM, batch: tuple[bool, bool]) -> Path:
@@ -209,11 +218,14 @@ def test_a_round_without_progress_fails_the_waiting_units_with_what_to_do_and_a_
     assert judg.groupby(["record_id", "condition"]).ngroups == UNITS
     # every unit failed with the explanation; no verdict was made up for any of them
     if requests_open:
-        assert judg.judge_error.str.startswith("batch_stuck after 1 attempt(s): batch mode: ").all()
+        # (0 attempts: its send is counted by the invocation that reads its answer, see the last test)
+        assert judg.judge_error.str.startswith("batch_stuck after 0 attempt(s): batch mode: ").all()
+        assert judg.judge_error.str.endswith("(sent in batch batch_fake_0, kept for the re-run)").all()
         assert f"{UNITS} request(s) of judge could not be answered: batch mode: " in out
     else:
         assert judg.judge_error.str.startswith("batch_stuck: batch mode: the judge unit waits").all()
-    assert judg.judge_error.str.contains("re-run the same command to send it again", regex=False).all()
+    advice = "re-run the same command (it reads the request's batch"
+    assert judg.judge_error.str.contains(advice, regex=False).all()
     assert judg.verdict.isna().all() and not judg.parse_ok.any()
     # the end of the run says it like every failure: by model and reason, and what to do
     assert "judge: batch x" in out and f"{UNITS} unit(s) failed, 0 not run; re-run the same command" in out
@@ -285,5 +297,126 @@ def test_recovery_queues_again_only_requests_of_this_runs_models_whose_batch_nob
         "foreign": "submitted:b-gone",
     }
     assert said == [
-        "3 request(s) of judge were waiting for a batch that no invocation will read; queued again"
+        "3 request(s) of judge were waiting for a batch that no invocation will read; queued again (the "
+        "provider may have billed that send: it counts among the requests, and the new one as a retry, "
+        "batch_lost)"
     ]
+
+
+def test_a_request_failed_by_a_round_without_progress_is_answered_by_its_open_batch_on_the_rerun(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the broker submitted the batch but (a bug) never polled it, so the round made no progress and
+    # ``fail_open`` failed its requests for this run. The batch is still open at the provider, which runs and
+    # bills its lines: the re-run takes their answers from it instead of sending the requests again (before,
+    # it polled that batch, dropped its answers and sent every request in a second batch: paid twice)
+    _fresh_provider(fake_llm)
+    pipeline = _pipeline(tmp_path / "p", fake_llm, batch=True)
+    rundir = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        patch.setattr(BatchBroker, "_open_batches", lambda self: [])
+        _bounded_settle(patch)
+        assert run_cli(pipeline, rundir) == 1
+    assert fake_llm.batches_created == 1 and fake_llm.requests == []
+    keys = _keys(rundir / "run.sqlite")
+    capsys.readouterr()
+
+    with monkeypatch.context() as patch:
+        _bounded_settle(patch)
+        assert run_cli(pipeline, rundir) == 0
+    judg = read(rundir, "judgments")
+    assert judg.judge_error.isna().all() and judg.parse_ok.all()
+    # one batch, each line run once by the provider: nothing sent (or paid for) twice
+    assert fake_llm.batches_created == 1 and fake_llm.uploads == 1
+    assert _input_lines(fake_llm, "batch_fake_0") == keys
+    assert len(fake_llm.requests) == UNITS
+    summary = json.loads((rundir / "run_summary.json").read_text())
+    # each send counted once over the two invocations, by the one that read its answer
+    assert summary["per_model"]["judge"]["all_invocations"]["requests"] == UNITS
+
+
+def test_queued_requests_no_submission_takes_end_the_run_instead_of_spinning_inside_settle(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a submission that neither sends its requests nor fails them (a stand-in for any bug that leaves
+    # requests queued): ``settle`` went round "sleep, submit" for ever inside one call, where the grid's check
+    # of each round cannot see it (``_bounded_settle`` bounds calls of settle, not passes inside one). Now a
+    # pass that submits, fails and retries nothing ends settle, and the grid's round fails the units
+    _fresh_provider(fake_llm)
+    pipeline = _pipeline(tmp_path / "p", fake_llm, batch=True)
+    rundir = tmp_path / "run"
+    passes = [0]
+
+    async def submit_nothing(self: BatchBroker) -> None:
+        passes[0] += 1
+        if passes[0] > 50:
+            raise _Spinning(f"{passes[0]} submission passes; queued: {len(self._queued())}")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(BatchBroker, "_submit_queued", submit_nothing)
+        _bounded_settle(patch)
+        assert run_cli(pipeline, rundir) == 1
+    out = capsys.readouterr().out
+    assert passes[0] <= 3, passes
+    assert f"{UNITS} queued request(s) could not be submitted; not waiting for them" in out
+    judg = read(rundir, "judgments")
+    assert judg.judge_error.str.startswith("batch_stuck after 0 attempt(s): batch mode: ").all()
+    assert judg.verdict.isna().all() and fake_llm.batches_created == 0
+
+    # the requests were never sent: the re-run (without the bug) sends them, once
+    with monkeypatch.context() as patch:
+        _bounded_settle(patch)
+        assert run_cli(pipeline, rundir) == 0
+    assert fake_llm.batches_created == 1 and len(fake_llm.requests) == UNITS
+
+
+@pytest.mark.parametrize("failures", [2, 99], ids=["transient", "persistent"])
+def test_a_submission_that_fails_retryably_is_tried_again_up_to_max_retries_then_fails(
+    failures: int, tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the other side of the check above: a pass whose submission failed with a retryable kind made progress
+    # (the requests are queued again, each try said), so settle waits and tries again, ``max_retries`` times
+    from agentjudge.models.batch import BatchAPI
+
+    _fresh_provider(fake_llm)
+    pipeline = _pipeline(tmp_path / "p", fake_llm, batch=True, judge_fields={"max_retries": 3})
+    tries = [0]
+    real = BatchAPI.upload
+
+    async def upload(self: BatchAPI, data: bytes, filename: str) -> str:
+        tries[0] += 1
+        if tries[0] <= failures:
+            raise TimeoutError("upload timed out")
+        return await real(self, data, filename)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(BatchAPI, "upload", upload)
+        _bounded_settle(patch)
+        code = run_cli(pipeline, tmp_path / "run")
+    judg = read(tmp_path / "run", "judgments")
+    if failures == 2:
+        assert code == 0 and tries[0] == 3 and judg.judge_error.isna().all()
+    else:  # the first try and the judge's max_retries (3) more
+        assert code == 1 and tries[0] == 4 and fake_llm.batches_created == 0
+        assert judg.judge_error.str.startswith("timeout after 4 attempt(s): batch submission failed").all()
+
+
+def test_a_store_written_before_retries_were_kept_opens_and_answers(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    # run.sqlite of an older version: batch_requests without the ``retries`` column
+    store = tmp_path / "run.sqlite"
+    _execute(
+        store,
+        "CREATE TABLE batch_requests (cache_key TEXT PRIMARY KEY, model TEXT NOT NULL, state TEXT NOT NULL, "
+        "batch_id TEXT, line TEXT NOT NULL, units TEXT NOT NULL, submissions INTEGER NOT NULL DEFAULT 0, "
+        "answer TEXT, error_kind TEXT, error TEXT, delivered_to TEXT)",
+        "INSERT INTO batch_requests (cache_key, model, state, line, units, submissions, answer) "
+        "VALUES ('k', 'judge', 'done', '{}', '[]', 2, '{\"id\": \"x\"}')",
+    )
+    broker = BatchBroker(store, {"judge": fake_llm.settings(name="judge", batch=True)}, say=lambda _: None)
+    try:
+        answer = broker.answer("k")
+        assert answer is not None and (answer.state, answer.submissions, answer.retries) == ("done", 2, {})
+    finally:
+        broker.close()

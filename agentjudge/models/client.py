@@ -508,7 +508,7 @@ class ModelClient:
         self.batch: BatchQueue | None = None  # set by the runner when the pipeline has batch: true models
         self._batch_reserved: dict[str, float] = {}  # cache key -> worst case held under --max-cost
         self._batch_read: set[tuple[str, str]] = set()  # (cache key, unit) answers counted in stats
-        self._batch_counted: set[str] = set()  # cache keys whose submissions are in stats.requests
+        self._batch_counted: set[str] = set()  # cache keys whose sends are in stats (``_count_sends``)
         self._fleets: dict[tuple[int, Target], Fleet] = {}
         # requests being sent, by (event loop, cache key): an identical request made meanwhile waits for it
         # and reads its answer from the cache instead of paying for the same question twice (what the
@@ -696,13 +696,13 @@ class ModelClient:
             if self.cost_gate is not None:
                 await self.cost_gate.settle(reserved, 0.0, held=True)
             stats.failures += 1
-            stats.requests += self._submissions_once(key, answer.submissions)
+            self._count_sends(key, answer, stats)
             # not a model stop: the batch's other answers are paid for and are read all the same
             raise ModelCallError(answer.kind, answer.submissions, _scrub(answer.error, secrets))
         if not answer.fresh:  # another unit of this run already received it: a cache hit, as direct
             stats.cache_hits += 1
             return _unsent(self._to_completion(_litellm(), _Answer(answer.body), secrets, settings))
-        stats.requests += self._submissions_once(key, answer.submissions)
+        self._count_sends(key, answer, stats)
         try:
             completion = self._to_completion(_litellm(), _Answer(answer.body), secrets, settings)
         except ModelCallError as exc:
@@ -730,13 +730,17 @@ class ModelClient:
             self.cache.put(key, settings.model, json.loads(_scrub(completion.model_dump_json(), secrets)))
         return completion
 
-    def _submissions_once(self, key: str, submissions: int) -> int:
-        """A batch request's submissions, the first time any unit reads its answer; 0 after (the units
-        sharing one request, or reading it again, sent nothing more)."""
+    def _count_sends(self, key: str, answer: Any, stats: ModelStats) -> None:
+        """A batch request's submissions as requests, and the sends after the first as retries by why it
+        was sent again (``BatchAnswer.retries``), the first time any unit reads its answer; nothing after
+        (the units sharing one request, or reading it again, sent nothing more)."""
         if key in self._batch_counted:
-            return 0
+            return
         self._batch_counted.add(key)
-        return submissions
+        stats.requests += answer.submissions
+        for kind, n in sorted(answer.retries.items()):
+            stats.retries += n
+            stats.retries_by_kind[kind] = stats.retries_by_kind.get(kind, 0) + n
 
     async def _reserve(self, settings: ModelSettings, fields: dict[str, Any], batch: bool = False) -> float:
         """Reserve the call's worst-case price under ``--max-cost``; raise ``cost_cap`` if it does not fit.

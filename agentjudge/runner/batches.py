@@ -17,9 +17,11 @@ Stopping at any point loses nothing that was sent: a re-run finds the submitted 
 polls them instead of sending their requests again. Requests of an expired, cancelled or failed batch
 that have no answer are queued again (up to the model's ``max_retries`` resubmissions), and only those.
 A batch the provider does not know or will not show (``not_found``/``auth``/``bad_request`` on retrieve or
-on reading its files: deleted, another key or project, an expired output file), or one that fails to be
-polled ``MAX_POLL_FAILURES`` rounds in a row, is given up: marked collected with a note, and its unanswered
-requests fail their units with an error naming the batch; a later invocation asks them again.
+on reading its files: deleted, another key or project, an expired output file) is given up: marked collected
+with a note, and its unanswered requests fail their units with an error naming the batch; a later invocation
+asks them again. One that fails to be polled or read ``MAX_POLL_FAILURES`` rounds in a row (the network, the
+provider's 5xx) is given up for this invocation only (``_leave_open``): its units fail, but the store keeps
+it open, and a later invocation polls it again and takes its answers (the provider runs and bills it anyway).
 A request the provider answered with an error is a failure of its unit (retryable kinds are resubmitted
 first, like a direct call's retries); a later invocation asks a failed request again, as for direct calls.
 
@@ -29,7 +31,11 @@ batch mode here: a store written by an older version or damaged by a bug), and a
 for that another model queued (requests are keyed by their cache key, which two entries of one model share)
 is taken over when that model does not send batches in this run. Should a round of the grid's batch loop
 still make no progress (``progress`` unchanged: nothing submitted, answered, failed, or polled while in
-progress), ``fail_open`` fails what is open, so the loop ends instead of going round for ever.
+progress), ``fail_open`` fails what is open for this invocation, so the loop ends instead of going round
+for ever; the store keeps those requests open, so a re-run reads the batch one is in rather than sending it
+again (the provider bills a batch's lines whether or not they are read: a request is never paid twice).
+A pass inside ``settle`` that leaves requests queued without submitting, failing or retrying any returns
+at once (to that check) instead of waiting and trying again for ever.
 
 Every change that takes several statements (a request queued, a submission recorded or renamed, a batch's
 answers collected, a batch given up) is one transaction (``store.transaction``): a Ctrl-C or a killed
@@ -48,7 +54,7 @@ import sqlite3
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +99,8 @@ CREATE TABLE IF NOT EXISTS batch_requests (
     answer TEXT,
     error_kind TEXT,
     error TEXT,
-    delivered_to TEXT
+    delivered_to TEXT,
+    retries TEXT
 );
 CREATE INDEX IF NOT EXISTS batch_requests_batch ON batch_requests (batch_id);
 CREATE TABLE IF NOT EXISTS batch_members (
@@ -106,9 +113,9 @@ _SET_FAILED = "UPDATE batch_requests SET state = 'failed', error_kind = ?, error
 # what a request or unit failed with ``batch_stuck`` is told (``BatchBroker.fail_open``, grid)
 STUCK_ADVICE = (
     "a whole round of the batch loop made no progress; failed instead of waiting for ever: re-run the same "
-    "command to send it again"
+    "command (it reads the request's batch if one of this run can still answer it, else sends it again)"
 )
-_REQUEUE = "UPDATE batch_requests SET state = 'queued', batch_id = NULL WHERE cache_key = ?"
+_REQUEUE = "UPDATE batch_requests SET state = 'queued', batch_id = NULL, retries = ? WHERE cache_key = ?"
 _UPLOADING = "uploading"  # a local row: the file is being uploaded / the batch created
 # a batch that cannot be polled or read this many rounds in a row (or once with a model-fatal kind: the
 # provider does not know it, the key changed, its output file expired) is given up: see ``_give_up``
@@ -126,6 +133,9 @@ class BatchAnswer:
     error: str = ""
     submissions: int = 0
     fresh: bool = True  # False: another unit already received this answer (counted as a cache hit)
+    # the sends after the first, by why the request was sent again (``BatchBroker._requeue``): retries, as
+    # a direct call's (``submissions`` = 1 + their sum; 0 and empty for ``fail_open``'s failure)
+    retries: dict[str, int] = field(default_factory=dict)
 
 
 def _kind_of_status(status: int | None) -> str:
@@ -165,10 +175,22 @@ class BatchBroker:
         self._api = api
         self._db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
+        # as RunStore's connection: in WAL mode a commit is durable against a crashed or killed process (the
+        # WAL is written before COMMIT returns and sits in the OS's page cache) without an fsync per commit;
+        # only a power cut or OS crash can lose the last commits, as for the units themselves. Atomicity is
+        # unchanged: a transaction is in the WAL whole or not at all (tests/test_batch_atomic.py)
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        if "retries" not in {row[1] for row in self._db.execute("PRAGMA table_info(batch_requests)")}:
+            self._db.execute(
+                "ALTER TABLE batch_requests ADD COLUMN retries TEXT"
+            )  # a store of an older version
         # a new invocation asks failed requests again (their units were stored as failed, and a re-run
         # retries failed units): only failures of this invocation are answers
         self._failed_now: set[str] = set()
+        # requests ``fail_open`` failed for this invocation only (key -> message): the store keeps them open
+        self._stuck: dict[str, tuple[str, str]] = {}  # key -> (kind, message)
+        self._left_open: set[str] = set()  # batches given up for this invocation only (``_leave_open``)
         self._recovered = False
         self._resolved = 0  # requests answered or failed for good by this invocation
         # requests submitted, answered or failed, and polls of a batch still in progress, by this invocation:
@@ -183,22 +205,29 @@ class BatchBroker:
     # --- the model client's side ----------------------------------------------------------------
     def answer(self, key: str) -> BatchAnswer | None:
         row = self._db.execute(
-            "SELECT state, answer, error_kind, error, submissions, delivered_to FROM batch_requests "
+            "SELECT state, answer, error_kind, error, submissions, delivered_to, retries FROM batch_requests "
             "WHERE cache_key = ?",
             (key,),
         ).fetchone()
         if row is None:
             return None
-        state, answer, kind, error, submissions, delivered_to = row
+        state, answer, kind, error, submissions, delivered_to, retries_text = row
+        retries = json.loads(retries_text) if retries_text else {}
+        if key in self._stuck and state in ("queued", "submitted"):
+            # its send (if any) is counted when its answer is read, by the invocation that reads it
+            stuck_kind, stuck_error = self._stuck[key]
+            return BatchAnswer("failed", kind=stuck_kind, error=stuck_error, submissions=0)
         if state in ("queued", "submitted"):
             return BatchAnswer("pending", submissions=submissions)
         if state == "failed":
             if key not in self._failed_now:
                 return None  # an earlier invocation's failure: ask again
-            return BatchAnswer("failed", kind=kind or "other", error=error or "", submissions=submissions)
+            return BatchAnswer(
+                "failed", kind=kind or "other", error=error or "", submissions=submissions, retries=retries
+            )
         unit = CURRENT_UNIT.get()
         fresh = delivered_to is None or delivered_to == unit
-        return BatchAnswer("done", json.loads(answer), submissions=submissions, fresh=fresh)
+        return BatchAnswer("done", json.loads(answer), submissions=submissions, fresh=fresh, retries=retries)
 
     def delivered(self, key: str) -> None:
         """The answer reached the current unit: another unit asking the same request gets a cache hit."""
@@ -231,7 +260,8 @@ class BatchBroker:
             if state in ("failed", "done") or taken:
                 self._db.execute(
                     "UPDATE batch_requests SET model = ?, state = 'queued', batch_id = NULL, "
-                    "submissions = 0, answer = NULL, error_kind = NULL, error = NULL WHERE cache_key = ?",
+                    "submissions = 0, retries = NULL, answer = NULL, error_kind = NULL, error = NULL "
+                    "WHERE cache_key = ?",
                     (model, key),
                 )
             if unit not in units:
@@ -260,19 +290,34 @@ class BatchBroker:
 
     def fail_open(self) -> int:
         """The last line of defence of the grid's batch loop, called after a round that made no
-        ``progress``: every open request of this run's batch models fails (kind ``batch_stuck``, an
-        answer for this invocation: the units waiting for it fail with the error, and a later invocation
-        asks it again). Returns how many failed."""
-        message = (
+        ``progress``: every open request of this run's batch models fails for this invocation (kind
+        ``batch_stuck``: the units waiting for it fail with the error). Returns how many failed.
+
+        Only this invocation sees that failure: the store keeps each request as it was, queued or
+        submitted to its batch. A request in a batch is not sent again by a later invocation: that batch
+        may still run at the provider, which bills its lines whether or not anyone reads them, so the
+        re-run polls it and takes its answer (paid once); only if no invocation can read that batch
+        (``_requeue_orphans``) is the request queued again, the one way left to get an answer. The batch
+        is not cancelled: the lines the provider ran before a cancel are billed all the same, and their
+        answers are the ones the re-run reads."""
+        rows = [(key, model) for key, model in self._open_rows() if key not in self._stuck]
+        batch_of = dict(
+            self._db.execute(
+                f"SELECT cache_key, batch_id FROM batch_requests WHERE {self._open} AND batch_id IS NOT NULL",
+                self._names,
+            ).fetchall()
+        )
+        reason = (
             "batch mode: nothing would answer this request in this run (it is in no batch being polled: "
             f"run.sqlite's batch records are inconsistent) and {STUCK_ADVICE}"
         )
-        with transaction(self._db):
-            rows = self._open_rows()
-            self._db.executemany(_SET_FAILED, [("batch_stuck", message, key) for key, _ in rows])
-        self._note_failed([key for key, _ in rows])
+        for key, _ in rows:
+            where = f" (sent in batch {batch_of[key]}, kept for the re-run)" if key in batch_of else ""
+            self._stuck[key] = ("batch_stuck", reason + where)
+        self._resolved += len(rows)
+        self.progress += len(rows)
         for model, n in sorted(Counter(model for _, model in rows).items()):
-            self.say(f"{n} request(s) of {model} could not be answered: {message}")
+            self.say(f"{n} request(s) of {model} could not be answered: {reason}")
         return len(rows)
 
     async def settle(self) -> int:
@@ -290,10 +335,17 @@ class BatchBroker:
             )
         self._taken.clear()
         while True:
+            progress = self.progress
             await self._submit_queued()
             open_batches = self._open_batches()
             if not open_batches:
-                if not self._queued():
+                queued = self._queued()
+                if not queued:
+                    break
+                if self.progress == progress:
+                    # queued requests that this pass neither sent, failed nor tried to send (a bug): waiting
+                    # would change nothing; returned to the grid, whose round without progress fails them
+                    self.say(f"{len(queued)} queued request(s) could not be submitted; not waiting for them")
                     break
                 await asyncio.sleep(self.poll_s)  # a submission failed and was requeued: try again later
                 continue
@@ -361,11 +413,13 @@ class BatchBroker:
                 for key, model, batch_model, collected in rows
                 if batch_model is None or collected or batch_model not in self.settings
             ]
-            self._db.executemany(_REQUEUE, [(key,) for key, _ in lost])
+            for key, _ in lost:  # its send was made, maybe run and billed: counted, and the next is a retry
+                self._requeue(key, "batch_lost")
         for model, n in sorted(Counter(model for _, model in lost).items()):
             self.say(
                 f"{n} request(s) of {model} were waiting for a batch that no invocation will read; "
-                "queued again"
+                "queued again (the provider may have billed that send: it counts among the requests, and "
+                "the new one as a retry, batch_lost)"
             )
 
     def _queued(self) -> list[tuple[str, str, str, int]]:
@@ -393,7 +447,7 @@ class BatchBroker:
             "SELECT batch_id, model FROM batches WHERE collected = 0 AND state != ? ORDER BY created_at",
             (_UPLOADING,),
         ).fetchall()
-        return [r for r in rows if r[1] in self.settings]
+        return [r for r in rows if r[1] in self.settings and r[0] not in self._left_open]
 
     def _limits(self, api: Any) -> tuple[int, int]:
         requests, size = api.limits
@@ -470,10 +524,7 @@ class BatchBroker:
             self._db.execute("DELETE FROM batch_members WHERE batch_id = ?", (local,))
             for key, _, submissions in rows:
                 if retry and submissions + 1 <= settings.max_retries:
-                    self._db.execute(
-                        "UPDATE batch_requests SET state = 'queued', batch_id = NULL WHERE cache_key = ?",
-                        (key,),
-                    )
+                    self._requeue(key, kind)  # an attempt, counted like a direct call's failed one
                 else:
                     failed.append(key)
                     self._db.execute(
@@ -483,6 +534,7 @@ class BatchBroker:
                         (kind, f"batch submission failed: {message}", key),
                     )
         self._note_failed(failed)
+        self.progress += len(rows) - len(failed)  # tried, queued again: ``max_retries`` bounds those tries
         self.say(f"{settings.display_name}: batch submission failed ({kind}): {message[:200]}")
 
     def _fail(self, keys: list[str], kind: str, message: str) -> None:
@@ -552,15 +604,41 @@ class BatchBroker:
         settings = self.settings[model]
         secrets = settings_secrets(settings)
         detail = _scrub(f"{type(exc).__name__}: {exc}", secrets)[:500]
-        why = f"{failures} time(s) in a row" if kind not in MODEL_FATAL_KINDS else "once"
+        self._poll_failures.pop(batch_id, None)
+        if kind not in MODEL_FATAL_KINDS:
+            message = (
+                f"batch {batch_id}: could not {what} ({kind}, {failures} time(s) in a row): given up for "
+                f"this run, its unanswered requests are failed (a re-run polls the batch again and reads "
+                f"their answers: they are not sent twice); last error: {detail}"
+            )
+            self._leave_open(batch_id, message)
+            return True
         message = (
-            f"batch {batch_id}: could not {what} ({kind}, {why}): given up, its unanswered requests are "
+            f"batch {batch_id}: could not {what} ({kind}, once): given up, its unanswered requests are "
             f"failed (a re-run sends them again; answers the provider still has for this batch are then not "
             f"read); last error: {detail}"
         )
         self._give_up(batch_id, "batch_given_up", message)  # its own reason: not the request's fault
-        self._poll_failures.pop(batch_id, None)
         return True
+
+    def _leave_open(self, batch_id: str, message: str) -> None:
+        """A batch that failed to be polled or read ``MAX_POLL_FAILURES`` rounds in a row (the network, the
+        provider's 5xx): not polled again by this invocation, whose units waiting for it fail (kind
+        ``batch_given_up``), but kept open in the store, its requests submitted to it. The provider runs and
+        bills it all the same, so a re-run polls it and takes its answers instead of paying for them twice
+        (as ``fail_open``: the failure is this invocation's only, and the sends are counted when read)."""
+        keys = [
+            key
+            for (key,) in self._db.execute(
+                "SELECT cache_key FROM batch_requests WHERE batch_id = ? AND state = 'submitted'", (batch_id,)
+            )
+        ]
+        self._left_open.add(batch_id)
+        for key in keys:
+            self._stuck[key] = ("batch_given_up", message)
+        self._resolved += len(keys)
+        self.progress += len(keys)
+        self.say(f"{message[:400]} ({len(keys)} request(s))")
 
     def _give_up(self, batch_id: str, kind: str, message: str) -> None:
         """Mark ``batch_id`` collected (no invocation polls it again) and fail its unanswered requests:
@@ -616,7 +694,7 @@ class BatchBroker:
                     continue
                 kind = _kind_of_status(result.status)
                 if kind in RETRYABLE_KINDS and submissions <= settings.max_retries:
-                    self._requeue(result.custom_id)
+                    self._requeue(result.custom_id, kind)
                     outcome["requeued"] += 1
                 else:
                     message = _scrub(f"HTTP {result.status} in batch {info.id}: {result.error}", secrets)[
@@ -629,14 +707,14 @@ class BatchBroker:
                     )
                     outcome["failed"] += 1
             # requests without a line: a batch that expired/failed/was cancelled before reaching them
+            kind = "timeout" if info.status == "expired" else "server_error"
+            if info.status == "failed":
+                kind = "bad_request"
             for key, submissions in rows.items():
                 if submissions <= settings.max_retries:
-                    self._requeue(key)
+                    self._requeue(key, kind)
                     outcome["requeued"] += 1
                 else:
-                    kind = "timeout" if info.status == "expired" else "server_error"
-                    if info.status == "failed":
-                        kind = "bad_request"
                     reason = f": {_scrub(info.errors, secrets)}" if info.errors else ""
                     message = f"batch {info.id} {info.status} after {submissions} submission(s){reason}"
                     failed.append(key)
@@ -652,8 +730,16 @@ class BatchBroker:
         parts = ", ".join(f"{n} {what}" for what, n in sorted(outcome.items())) or "no requests"
         self.say(f"batch {info.id} {info.status}: {parts}")
 
-    def _requeue(self, key: str) -> None:
-        self._db.execute(_REQUEUE, (key,))
+    def _requeue(self, key: str, kind: str) -> None:
+        """Queue ``key`` to be sent again (inside the caller's transaction): the send it had stays counted
+        (``submissions``: the provider received it and may bill it), and the next one is a retry of
+        ``kind``, shown with the model's retries like a direct call's."""
+        (text,) = self._db.execute(
+            "SELECT retries FROM batch_requests WHERE cache_key = ?", (key,)
+        ).fetchone()
+        retries = json.loads(text) if text else {}
+        retries[kind] = retries.get(kind, 0) + 1
+        self._db.execute(_REQUEUE, (json.dumps(retries, sort_keys=True), key))
 
 
 # --- `agentjudge batches RUNDIR` -------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 ``requests`` are the HTTP requests actually sent (retries included, cache hits not); ``retries`` are by the
 model client's error kind (``rate_limit``, ``server_error``, ``timeout``, ``connection``,
-``malformed_response``). ``run_summary.json`` adds the same counts summed over every invocation of the run
+``malformed_response``; a batch model's lines sent again also ``batch_lost``: ``runner.batches``).
+``run_summary.json`` adds the same counts summed over every invocation of the run
 folder that ended (Ctrl-C included, not a killed process), and every failed unit with its ``attempts``
 (requests its last run sent; 0 = not sent, null = not a model-client failure, e.g. a parse failure) and
 ``runs`` (invocations that ran it).
