@@ -12,6 +12,7 @@ import math
 import os
 from collections.abc import Callable, Iterable
 from functools import partial
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,11 @@ SCORE_SCHEMA = _schema(SCORE_COLUMNS)
 JUDGMENT_SCHEMA = _schema(JUDGMENT_COLUMNS + JUDGMENT_OPTIONAL_COLUMNS)
 
 EXPORT_ROW_GROUP = 20_000  # judge units per row group of judgments.parquet
+# Up to this many rows, judgment_table repeats a unit's constant columns in Python rather than with Arrow's
+# ``take``: ``take`` needs pyarrow.compute, whose import (~0.1 s, and numpy.ma's for the index array) costs
+# more than repeating ~45 ns per value; past ~100,000 rows (18 such columns) ``take`` wins. The values, so
+# the file's bytes, are the same either way (tests/test_export_small.py).
+SMALL_TABLE_ROWS = 50_000
 _DECODED_HELD = 4_096  # distinct result texts remembered while exporting
 
 # Columns that are the same for every metric/mode row of one judge unit, in schema order.
@@ -152,8 +158,9 @@ def judgment_table(
     Built column-wise from the stored JSON (written by ``JudgeResult.model_dump``): a paper grid has
     millions of rows, and validating a pydantic model per unit would dominate the export. The columns
     that are the same for every row of a unit are converted to Arrow once per unit and repeated by Arrow
-    (``take``): converting each row's Python values was most of the export's time. ``unit_rows`` gets the
-    rows of each unit (for cutting row groups at unit boundaries).
+    (``take``): converting each row's Python values was most of the export's time. A table of at most
+    ``SMALL_TABLE_ROWS`` rows repeats them in Python instead (cheaper than importing pyarrow.compute).
+    ``unit_rows`` gets the rows of each unit (for cutting row groups at unit boundaries).
     """
     per_unit: dict[str, list[Any]] = {name: [] for name in _UNIT_COLUMNS}
     per_row: dict[str, list[Any]] = {name: [] for name in _ROW_COLUMNS}
@@ -233,11 +240,19 @@ def judgment_table(
                 rationale_col.append(rationale)
     if unit_rows is not None:
         unit_rows.extend(repeats)
-    each_row = pa.array(np.repeat(np.arange(len(repeats), dtype=np.int64), repeats))
-    columns = {
-        name: pa.array(values, type=JUDGMENT_SCHEMA.field(name).type).take(each_row)
-        for name, values in per_unit.items()
-    }
+    if sum(repeats) <= SMALL_TABLE_ROWS:
+        columns = {
+            name: pa.array(
+                list(chain.from_iterable(map(repeat, values, repeats))), JUDGMENT_SCHEMA.field(name).type
+            )
+            for name, values in per_unit.items()
+        }
+    else:
+        each_row = pa.array(np.repeat(np.arange(len(repeats), dtype=np.int64), repeats))
+        columns = {
+            name: pa.array(values, type=JUDGMENT_SCHEMA.field(name).type).take(each_row)
+            for name, values in per_unit.items()
+        }
     columns.update(
         (name, pa.array(values, type=JUDGMENT_SCHEMA.field(name).type)) for name, values in per_row.items()
     )
