@@ -40,7 +40,16 @@ from agentjudge.runner.pipeline import (
     override_models,
 )
 from agentjudge.runner.resume_cache import cached_scores, save_gate1
-from agentjudge.runner.store import RangeReader, RunStore, UnitKey, archive_run, config_diff, key_ranges, now
+from agentjudge.runner.store import (
+    RangeReader,
+    RunStore,
+    UnitKey,
+    UnitRow,
+    archive_run,
+    config_diff,
+    key_ranges,
+    now,
+)
 from agentjudge.runner.summary import (
     add_totals,
     endpoint_table,
@@ -693,9 +702,11 @@ class _Grid:
         self.store.flush()  # everything committed: counted by SQLite, seen by the export's readers
         wanted_set = set(wanted)
         jwanted_set: set[UnitKey] = set()  # built only when some stored judge unit is not planned
-        predict_rows = {r.key: r for r in self.store.iter_units("predict") if r.key in wanted_set}
+        # the planned predict units as stored (results not decoded: only a rewrite of predictions.parquet
+        # needs them decoded)
+        predict_raw = [unit for unit in self.store.iter_raw("predict") if unit[0] in wanted_set]
         counts: dict[str, Counter[str]] = {
-            "predict": Counter(r.status for r in predict_rows.values()),
+            "predict": Counter(unit[1] for unit in predict_raw),
             "judge": Counter(),
         }
         unwanted = self.unplanned.get("judge")  # stored judge units not planned (none, normally)
@@ -735,8 +746,27 @@ class _Grid:
             },
         }
         simulated = {name: bool(info["simulated"]) for name, info in model_info(self.pipe.generators).items()}
-        from agentjudge.runner.export import EXPORT_ROW_GROUP, export_run  # pyarrow: not for a no-op re-run
+        from agentjudge.runner import resume_cache
+        from agentjudge.runner.export import (  # pyarrow: not for a no-op re-run
+            EXPORT_ROW_GROUP,
+            current_files,
+            export_run,
+            file_stamps,
+            recorded_files,
+        )
 
+        stamps = file_stamps(
+            ((*key.row(), status, text, error) for key, status, text, error, _ in predict_raw),
+            simulated,
+            meta_store["config_hash"],
+            self.data.sha256,
+            resume_cache.code_fingerprint(),
+        )
+        keep = current_files(rundir, stamps, meta_store.get("exported_files"))  # e.g. after a judge retry
+        predict_rows = {}
+        if "predictions.parquet" not in keep:
+            for key, status, text, error, attempts in predict_raw:
+                predict_rows[key] = UnitRow(key, status, json.loads(text) if text else None, error, attempts)
         # the judge rows are read by the processes that build the tables, one row group's range each
         ranges = key_ranges(jwanted, EXPORT_ROW_GROUP)
         reader = RangeReader(self.store.path, "judge")
@@ -760,11 +790,16 @@ class _Grid:
                 ),
                 row_group=EXPORT_ROW_GROUP,
                 read=reader,
+                keep=keep,
             )
         finally:
             reader.close()
+        # stamps are kept only for files written by the code they name (an edit during the run: none)
+        self.store.set_meta(
+            {"exported_files": recorded_files(rundir, stamps) if resume_cache.code_unchanged() else ""}
+        )
         failed = counts["predict"]["failed"] + counts["judge"]["failed"]
-        missing = len(wanted) - len(predict_rows) + len(jwanted) - judge_stored
+        missing = len(wanted) - len(predict_raw) + len(jwanted) - judge_stored
         return failed, missing
 
 
