@@ -23,7 +23,6 @@ from itertools import chain, repeat
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -255,7 +254,8 @@ def judgment_table(
             for name, values in per_unit.items()
         }
     else:
-        each_row = pa.array(np.repeat(np.arange(len(repeats), dtype=np.int64), repeats))
+        # Python ints, not numpy: the export runs without numpy (runner/lean_export.py)
+        each_row = pa.array(list(chain.from_iterable(map(repeat, range(len(repeats)), repeats))), pa.int64())
         columns = {
             name: pa.array(values, type=JUDGMENT_SCHEMA.field(name).type).take(each_row)
             for name, values in per_unit.items()

@@ -28,7 +28,7 @@ from agentjudge import __version__
 from agentjudge.fserrors import FS_ERRORS, describe
 from agentjudge.models.fleet import redact_model_urls
 from agentjudge.runner import engine, offline
-from agentjudge.runner.lean_export import without_pandas
+from agentjudge.runner.lean_export import lean_imports
 from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import (
     Pipeline,
@@ -167,7 +167,7 @@ def run_cli(
 ) -> int:
     """Exit code: 0 everything done, 1 some units failed or were not run (re-run to resume), 2 bad input
     (the pipeline, the dataset, a model's set-up found by the preflight, or the output folder).
-    ``lean_export``: write the files without importing pandas (``runner/lean_export.py``; only for a
+    ``lean_export``: write the files without importing pandas or numpy (``runner/lean_export.py``; only for a
     process that ends after this call: the ``agentjudge run`` command)."""
     forget_digests()  # the dataset is hashed once per invocation (pipeline.file_digest)
     console = Console()
@@ -840,7 +840,7 @@ async def _run(
         grid = _Grid(pipe, data, partners, store, client, gens, judges, pool)
         grid.batches = client.batch = broker = _batch_broker(pipe, rundir, console)
         wanted, jwanted = await grid.run(console)
-        with without_pandas(lean_export):
+        with lean_imports(lean_export):
             failed, missing = grid.export(rundir, wanted, jwanted)
         complete = not (failed or missing or grid.budget.skipped or grid.log.not_run)
         _print_table(console, summary_table(pipe, grid.tallies, client.stats))
