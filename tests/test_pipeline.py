@@ -290,3 +290,28 @@ def test_an_unknown_baseline_or_profile_is_still_refused(tmp_path: Path) -> None
     ):
         with pytest.raises(PipelineError, match=said):
             load_pipeline(write_pipeline(tmp_path / field, **{field: [model]}))
+
+
+def test_a_prefetched_digest_is_the_files_and_a_stale_one_is_not_used(tmp_path: Path) -> None:
+    """``prefetch_digest`` hashes in a thread what ``file_digest`` then returns; a file changed since
+    (another size) is hashed again, a missing one is reported by ``file_digest`` as before."""
+    import hashlib
+    import threading
+
+    from agentjudge.runner.pipeline import file_digest, forget_digests, prefetch_digest
+
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(b"x" * 3_000_000)
+    forget_digests()
+    prefetch_digest(path)
+    assert file_digest(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    forget_digests()
+    prefetch_digest(path)
+    path.write_bytes(b"y" * 2_000_000)  # changed before anyone asked
+    assert file_digest(path) == hashlib.sha256(b"y" * 2_000_000).hexdigest()
+    forget_digests()
+    assert not [t for t in threading.enumerate() if t.name == "dataset-sha256"]  # joined
+    missing = tmp_path / "missing.jsonl"
+    prefetch_digest(missing)
+    with pytest.raises(FileNotFoundError):
+        file_digest(missing)

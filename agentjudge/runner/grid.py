@@ -38,6 +38,7 @@ from agentjudge.runner.pipeline import (
     hashed_config,
     load_pipeline,
     override_models,
+    prefetch_digest,
 )
 from agentjudge.runner.resume_cache import cached_scores, save_gate1
 from agentjudge.runner.store import (
@@ -175,6 +176,7 @@ def run_cli(
         console = Console(width=160)
     try:  # the models first: a placeholder or a missing key is reported before the dataset is read
         pipe = override_models(load_pipeline(Path(pipeline)), judges, generators, api_base)
+        prefetch_digest(pipe.dataset)  # hashed on the other core while the models and records are checked
         if max_cost is not None:
             pipe = pipe.model_copy(update={"max_cost_usd": max_cost})
         problems = _preflight(pipe, Path(pipeline), judges, generators, Path(out), probe)
@@ -189,9 +191,11 @@ def run_cli(
             data = load_dataset(pipe, skip_invalid, None if force_new else Path(out))  # starting over
             partners = swap_partners(data.records) if "swapped_gt" in pipe.conditions else {}
     except (PipelineError, GridError) as exc:
+        forget_digests()  # a dataset hash started above and not needed: its thread ends here
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     if problems:
+        forget_digests()  # as above
         for line in problems:
             console.print(f"[red]error:[/red] {escape(line)}", highlight=False, soft_wrap=True)
         console.print(f"preflight: {len(problems)} problem(s); nothing was run or written.")
