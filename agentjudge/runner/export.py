@@ -362,8 +362,8 @@ def file_stamps(
     ``lenient``) and the code (``code``: ``resume_cache.code_fingerprint``); pyarrow's version writes the
     bytes."""
     rows = hashlib.sha256()
-    for row in predictions:
-        rows.update(json.dumps(row, separators=(",", ":")).encode("utf-8") + b"\n")
+    for row in predictions:  # repr: unambiguous for str/int/None, ~2.5x faster than json.dumps (57,120
+        rows.update(repr(row).encode("utf-8"))  # predictions of a paper grid: ~0.3 s)
     common = [code, pa.__version__, config_hash, rows.hexdigest()]
     return {
         "predictions.parquet": _digest(
