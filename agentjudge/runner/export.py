@@ -338,7 +338,7 @@ def write_judgments(
 def _state(path: Path) -> str | None:
     """The sha256 of the file's bytes (None when it cannot be read): a file changed since it was written is
     never taken for it, whatever its size and times say (predictions and scores are small beside the
-    judgments: ~50 ms for a paper grid's)."""
+    judgments, which are never kept)."""
     digest = hashlib.sha256()
     try:
         with path.open("rb") as handle:
