@@ -53,7 +53,7 @@ app = typer.Typer(
 )
 
 # True only under the console script / ``python -m agentjudge`` (``main``): the process then ends with the
-# verb, so ``run`` may keep pandas out of its export (runner/lean_export.py); an in-process caller
+# verb, so ``run`` may keep pandas and numpy out of its export (runner/lean_export.py); an in-process caller
 # (CliRunner, a notebook calling ``app``) keeps pyarrow's pandas support intact.
 _STANDALONE = False
 

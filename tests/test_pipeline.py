@@ -259,3 +259,59 @@ def test_compact_tool_rendering_with_the_published_prompts_is_refused(tmp_path: 
     assert "Value error" not in str(err.value)  # pydantic's prefix is not shown to the user
     assert run_cli(path, tmp_path / "run") == 2 and not (tmp_path / "run").exists()
     load_pipeline(write_pipeline(tmp_path, prompt_family="agentjudge", judge_tool_rendering="compact"))
+
+
+def test_checking_a_pipeline_imports_no_judge_or_agent(tmp_path: Path) -> None:
+    """The model check of a pipeline of sim/ generators and baseline judges needs names only: neither the
+    baseline judges (jsonschema, the rule checks) nor the simulated agents are imported to parse it."""
+    import subprocess
+    import sys
+
+    pipeline = write_pipeline(tmp_path)
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from agentjudge.runner.pipeline import load_pipeline\n"
+        "pipe = load_pipeline(Path(sys.argv[1]))\n"
+        "print(len(pipe.judges), *(m in sys.modules for m in ("
+        "'agentjudge.judges.baselines', 'agentjudge.generators.agent_sim', 'jsonschema')))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(pipeline)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["3", "False", "False", "False"]
+
+
+def test_an_unknown_baseline_or_profile_is_still_refused(tmp_path: Path) -> None:
+    for field, model, said in (
+        ("judges", "baseline/always-2", "unknown baseline judge 'always-2'; known: always-0, always-0.5"),
+        ("generators", "sim/agent-nope", "unknown simulated profile 'agent-nope'; known: "),
+    ):
+        with pytest.raises(PipelineError, match=said):
+            load_pipeline(write_pipeline(tmp_path / field, **{field: [model]}))
+
+
+def test_a_prefetched_digest_is_the_files_and_a_stale_one_is_not_used(tmp_path: Path) -> None:
+    """``prefetch_digest`` hashes in a thread what ``file_digest`` then returns; a file changed since
+    (another size) is hashed again, a missing one is reported by ``file_digest`` as before."""
+    import hashlib
+    import threading
+
+    from agentjudge.runner.pipeline import file_digest, forget_digests, prefetch_digest
+
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(b"x" * 3_000_000)
+    forget_digests()
+    prefetch_digest(path)
+    assert file_digest(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    forget_digests()
+    prefetch_digest(path)
+    path.write_bytes(b"y" * 2_000_000)  # changed before anyone asked
+    assert file_digest(path) == hashlib.sha256(b"y" * 2_000_000).hexdigest()
+    forget_digests()
+    assert not [t for t in threading.enumerate() if t.name == "dataset-sha256"]  # joined
+    missing = tmp_path / "missing.jsonl"
+    prefetch_digest(missing)
+    with pytest.raises(FileNotFoundError):
+        file_digest(missing)

@@ -128,17 +128,20 @@ def _last_line(probe: str, pipeline: Path, cwd: Path) -> str:
 
 def test_the_run_command_writes_the_same_bytes_without_importing_pandas(tmp_path: Path) -> None:
     """``agentjudge run`` (a process of its own) exports with pandas kept out (``runner/lean_export.py``);
-    the files equal those of an in-process run, where pyarrow imported pandas."""
+    the files equal those of an in-process run, where pyarrow imported pandas. numpy is kept out too (the
+    installed pyarrow does not require it), and a table this small is built without pyarrow.compute
+    (``export.SMALL_TABLE_ROWS``)."""
     pipeline = _pipeline(tmp_path / "p")
     assert run_cli(pipeline, tmp_path / "inproc") == 0
     assert "pandas" in sys.modules  # this test process has it: the in-process export ran with it
     probe = (  # `agentjudge run` as its console script runs it, saying at exit which modules were loaded
         "import atexit, runpy, sys\n"
-        "atexit.register(lambda: print('LOADED', 'pyarrow' in sys.modules, 'pandas' in sys.modules))\n"
+        "names = ('pyarrow', 'pandas', 'pyarrow.compute', 'numpy')\n"
+        "atexit.register(lambda: print('LOADED', *(name in sys.modules for name in names)))\n"
         "sys.argv = ['agentjudge', 'run', sys.argv[1], '--out', 'cli']\n"
         "runpy.run_module('agentjudge', run_name='__main__')\n"
     )
-    assert _last_line(probe, pipeline, tmp_path) == "LOADED True False"
+    assert _last_line(probe, pipeline, tmp_path) == "LOADED True False False False"
     assert _outputs(tmp_path / "cli") == _outputs(tmp_path / "inproc")
 
 

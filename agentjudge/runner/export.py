@@ -3,19 +3,26 @@
 Everything is rebuilt from run.sqlite (never from what happens to be in memory), rows are sorted by their
 coordinates and every file is written to a temporary name and renamed, so a resumed run and an
 uninterrupted one produce identical files and a reader never sees half a file.
+
+A file whose inputs did not change is not rewritten (``current_files``): predictions.parquet and
+scores.parquet depend only on the stored predictions, the configuration, the dataset and the code, which
+retrying failed judge units leaves as they were. Each written file's ``stamp`` (a digest of those inputs)
+is kept in the store's meta with the sha256 of the file written; a later export keeps the file only when
+the stamp is the same and the file still holds those bytes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 from collections.abc import Callable, Iterable
 from functools import partial
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -66,6 +73,11 @@ SCORE_SCHEMA = _schema(SCORE_COLUMNS)
 JUDGMENT_SCHEMA = _schema(JUDGMENT_COLUMNS + JUDGMENT_OPTIONAL_COLUMNS)
 
 EXPORT_ROW_GROUP = 20_000  # judge units per row group of judgments.parquet
+# Up to this many rows, judgment_table repeats a unit's constant columns in Python rather than with Arrow's
+# ``take``: ``take`` needs pyarrow.compute, whose import (~0.1 s, and numpy.ma's for the index array) costs
+# more than repeating ~45 ns per value; past ~100,000 rows (18 such columns) ``take`` wins. The values, so
+# the file's bytes, are the same either way (tests/test_export_small.py).
+SMALL_TABLE_ROWS = 50_000
 _DECODED_HELD = 4_096  # distinct result texts remembered while exporting
 
 # Columns that are the same for every metric/mode row of one judge unit, in schema order.
@@ -152,8 +164,9 @@ def judgment_table(
     Built column-wise from the stored JSON (written by ``JudgeResult.model_dump``): a paper grid has
     millions of rows, and validating a pydantic model per unit would dominate the export. The columns
     that are the same for every row of a unit are converted to Arrow once per unit and repeated by Arrow
-    (``take``): converting each row's Python values was most of the export's time. ``unit_rows`` gets the
-    rows of each unit (for cutting row groups at unit boundaries).
+    (``take``): converting each row's Python values was most of the export's time. A table of at most
+    ``SMALL_TABLE_ROWS`` rows repeats them in Python instead (cheaper than importing pyarrow.compute).
+    ``unit_rows`` gets the rows of each unit (for cutting row groups at unit boundaries).
     """
     per_unit: dict[str, list[Any]] = {name: [] for name in _UNIT_COLUMNS}
     per_row: dict[str, list[Any]] = {name: [] for name in _ROW_COLUMNS}
@@ -233,11 +246,20 @@ def judgment_table(
                 rationale_col.append(rationale)
     if unit_rows is not None:
         unit_rows.extend(repeats)
-    each_row = pa.array(np.repeat(np.arange(len(repeats), dtype=np.int64), repeats))
-    columns = {
-        name: pa.array(values, type=JUDGMENT_SCHEMA.field(name).type).take(each_row)
-        for name, values in per_unit.items()
-    }
+    if sum(repeats) <= SMALL_TABLE_ROWS:
+        columns = {
+            name: pa.array(
+                list(chain.from_iterable(map(repeat, values, repeats))), JUDGMENT_SCHEMA.field(name).type
+            )
+            for name, values in per_unit.items()
+        }
+    else:
+        # Python ints, not numpy: the export runs without numpy (runner/lean_export.py)
+        each_row = pa.array(list(chain.from_iterable(map(repeat, range(len(repeats)), repeats))), pa.int64())
+        columns = {
+            name: pa.array(values, type=JUDGMENT_SCHEMA.field(name).type).take(each_row)
+            for name, values in per_unit.items()
+        }
     columns.update(
         (name, pa.array(values, type=JUDGMENT_SCHEMA.field(name).type)) for name, values in per_row.items()
     )
@@ -313,6 +335,67 @@ def write_judgments(
     _atomic(path, write)
 
 
+def _state(path: Path) -> str | None:
+    """The sha256 of the file's bytes (None when it cannot be read): a file changed since it was written is
+    never taken for it, whatever its size and times say (predictions and scores are small beside the
+    judgments, which are never kept)."""
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def file_stamps(
+    predictions: Iterable[tuple[Any, ...]],
+    simulated: dict[str, bool],
+    config_hash: str,
+    dataset_sha256: str,
+    code: str,
+) -> dict[str, str]:
+    """The stamps of predictions.parquet and scores.parquet: digests of everything they are built from.
+    ``predictions``: the stored predict rows the export reads (key columns, status, result text, error), in
+    coordinate order; scores are a function of the done ones, the dataset, the configuration (scoring modes,
+    ``lenient``) and the code (``code``: ``resume_cache.code_fingerprint``); pyarrow's version writes the
+    bytes."""
+    rows = hashlib.sha256()
+    for row in predictions:  # repr: unambiguous for str/int/None, ~2.5x faster than json.dumps (57,120
+        rows.update(repr(row).encode("utf-8"))  # predictions of a paper grid: ~0.3 s)
+    common = [code, pa.__version__, config_hash, rows.hexdigest()]
+    return {
+        "predictions.parquet": _digest(
+            ["predictions.parquet", *common, json.dumps(simulated, sort_keys=True)]
+        ),
+        "scores.parquet": _digest(["scores.parquet", *common, dataset_sha256]),
+    }
+
+
+def _digest(parts: list[str]) -> str:
+    return hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
+
+
+def current_files(rundir: Path, stamps: dict[str, str], recorded: str | None) -> frozenset[str]:
+    """The files of ``stamps`` an earlier export wrote from the same inputs and nobody changed since:
+    ``recorded`` (``recorded_files`` of that export) holds the same stamp and the file's digest then."""
+    try:
+        earlier = json.loads(recorded) if recorded else {}
+    except ValueError:
+        return frozenset()
+    if not isinstance(earlier, dict):
+        return frozenset()
+    return frozenset(
+        name for name, stamp in stamps.items() if earlier.get(name) == [stamp, _state(rundir / name)]
+    )
+
+
+def recorded_files(rundir: Path, stamps: dict[str, str]) -> str:
+    """What ``current_files`` compares with next time: each file's stamp and digest after this export."""
+    return json.dumps({name: [stamp, _state(rundir / name)] for name, stamp in sorted(stamps.items())})
+
+
 def export_run(
     rundir: Path,
     data: Dataset,
@@ -327,11 +410,16 @@ def export_run(
     workers: int = 1,
     row_group: int = EXPORT_ROW_GROUP,
     read: Callable[[Any], list[tuple[Any, ...]]] | None = None,
+    keep: frozenset[str] = frozenset(),
 ) -> None:
     """Write the three parquet files and meta.json (each atomically); ``judge_batches`` and ``read`` are
-    those of ``write_judgments``, turned into tables by ``workers`` processes."""
-    write_table(rundir / "predictions.parquet", prediction_rows(predict_units, simulated), PREDICTION_SCHEMA)
-    write_table(rundir / "scores.parquet", score_rows(data, scores), SCORE_SCHEMA)
+    those of ``write_judgments``, turned into tables by ``workers`` processes. A file named in ``keep``
+    (``current_files``) is left as it is."""
+    if "predictions.parquet" not in keep:
+        rows = prediction_rows(predict_units, simulated)
+        write_table(rundir / "predictions.parquet", rows, PREDICTION_SCHEMA)
+    if "scores.parquet" not in keep:
+        write_table(rundir / "scores.parquet", score_rows(data, scores), SCORE_SCHEMA)
     write_judgments(
         rundir / "judgments.parquet",
         judge_batches,

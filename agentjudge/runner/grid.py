@@ -28,7 +28,7 @@ from agentjudge import __version__
 from agentjudge.fserrors import FS_ERRORS, describe
 from agentjudge.models.fleet import redact_model_urls
 from agentjudge.runner import engine, offline
-from agentjudge.runner.lean_export import without_pandas
+from agentjudge.runner.lean_export import lean_imports
 from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import (
     Pipeline,
@@ -38,9 +38,19 @@ from agentjudge.runner.pipeline import (
     hashed_config,
     load_pipeline,
     override_models,
+    prefetch_digest,
 )
 from agentjudge.runner.resume_cache import cached_scores, save_gate1
-from agentjudge.runner.store import RangeReader, RunStore, UnitKey, archive_run, config_diff, key_ranges, now
+from agentjudge.runner.store import (
+    RangeReader,
+    RunStore,
+    UnitKey,
+    UnitRow,
+    archive_run,
+    config_diff,
+    key_ranges,
+    now,
+)
 from agentjudge.runner.summary import (
     add_totals,
     endpoint_table,
@@ -158,7 +168,7 @@ def run_cli(
 ) -> int:
     """Exit code: 0 everything done, 1 some units failed or were not run (re-run to resume), 2 bad input
     (the pipeline, the dataset, a model's set-up found by the preflight, or the output folder).
-    ``lean_export``: write the files without importing pandas (``runner/lean_export.py``; only for a
+    ``lean_export``: write the files without importing pandas or numpy (``runner/lean_export.py``; only for a
     process that ends after this call: the ``agentjudge run`` command)."""
     forget_digests()  # the dataset is hashed once per invocation (pipeline.file_digest)
     console = Console()
@@ -166,6 +176,7 @@ def run_cli(
         console = Console(width=160)
     try:  # the models first: a placeholder or a missing key is reported before the dataset is read
         pipe = override_models(load_pipeline(Path(pipeline)), judges, generators, api_base)
+        prefetch_digest(pipe.dataset)  # hashed on the other core while the models and records are checked
         if max_cost is not None:
             pipe = pipe.model_copy(update={"max_cost_usd": max_cost})
         problems = _preflight(pipe, Path(pipeline), judges, generators, Path(out), probe)
@@ -180,9 +191,11 @@ def run_cli(
             data = load_dataset(pipe, skip_invalid, None if force_new else Path(out))  # starting over
             partners = swap_partners(data.records) if "swapped_gt" in pipe.conditions else {}
     except (PipelineError, GridError) as exc:
+        forget_digests()  # a dataset hash started above and not needed: its thread ends here
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     if problems:
+        forget_digests()  # as above
         for line in problems:
             console.print(f"[red]error:[/red] {escape(line)}", highlight=False, soft_wrap=True)
         console.print(f"preflight: {len(problems)} problem(s); nothing was run or written.")
@@ -693,9 +706,11 @@ class _Grid:
         self.store.flush()  # everything committed: counted by SQLite, seen by the export's readers
         wanted_set = set(wanted)
         jwanted_set: set[UnitKey] = set()  # built only when some stored judge unit is not planned
-        predict_rows = {r.key: r for r in self.store.iter_units("predict") if r.key in wanted_set}
+        # the planned predict units as stored (results not decoded: only a rewrite of predictions.parquet
+        # needs them decoded)
+        predict_raw = [unit for unit in self.store.iter_raw("predict") if unit[0] in wanted_set]
         counts: dict[str, Counter[str]] = {
-            "predict": Counter(r.status for r in predict_rows.values()),
+            "predict": Counter(unit[1] for unit in predict_raw),
             "judge": Counter(),
         }
         unwanted = self.unplanned.get("judge")  # stored judge units not planned (none, normally)
@@ -735,8 +750,27 @@ class _Grid:
             },
         }
         simulated = {name: bool(info["simulated"]) for name, info in model_info(self.pipe.generators).items()}
-        from agentjudge.runner.export import EXPORT_ROW_GROUP, export_run  # pyarrow: not for a no-op re-run
+        from agentjudge.runner import resume_cache
+        from agentjudge.runner.export import (  # pyarrow: not for a no-op re-run
+            EXPORT_ROW_GROUP,
+            current_files,
+            export_run,
+            file_stamps,
+            recorded_files,
+        )
 
+        stamps = file_stamps(
+            ((*key.row(), status, text, error) for key, status, text, error, _ in predict_raw),
+            simulated,
+            meta_store["config_hash"],
+            self.data.sha256,
+            resume_cache.code_fingerprint(),
+        )
+        keep = current_files(rundir, stamps, meta_store.get("exported_files"))  # e.g. after a judge retry
+        predict_rows = {}
+        if "predictions.parquet" not in keep:
+            for key, status, text, error, attempts in predict_raw:
+                predict_rows[key] = UnitRow(key, status, json.loads(text) if text else None, error, attempts)
         # the judge rows are read by the processes that build the tables, one row group's range each
         ranges = key_ranges(jwanted, EXPORT_ROW_GROUP)
         reader = RangeReader(self.store.path, "judge")
@@ -760,11 +794,16 @@ class _Grid:
                 ),
                 row_group=EXPORT_ROW_GROUP,
                 read=reader,
+                keep=keep,
             )
         finally:
             reader.close()
+        # stamps are kept only for files written by the code they name (an edit during the run: none)
+        self.store.set_meta(
+            {"exported_files": recorded_files(rundir, stamps) if resume_cache.code_unchanged() else ""}
+        )
         failed = counts["predict"]["failed"] + counts["judge"]["failed"]
-        missing = len(wanted) - len(predict_rows) + len(jwanted) - judge_stored
+        missing = len(wanted) - len(predict_raw) + len(jwanted) - judge_stored
         return failed, missing
 
 
@@ -805,7 +844,7 @@ async def _run(
         grid = _Grid(pipe, data, partners, store, client, gens, judges, pool)
         grid.batches = client.batch = broker = _batch_broker(pipe, rundir, console)
         wanted, jwanted = await grid.run(console)
-        with without_pandas(lean_export):
+        with lean_imports(lean_export):
             failed, missing = grid.export(rundir, wanted, jwanted)
         complete = not (failed or missing or grid.budget.skipped or grid.log.not_run)
         _print_table(console, summary_table(pipe, grid.tallies, client.stats))

@@ -40,26 +40,38 @@ def model_kind(model: str) -> Kind:
     return "litellm"
 
 
+# The names ``baseline/<name>`` accepts, known without importing the judges (jsonschema, the rule checks):
+# a pipeline is checked before anything is built, and a run of sim/ generators and constant baselines never
+# needs the rest. tests/test_baselines.py holds it equal to the registry (``judges.baselines``).
+BASELINE_NAMES = ("always-1", "always-0.5", "always-0", "rule", "ceiling", "gt-rule")
+
+
 def sim_profiles() -> list[str]:
-    """Profile names of the simulated generators (agentjudge/generators/profiles.yaml)."""
-    return list(_sim_profiles())
+    """Profile names of the simulated generators (agentjudge/generators/profiles.yaml), then those of the
+    simulated interactive agents (agent_profiles.yaml)."""
+    return [*_single_shot_profiles(), *_agent_profiles()]
+
+
+# Each file read once per process: the pipeline check and the preflight ask for every model (two YAML files
+# parsed and validated each time were ~6 s of re-running 12 failed units); the agents' only when a profile
+# is not a single-shot one (their module and file are not needed otherwise).
+@functools.cache
+def _single_shot_profiles() -> tuple[str, ...]:
+    from agentjudge.generators.simulated import load_profiles
+
+    return tuple(sorted(load_profiles()))
 
 
 @functools.cache
-def _sim_profiles() -> tuple[str, ...]:
-    """Read once per process: the pipeline check and the preflight ask for every model (two YAML files
-    parsed and validated each time were ~6 s of re-running 12 failed units)."""
+def _agent_profiles() -> tuple[str, ...]:
     from agentjudge.generators.agent_sim import load_agent_profiles
-    from agentjudge.generators.simulated import load_profiles
 
-    return (*sorted(load_profiles()), *sorted(load_agent_profiles()))  # single-shot, then interactive agents
+    return tuple(sorted(load_agent_profiles()))
 
 
 def baseline_names() -> list[str]:
     """Names ``baseline/<name>`` accepts."""
-    from agentjudge.judges.baselines import KNOWN_BASELINES, PREFIX
-
-    return sorted(name.removeprefix(PREFIX) for name in KNOWN_BASELINES)
+    return sorted(BASELINE_NAMES)
 
 
 def add_plugin_folders(*folders: str | Path) -> None:
@@ -91,6 +103,8 @@ def model_problem(model: str, role: Literal["generator", "judge"]) -> str | None
         if role != "generator":
             return "sim/ models are simulated generators, not judges"
         profile = model.removeprefix("sim/")
+        if profile in _single_shot_profiles():
+            return None
         profiles = sim_profiles()
         if profile not in profiles:
             return f"unknown simulated profile {profile!r}; known: {', '.join(profiles) or '(none found)'}"

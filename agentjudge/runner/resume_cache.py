@@ -106,7 +106,7 @@ def code_fingerprint() -> str:
     return _sha(*parts)
 
 
-def _code_unchanged() -> bool:
+def code_unchanged() -> bool:
     """Whether the package's files are still those ``code_fingerprint`` saw when the run started: the
     scorer may first be imported hours later (after a long predict stage), and an edit, pull or branch
     switch in between must not file new code's results under the old fingerprint (~4 ms)."""
@@ -201,7 +201,7 @@ def cached_scores(
             return compute(data, missing, modes, lenient)
         return compute_scores(data, missing, modes, lenient, on_scored)
 
-    if not data.sha256 or not _code_unchanged():
+    if not data.sha256 or not code_unchanged():
         return run(predictions)
     context = score_context(data.sha256, lenient)
     digests = {
@@ -351,7 +351,7 @@ def _is_findings(value: Any) -> bool:
 
 def save_gate1(store: Path, check: Gate1Check) -> None:
     """Keep a computed Gate 1 result in the store (one row: the current dataset and code)."""
-    if check.cached or not _code_unchanged():
+    if check.cached or not code_unchanged():
         return
     records = json.dumps(check.record_ids)
     failing = json.dumps(check.failing)

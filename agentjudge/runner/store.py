@@ -176,15 +176,18 @@ class RunStore:
     def iter_units(self, stage: Stage) -> Iterator[UnitRow]:
         """All units of a stage in coordinate order (SQLite's binary text order equals Python's str order),
         streamed so that exporting a large grid does not hold every result in memory."""
+        for key, status, result, error, attempts in self.iter_raw(stage):
+            yield UnitRow(key, status, json.loads(result) if result else None, error, attempts)
+
+    def iter_raw(self, stage: Stage) -> Iterator[tuple[UnitKey, Status, str | None, str | None, int]]:
+        """``iter_units`` with each result as its stored JSON text, not decoded."""
         cols = ", ".join(_KEY_COLUMNS)
         cursor = self._db.execute(
             f"SELECT {cols}, status, result, error, attempts FROM units WHERE stage = ? ORDER BY {cols}",
             (stage,),
         )
         for row in cursor:
-            key = UnitKey(*row[: len(_KEY_COLUMNS)])
-            status, result, error, attempts = row[len(_KEY_COLUMNS) :]
-            yield UnitRow(key, status, json.loads(result) if result else None, error, attempts)
+            yield (UnitKey(*row[: len(_KEY_COLUMNS)]), *row[len(_KEY_COLUMNS) :])
 
     def finish(self, key: UnitKey, status: Status, result: Any, error: str | None, started_at: str) -> None:
         """Record one finished unit; it is committed with its group (at the latest ``flush_interval_s``
