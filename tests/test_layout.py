@@ -275,31 +275,6 @@ def test_expected_responses_must_agree_with_expected_tool_calls(tmp_path: Path) 
         read_records(_write(tmp_path, [json.dumps(line)]))
 
 
-def _renamed_everywhere(schema: object) -> object:
-    """The reference: every BFCL-style type name replaced, on a full copy (what normalise_schema did
-    before it learned to return a schema with none of them unchanged)."""
-    from agentjudge.dataset.layout import _TYPE_ALIASES
-
-    subschemas = ("items", "additionalProperties", "anyOf", "oneOf", "allOf", "not", "prefixItems")
-    if isinstance(schema, list):
-        return [_renamed_everywhere(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out: dict[str, object] = {}
-    for key, value in schema.items():
-        if key == "type" and isinstance(value, str):
-            out[key] = _TYPE_ALIASES.get(value, value)
-        elif key == "type" and isinstance(value, list):
-            out[key] = [_TYPE_ALIASES.get(v, v) if isinstance(v, str) else v for v in value]
-        elif key == "properties" and isinstance(value, dict):
-            out[key] = {k: _renamed_everywhere(v) for k, v in value.items()}
-        elif key in subschemas:
-            out[key] = _renamed_everywhere(value)
-        else:
-            out[key] = value
-    return out
-
-
 _TYPE_NAMES = ["object", "string", "dict", "float", "tuple", "int", "str", "bool", "list", "number"]
 
 
@@ -319,16 +294,17 @@ def _schemas() -> object:
 
 def test_normalise_schema_equals_a_full_renaming_and_keeps_a_clean_schema_as_is() -> None:
     """Any schema -- BFCL-style names anywhere the renaming reaches, or in places it must not touch (an
-    enum, an unknown key) -- normalises to what renaming a full copy gives, in the same key order; one
-    with nothing to rename comes back as itself (reading the full dataset rebuilt every tool's schema)."""
+    enum, an unknown key) -- normalises to what renaming a full copy gives (``_renamed``, what
+    normalise_schema always did), in the same key order; one with nothing to rename comes back as itself
+    (reading the full dataset rebuilt every tool's schema)."""
     from hypothesis import given, settings
 
-    from agentjudge.dataset.layout import normalise_schema
+    from agentjudge.dataset.layout import _renamed, normalise_schema
 
     @settings(max_examples=200, deadline=None)
     @given(_schemas())
     def check(schema: object) -> None:
-        expected = _renamed_everywhere(schema)
+        expected = _renamed(schema)
         got = normalise_schema(schema)
         assert json.dumps(got) == json.dumps(expected)
         if json.dumps(expected) == json.dumps(schema):
