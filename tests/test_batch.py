@@ -663,3 +663,55 @@ def test_lines_an_older_version_queued_with_extra_headers_are_resent_without_the
     lines = [text for (text,) in db.execute("SELECT line FROM batch_requests")]
     db.close()
     assert len(lines) == UNITS and not any("extra_headers" in text or secret in text for text in lines)
+
+
+def test_a_batch_whose_output_cannot_be_read_is_sent_again_and_one_never_reachable_after_a_few_runs(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    # review finding (rev17): a batch given up for this invocation only was left open whatever the failure,
+    # so one whose output the parser cannot read (the same every time) was polled by every re-run, its units
+    # failed each time and its request never sent again
+    from agentjudge.models.batch import BatchAPI
+    from agentjudge.models.client import _litellm
+    from agentjudge.runner.batches import MAX_LEFT_OPEN, MAX_POLL_FAILURES
+
+    _litellm()
+    fake_llm.set_responder(lambda req: "hello back")
+    settings = fake_llm.settings(name="judge", batch=True)
+
+    class Garbled(BatchAPI):  # a line of another shape in the output file: classified "other"
+        async def content(self, file_id: str) -> str:
+            return '{"custom_id": "key-1", "response": "oops"}\n'
+
+    broker, _ = _one_deferred(tmp_path / "a.sqlite", settings, api=Garbled)
+    assert asyncio.run(asyncio.wait_for(broker.settle(), 20.0)) == 1
+    answer = broker.answer("key-1")
+    broker.close()
+    assert answer is not None and answer.kind == "batch_given_up"
+    assert f"(other, {MAX_POLL_FAILURES} time(s) in a row): given up, " in answer.error
+    broker, _ = _one_deferred(tmp_path / "a.sqlite", settings)  # the re-run asks it again, and is answered
+    assert asyncio.run(asyncio.wait_for(broker.settle(), 20.0)) == 1
+    answer = broker.answer("key-1")
+    broker.close()
+    assert answer is not None and answer.state == "done" and fake_llm.batches_created == 2
+
+    class Unreachable(BatchAPI):  # every poll of the batch finds no route to the provider
+        async def retrieve(self, batch_id: str) -> Any:
+            raise ConnectionRefusedError("connection refused")
+
+    errors = []
+    for _ in range(MAX_LEFT_OPEN):
+        broker, _ = _one_deferred(tmp_path / "b.sqlite", settings, api=Unreachable)
+        assert asyncio.run(asyncio.wait_for(broker.settle(), 20.0)) == 1
+        answer = broker.answer("key-1")
+        broker.close()
+        assert answer is not None and answer.kind == "batch_given_up"
+        errors.append(answer.error)
+    assert all("given up for this run" in e for e in errors[:-1])  # polled again by the next invocation
+    assert f"in {MAX_LEFT_OPEN} invocations): given up, " in errors[-1]  # then for good
+    assert fake_llm.batches_created == 3  # one batch for those invocations
+    broker, _ = _one_deferred(tmp_path / "b.sqlite", settings)
+    assert asyncio.run(asyncio.wait_for(broker.settle(), 20.0)) == 1
+    answer = broker.answer("key-1")
+    broker.close()
+    assert answer is not None and answer.state == "done" and fake_llm.batches_created == 4

@@ -19,9 +19,12 @@ that have no answer are queued again (up to the model's ``max_retries`` resubmis
 A batch the provider does not know or will not show (``not_found``/``auth``/``bad_request`` on retrieve or
 on reading its files: deleted, another key or project, an expired output file) is given up: marked collected
 with a note, and its unanswered requests fail their units with an error naming the batch; a later invocation
-asks them again. One that fails to be polled or read ``MAX_POLL_FAILURES`` rounds in a row (the network, the
-provider's 5xx) is given up for this invocation only (``_leave_open``): its units fail, but the store keeps
-it open, and a later invocation polls it again and takes its answers (the provider runs and bills it anyway).
+asks them again. One that fails to be polled or read ``MAX_POLL_FAILURES`` rounds in a row with a failure that
+can pass (``PASSING_KINDS``: the network, the provider's 5xx) is given up for this invocation only
+(``_leave_open``): its units fail, but the store keeps it open, and a later invocation polls it again and
+takes its answers (the provider runs and bills it anyway); after ``MAX_LEFT_OPEN`` invocations, or at once
+for any other kind (it would fail the same way every time), it is given up for good and its requests are
+sent again.
 A request the provider answered with an error is a failure of its unit (retryable kinds are resubmitted
 first, like a direct call's retries); a later invocation asks a failed request again, as for direct calls.
 
@@ -86,7 +89,8 @@ CREATE TABLE IF NOT EXISTS batches (
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
     collected INTEGER NOT NULL DEFAULT 0,
-    note TEXT
+    note TEXT,
+    left_open INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS batch_requests (
     cache_key TEXT PRIMARY KEY,
@@ -120,6 +124,13 @@ _UPLOADING = "uploading"  # a local row: the file is being uploaded / the batch 
 # a batch that cannot be polled or read this many rounds in a row (or once with a model-fatal kind: the
 # provider does not know it, the key changed, its output file expired) is given up: see ``_give_up``
 MAX_POLL_FAILURES = 8
+# Failures that can pass (the network, the provider's overload or 5xx): a batch that still fails so is given
+# up for this invocation only and polled again by the next (``_leave_open``: the provider runs and bills it
+# anyway), at most MAX_LEFT_OPEN invocations in all; any other kind (an output the parser cannot read, a
+# response of another shape) fails the same way every time, so the batch is given up for good at once and
+# its requests are sent again by the next invocation, as they would never be answered otherwise.
+PASSING_KINDS = frozenset({"connection", "timeout", "rate_limit", "server_error"})
+MAX_LEFT_OPEN = 3
 
 
 @dataclass(frozen=True)
@@ -181,6 +192,10 @@ class BatchBroker:
         # unchanged: a transaction is in the WAL whole or not at all (tests/test_batch_atomic.py)
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        if "left_open" not in {row[1] for row in self._db.execute("PRAGMA table_info(batches)")}:
+            self._db.execute(
+                "ALTER TABLE batches ADD COLUMN left_open INTEGER NOT NULL DEFAULT 0"
+            )  # a store of an older version
         if "retries" not in {row[1] for row in self._db.execute("PRAGMA table_info(batch_requests)")}:
             self._db.execute(
                 "ALTER TABLE batch_requests ADD COLUMN retries TEXT"
@@ -605,7 +620,7 @@ class BatchBroker:
         secrets = settings_secrets(settings)
         detail = _scrub(f"{type(exc).__name__}: {exc}", secrets)[:500]
         self._poll_failures.pop(batch_id, None)
-        if kind not in MODEL_FATAL_KINDS:
+        if kind in PASSING_KINDS and self._left_open_before(batch_id) + 1 < MAX_LEFT_OPEN:
             message = (
                 f"batch {batch_id}: could not {what} ({kind}, {failures} time(s) in a row): given up for "
                 f"this run, its unanswered requests are failed (a re-run polls the batch again and reads "
@@ -613,8 +628,11 @@ class BatchBroker:
             )
             self._leave_open(batch_id, message)
             return True
+        why = "once" if kind in MODEL_FATAL_KINDS else f"{failures} time(s) in a row"
+        if kind in PASSING_KINDS:  # left open by earlier invocations already: it will not clear up
+            why += f", in {MAX_LEFT_OPEN} invocations"
         message = (
-            f"batch {batch_id}: could not {what} ({kind}, once): given up, its unanswered requests are "
+            f"batch {batch_id}: could not {what} ({kind}, {why}): given up, its unanswered requests are "
             f"failed (a re-run sends them again; answers the provider still has for this batch are then not "
             f"read); last error: {detail}"
         )
@@ -634,11 +652,21 @@ class BatchBroker:
             )
         ]
         self._left_open.add(batch_id)
+        with transaction(self._db):  # counted across invocations: MAX_LEFT_OPEN of them, then given up
+            self._db.execute(
+                "UPDATE batches SET left_open = left_open + 1, updated_at = ? WHERE batch_id = ?",
+                (now(), batch_id),
+            )
         for key in keys:
             self._stuck[key] = ("batch_given_up", message)
         self._resolved += len(keys)
         self.progress += len(keys)
         self.say(f"{message[:400]} ({len(keys)} request(s))")
+
+    def _left_open_before(self, batch_id: str) -> int:
+        """How many earlier invocations left ``batch_id`` open (``_leave_open``)."""
+        row = self._db.execute("SELECT left_open FROM batches WHERE batch_id = ?", (batch_id,)).fetchone()
+        return int(row[0]) if row is not None and row[0] is not None else 0
 
     def _give_up(self, batch_id: str, kind: str, message: str) -> None:
         """Mark ``batch_id`` collected (no invocation polls it again) and fail its unanswered requests:
