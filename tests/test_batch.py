@@ -715,3 +715,29 @@ def test_a_batch_whose_output_cannot_be_read_is_sent_again_and_one_never_reachab
     answer = broker.answer("key-1")
     broker.close()
     assert answer is not None and answer.state == "done" and fake_llm.batches_created == 4
+
+
+def test_a_queued_request_failed_by_fail_open_is_not_sent_until_the_next_invocation(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    # review finding (rev17): ``fail_open`` failed a still-queued request for this invocation only, but a
+    # later ``settle`` of the same invocation (the next stage's) sent it: nobody read that answer in this run,
+    # and the next run took it as already delivered, so that send was never counted among the requests
+    from agentjudge.models.client import _litellm
+
+    _litellm()
+    fake_llm.set_responder(lambda req: "hello back")
+    settings = fake_llm.settings(name="judge", batch=True)
+    broker, _ = _one_deferred(tmp_path / "run.sqlite", settings)
+    assert broker.fail_open() == 1
+    asyncio.run(asyncio.wait_for(broker.settle(), 10.0))
+    answer = broker.answer("key-1")
+    broker.close()
+    assert answer is not None and answer.state == "failed" and answer.kind == "batch_stuck"
+    assert fake_llm.batches_created == 0 and fake_llm.uploads == 0  # not sent by this invocation
+    broker, _ = _one_deferred(tmp_path / "run.sqlite", settings)  # the re-run sends it, and reads it fresh
+    asyncio.run(asyncio.wait_for(broker.settle(), 10.0))
+    answer = broker.answer("key-1")
+    broker.close()
+    assert answer is not None and answer.state == "done" and answer.fresh and answer.submissions == 1
+    assert fake_llm.batches_created == 1

@@ -298,6 +298,7 @@ def test_a_prefetched_digest_is_the_files_and_a_stale_one_is_not_used(tmp_path: 
     import hashlib
     import threading
 
+    from agentjudge.runner import pipeline
     from agentjudge.runner.pipeline import file_digest, forget_digests, prefetch_digest
 
     path = tmp_path / "data.jsonl"
@@ -309,6 +310,10 @@ def test_a_prefetched_digest_is_the_files_and_a_stale_one_is_not_used(tmp_path: 
     prefetch_digest(path)
     path.write_bytes(b"y" * 2_000_000)  # changed before anyone asked
     assert file_digest(path) == hashlib.sha256(b"y" * 2_000_000).hexdigest()
+    # the stale hash's thread is joined and dropped by that file_digest already (Gate 1 and the offline units
+    # fork next, and a thread must not outlive a fork)
+    assert not pipeline._PREFETCHED
+    assert not [t for t in threading.enumerate() if t.name == "dataset-sha256"]
     forget_digests()
     assert not [t for t in threading.enumerate() if t.name == "dataset-sha256"]  # joined
     missing = tmp_path / "missing.jsonl"

@@ -449,7 +449,7 @@ class BatchBroker:
         ).fetchall()
         out = []
         for key, model, line, submissions in rows:
-            if model not in self.settings:
+            if model not in self.settings or key in self._stuck:  # failed for this invocation: not sent
                 continue
             clean = sendable_line(line)
             if clean != line:

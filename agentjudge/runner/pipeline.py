@@ -315,6 +315,8 @@ def file_digest(path: Path) -> str:
         if thread is not None:
             thread.join()
         _DIGESTS[key] = box.get("sha256") or _sha256_file(path)  # (a failed read is read again here)
+        for stale in [k for k in _PREFETCHED if k[0] == key[0]]:  # the file changed since its prefetch:
+            _PREFETCHED.pop(stale)[0].join()  # that hash is not wanted, and no thread may outlive a fork
     return _DIGESTS[key]
 
 
