@@ -665,35 +665,46 @@ def test_lines_an_older_version_queued_with_extra_headers_are_resent_without_the
     assert len(lines) == UNITS and not any("extra_headers" in text or secret in text for text in lines)
 
 
+@pytest.fixture
+def batch_judge(fake_llm: FakeLLM) -> Any:
+    """A batch-mode judge on the fake server, which answers "hello back" (litellm loaded first)."""
+    from agentjudge.models.client import _litellm
+
+    _litellm()
+    fake_llm.set_responder(lambda req: "hello back")
+    return fake_llm.settings(name="judge", batch=True)
+
+
+def _settle_once(store: Path, settings: Any, api: Any = None) -> Any:
+    """One invocation's broker for the one deferred request: settled, its answer read, closed."""
+    broker, _ = _one_deferred(store, settings, api=api)
+    asyncio.run(asyncio.wait_for(broker.settle(), 20.0))
+    answer = broker.answer("key-1")
+    broker.close()
+    assert answer is not None
+    return answer
+
+
 def test_a_batch_whose_output_cannot_be_read_is_sent_again_and_one_never_reachable_after_a_few_runs(
-    tmp_path: Path, fake_llm: FakeLLM
+    tmp_path: Path, fake_llm: FakeLLM, batch_judge: Any
 ) -> None:
     # review finding (rev17): a batch given up for this invocation only was left open whatever the failure,
     # so one whose output the parser cannot read (the same every time) was polled by every re-run, its units
     # failed each time and its request never sent again
     from agentjudge.models.batch import BatchAPI
-    from agentjudge.models.client import _litellm
     from agentjudge.runner.batches import MAX_LEFT_OPEN, MAX_POLL_FAILURES
 
-    _litellm()
-    fake_llm.set_responder(lambda req: "hello back")
-    settings = fake_llm.settings(name="judge", batch=True)
+    settings = batch_judge
 
     class Garbled(BatchAPI):  # a line of another shape in the output file: classified "other"
         async def content(self, file_id: str) -> str:
             return '{"custom_id": "key-1", "response": "oops"}\n'
 
-    broker, _ = _one_deferred(tmp_path / "a.sqlite", settings, api=Garbled)
-    assert asyncio.run(asyncio.wait_for(broker.settle(), 20.0)) == 1
-    answer = broker.answer("key-1")
-    broker.close()
-    assert answer is not None and answer.kind == "batch_given_up"
+    answer = _settle_once(tmp_path / "a.sqlite", settings, api=Garbled)
+    assert answer.kind == "batch_given_up"
     assert f"(other, {MAX_POLL_FAILURES} time(s) in a row): given up, " in answer.error
-    broker, _ = _one_deferred(tmp_path / "a.sqlite", settings)  # the re-run asks it again, and is answered
-    assert asyncio.run(asyncio.wait_for(broker.settle(), 20.0)) == 1
-    answer = broker.answer("key-1")
-    broker.close()
-    assert answer is not None and answer.state == "done" and fake_llm.batches_created == 2
+    answer = _settle_once(tmp_path / "a.sqlite", settings)  # the re-run asks it again, and is answered
+    assert answer.state == "done" and fake_llm.batches_created == 2
 
     class Unreachable(BatchAPI):  # every poll of the batch finds no route to the provider
         async def retrieve(self, batch_id: str) -> Any:
@@ -701,33 +712,23 @@ def test_a_batch_whose_output_cannot_be_read_is_sent_again_and_one_never_reachab
 
     errors = []
     for _ in range(MAX_LEFT_OPEN):
-        broker, _ = _one_deferred(tmp_path / "b.sqlite", settings, api=Unreachable)
-        assert asyncio.run(asyncio.wait_for(broker.settle(), 20.0)) == 1
-        answer = broker.answer("key-1")
-        broker.close()
-        assert answer is not None and answer.kind == "batch_given_up"
+        answer = _settle_once(tmp_path / "b.sqlite", settings, api=Unreachable)
+        assert answer.kind == "batch_given_up"
         errors.append(answer.error)
     assert all("given up for this run" in e for e in errors[:-1])  # polled again by the next invocation
     assert f"in {MAX_LEFT_OPEN} invocations): given up, " in errors[-1]  # then for good
     assert fake_llm.batches_created == 3  # one batch for those invocations
-    broker, _ = _one_deferred(tmp_path / "b.sqlite", settings)
-    assert asyncio.run(asyncio.wait_for(broker.settle(), 20.0)) == 1
-    answer = broker.answer("key-1")
-    broker.close()
-    assert answer is not None and answer.state == "done" and fake_llm.batches_created == 4
+    answer = _settle_once(tmp_path / "b.sqlite", settings)
+    assert answer.state == "done" and fake_llm.batches_created == 4
 
 
 def test_a_queued_request_failed_by_fail_open_is_not_sent_until_the_next_invocation(
-    tmp_path: Path, fake_llm: FakeLLM
+    tmp_path: Path, fake_llm: FakeLLM, batch_judge: Any
 ) -> None:
     # review finding (rev17): ``fail_open`` failed a still-queued request for this invocation only, but a
     # later ``settle`` of the same invocation (the next stage's) sent it: nobody read that answer in this run,
     # and the next run took it as already delivered, so that send was never counted among the requests
-    from agentjudge.models.client import _litellm
-
-    _litellm()
-    fake_llm.set_responder(lambda req: "hello back")
-    settings = fake_llm.settings(name="judge", batch=True)
+    settings = batch_judge
     broker, _ = _one_deferred(tmp_path / "run.sqlite", settings)
     assert broker.fail_open() == 1
     asyncio.run(asyncio.wait_for(broker.settle(), 10.0))
@@ -735,9 +736,6 @@ def test_a_queued_request_failed_by_fail_open_is_not_sent_until_the_next_invocat
     broker.close()
     assert answer is not None and answer.state == "failed" and answer.kind == "batch_stuck"
     assert fake_llm.batches_created == 0 and fake_llm.uploads == 0  # not sent by this invocation
-    broker, _ = _one_deferred(tmp_path / "run.sqlite", settings)  # the re-run sends it, and reads it fresh
-    asyncio.run(asyncio.wait_for(broker.settle(), 10.0))
-    answer = broker.answer("key-1")
-    broker.close()
-    assert answer is not None and answer.state == "done" and answer.fresh and answer.submissions == 1
+    answer = _settle_once(tmp_path / "run.sqlite", settings)  # the re-run sends it, and reads it fresh
+    assert answer.state == "done" and answer.fresh and answer.submissions == 1
     assert fake_llm.batches_created == 1
