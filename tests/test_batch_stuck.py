@@ -82,6 +82,31 @@ DAMAGE = {
 }
 
 
+def _bounded_run(pipeline: Path, rundir: Path, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> int:
+    """``run_cli``'s exit code, the run's rounds of ``settle`` bounded (``_bounded_settle``)."""
+    with monkeypatch.context() as patch:
+        _bounded_settle(patch)
+        return run_cli(pipeline, rundir, **kw)
+
+
+def _never_polling_run(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, nothing_open: bool = False
+) -> tuple[Path, Path]:
+    """A batch run whose broker never polls the batches it submits (a stand-in for any bug that leaves
+    requests open with nothing to answer them); ``nothing_open``: nor does it see an open request to fail.
+    It must end (exit 1) instead of going round for ever. Returns its pipeline and run folder."""
+    _fresh_provider(fake_llm)
+    pipeline = _pipeline(tmp_path / "p", fake_llm, batch=True)
+    rundir = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        patch.setattr(BatchBroker, "_open_batches", lambda self: [])
+        if nothing_open:
+            patch.setattr(BatchBroker, "_open_rows", lambda self: [], raising=False)
+        _bounded_settle(patch)
+        assert run_cli(pipeline, rundir) == 1
+    return pipeline, rundir
+
+
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_requests_waiting_for_a_batch_no_invocation_reads_are_queued_again_once_and_the_run_ends(
     damage: str,
@@ -105,9 +130,7 @@ def test_requests_waiting_for_a_batch_no_invocation_reads_are_queued_again_once_
     capsys.readouterr()
 
     fake_llm.hold_batches = False
-    with monkeypatch.context() as patch:
-        _bounded_settle(patch)
-        assert run_cli(pipeline, rundir) == 0
+    assert _bounded_run(pipeline, rundir, monkeypatch) == 0
     out = capsys.readouterr().out
     notice = (
         f"{UNITS} request(s) of judge were waiting for a batch that no invocation will read; queued again "
@@ -175,9 +198,7 @@ def test_requests_left_by_a_model_now_run_direct_are_sent_for_the_batch_model_th
 
     fake_llm.hold_batches = False
     pipeline = _two_judges(tmp_path / "p", fake_llm, now)
-    with monkeypatch.context() as patch:
-        _bounded_settle(patch)
-        assert run_cli(pipeline, rundir, no_cache=True) == 0
+    assert _bounded_run(pipeline, rundir, monkeypatch, no_cache=True) == 0
     out = capsys.readouterr().out
     notice = (
         f"{UNITS} request(s) of judge-b were left to judge-a, which does not send batches in this run; "
@@ -204,15 +225,7 @@ def test_a_round_without_progress_fails_the_waiting_units_with_what_to_do_and_a_
     # with nothing to answer them): the batch loop stops instead of going round forever. Its open requests
     # fail and the units receive that failure; ``nothing_to_fail``: the broker finds no open request to fail
     # either (the units wait for something it does not see), so the grid fails the units itself
-    _fresh_provider(fake_llm)
-    pipeline = _pipeline(tmp_path / "p", fake_llm, batch=True)
-    rundir = tmp_path / "run"
-    with monkeypatch.context() as patch:
-        patch.setattr(BatchBroker, "_open_batches", lambda self: [])
-        if not requests_open:
-            patch.setattr(BatchBroker, "_open_rows", lambda self: [], raising=False)
-        _bounded_settle(patch)
-        assert run_cli(pipeline, rundir) == 1
+    pipeline, rundir = _never_polling_run(tmp_path, fake_llm, monkeypatch, nothing_open=not requests_open)
     out = capsys.readouterr().out
     judg = read(rundir, "judgments")
     assert judg.groupby(["record_id", "condition"]).ngroups == UNITS
@@ -232,9 +245,7 @@ def test_a_round_without_progress_fails_the_waiting_units_with_what_to_do_and_a_
     assert fake_llm.batches_created == 1 and fake_llm.requests == []
 
     # as the error says, a re-run sends them again (or reads the batch) and finishes
-    with monkeypatch.context() as patch:
-        _bounded_settle(patch)
-        assert run_cli(pipeline, rundir) == 0
+    assert _bounded_run(pipeline, rundir, monkeypatch) == 0
     judg = read(rundir, "judgments")
     assert judg.judge_error.isna().all() and judg.parse_ok.all()
 
@@ -310,20 +321,12 @@ def test_a_request_failed_by_a_round_without_progress_is_answered_by_its_open_ba
     # ``fail_open`` failed its requests for this run. The batch is still open at the provider, which runs and
     # bills its lines: the re-run takes their answers from it instead of sending the requests again (before,
     # it polled that batch, dropped its answers and sent every request in a second batch: paid twice)
-    _fresh_provider(fake_llm)
-    pipeline = _pipeline(tmp_path / "p", fake_llm, batch=True)
-    rundir = tmp_path / "run"
-    with monkeypatch.context() as patch:
-        patch.setattr(BatchBroker, "_open_batches", lambda self: [])
-        _bounded_settle(patch)
-        assert run_cli(pipeline, rundir) == 1
+    pipeline, rundir = _never_polling_run(tmp_path, fake_llm, monkeypatch)
     assert fake_llm.batches_created == 1 and fake_llm.requests == []
     keys = _keys(rundir / "run.sqlite")
     capsys.readouterr()
 
-    with monkeypatch.context() as patch:
-        _bounded_settle(patch)
-        assert run_cli(pipeline, rundir) == 0
+    assert _bounded_run(pipeline, rundir, monkeypatch) == 0
     judg = read(rundir, "judgments")
     assert judg.judge_error.isna().all() and judg.parse_ok.all()
     # one batch, each line run once by the provider: nothing sent (or paid for) twice
@@ -364,9 +367,7 @@ def test_queued_requests_no_submission_takes_end_the_run_instead_of_spinning_ins
     assert judg.verdict.isna().all() and fake_llm.batches_created == 0
 
     # the requests were never sent: the re-run (without the bug) sends them, once
-    with monkeypatch.context() as patch:
-        _bounded_settle(patch)
-        assert run_cli(pipeline, rundir) == 0
+    assert _bounded_run(pipeline, rundir, monkeypatch) == 0
     assert fake_llm.batches_created == 1 and len(fake_llm.requests) == UNITS
 
 
