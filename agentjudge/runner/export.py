@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from agentjudge.columns import JUDGMENT_COLUMNS, JUDGMENT_OPTIONAL_COLUMNS, PREDICTION_COLUMNS, SCORE_COLUMNS
 from agentjudge.generators.interactive import trajectory_fields
 from agentjudge.memo import remembered
+from agentjudge.runner.pipeline import sha256_file
 from agentjudge.runner.store import UnitKey, UnitRow, temperature_value
 from agentjudge.runner.work import _FIELD, Dataset, ScoreKey
 from agentjudge.scoring import score_row
@@ -339,14 +340,10 @@ def _state(path: Path) -> str | None:
     """The sha256 of the file's bytes (None when it cannot be read): a file changed since it was written is
     never taken for it, whatever its size and times say (predictions and scores are small beside the
     judgments, which are never kept)."""
-    digest = hashlib.sha256()
     try:
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        return sha256_file(path)
     except OSError:
         return None
-    return digest.hexdigest()
 
 
 def file_stamps(

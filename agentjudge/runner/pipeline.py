@@ -294,7 +294,8 @@ def _digest_key(path: Path) -> _DigestKey:
     return (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
 
 
-def _sha256_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """The sha256 of a file's bytes, read in blocks of 1 MiB (OSError when it cannot be read)."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -314,7 +315,7 @@ def file_digest(path: Path) -> str:
         thread, box = _PREFETCHED.pop(key, (None, {}))
         if thread is not None:
             thread.join()
-        _DIGESTS[key] = box.get("sha256") or _sha256_file(path)  # (a failed read is read again here)
+        _DIGESTS[key] = box.get("sha256") or sha256_file(path)  # (a failed read is read again here)
         for stale in [k for k in _PREFETCHED if k[0] == key[0]]:  # the file changed since its prefetch:
             _PREFETCHED.pop(stale)[0].join()  # that hash is not wanted, and no thread may outlive a fork
     return _DIGESTS[key]
@@ -336,7 +337,7 @@ def prefetch_digest(path: Path) -> None:
 
     def work() -> None:
         with contextlib.suppress(OSError):
-            box["sha256"] = _sha256_file(path)
+            box["sha256"] = sha256_file(path)
 
     thread = threading.Thread(target=work, name="dataset-sha256", daemon=True)
     thread.start()
