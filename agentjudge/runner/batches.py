@@ -192,14 +192,9 @@ class BatchBroker:
         # unchanged: a transaction is in the WAL whole or not at all (tests/test_batch_atomic.py)
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
-        if "left_open" not in {row[1] for row in self._db.execute("PRAGMA table_info(batches)")}:
-            self._db.execute(
-                "ALTER TABLE batches ADD COLUMN left_open INTEGER NOT NULL DEFAULT 0"
-            )  # a store of an older version
-        if "retries" not in {row[1] for row in self._db.execute("PRAGMA table_info(batch_requests)")}:
-            self._db.execute(
-                "ALTER TABLE batch_requests ADD COLUMN retries TEXT"
-            )  # a store of an older version
+        # columns a store of an older version lacks
+        self._add_column("batches", "left_open", "INTEGER NOT NULL DEFAULT 0")
+        self._add_column("batch_requests", "retries", "TEXT")
         # a new invocation asks failed requests again (their units were stored as failed, and a re-run
         # retries failed units): only failures of this invocation are answers
         self._failed_now: set[str] = set()
@@ -216,6 +211,18 @@ class BatchBroker:
 
     def close(self) -> None:
         self._db.close()
+
+    def _add_column(self, table: str, column: str, declaration: str) -> None:
+        """``column`` added to ``table`` when it lacks it (a store written by an older version)."""
+        if column not in {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}:
+            self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+
+    def _unanswered(self, batch_id: str) -> list[str]:
+        """Cache keys of the requests still submitted to ``batch_id`` (no answer read yet)."""
+        rows = self._db.execute(
+            "SELECT cache_key FROM batch_requests WHERE batch_id = ? AND state = 'submitted'", (batch_id,)
+        )
+        return [key for (key,) in rows]
 
     # --- the model client's side ----------------------------------------------------------------
     def answer(self, key: str) -> BatchAnswer | None:
@@ -645,12 +652,7 @@ class BatchBroker:
         ``batch_given_up``), but kept open in the store, its requests submitted to it. The provider runs and
         bills it all the same, so a re-run polls it and takes its answers instead of paying for them twice
         (as ``fail_open``: the failure is this invocation's only, and the sends are counted when read)."""
-        keys = [
-            key
-            for (key,) in self._db.execute(
-                "SELECT cache_key FROM batch_requests WHERE batch_id = ? AND state = 'submitted'", (batch_id,)
-            )
-        ]
+        keys = self._unanswered(batch_id)
         self._left_open.add(batch_id)
         with transaction(self._db):  # counted across invocations: MAX_LEFT_OPEN of them, then given up
             self._db.execute(
@@ -672,13 +674,7 @@ class BatchBroker:
         """Mark ``batch_id`` collected (no invocation polls it again) and fail its unanswered requests:
         both or neither."""
         with transaction(self._db):
-            keys = [
-                key
-                for (key,) in self._db.execute(
-                    "SELECT cache_key FROM batch_requests WHERE batch_id = ? AND state = 'submitted'",
-                    (batch_id,),
-                )
-            ]
+            keys = self._unanswered(batch_id)
             self._db.executemany(_SET_FAILED, [(kind, message, k) for k in keys])
             self._db.execute(
                 "UPDATE batches SET collected = 1, note = ?, updated_at = ? WHERE batch_id = ?",
