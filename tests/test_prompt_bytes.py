@@ -3,9 +3,9 @@ rendered parts per process; none may change a byte, or every cached call would b
 
 The digests below were computed by the code before those memos (commit dda81e3) over every prompt family,
 condition, variant and tool rendering, for mini-dataset records and for a request full of delimiter-like
-text. Each request is built four times: twice from the same objects, once from new lists of the same items
-(the memos' hits, as the runner makes its requests) and once from equal copies (a request unpickled in a
-worker process), and every build must read the same."""
+text. Each request is built four times: twice from the same objects (the runner's requests hold its own
+lists), once from new lists of the same items (a validated request's) and once from equal copies (a request
+unpickled in a worker process), and every build must read the same."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def _digest(requests: list[JudgeRequest]) -> str:
     lines: list[Any] = []
     for request in requests:
         copy = JudgeRequest.model_validate_json(request.model_dump_json())  # equal, not the same objects
-        again = JudgeRequest(**dict(request))  # new lists of the same items, as the runner builds them
+        again = JudgeRequest(**dict(request))  # new lists of the same items (validation copies lists)
         for built in (request, request, again, copy):
             for rendering in ("full", "compact"):
                 messages = build_messages(built, "agentjudge", rendering)  # type: ignore[arg-type]

@@ -229,7 +229,10 @@ def judge_request(
         shown = record
     elif condition == "swapped_gt":
         shown = data.by_base[partners[record.id]]
-    return JudgeRequest(
+    # built without validation: every field is already of its type (the dataset's and the store's validated
+    # models, the grid's own values); validating copied every list and was a sixth of an offline judge
+    # unit's cost. tests/test_judge_request.py holds it equal to the validated request
+    return JudgeRequest.model_construct(
         task=data.task(record, difficulty),
         calls=prediction.calls or [],
         gt=shown.gt if shown is not None else None,
