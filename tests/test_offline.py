@@ -516,3 +516,40 @@ def test_a_constant_baseline_is_asked_once_per_condition(
     answer = json.loads(text)
     assert answer["verdicts"] == {"tool": 1.0, "param": 1.0, "seq": 1.0, "cov": 1.0}
     assert answer["raw_output"] == "baseline/always-1: constant verdict 1"
+
+
+@pytest.mark.parametrize("judge_class", [baselines.RuleJudge, baselines.CeilingJudge])
+def test_a_condition_blind_baseline_is_asked_once_per_prediction_with_the_same_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judge_class: type
+) -> None:
+    """rule and ceiling never read the GT shown: the runner asks each once per prediction for with_gt,
+    without_gt and swapped_gt and stores that answer for all three units; the judgments are those of a
+    run that asks per unit (the judge without ``condition_blind``), so the claim itself is checked too."""
+    asked: list[str] = []
+    real = judge_class.__call__
+
+    async def counting(self: Any, request: Any) -> Any:
+        asked.append(request.condition)
+        return await real(self, request)
+
+    monkeypatch.setattr(judge_class, "__call__", counting)
+    assert run_cli(_pipeline(tmp_path / "blind", 1, limit=5), tmp_path / "blind" / "run") == 0
+    predictions = 5 * 3 * 3  # records x difficulties x generators
+    assert len(asked) == predictions  # one condition each (the first in the record's order), not three
+    asked.clear()
+    monkeypatch.delattr(judge_class, "condition_blind")
+    assert run_cli(_pipeline(tmp_path / "each", 1, limit=5), tmp_path / "each" / "run") == 0
+    assert sorted(set(asked)) == ["swapped_gt", "with_gt", "without_gt"] and len(asked) == 3 * predictions
+    for name in FILES:
+        blind = (tmp_path / "blind" / "run" / name).read_bytes()
+        each = (tmp_path / "each" / "run" / name).read_bytes()
+        assert blind == each, f"{name}: asking once per prediction changed the results"
+    stored = []
+    for run in ("blind", "each"):  # every field of every answer, raw output included (not exported)
+        with sqlite3.connect(tmp_path / run / "run" / "run.sqlite") as db:
+            rows = db.execute(
+                "SELECT record_id, generator, judge, condition, status, result, error FROM units "
+                "WHERE stage = 'judge' ORDER BY record_id, generator, judge, condition"
+            )
+            stored.append([(*row[:5], json.loads(row[5]), row[6]) for row in rows])
+    assert stored[0] == stored[1]

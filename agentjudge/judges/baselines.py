@@ -32,6 +32,7 @@ from agentjudge.judges.templates import verdict_scale
 from agentjudge.memo import remembered
 from agentjudge.types import (
     METRICS,
+    TRAJECTORY_CONDITIONS,
     Judge,
     JudgeRequest,
     JudgeResult,
@@ -401,6 +402,12 @@ class ConstantJudge:
         )
 
 
+def _blind_to_gt(condition: str) -> bool:
+    """``condition_blind`` of the judges that never read the GT shown: a request gets the same result under
+    every condition but the trajectory ones (which add an outcome verdict read from the trajectory)."""
+    return condition not in TRAJECTORY_CONDITIONS
+
+
 class RuleJudge:
     """No-GT checks on the query, schemas and calls, mapped to three-level verdicts."""
 
@@ -408,6 +415,11 @@ class RuleJudge:
 
     def __init__(self, name: str) -> None:
         self.name = name
+
+    def condition_blind(self, condition: str) -> bool:
+        """Whether the result ignores the unit's condition (the GT shown): the runner then judges a
+        prediction once for all such conditions and reuses the result (``runner.grid.judge_offline``)."""
+        return _blind_to_gt(condition)
 
     async def __call__(self, request: JudgeRequest) -> JudgeResult:
         verdicts, rationales = rule_verdicts_once(request.task, request.calls)
@@ -451,6 +463,10 @@ class CeilingJudge:
 
     def __init__(self, name: str) -> None:
         self.name = name
+
+    def condition_blind(self, condition: str) -> bool:
+        """As ``RuleJudge.condition_blind``: the reference read is the prediction's, whatever GT is shown."""
+        return _blind_to_gt(condition)
 
     async def __call__(self, request: JudgeRequest) -> JudgeResult:
         if request.reference is None:

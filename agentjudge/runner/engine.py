@@ -47,6 +47,8 @@ class Outcome:
     usage: Usage = field(default_factory=Usage)
     parse_failed: bool = False
     parse_note: str | None = None  # why the answer could not be read (for the failures list)
+    # ``result`` already encoded as the store's JSON text (offline units: runner.offline stores it as it is)
+    text: str | None = None
 
 
 @dataclass

@@ -26,6 +26,7 @@ from rich.markup import escape
 
 from agentjudge import __version__
 from agentjudge.fserrors import FS_ERRORS, describe
+from agentjudge.memo import remembered
 from agentjudge.models.fleet import redact_model_urls
 from agentjudge.runner import engine, offline
 from agentjudge.runner.lean_export import lean_imports
@@ -48,8 +49,10 @@ from agentjudge.runner.store import (
     UnitRow,
     archive_run,
     config_diff,
+    from_stored,
     key_ranges,
     now,
+    stored_json,
 )
 from agentjudge.runner.summary import (
     add_totals,
@@ -82,6 +85,7 @@ from agentjudge.types import (
     Task,
 )
 
+_BLIND_HELD = 4_096  # judge_offline: outcomes of condition-blind judges kept (a record's few dozen suffice)
 EXPORT_PROCESSES = 2  # the judgments export's processes, whatever `workers` says (memory; see export)
 
 
@@ -470,6 +474,7 @@ class _Grid:
         self._shown_ids: dict[tuple[bool, bytes], int] = {}
         self._shown_of: dict[tuple[UnitKey, bool], int] = {}  # (a prediction's key, trajectory shown?) -> id
         self._alike: dict[tuple[str, str], engine.Outcome] = {}  # see judge_offline
+        self._blind: dict[tuple[Any, ...], engine.Outcome] = {}  # see judge_offline
         self.unplanned: dict[str, int] = {}  # per stage, when known: stored units not planned (``_stage``)
 
     async def close_workers(self) -> None:
@@ -650,19 +655,49 @@ class _Grid:
             res = await self.judges[key.judge](request)
         return self._judged(res)
 
+    @staticmethod
+    def _judged_offline(res: JudgeResult) -> engine.Outcome:
+        """``_judged`` with the result encoded here as the store's JSON text, by pydantic's serializer:
+        a third of the cost of ``model_dump`` and ``json.dumps`` (most of what an offline unit cost besides
+        judging). The text reads back as the same values (``tests/test_stored_json.py``)."""
+        text = stored_json(res)
+        if res.error is not None:
+            return engine.Outcome("failed", None, res.error, res.usage, text=text)
+        note = res.rationales.get("_parse_problems") if not res.parse_ok else None
+        return engine.Outcome("done", None, None, res.usage, not res.parse_ok, note, text)
+
     def judge_offline(self, key: UnitKey) -> engine.Outcome:
-        """``judge`` for a baseline or simulated judge, without an event loop (``runner.offline``). A judge
-        that ``answers_alike`` under the unit's condition (the constant baselines) is asked once per
-        process and condition; its outcome object is reused (``offline.compute_chunk`` encodes it once)."""
+        """``judge`` for a baseline or simulated judge, without an event loop (``runner.offline``).
+
+        Two kinds of judge are asked less often; their outcome object is reused (``offline.compute_chunk``
+        encodes it once):
+
+        * one that ``answers_alike`` under the unit's condition (the constant baselines) is asked once per
+          process and condition;
+        * one that is ``condition_blind`` under it (``baseline/rule``, ``baseline/ceiling``: they never
+          read the GT shown) is asked once per prediction, variant, temperature and trial over the
+          conditions it is blind to; the runner works through a record's conditions one after the other
+          (``work.prefix_order``), so the last few thousand answers are enough."""
         judge = self.judges[key.judge]
         alike = getattr(judge, "answers_alike", None)
         if alike is not None and alike(key.condition):
             known = self._alike.get((key.judge, key.condition))
             if known is None:
-                known = self._judged(offline.drive(judge(self._judge_request(key))))
+                known = self._judged_offline(offline.drive(judge(self._judge_request(key))))
                 self._alike[(key.judge, key.condition)] = known
             return known
-        return self._judged(offline.drive(judge(self._judge_request(key))))
+        blind = getattr(judge, "condition_blind", None)
+        if blind is not None and blind(key.condition):
+            # every coordinate of the unit but its condition (the record id holds the difficulty)
+            same: tuple[Any, ...] = (key.judge, key.record_id, key.generator, key.generator_trial)
+            same += (key.variant, key.temperature, key.trial)
+            return remembered(
+                self._blind,
+                same,
+                _BLIND_HELD,
+                lambda: self._judged_offline(offline.drive(judge(self._judge_request(key)))),
+            )
+        return self._judged_offline(offline.drive(judge(self._judge_request(key))))
 
     async def run(self, console: Console) -> tuple[list[UnitKey], list[UnitKey]]:
         """predict -> score -> judge; returns the planned units of both stages."""
@@ -676,9 +711,9 @@ class _Grid:
             )
             wanted_set = set(wanted)
             self.predictions = {
-                row.key: Prediction.model_validate(row.result)
-                for row in self.store.iter_units("predict")
-                if row.status == "done" and row.key in wanted_set
+                key: from_stored(Prediction, text or "")
+                for key, status, text, _, _ in self.store.iter_raw("predict")
+                if status == "done" and key in wanted_set
             }
             bar = progress.add_task("score", total=len(self.predictions))
             workers = self.pipe.workers

@@ -114,7 +114,9 @@ def drive(coroutine: Any) -> Any:
 
 
 def encode(outcome: engine.Outcome) -> Encoded:
-    payload = json.dumps(outcome.result, separators=(",", ":")) if outcome.result is not None else None
+    payload = outcome.text
+    if payload is None and outcome.result is not None:
+        payload = json.dumps(outcome.result, separators=(",", ":"))
     usage = outcome.usage
     plain = usage == _DEFAULT_USAGE
     return (

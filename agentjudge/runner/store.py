@@ -16,7 +16,8 @@ NORMAL`` keeps a commit cheap; it survives a killed process (the WAL is in the O
 power cut.
 
 Results are stored compactly: the runner passes ``model_dump(exclude_defaults=True)`` (a field at its
-default is left out and restored by ``model_validate``), written without whitespace.
+default is left out and restored by ``model_validate``), written without whitespace; offline units'
+results arrive already as such text (``stored_json``: pydantic's serializer, a third of the cost).
 
 ``version`` (meta key ``store_version``) grows with every group written; ``agentjudge run`` records the
 version its exported files were built from, so a re-run of a finished grid can tell that nothing changed.
@@ -38,7 +39,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
 Stage = Literal["predict", "judge"]
 Status = Literal["done", "failed"]
@@ -127,6 +131,33 @@ class UnitRow:
     result: Any  # decoded JSON, or None
     error: str | None
     attempts: int
+
+
+def stored_json(model: BaseModel) -> str:
+    """A result as the store keeps it (``model_dump(exclude_defaults=True)``, compact JSON) in one call
+    of pydantic's serializer. It reads back (``json.loads``) as the same values as ``json.dumps`` of the
+    dump: key order, defaults left out, NaN and infinities as Python spells them (the model must say
+    ``ser_json_inf_nan="constants"``; pydantic's default writes null); the text may differ (non-ASCII
+    characters unescaped, ``1e-7`` for ``1e-07``). A string pydantic cannot encode (a lone surrogate)
+    takes ``json.dumps``, which escapes it."""
+    try:
+        return model.model_dump_json(exclude_defaults=True)
+    except PydanticSerializationError:
+        return json.dumps(model.model_dump(mode="json", exclude_defaults=True), separators=(",", ":"))
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def from_stored(model: type[M], text: str) -> M:
+    """A stored result read back as ``model``, by pydantic's JSON parser (no ``json.loads`` first: ~40 %
+    less time). Its parser refuses a lone surrogate escape that ``json.loads`` accepts (a model's odd
+    output, stored by ``json.dumps``): such text, or any text it refuses, is read as before, which
+    raises as before when the text is really invalid."""
+    try:
+        return model.model_validate_json(text)
+    except ValidationError:
+        return model.model_validate(json.loads(text))
 
 
 def now() -> str:
