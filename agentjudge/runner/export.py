@@ -167,27 +167,35 @@ def judgment_table(
     that are the same for every row of a unit are converted to Arrow once per unit and repeated by Arrow
     (``take``): converting each row's Python values was most of the export's time. A table of at most
     ``SMALL_TABLE_ROWS`` rows repeats them in Python instead (cheaper than importing pyarrow.compute).
+    The per-row columns are extended a unit at a time, not appended row by row: the references once per
+    prediction, the verdicts and rationales once per decoded result (the decoder hands out one object per
+    distinct text: the constant baselines' one result, a condition-blind judge's per prediction); a fifth
+    of the export's time. ``tests/test_judgment_rows.py`` holds the table to a row-by-row reading.
     ``unit_rows`` gets the rows of each unit (for cutting row groups at unit boundaries).
     """
-    per_unit: dict[str, list[Any]] = {name: [] for name in _UNIT_COLUMNS}
+    unit_values: list[tuple[Any, ...]] = []  # per unit, its _UNIT_COLUMNS' values (columns made at the end)
     per_row: dict[str, list[Any]] = {name: [] for name in _ROW_COLUMNS}
     repeats: list[int] = []
-    unit_cols = [per_unit[name] for name in _UNIT_COLUMNS]
     fields = {m: _FIELD[m] for m in METRICS}
     metric_col, reference_col, verdict_col = per_row["metric"], per_row["reference"], per_row["verdict"]
     mode_col, rationale_col = per_row["scoring_mode"], per_row["rationale"]
     last_scores: dict[ScoringMode, Score] | None = None
-    refs: dict[tuple[str, str], float] = {}
+    refs: tuple[float, ...] = ()
+    outcome_refs: tuple[float, ...] | None = None
+    modes: tuple[ScoringMode, ...] = ()
+    shape: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    shape_outcome = shape
+    # (id of a decoded result, ok, metrics, modes) -> its rows' verdicts and rationales; the key's result
+    # is alive while this runs (held by `units`), so its id is not reused
+    row_values: dict[tuple[Any, ...], tuple[tuple[float | None, ...], tuple[str, ...]]] = {}
     for unit in units:
         key = unit.key
         mode_scores = scores.get((key.record_id, key.generator, key.generator_trial))
         if mode_scores is None:  # the prediction behind it is no longer in the store; nothing to compare to
             continue
         record, difficulty = data.locate(key.record_id)
-        result: dict[str, Any] = unit.result or {}
+        result: dict[str, Any] = unit.result or _NO_RESULT
         ok = unit.status == "done" and bool(result)
-        verdicts = result.get("verdicts") or {}
-        mode_verdicts = result.get("mode_verdicts") or {}
         rationales = result.get("rationales") or {}
         error = None if ok else (unit.error or result.get("error") or "failed")
         parse_ok = bool(ok and result.get("parse_ok"))
@@ -216,37 +224,39 @@ def judgment_table(
             error,
             rationales.get("_structured_output") == "1",
         )
-        for column, value in zip(unit_cols, values, strict=True):
-            column.append(value)
-        modes = sorted(mode_scores)
-        state = mode_scores[modes[0]].state_match
-        # trajectory conditions: a fifth row per mode, the outcome verdict against state_match (issue 14)
-        metrics = (
-            (*METRICS, "outcome") if key.condition in TRAJECTORY_CONDITIONS and state is not None else METRICS
-        )
-        repeats.append(len(metrics) * len(modes))
+        unit_values.append(values)
         if mode_scores is not last_scores:  # a prediction's judge units are adjacent in coordinate order
             last_scores = mode_scores
-            refs = {
-                (metric, mode): float(getattr(mode_scores[mode], fields[metric]))
-                for metric in METRICS
-                for mode in modes
-            }
-        for metric in metrics:
-            rationale = rationales.get(metric, "")
-            for mode in modes:
-                if metric == "outcome":
-                    verdict, ref = (result.get("outcome") if ok else None), float(bool(state))
-                else:
-                    verdict = mode_verdicts.get(mode, verdicts).get(metric) if ok else None
-                    ref = refs[(metric, mode)]
-                metric_col.append(metric)
-                reference_col.append(ref)
-                verdict_col.append(None if verdict is None else float(verdict))
-                mode_col.append(mode)
-                rationale_col.append(rationale)
+            modes = tuple(sorted(mode_scores))
+            state = mode_scores[modes[0]].state_match
+            refs = tuple(float(getattr(mode_scores[mode], fields[m])) for m in METRICS for mode in modes)
+            # trajectory conditions: a fifth row per mode, the outcome verdict against state_match (issue 14)
+            outcome_refs = (float(bool(state)),) * len(modes) if state is not None else None
+            shape, shape_outcome = _shape(METRICS, modes), _shape((*METRICS, "outcome"), modes)
+        with_outcome = outcome_refs is not None and key.condition in TRAJECTORY_CONDITIONS
+        metrics, (metric_names, mode_names) = (
+            ((*METRICS, "outcome"), shape_outcome) if with_outcome else (METRICS, shape)
+        )
+        repeats.append(len(metric_names))
+        metric_col.extend(metric_names)
+        mode_col.extend(mode_names)
+        reference_col.extend(refs)
+        if with_outcome:
+            reference_col.extend(outcome_refs)  # type: ignore[arg-type]
+        # a unit's verdicts and rationales in row order, worked out once per decoded result (the constant
+        # baselines repeat one result; condition-blind ones one per prediction)
+        verdict_rows, rationale_rows = remembered(
+            row_values,
+            (id(result), ok, metrics, modes),
+            _DECODED_HELD,
+            partial(_row_values, result, ok, metrics, modes),
+        )
+        verdict_col.extend(verdict_rows)
+        rationale_col.extend(rationale_rows)
     if unit_rows is not None:
         unit_rows.extend(repeats)
+    transposed = zip(*unit_values, strict=True) if unit_values else ([] for _ in _UNIT_COLUMNS)
+    per_unit = dict(zip(_UNIT_COLUMNS, map(list, transposed), strict=True))
     if sum(repeats) <= SMALL_TABLE_ROWS:
         columns = {
             name: pa.array(
@@ -265,6 +275,35 @@ def judgment_table(
         (name, pa.array(values, type=JUDGMENT_SCHEMA.field(name).type)) for name, values in per_row.items()
     )
     return pa.Table.from_arrays([columns[name] for name in JUDGMENT_SCHEMA.names], schema=JUDGMENT_SCHEMA)
+
+
+_NO_RESULT: dict[str, Any] = {}
+
+
+def _shape(metrics: tuple[str, ...], modes: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The metric and scoring-mode columns of a unit's rows: every mode of a metric, metric by metric."""
+    return tuple(m for m in metrics for _ in modes), modes * len(metrics)
+
+
+def _row_values(
+    result: dict[str, Any], ok: bool, metrics: tuple[str, ...], modes: tuple[str, ...]
+) -> tuple[tuple[float | None, ...], tuple[str, ...]]:
+    """A unit's verdicts and rationales in the row order of ``_shape``: a failed or empty result has no
+    verdicts; a mode without verdicts of its own takes the result's (only oracles have per-mode ones)."""
+    verdicts = result.get("verdicts") or {}
+    mode_verdicts = result.get("mode_verdicts") or {}
+    rationales = result.get("rationales") or {}
+    rows: list[float | None] = []
+    for metric in metrics:
+        for mode in modes:
+            if not ok:
+                verdict = None
+            elif metric == "outcome":
+                verdict = result.get("outcome")
+            else:
+                verdict = mode_verdicts.get(mode, verdicts).get(metric)
+            rows.append(None if verdict is None else float(verdict))
+    return tuple(rows), tuple(rationales.get(m, "") for m in metrics for _ in modes)
 
 
 def write_judgments(
