@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
@@ -93,9 +93,12 @@ def temperature_value(key: str) -> float | None:
     return None if key in ("default", "") else float(key)
 
 
-@dataclass(frozen=True, order=True, slots=True)  # slots: a paper grid holds ~10^6 of them
-class UnitKey:
-    """Full coordinates of one unit. Predict units leave the judge coordinates empty."""
+class UnitKey(NamedTuple):
+    """Full coordinates of one unit. Predict units leave the judge coordinates empty.
+
+    A named tuple (equal, hashed and ordered as the tuple of its fields, as the frozen dataclass it was):
+    a paper grid makes, hashes, looks up and sorts millions of them, and a tuple's are C calls (~3x
+    faster to make, ~4x to hash and compare than a dataclass's)."""
 
     stage: Stage
     record_id: str
@@ -110,18 +113,7 @@ class UnitKey:
 
     def row(self) -> tuple[Any, ...]:
         """The values of ``_KEY_COLUMNS``, in that order."""
-        return (
-            self.stage,
-            self.record_id,
-            self.difficulty,
-            self.generator,
-            self.generator_trial,
-            self.judge,
-            self.condition,
-            self.variant,
-            self.temperature,
-            self.trial,
-        )
+        return tuple(self)
 
 
 @dataclass(frozen=True)
