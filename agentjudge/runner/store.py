@@ -36,13 +36,11 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError
 
 Stage = Literal["predict", "judge"]
 Status = Literal["done", "failed"]
@@ -116,8 +114,9 @@ class UnitKey(NamedTuple):
         return tuple(self)
 
 
-@dataclass(frozen=True)
-class UnitRow:
+class UnitRow(NamedTuple):
+    """A stored unit, its result decoded (a named tuple, as ``UnitKey``: the export makes one per unit)."""
+
     key: UnitKey
     status: Status
     result: Any  # decoded JSON, or None
@@ -134,7 +133,7 @@ def stored_json(model: BaseModel) -> str:
     takes ``json.dumps``, which escapes it."""
     try:
         return model.model_dump_json(exclude_defaults=True)
-    except PydanticSerializationError:
+    except ValueError:  # pydantic_core.PydanticSerializationError
         return json.dumps(model.model_dump(mode="json", exclude_defaults=True), separators=(",", ":"))
 
 
