@@ -553,3 +553,53 @@ def test_a_condition_blind_baseline_is_asked_once_per_prediction_with_the_same_a
             )
             stored.append([(*row[:5], json.loads(row[5]), row[6]) for row in rows])
     assert stored[0] == stored[1]
+
+
+def test_the_small_files_are_written_while_the_judgments_children_work(tmp_path: Path) -> None:
+    """``write_judgments``' ``meanwhile`` (predictions and scores parquet) runs on a thread started after the
+    children are forked, and inline with one process; the judgments file is the same either way; what it
+    raises is raised by ``write_judgments``, which then leaves no file behind."""
+    import threading
+
+    from agentjudge.runner.store import RangeReader
+
+    pipe = _pipeline(tmp_path / "src", 1, limit=3)
+    assert run_cli(pipe, tmp_path / "src" / "run") == 0
+    reader = RangeReader(tmp_path / "src" / "run" / "run.sqlite", "judge")
+    raw = reader((None, None))
+    reader.close()
+    data = grid.Dataset(read_records(MINI, limit=3))
+    from agentjudge.runner.pipeline import load_pipeline
+
+    p = load_pipeline(pipe)
+    store = grid.RunStore(tmp_path / "src" / "run" / "run.sqlite")
+    try:
+        preds = {
+            r.key: grid.Prediction.model_validate(r.result) for r in store.iter_units("predict") if r.result
+        }
+    finally:
+        store.close()
+    from agentjudge.runner.work import compute_scores
+
+    scores = compute_scores(data, preds, p.scoring_modes, p.lenient)
+    args = (data, scores, {v.key: v for v in p.prompt_variants}, {j.display_name: j for j in p.judges})
+    batches = [raw[i : i + 20] for i in range(0, len(raw), 20)]
+    ran: list[tuple[int, bool]] = []
+
+    def meanwhile() -> None:
+        ran.append((workers, threading.current_thread() is threading.main_thread()))
+
+    written = []
+    for workers in (1, 2):
+        path = tmp_path / f"j{workers}.parquet"
+        export.write_judgments(path, batches, None, *args, chunk=40, workers=workers, meanwhile=meanwhile)
+        written.append(path.read_bytes())
+    assert ran == [(1, True), (2, False)] and written[0] == written[1]
+
+    def broken() -> None:
+        raise OSError("disk full while writing predictions.parquet")
+
+    path = tmp_path / "broken.parquet"
+    with pytest.raises(OSError, match="disk full"):
+        export.write_judgments(path, batches, None, *args, chunk=40, workers=2, meanwhile=broken)
+    assert not path.exists() and not list(tmp_path.glob(".broken.parquet*"))

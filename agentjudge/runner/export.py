@@ -17,6 +17,7 @@ import hashlib
 import json
 import math
 import os
+import threading
 from collections.abc import Callable, Iterable
 from functools import partial
 from itertools import chain, repeat
@@ -306,6 +307,41 @@ def _row_values(
     return tuple(rows), tuple(rationales.get(m, "") for m in metrics for _ in modes)
 
 
+class _Meanwhile:
+    """``work`` on a thread while this process waits for the export's children (their tables arrive
+    pickled; the wait releases the interpreter lock), or inline: at most once either way. ``join`` waits
+    for it and raises what it raised. The thread starts only after the children are forked (``in_chunks``'
+    ``forked``): a thread running across a fork could leave a lock held in a child."""
+
+    def __init__(self, work: Callable[[], None] | None) -> None:
+        self.work = work
+        self.thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        work, self.work = self.work, None
+        if work is None:
+            return
+        try:
+            work()
+        except BaseException as exc:  # noqa: BLE001 - handed to join, which raises it in the caller
+            self.error = exc
+
+    def start(self) -> None:
+        if self.work is not None and self.thread is None:
+            self.thread = threading.Thread(target=self.run, name="agentjudge-export", daemon=False)
+            self.thread.start()
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+        else:
+            self.run()  # never started (no child was forked): here, now
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+
+
 def write_judgments(
     path: Path,
     batches: Iterable[Any],
@@ -317,6 +353,7 @@ def write_judgments(
     chunk: int = EXPORT_ROW_GROUP,
     workers: int = 1,
     read: Callable[[Any], list[tuple[Any, ...]]] | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> None:
     """Stream the store's raw judge rows in coordinate order into judgments.parquet, ``chunk`` wanted units
     per row group (``wanted`` None: every stored unit is wanted; the caller counted them). ``batches``
@@ -358,7 +395,10 @@ def write_judgments(
                 rest = table.slice(rows)
                 tables, counts = ([rest] if rest.num_rows else []), counts[units:]
 
-            answers = in_chunks(workers, build, batches, small_payloads=read is not None)
+            side = _Meanwhile(meanwhile)
+            if workers <= 1:
+                side.run()  # no children: first, in this process (as before there was a `meanwhile`)
+            answers = in_chunks(workers, build, batches, small_payloads=read is not None, forked=side.start)
             try:
                 for table, unit_counts in answers:
                     if unit_counts:
@@ -368,6 +408,7 @@ def write_judgments(
                         cut(chunk)
             finally:
                 answers.close()
+                side.join()  # raises what `meanwhile` raised (after the children are ended)
             if not tables:
                 tables = [JUDGMENT_SCHEMA.empty_table()]
             cut(len(counts))
@@ -451,11 +492,14 @@ def export_run(
     """Write the three parquet files and meta.json (each atomically); ``judge_batches`` and ``read`` are
     those of ``write_judgments``, turned into tables by ``workers`` processes. A file named in ``keep``
     (``current_files``) is left as it is."""
-    if "predictions.parquet" not in keep:
-        rows = prediction_rows(predict_units, simulated)
-        write_table(rundir / "predictions.parquet", rows, PREDICTION_SCHEMA)
-    if "scores.parquet" not in keep:
-        write_table(rundir / "scores.parquet", score_rows(data, scores), SCORE_SCHEMA)
+
+    def small_files() -> None:  # while the judgments' children work (write_judgments' `meanwhile`)
+        if "predictions.parquet" not in keep:
+            rows = prediction_rows(predict_units, simulated)
+            write_table(rundir / "predictions.parquet", rows, PREDICTION_SCHEMA)
+        if "scores.parquet" not in keep:
+            write_table(rundir / "scores.parquet", score_rows(data, scores), SCORE_SCHEMA)
+
     write_judgments(
         rundir / "judgments.parquet",
         judge_batches,
@@ -467,5 +511,6 @@ def export_run(
         chunk=row_group,
         workers=workers,
         read=read,
+        meanwhile=small_files,
     )
     write_json(rundir / "meta.json", meta)

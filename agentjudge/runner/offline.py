@@ -413,15 +413,23 @@ def in_chunks_unordered(
 
 
 def in_chunks(
-    size: int, compute: Callable[[Any], Any], payloads: Iterable[Any], small_payloads: bool = True
+    size: int,
+    compute: Callable[[Any], Any],
+    payloads: Iterable[Any],
+    small_payloads: bool = True,
+    forked: Callable[[], None] | None = None,
 ) -> Generator[Any, None, None]:
     """``compute(payload)`` for every payload, in order: in ``size`` forked children (``ChunkPool``; two
     payloads in flight per child when they are ``small_payloads``, else one), or in this process when
-    ``size`` is 1. The children are ended when the iteration ends or is abandoned."""
+    ``size`` is 1. The children are ended when the iteration ends or is abandoned. ``forked`` is called
+    once the children exist, before the first answer is awaited (a thread may start then: none runs
+    across the forks)."""
     if size <= 1:
         yield from (compute(p) for p in payloads)
         return
     pool = ChunkPool(size, compute, depth=2 if small_payloads else 1)
+    if forked is not None:
+        forked()
     try:
         yield from pool.map(payloads)
     finally:
