@@ -168,10 +168,12 @@ class CallCache:
     def put(self, key: str, model: str, response: dict[str, Any] | str) -> None:
         """Store (or overwrite) one successful answer: a dict, or its JSON text as the client has it."""
         text = response if isinstance(response, str) else canonical_json(response)
+        # an upsert, not INSERT OR REPLACE with the hits read back: the same row (hits kept), without a
+        # delete and re-insert of the row and its index entries (~10 µs of the ~60 µs commit per answer)
         self._conn().execute(
-            "INSERT OR REPLACE INTO calls(key, model, created, response, hits) VALUES (?, ?, ?, ?, "
-            "COALESCE((SELECT hits FROM calls WHERE key = ?), 0))",
-            (key, model, time.time(), text, key),
+            "INSERT INTO calls(key, model, created, response) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO "
+            "UPDATE SET model = excluded.model, created = excluded.created, response = excluded.response",
+            (key, model, time.time(), text),
         )
 
     def __len__(self) -> int:
