@@ -102,14 +102,11 @@ def _canonical_request(request: dict[str, Any]) -> str:
     messages = request.get("messages")
     if type(messages) is not list or not all(type(key) is str for key in request):
         return canonical_json(request)
-    parts = []
-    for key in sorted(request):
-        if key == "messages":
-            value = "[" + ",".join(map(_canonical_message, messages)) + "]"
-        else:
-            value = canonical_json(request[key])
-        parts.append(_ESCAPE(key) + ":" + value)
-    return "{" + ",".join(parts) + "}"
+    # the other fields in two dumps, those sorted before "messages" and those after, joined around it
+    before = canonical_json({k: v for k, v in request.items() if k < "messages"})[:-1]
+    after = canonical_json({k: v for k, v in request.items() if k > "messages"})[1:]
+    text = '"messages":[' + ",".join(map(_canonical_message, messages)) + "]"
+    return before + ("," if len(before) > 1 else "") + text + ("," if len(after) > 1 else "") + after
 
 
 def _canonical_message(message: Any) -> str:
