@@ -101,6 +101,7 @@ def reload_templates() -> None:
     _SYSTEM.clear()
     _INSTRUCTIONS.clear()
     _RENDERED.clear()
+    _TOOL_BLOCKS.clear()
 
 
 def load_template(name: str) -> str:
@@ -345,14 +346,7 @@ def _record_part(request: JudgeRequest, tool_rendering: ToolRendering) -> str:
     text = fill(
         "user_record.md",
         {
-            # the tools block is the same for every task of a record (its difficulties differ in the query)
-            "tools": _rendered(
-                f"tools_{tool_rendering}",
-                tools,
-                lambda items: block(
-                    TAG_TOOLS, _json_lines([_tool_payload(t, tool_rendering) for t in items])
-                ),
-            ),
+            "tools": _tools_block(request.task.base_id, tools, tool_rendering),
             "query": block(TAG_QUERY, safe_json(request.task.query)),
         },
     )
@@ -360,6 +354,24 @@ def _record_part(request: JudgeRequest, tool_rendering: ToolRendering) -> str:
         _RECORD_PARTS.clear()
     _RECORD_PARTS[key] = (tools, text)
     share_prefix(text)
+    return text
+
+
+# (base record id, rendering) -> (the tool list, its block). The tools block is the same for every task of a
+# record (its difficulties differ in the query): rendered once per record, also in a worker process, which
+# receives each task's tools as objects of their own (a hit is the same list or an equal one).
+_TOOL_BLOCKS: dict[tuple[str, str], tuple[Any, str]] = {}
+
+
+def _tools_block(base_id: str, tools: list[ToolSchema], tool_rendering: ToolRendering) -> str:
+    key = (base_id, tool_rendering)
+    hit = _TOOL_BLOCKS.get(key)
+    if hit is not None and (hit[0] is tools or hit[0] == tools):
+        return hit[1]
+    text = block(TAG_TOOLS, _json_lines([_tool_payload(t, tool_rendering) for t in tools]))
+    if len(_TOOL_BLOCKS) >= _RECORD_PARTS_MAX:
+        _TOOL_BLOCKS.clear()
+    _TOOL_BLOCKS[key] = (tools, text)
     return text
 
 
