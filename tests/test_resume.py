@@ -300,8 +300,9 @@ def test_store_commits_fast_units_in_groups_and_close_commits_the_rest(tmp_path:
 def test_units_of_model_calls_are_committed_in_groups_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Units finishing every 10 ms (model calls) share a commit: a group stays open at least a quarter of
-    ``flush_interval_s``, however cheap its commit; and none waits longer than ``flush_interval_s``."""
+    """Units finishing every 10 ms (model calls) share a commit: a small group stays open at least a quarter
+    of ``flush_interval_s``, however cheap its commit; none waits longer than ``flush_interval_s``; fast units
+    are committed by the commit's cost alone once a group has ``MIN_GROUP_UNITS``."""
     from agentjudge.runner import store as store_module
 
     clock = [1000.0]
@@ -316,6 +317,11 @@ def test_units_of_model_calls_are_committed_in_groups_too(
     clock[0] += 0.2
     store.flush_if_due()  # the runner's timer
     assert store.pending == 0
+    before = store.flushes
+    for i in range(21, 121):  # fast units (0.1 ms apart): a group of 8 is committed as before, not held
+        clock[0] += 0.0001
+        store.finish(_key(i), "done", {"i": i}, None, "t0")
+    assert store.flushes - before == 100 // 8, store.flushes - before
 
 
 _KILL_ONE_OPEN_GROUP = """
