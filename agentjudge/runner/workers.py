@@ -153,7 +153,11 @@ def _request_frame(message: tuple[Any, ...], tokens: _TaskTokens, known: set[str
     for item in payload:
         if type(item) is Task:
             item = _TaskRef(token(tokens.of(item), item))
-        elif isinstance(item, BaseModel) and type(getattr(item, "task", None)) is Task:
+        elif (  # set in place on the worker's side: not for a frozen model (pickled whole, as any other)
+            isinstance(item, BaseModel)
+            and type(getattr(item, "task", None)) is Task
+            and not item.model_config.get("frozen")
+        ):
             steps = getattr(item, "gt", None)
             gt = token(tokens.of_steps(steps), tuple(steps)) if type(steps) is list and steps else None
             blank = {"task": None, "gt": None} if gt is not None else {"task": None}
