@@ -73,6 +73,17 @@ def test_get_put_hits_stats_clear(tmp_path: Path) -> None:
     assert cache.clear() == 1 and len(cache) == 0
 
 
+def test_put_again_replaces_the_answer_and_keeps_the_hits(tmp_path: Path) -> None:
+    """An overwrite (an unreadable entry asked again) replaces model, time and answer; the hit count stays."""
+    cache = CallCache(tmp_path / "c.sqlite")
+    cache.put("k", "model-a", {"text": "old"})
+    assert cache.get("k") == {"text": "old"} and cache.get("k") is not None
+    cache.put("k", "model-b", '{"text":"new"}')
+    assert cache.get("k") == {"text": "new"}
+    assert cache.stats()["per_model"] == {"model-b": {"entries": 1, "hits": 3}}
+    assert len(cache) == 1
+
+
 def test_concurrent_writers_threads(tmp_path: Path) -> None:
     cache = CallCache(tmp_path / "c.sqlite")
     errors: list[BaseException] = []

@@ -297,6 +297,33 @@ def test_store_commits_fast_units_in_groups_and_close_commits_the_rest(tmp_path:
     assert result == '{"verdicts":{"tool":1.0},"parse_ok":true}'  # compact: no whitespace
 
 
+def test_units_of_model_calls_are_committed_in_groups_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Units finishing every 10 ms (model calls) share a commit: a small group stays open at least a quarter
+    of ``flush_interval_s``, however cheap its commit; none waits longer than ``flush_interval_s``; fast units
+    are committed by the commit's cost alone once a group has ``MIN_GROUP_UNITS``."""
+    from agentjudge.runner import store as store_module
+
+    clock = [1000.0]
+    monkeypatch.setattr(store_module.time, "monotonic", lambda: clock[0])
+    store = store_module.RunStore(tmp_path / "run.sqlite")  # flush_interval_s 0.2
+    for i in range(20):
+        clock[0] += 0.01
+        store.finish(_key(i), "done", {"i": i}, None, "t0")
+    assert 3 <= store.flushes <= 5, store.flushes  # 200 ms of units: a commit per 50 ms, not 20
+    clock[0] += 0.01
+    store.finish(_key(20), "done", {"i": 20}, None, "t0")
+    clock[0] += 0.2
+    store.flush_if_due()  # the runner's timer
+    assert store.pending == 0
+    before = store.flushes
+    for i in range(21, 121):  # fast units (0.1 ms apart): a group of 8 is committed as before, not held
+        clock[0] += 0.0001
+        store.finish(_key(i), "done", {"i": i}, None, "t0")
+    assert store.flushes - before == 100 // 8, store.flushes - before
+
+
 _KILL_ONE_OPEN_GROUP = """
 import os, signal, sys
 from agentjudge.runner.store import RunStore, UnitKey

@@ -87,12 +87,46 @@ def test_a_task_crosses_the_pipe_once_per_worker() -> None:
         assert message == (n, "judge", "j", (request,))
     # the second request of the same task (a new Task object, equal content) travels without it
     assert sizes[1] < sizes[0] - len(pickle.dumps(requests[0].task)) // 2
-    assert len(sent_a) == len(held_a) == 3  # first:easy, first:hard, second:easy
+    assert len(sent_a) == len(held_a) == 4  # first:easy, first:hard, second:easy; first's GT steps
     # another worker has none of them: its first request carries the task again
     sent_b: set[str] = set()
     frame = workers._request_frame((9, "judge", "j", (requests[1],)), tokens, sent_b)
     assert workers._read_request(pickle.loads(frame[4:]), {})[3][0] == requests[1]
     assert len(frame) > sizes[1]
+
+
+def test_a_records_gt_steps_cross_the_pipe_once_and_stay_the_same_objects() -> None:
+    """A judge request's GT steps (a record's) travel once per worker, like its task: later requests showing
+    them arrive with the very steps the worker already holds (the judge prompt's memos, keyed by their
+    identity, hit in the worker too) and equal to what was sent; a request without GT is unchanged."""
+    from agentjudge.dataset.layout import read_records
+    from agentjudge.runner.work import Dataset
+    from agentjudge.types import JudgeRequest, ToolCall
+
+    data = Dataset(read_records(Path(__file__).parents[1] / "data" / "mini" / "records.jsonl", limit=2))
+    first, second = data.records
+    calls = [ToolCall(name="f", arguments={"x": 1})]
+    requests = [
+        JudgeRequest(task=data.task(first, "easy"), calls=calls, gt=first.gt, condition="with_gt"),
+        JudgeRequest(task=data.task(first, "hard"), calls=[], gt=first.gt, condition="with_gt"),
+        JudgeRequest(task=data.task(second, "easy"), calls=[], gt=first.gt, condition="swapped_gt"),
+        JudgeRequest(task=data.task(second, "easy"), calls=calls, gt=None, condition="without_gt"),
+    ]
+    tokens = workers._TaskTokens()
+    sent: set[str] = set()
+    held: dict[str, Any] = {}
+    arrived = []
+    for n, request in enumerate(requests):
+        frame = workers._request_frame((n, "judge", "j", (request,)), tokens, sent)
+        message = workers._read_request(pickle.loads(frame[4:]), held)
+        assert message == (n, "judge", "j", (request,))
+        arrived.append(message[3][0])
+        if n == 1:  # the steps were sent with the first request: not again
+            assert len(frame) < len(pickle.dumps(request)) - len(pickle.dumps(first.gt)) // 2
+    assert all(a is b for a, b in zip(arrived[1].gt, arrived[0].gt, strict=True))
+    assert all(a is b for a, b in zip(arrived[2].gt, arrived[0].gt, strict=True))
+    assert arrived[1].gt is not arrived[0].gt  # a list of its own, as every request has
+    assert arrived[3].gt is None and arrived[3].calls == calls
 
 
 class _Pipe:

@@ -123,8 +123,10 @@ def _norm_key(key: str) -> str:
 _KEY_AFFIX = re.compile(r"^(?:score|verdict|rating)_|_(?:verdict|score|rating|grade|value|accuracy)$")
 
 
+@lru_cache(maxsize=4096)
 def _metric_of(key: str) -> Metric | None:
-    """The metric a key names: a synonym, else one with a score/verdict affix removed ("tool_score")."""
+    """The metric a key names: a synonym, else one with a score/verdict affix removed ("tool_score").
+    Remembered like ``_norm_key`` (a key that names no metric, "overall", costs a regex substitution)."""
     normed = _norm_key(key)
     return _KEY_TO_METRIC.get(normed) or _KEY_TO_METRIC.get(_KEY_AFFIX.sub("", normed))
 
@@ -371,7 +373,9 @@ def _from_object(
         metric = _metric_of(key)
         if metric and metric not in rationales:
             rationales[metric] = text.strip()
-    for source in (holder if isinstance(holder, dict) else {}, obj):
+    # the holder first, then the whole object (once when they are the same dict: a second pass over it
+    # would find what the first found)
+    for source in (holder, obj) if isinstance(holder, dict) and holder is not obj else (obj,):
         for key, value in source.items():
             if _norm_key(key) in _OVERALL_KEYS and "overall" not in rationales:
                 overall = value if isinstance(value, str) else _entry_value(value)[1] or json.dumps(value)

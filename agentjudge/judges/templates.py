@@ -29,6 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from agentjudge.models.cache import share_prefix
 from agentjudge.types import GTStep, JudgeRequest, PromptFamily, PromptVariant, ToolCall, ToolSchema
 
 PROMPTS_ENV = "AGENTJUDGE_PROMPTS"
@@ -100,6 +101,7 @@ def reload_templates() -> None:
     _SYSTEM.clear()
     _INSTRUCTIONS.clear()
     _RENDERED.clear()
+    _TOOL_BLOCKS.clear()
 
 
 def load_template(name: str) -> str:
@@ -249,6 +251,7 @@ def system_prompt(variant: PromptVariant, condition: str | None = None) -> str:
         if key[1] == "three_level":
             parts.append(load_template("rubric_three_level.md"))
         text = _SYSTEM[key] = "\n\n".join(parts)
+    share_prefix(text)  # the whole system message of every call: its cache-key escaping is done once
     return text
 
 
@@ -338,17 +341,37 @@ def _record_part(request: JudgeRequest, tool_rendering: ToolRendering) -> str:
     key = (request.task.record_id, request.task.query, tool_rendering, prompts_dir())
     hit = _RECORD_PARTS.get(key)
     if hit is not None and (hit[0] is tools or hit[0] == tools):
+        share_prefix(hit[1])  # every user message on the record begins with it (``cache_key``)
         return hit[1]
     text = fill(
         "user_record.md",
         {
-            "tools": block(TAG_TOOLS, _json_lines([_tool_payload(t, tool_rendering) for t in tools])),
+            "tools": _tools_block(request.task.base_id, tools, tool_rendering),
             "query": block(TAG_QUERY, safe_json(request.task.query)),
         },
     )
     if len(_RECORD_PARTS) >= _RECORD_PARTS_MAX:
         _RECORD_PARTS.clear()
     _RECORD_PARTS[key] = (tools, text)
+    share_prefix(text)
+    return text
+
+
+# (base record id, rendering) -> (the tool list, its block). The tools block is the same for every task of a
+# record (its difficulties differ in the query): rendered once per record, also in a worker process, which
+# receives each task's tools as objects of their own (a hit is the same list or an equal one).
+_TOOL_BLOCKS: dict[tuple[str, str], tuple[Any, str]] = {}
+
+
+def _tools_block(base_id: str, tools: list[ToolSchema], tool_rendering: ToolRendering) -> str:
+    key = (base_id, tool_rendering)
+    hit = _TOOL_BLOCKS.get(key)
+    if hit is not None and (hit[0] is tools or hit[0] == tools):
+        return hit[1]
+    text = block(TAG_TOOLS, _json_lines([_tool_payload(t, tool_rendering) for t in tools]))
+    if len(_TOOL_BLOCKS) >= _RECORD_PARTS_MAX:
+        _TOOL_BLOCKS.clear()
+    _TOOL_BLOCKS[key] = (tools, text)
     return text
 
 

@@ -1,19 +1,20 @@
 """RUNDIR/run.sqlite: every unit of work of a grid, keyed by its full coordinates.
 
-Why SQLite: a grid is tens of thousands of independent model calls that may be interrupted (Ctrl-C, a
-crashed laptop, a provider outage). Finished units are committed in groups (group commit): ``finish``
-buffers a unit, and the buffer is written in one transaction once the time since the last commit is ten
-times what that commit took, and at the latest after ``flush_interval_s`` (200 ms); the runner checks on
-a timer while calls are in flight (``runner.offline``: after each chunk, with ``finish_encoded``: its
-results arrive as JSON text, with the chunk's start and end as the units' timestamps), and ``close``
-commits the rest on exit or Ctrl-C. So when units are
-rare (API calls) a group is usually one unit, and when they are fast (in-process baselines, thousands a
-second) groups grow until committing costs ~10 % of the time: a commit per unit was 46 % of a large
-offline grid's judge stage. A killed process loses at most the units of the last open group: they are
-not in the store, so a re-run runs them again; a unit is stored under its full coordinates (the primary
-key), so nothing finished is ever stored twice. ``synchronous=
-NORMAL`` keeps a commit cheap; it survives a killed process (the WAL is in the OS's page cache), not a
-power cut.
+Why SQLite: a grid is tens of thousands of independent model calls that may be interrupted (Ctrl-C, a crashed
+laptop, a provider outage). Finished units are committed in groups (group commit): ``finish`` buffers a unit,
+and the buffer is written in one transaction once the time since the last commit is ten times what that commit
+took (but, while the group has fewer than 8 units, at least a quarter of ``flush_interval_s``:
+``MIN_GROUP_SHARE``, 50 ms), and at the latest after ``flush_interval_s`` (200 ms); the runner checks on a
+timer while calls are in flight (``runner.offline``: after each chunk, with ``finish_encoded``: its results
+arrive as JSON text, with the chunk's start and end as the units' timestamps), and ``close`` commits the rest
+on exit or Ctrl-C. So when units are rare (API calls) a group holds the units of 50 ms (a commit per API-call
+unit was ~120 µs of the runner's CPU, as much as building the prompt and the cache key together), and when
+they are fast (in-process baselines, thousands a second) groups grow until committing costs ~10 % of the time:
+a commit per unit was 46 % of a large offline grid's judge stage. A killed process loses at most the units of
+the last open group: they are not in the store, so a re-run runs them again (a model call's answer is in the
+call cache from the moment it arrives: run again, it is not paid twice); a unit is stored under its full
+coordinates (the primary key), so nothing finished is ever stored twice. ``synchronous=NORMAL`` keeps a commit
+cheap; it survives a killed process (the WAL is in the OS's page cache), not a power cut.
 
 Results are stored compactly: the runner passes ``model_dump(exclude_defaults=True)`` (a field at its
 default is left out and restored by ``model_validate``), written without whitespace; offline units'
@@ -122,6 +123,14 @@ class UnitRow(NamedTuple):
     result: Any  # decoded JSON, or None
     error: str | None
     attempts: int
+
+
+# A group of fewer than MIN_GROUP_UNITS units stays open at least this share of ``flush_interval_s`` (50
+# ms): units of model calls arrive every few ms to tens of ms, and a commit of one unit cost ~120 µs of CPU,
+# as much as the rest of the runner's own work on a judge call spends in several other places together.
+# Fast units (thousands a second) fill a group sooner and are committed as before.
+MIN_GROUP_SHARE = 0.25
+MIN_GROUP_UNITS = 8
 
 
 def stored_json(model: BaseModel) -> str:
@@ -235,7 +244,10 @@ class RunStore:
 
     def flush_if_due(self) -> None:
         """Commit the group when it is due (see the module docstring); cheap to call often."""
-        wait = min(self.flush_interval_s, 10 * self._flush_cost)
+        wait = 10 * self._flush_cost
+        if len(self._pending) < MIN_GROUP_UNITS:  # units arriving slowly: one commit for several of them
+            wait = max(wait, self.flush_interval_s * MIN_GROUP_SHARE)
+        wait = min(self.flush_interval_s, wait)
         if self._pending and time.monotonic() - self._last_flush >= wait:
             self.flush()
 

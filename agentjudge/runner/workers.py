@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import io
 import os
 import pickle
 import signal
@@ -45,8 +44,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from agentjudge.runner.engine import RemoteUnitError
-from agentjudge.types import ModelSettings, PromptFamily, Task
+from agentjudge.types import GTStep, ModelSettings, PromptFamily, Task
 
 _HEADER = struct.Struct("!I")
 MAX_DEFAULT_WORKERS = 8
@@ -88,60 +89,103 @@ def _frame(obj: Any) -> bytes:
     return _HEADER.pack(len(data)) + data
 
 
-class _TaskPickler(pickle.Pickler):
-    """Pickles a unit's payload with each ``Task`` (a record's tools, query and system prompt: ~85 % of a
-    judge request's bytes) replaced by a token; a task the worker has not seen yet is collected in ``new``
-    and sent once, in the same frame, ahead of the payload that refers to it."""
+@dataclass(frozen=True)
+class _TaskRef:
+    """A ``Task`` the worker holds, by its token (``_request_frame``)."""
 
-    def __init__(self, file: io.BytesIO, tokens: _TaskTokens, known: set[str]) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.tokens, self.known = tokens, known
-        self.new: dict[str, Task] = {}
+    token: str
 
-    def persistent_id(self, obj: Any) -> str | None:
-        if type(obj) is not Task:
-            return None
-        token = self.tokens.of(obj)
-        if token not in self.known:
-            self.new[token] = obj
-        return token
+
+@dataclass(frozen=True)
+class _WithTask:
+    """A ``JudgeRequest`` for the pipe: its ``task`` (and its GT steps, when it shows some) replaced by None,
+    put back by token on the worker's side."""
+
+    token: str
+    gt: str | None
+    model: Any
 
 
 class _TaskTokens:
-    """The parent's names for the tasks it has sent: one token per distinct task content. A task is known by
-    its record id, query and system prompt and the identity of its tool objects (a record's, shared by every
-    task built from it and alive, like the record, for the whole run); the table keeps each task it names,
-    so no identity is reused while the name is in use."""
+    """The parent's names for what it has sent: one token per distinct task content, one per record's GT
+    steps. A task is known by its record id, query and system prompt and the identity of its tool objects
+    (a record's, shared by every task built from it and alive, like the record, for the whole run); GT steps
+    by the identity of the steps (a record's too; a request holds a new list of them). The table keeps what
+    it names, so no identity is reused while the name is in use."""
 
     def __init__(self) -> None:
-        self._tokens: dict[tuple[Any, ...], tuple[str, Task]] = {}
+        self._tokens: dict[tuple[Any, ...], tuple[str, Any]] = {}
 
     def of(self, task: Task) -> str:
         key = (task.record_id, task.query, task.system_prompt, tuple(map(id, task.tools)))
+        return self._name(key, "t", task)
+
+    def of_steps(self, steps: list[GTStep]) -> str:
+        return self._name(("gt", *map(id, steps)), "g", tuple(steps))
+
+    def _name(self, key: tuple[Any, ...], kind: str, value: Any) -> str:
         known = self._tokens.get(key)
         if known is None:
-            known = self._tokens[key] = (f"t{len(self._tokens)}", task)
+            known = self._tokens[key] = (f"{kind}{len(self._tokens)}", value)
         return known[0]
 
 
 def _request_frame(message: tuple[Any, ...], tokens: _TaskTokens, known: set[str]) -> bytes:
-    """A request frame: ``(new tasks, payload pickle)``, the tasks this worker lacks sent once."""
-    buffer = io.BytesIO()
-    pickler = _TaskPickler(buffer, tokens, known)
-    pickler.dump(message)
-    known.update(pickler.new)
-    return _frame((pickler.new, buffer.getvalue()))
+    """A request frame: ``(new shared items, message)`` with each ``Task`` of the payload (a record's tools,
+    query and system prompt: ~85 % of a judge request's bytes) and a judge request's GT steps named by a
+    token; what this worker lacks is sent once, in ``new``, in the frame of the first payload that refers to
+    it. The worker then holds one copy of each: the judge prompt's memos, keyed by the identity of the GT
+    steps (``judges.templates``), hit there as they do here.
+
+    The payload's items are looked at, not pickled through a ``persistent_id`` hook: that hook is a Python
+    call for every object pickled (~300 for a judge request: ~20 µs of the parent's time per call with
+    ``workers: 2``). A task is a payload item (``predict``) or a payload item's ``task`` field (``judge``'s
+    request); one anywhere else is pickled whole (equal on arrival, only larger)."""
+    *head, payload = message
+    new: dict[str, Any] = {}
+
+    def token(name: str, value: Any) -> str:
+        if name not in known:
+            new[name] = value
+        return name
+
+    items = []
+    for item in payload:
+        if type(item) is Task:
+            item = _TaskRef(token(tokens.of(item), item))
+        elif (  # set in place on the worker's side: not for a frozen model (pickled whole, as any other)
+            isinstance(item, BaseModel)
+            and type(getattr(item, "task", None)) is Task
+            and not item.model_config.get("frozen")
+        ):
+            steps = getattr(item, "gt", None)
+            gt = token(tokens.of_steps(steps), tuple(steps)) if type(steps) is list and steps else None
+            blank = {"task": None, "gt": None} if gt is not None else {"task": None}
+            item = _WithTask(token(tokens.of(item.task), item.task), gt, item.model_copy(update=blank))  # type: ignore[attr-defined]
+        items.append(item)
+    frame = _frame((new, (*head, tuple(items))))
+    known.update(new)  # only once the frame exists: one that cannot be built is never sent
+    return frame
 
 
-def _read_request(frame: Any, tasks: dict[str, Task]) -> Any:
-    """The worker's side of ``_request_frame``: remember the new tasks, then unpickle the payload."""
+def _read_request(frame: Any, tasks: dict[str, Any]) -> Any:
+    """The worker's side of ``_request_frame``: remember the new shared items, then put them into the
+    payload."""
     if frame is None:
         return None
-    new, data = frame
+    new, (*head, payload) = frame
     tasks.update(new)
-    unpickler = pickle.Unpickler(io.BytesIO(data))
-    unpickler.persistent_load = tasks.__getitem__  # type: ignore[method-assign]
-    return unpickler.load()  # noqa: S301 - our own forked process
+    items = []
+    for item in payload:
+        if type(item) is _TaskRef:
+            item = tasks[item.token]
+        elif type(item) is _WithTask:  # a model just unpickled, this side's own: set in place
+            item.model.task = tasks[item.token]
+            if item.gt is not None:
+                item.model.gt = list(tasks[item.gt])  # a new list of the same steps, as in the parent
+            item = item.model
+        items.append(item)
+    return (*head, tuple(items))
 
 
 async def _read_frame(reader: asyncio.StreamReader) -> Any:
@@ -201,7 +245,7 @@ class _Worker:
     dead: str | None = None
     reaped: bool = False
     fds_closed: bool = False
-    tasks_sent: set[str] = field(default_factory=set)  # task tokens this worker holds (see _TaskPickler)
+    tasks_sent: set[str] = field(default_factory=set)  # task tokens this worker holds (_request_frame)
     outbox: _Outbox | None = None  # frames for this worker, written once per event-loop turn
 
 
@@ -391,7 +435,7 @@ async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int) -> None:
     client = ModelClient(cache=CallCache(spec.cache), read_cache=spec.read_cache)
     models = _build(spec, client)
     tasks: set[asyncio.Task[None]] = set()
-    known_tasks: dict[str, Task] = {}  # token -> task, as the parent sent them (_request_frame)
+    known_tasks: dict[str, Any] = {}  # token -> task or GT steps, as the parent sent them (_request_frame)
 
     async def handle(call_id: int, role: str, name: str, payload: Any) -> None:
         try:
