@@ -543,10 +543,7 @@ def _gt_trace(record: Record, env_factory: Callable[[Record], Any] | None) -> tu
     if env is None:
         return None, ()
     writes: list[int] = []
-    # an environment that compares its state in place (DomainEnvironment.state_equals) is copied after a
-    # write only, not after every step: the copies were a quarter of scoring's time
-    equals = getattr(env, "state_equals", None)
-    before = env.snapshot()
+    before = env.snapshot()  # copied again after a write only
     for i, step in enumerate(record.gt):
         try:
             env.execute(step.call)
@@ -554,16 +551,18 @@ def _gt_trace(record: Record, env_factory: Callable[[Record], Any] | None) -> tu
             raise ValueError(
                 f"record {record.id}: GT step {i} ({step.call.name}) fails to execute: {exc}"
             ) from exc
-        if equals is not None:
-            if not equals(before):
-                writes.append(i)
-                before = env.snapshot()
-            continue
-        after = env.snapshot()
-        if after != before:
+        if not _in_state(env, before):
             writes.append(i)
-        before = after
+            before = env.snapshot()
     return before, tuple(writes)
+
+
+def _in_state(env: Any, state: Any) -> bool:
+    """Whether ``env`` is in ``state`` (a snapshot): compared in place by an environment that can
+    (``DomainEnvironment.state_equals``), else through a snapshot. Copying the world only to compare it
+    was a large share of scoring's time (at the end state of every prediction and after every GT step)."""
+    equals = getattr(env, "state_equals", None)
+    return bool(equals(state) if equals is not None else env.snapshot() == state)
 
 
 def gt_end_state(record: Record, env_factory: Callable[[Record], Any] | None = None) -> dict[str, Any] | None:
@@ -630,8 +629,7 @@ def outcome(
                 done.append(i)
                 break
     share = len(done) / len(writes) if writes else None
-    equals = getattr(env, "state_equals", None)  # an environment may compare without a snapshot's copy
-    return bool(equals(target) if equals is not None else env.snapshot() == target), share, done
+    return _in_state(env, target), share, done
 
 
 def state_match(
