@@ -636,12 +636,17 @@ class _Grid:
         )
 
     @staticmethod
-    def _judged(res: JudgeResult) -> engine.Outcome:
-        result = res.model_dump(mode="json", exclude_defaults=True)  # compact; see store.py
+    def _judged(res: JudgeResult, encoded: bool = False) -> engine.Outcome:
+        """The unit's outcome: the result as its compact dump (see store.py), or, ``encoded`` (offline
+        units), as the store's JSON text already (``store.stored_json``: pydantic's serializer, a third of
+        the cost of dumping and then ``json.dumps``; it reads back as the same values,
+        ``tests/test_stored_json.py``)."""
+        result = None if encoded else res.model_dump(mode="json", exclude_defaults=True)
+        text = stored_json(res) if encoded else None
         if res.error is not None:
-            return engine.Outcome("failed", result, res.error, res.usage)
+            return engine.Outcome("failed", result, res.error, res.usage, text=text)
         note = res.rationales.get("_parse_problems") if not res.parse_ok else None
-        return engine.Outcome("done", result, None, res.usage, not res.parse_ok, note)
+        return engine.Outcome("done", result, None, res.usage, not res.parse_ok, note, text)
 
     async def judge(self, key: UnitKey) -> engine.Outcome:
         request = self._judge_request(key)
@@ -654,17 +659,6 @@ class _Grid:
         else:
             res = await self.judges[key.judge](request)
         return self._judged(res)
-
-    @staticmethod
-    def _judged_offline(res: JudgeResult) -> engine.Outcome:
-        """``_judged`` with the result encoded here as the store's JSON text, by pydantic's serializer:
-        a third of the cost of ``model_dump`` and ``json.dumps`` (most of what an offline unit cost besides
-        judging). The text reads back as the same values (``tests/test_stored_json.py``)."""
-        text = stored_json(res)
-        if res.error is not None:
-            return engine.Outcome("failed", None, res.error, res.usage, text=text)
-        note = res.rationales.get("_parse_problems") if not res.parse_ok else None
-        return engine.Outcome("done", None, None, res.usage, not res.parse_ok, note, text)
 
     def judge_offline(self, key: UnitKey) -> engine.Outcome:
         """``judge`` for a baseline or simulated judge, without an event loop (``runner.offline``).
@@ -679,25 +673,23 @@ class _Grid:
           conditions it is blind to; the runner works through a record's conditions one after the other
           (``work.prefix_order``), so the last few thousand answers are enough."""
         judge = self.judges[key.judge]
+
+        def ask() -> engine.Outcome:
+            return self._judged(offline.drive(judge(self._judge_request(key))), encoded=True)
+
         alike = getattr(judge, "answers_alike", None)
         if alike is not None and alike(key.condition):
             known = self._alike.get((key.judge, key.condition))
             if known is None:
-                known = self._judged_offline(offline.drive(judge(self._judge_request(key))))
-                self._alike[(key.judge, key.condition)] = known
+                known = self._alike[(key.judge, key.condition)] = ask()
             return known
         blind = getattr(judge, "condition_blind", None)
         if blind is not None and blind(key.condition):
             # every coordinate of the unit but its condition (the record id holds the difficulty)
             same: tuple[Any, ...] = (key.judge, key.record_id, key.generator, key.generator_trial)
             same += (key.variant, key.temperature, key.trial)
-            return remembered(
-                self._blind,
-                same,
-                _BLIND_HELD,
-                lambda: self._judged_offline(offline.drive(judge(self._judge_request(key)))),
-            )
-        return self._judged_offline(offline.drive(judge(self._judge_request(key))))
+            return remembered(self._blind, same, _BLIND_HELD, ask)
+        return ask()
 
     async def run(self, console: Console) -> tuple[list[UnitKey], list[UnitKey]]:
         """predict -> score -> judge; returns the planned units of both stages."""
@@ -802,10 +794,9 @@ class _Grid:
             resume_cache.code_fingerprint(),
         )
         keep = current_files(rundir, stamps, meta_store.get("exported_files"))  # e.g. after a judge retry
-        predict_rows = {}
-        if "predictions.parquet" not in keep:
-            for key, status, text, error, attempts in predict_raw:
-                predict_rows[key] = UnitRow(key, status, json.loads(text) if text else None, error, attempts)
+        predict_rows: dict[UnitKey, UnitRow] = (
+            {} if "predictions.parquet" in keep else {unit[0]: UnitRow.from_raw(unit) for unit in predict_raw}
+        )
         # the judge rows are read by the processes that build the tables, one row group's range each
         ranges = key_ranges(jwanted, EXPORT_ROW_GROUP)
         reader = RangeReader(self.store.path, "judge")
