@@ -124,6 +124,12 @@ class UnitRow(NamedTuple):
     error: str | None
     attempts: int
 
+    @classmethod
+    def from_raw(cls, raw: tuple[UnitKey, Status, str | None, str | None, int]) -> UnitRow:
+        """A row of ``RunStore.iter_raw`` with its result decoded."""
+        key, status, text, error, attempts = raw
+        return cls(key, status, json.loads(text) if text else None, error, attempts)
+
 
 # A group of fewer than MIN_GROUP_UNITS units stays open at least this share of ``flush_interval_s`` (50
 # ms): units of model calls arrive every few ms to tens of ms, and a commit of one unit cost ~120 µs of CPU,
@@ -207,8 +213,7 @@ class RunStore:
     def iter_units(self, stage: Stage) -> Iterator[UnitRow]:
         """All units of a stage in coordinate order (SQLite's binary text order equals Python's str order),
         streamed so that exporting a large grid does not hold every result in memory."""
-        for key, status, result, error, attempts in self.iter_raw(stage):
-            yield UnitRow(key, status, json.loads(result) if result else None, error, attempts)
+        return map(UnitRow.from_raw, self.iter_raw(stage))
 
     def iter_raw(self, stage: Stage) -> Iterator[tuple[UnitKey, Status, str | None, str | None, int]]:
         """``iter_units`` with each result as its stored JSON text, not decoded."""
