@@ -342,6 +342,50 @@ async def test_unknown_price_is_noted_known_price_is_counted(fake_llm: FakeLLM) 
     assert client.stats.model("openai/gpt-4o-mini").cost_usd == pytest.approx(out.usage.cost_usd)
 
 
+async def test_a_model_litellm_cannot_price_is_handed_a_placeholder_price_and_stays_unpriced(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After litellm failed to price a model once, its calls carry ``_PLACEHOLDER_PRICE`` (so litellm does not
+    walk its price map again on every answer); the figure litellm computes from it is never read: the cost
+    stays unknown, litellm's price map does not learn the placeholder, and the cost gate still finds no price.
+    A pipeline price of exactly $0 is charged as $0 and also spares litellm's lookup."""
+    import litellm
+
+    from agentjudge.models.client import _PLACEHOLDER_PRICE, model_prices
+
+    sent: list[dict[str, object]] = []
+    original = litellm.acompletion
+
+    async def recording(**kwargs: object) -> object:
+        sent.append(kwargs)
+        return await original(**kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", recording)
+    fake_llm.set_responder(lambda req: "one two three")
+    client = fast_client()
+    settings = fake_llm.settings(model="openai/placeholder-price-test-model")
+    outs = [await client.complete(settings, [{"role": "user", "content": f"q{i}"}]) for i in range(3)]
+    assert [{k: kw.get(k) for k in _PLACEHOLDER_PRICE} for kw in sent] == [
+        {"input_cost_per_token": None, "output_cost_per_token": None},  # the first call: litellm is asked
+        _PLACEHOLDER_PRICE,
+        _PLACEHOLDER_PRICE,
+    ]
+    assert all((o.usage.cost_usd, o.cost_known) == (0.0, False) for o in outs)
+    assert outs[2].usage.prompt_tokens > 0  # a real answer whose placeholder cost would have been > 0
+    assert client.stats.model("openai/placeholder-price-test-model").unknown_cost_calls == 3
+    assert "openai/placeholder-price-test-model" not in litellm.model_cost
+    assert "placeholder-price-test-model" not in litellm.model_cost
+    assert model_prices(settings) is None
+    sent.clear()
+    free = fake_llm.settings(
+        model="openai/free-local-test-model", input_cost_per_token=0.0, output_cost_per_token=0.0
+    )
+    out = await client.complete(free, MSG)
+    assert {k: sent[0].get(k) for k in _PLACEHOLDER_PRICE} == _PLACEHOLDER_PRICE
+    assert (out.usage.cost_usd, out.cost_known) == (0.0, True)
+    assert model_prices(free) == (0.0, 0.0)
+
+
 async def test_connection_refused_is_retried_then_connection_error() -> None:
     import socket
 

@@ -491,14 +491,15 @@ def test_dry_run_prices_an_interactive_episode_along_the_gt_path(tmp_path: Path)
     assert "agent" in note and "shot" not in note and "one call per GT step" in note
 
 
-def test_a_zero_pipeline_price_is_not_handed_to_litellm() -> None:
-    """A $0 price (local servers) would make litellm run its zero-cost diagnostics on every answer (more CPU
-    than the price lookup it spares): nothing is passed; a real price is passed as it is."""
-    from agentjudge.models.client import _litellm_pricing
+def test_a_zero_pipeline_price_is_handed_to_litellm_as_the_placeholder() -> None:
+    """A $0 price (local servers) passed as 0 would make litellm run its zero-cost diagnostics on every
+    answer (as much CPU as the price lookup it spares): the placeholder is passed instead (the call is still
+    charged the pipeline's $0, tests/test_client.py); a real price is passed as it is."""
+    from agentjudge.models.client import _PLACEHOLDER_PRICE, _litellm_pricing
     from agentjudge.types import ModelSettings
 
     free = ModelSettings(model="openai/local", input_cost_per_token=0.0, output_cost_per_token=0.0)
     paid = ModelSettings(model="openai/paid", input_cost_per_token=2e-6, output_cost_per_token=8e-6)
-    assert _litellm_pricing(free) == {}
+    assert _litellm_pricing(free) == _PLACEHOLDER_PRICE
     assert _litellm_pricing(paid) == {"input_cost_per_token": 2e-6, "output_cost_per_token": 8e-6}
     assert _litellm_pricing(ModelSettings(model="openai/gpt-4o")) == {}  # litellm's own price map

@@ -236,6 +236,15 @@ def load_litellm() -> None:
 # answer's cost is not looked up (and the lookup's exception raised) again on every call.
 _NO_PRICE: set[str] = set()
 
+# Handed to litellm (its documented per-call custom pricing) for a model in ``_NO_PRICE`` without a pipeline
+# price. litellm prices every answer before returning it, and for a model it cannot price that attempt walks
+# its whole price map and fails, on every call: about 1.5 ms of CPU of litellm's ~12 ms per call against the
+# loopback server (bench/bench_runner.py). With a price in the call it multiplies instead. The figure it then
+# computes is not a price and is never read: ``_to_completion`` records the cost of such a call as unknown,
+# as it did when litellm failed. litellm keeps a per-call price on the call (it does not enter its price map,
+# which tests/test_client.py checks), so the cost gate's lookup still finds no price for the model.
+_PLACEHOLDER_PRICE: dict[str, float] = {"input_cost_per_token": 1e-12, "output_cost_per_token": 1e-12}
+
 
 def _litellm_pricing(settings: ModelSettings) -> dict[str, float]:
     """litellm's documented per-call custom pricing, from the pipeline's own price (direct calls only: a
@@ -245,12 +254,15 @@ def _litellm_pricing(settings: ModelSettings) -> dict[str, float]:
     about 0.6 ms of CPU per call (~15 % of litellm's own per-call CPU against the loopback server). With a
     pipeline price this client charges that price and never reads litellm's (``_to_completion``), so
     handing litellm the same price changes no figure and spares the lookup. Models priced by litellm's
-    map keep litellm's own price (with its cache-read prices): nothing is passed for them, nor for a price
-    of exactly 0 (local servers): litellm's zero-cost diagnostics then cost more CPU than the lookup saves."""
+    map keep litellm's own price (with its cache-read prices): nothing is passed for them. Two cases get
+    ``_PLACEHOLDER_PRICE`` instead: a pipeline price of exactly 0 (local servers; passed as 0, litellm would
+    run its zero-cost diagnostics on every answer, which cost as much as the failed lookup), charged at the
+    pipeline's $0 as before; and a model without a pipeline price that litellm has already failed to price in
+    this process, whose cost stays unknown."""
     if settings.input_cost_per_token is None or settings.output_cost_per_token is None:
-        return {}
+        return _PLACEHOLDER_PRICE if settings.model in _NO_PRICE else {}
     if settings.input_cost_per_token == 0 and settings.output_cost_per_token == 0:
-        return {}
+        return _PLACEHOLDER_PRICE
     return {
         "input_cost_per_token": settings.input_cost_per_token,
         "output_cost_per_token": settings.output_cost_per_token,
@@ -962,9 +974,10 @@ class ModelClient:
                 settings.output_cost_per_token or 0.0
             )
         else:
-            hidden = getattr(response, "_hidden_params", {}) or {}
-            value = hidden.get("response_cost")
             price_key = settings.model if settings is not None else str(raw.get("model") or "")
+            # a model litellm could not price was handed ``_PLACEHOLDER_PRICE``: what it computed is no price
+            hidden = {} if price_key in _NO_PRICE else getattr(response, "_hidden_params", {}) or {}
+            value = hidden.get("response_cost")
             if value is None and price_key not in _NO_PRICE:
                 try:
                     value = litellm.completion_cost(completion_response=response)
