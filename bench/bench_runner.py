@@ -49,6 +49,14 @@ client once per round, and the last column lists each round's requests/s and ste
   printed beside it, and so is what litellm alone reaches (``raw`` and ``raw xK``): on a 2-core machine
   where litellm costs ~10 ms of CPU per call, C=32 at L=200 ms asks 160 calls/s, ~1.6 cores of litellm alone.
 
+The judge model is ``--model`` (default ``openai/bench-judge``, a name litellm has no price for, as a vLLM,
+Ollama or other self-hosted model; ``--model openai/gpt-4o-mini`` measures a model litellm prices: the
+loopback server answers whatever the name). For a model litellm cannot price the runner hands litellm a
+placeholder per-call price after its first answer (models/client.py, ``_PLACEHOLDER_PRICE``), which spares
+litellm a failed price-map walk of ~1.5-2 ms per call; raw and threads call litellm as a plain user would,
+so for such a model part of the runner's lead over them is that saving, not the runner's own code (the
+``--stubbed`` rows measure that). The output's first line says which case was measured.
+
 Each row's header gives the loopback server's own CPU per request (on 2 cores it competes with the client
 being measured). Ratios are measured in one run on one machine: read them, not the absolute figures, when
 other jobs share the cores. The issue's goals are printed beside the figures with PASS/MISS; this is a
@@ -92,6 +100,7 @@ ANSWER = json.dumps(
     {m: {"verdict": 1.0, "justification": "bench"} for m in ("tool", "param", "seq", "cov")}
     | {"overall": "bench"}
 )
+MODEL = "openai/bench-judge"  # the judge's model string: see --model
 GENERATORS = ["sim/weak", "sim/mid", "sim/strong", "sim/frontier", "sim/perfect"]
 CALLS_PER_RECORD = 3 * len(GENERATORS) * 2  # difficulties x generators x conditions
 
@@ -188,14 +197,16 @@ class _Sampler:
         return (last[0] - first[0]) / (last[2] - first[2])
 
 
-def _pipeline(folder: Path, limit: int, base_url: str | None, c: int, workers: int | None) -> Path:
+def _pipeline(
+    folder: Path, limit: int, base_url: str | None, c: int, workers: int | None, model: str = MODEL
+) -> Path:
     import yaml
 
     judges = []
     if base_url is not None:
         judges.append(
             {
-                "model": "openai/bench-judge",
+                "model": model,
                 "api_base": base_url,
                 "api_key_env": KEY_ENV,
                 "concurrency": c,
@@ -220,6 +231,26 @@ def _pipeline(folder: Path, limit: int, base_url: str | None, c: int, workers: i
     path = folder / "pipeline.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
+
+
+def _price_case(model: str) -> str:
+    """Whether litellm prices ``model`` (asked in a child process: this one never imports litellm)."""
+    code = (
+        "import os; os.environ['LITELLM_LOCAL_MODEL_COST_MAP'] = 'True'\n"
+        "from agentjudge.models.litellm_import import litellm_module\n"
+        "try:\n"
+        f"    litellm_module().get_model_info({model!r}); print('priced')\n"
+        "except Exception:\n"
+        "    print('unpriced')"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    if out.stdout.split()[-1:] == ["priced"]:
+        return "litellm prices it (runner and raw both pay litellm's price lookup)"
+    return (
+        "litellm has no price for it (after its first answer the runner hands litellm a placeholder price, "
+        "sparing its failed price lookup; raw and threads do not)"
+    )
 
 
 def _run_runner(
@@ -506,6 +537,12 @@ def main() -> None:
         "the runner's own CPU per call",
     )
     parser.add_argument(
+        "--model",
+        default=MODEL,
+        help=f"the judge's litellm model string (default {MODEL}, which litellm has no price for; "
+        "e.g. openai/gpt-4o-mini for one it prices)",
+    )
+    parser.add_argument(
         "--src",
         action="append",
         default=[],
@@ -533,6 +570,7 @@ def main() -> None:
     workers: list[int | None] = [int(x) for x in args.workers.split(",")] if args.workers else [None]
     n = records * CALLS_PER_RECORD
     print(f"bench_runner: {n} judge calls per client; cores {os.cpu_count()}; load {os.getloadavg()}")
+    print(f"judge model {args.model}: {_price_case(args.model)}")
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
         root = Path(tmp)
@@ -558,7 +596,7 @@ def main() -> None:
                             for label, src in trees:
                                 name = f"runner{label}" + ("" if w is None else f" w={w}")
                                 folder = root / f"run-{c}-{latency}-{w}{label}-{turn}"
-                                pipe = _pipeline(folder, records, server.base_url, c, w)
+                                pipe = _pipeline(folder, records, server.base_url, c, w, args.model)
                                 before = len(_lines(log))
                                 sampler = _Sampler(log)
                                 seconds, cpu, done = _run_runner(pipe, folder / "run", src, sampler)
@@ -573,7 +611,7 @@ def main() -> None:
                             for label, src in trees:
                                 name = f"stub runner{label}" + ("" if w is None else f" w={w}")
                                 folder = root / f"stub-{c}-{latency}-{w}{label}-{turn}"
-                                pipe = _pipeline(folder, records, server.base_url, c, w)
+                                pipe = _pipeline(folder, records, server.base_url, c, w, args.model)
                                 stub_log = folder / "calls.jsonl"
                                 sampler = _Sampler(stub_log)
                                 seconds, cpu, done = _run_runner(
