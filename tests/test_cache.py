@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -82,6 +85,86 @@ def test_put_again_replaces_the_answer_and_keeps_the_hits(tmp_path: Path) -> Non
     assert cache.get("k") == {"text": "new"}
     assert cache.stats()["per_model"] == {"model-b": {"entries": 1, "hits": 3}}
     assert len(cache) == 1
+
+
+def _hits_on_disk(path: Path) -> dict[str, int]:
+    """The hit counts another process would read now."""
+    with sqlite3.connect(path) as db:
+        return dict(db.execute("SELECT key, hits FROM calls").fetchall())
+
+
+def test_hits_are_written_in_groups_not_one_transaction_per_hit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hit is counted in memory; the counts are written together when the group is full
+    (``HIT_GROUP`` keys), when it is ``HIT_INTERVAL_S`` old, or when asked (stats, close, ``flush_hits``)."""
+    from agentjudge.models import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "HIT_GROUP", 3)
+    clock = [1000.0]
+    monkeypatch.setattr(cache_module.time, "monotonic", lambda: clock[0])
+    path = tmp_path / "c.sqlite"
+    cache = CallCache(path)
+    for key in ("a", "b", "c", "d"):
+        cache.put(key, "m", {"k": key})
+    assert cache.get("a") and cache.get("a") and cache.get("b")
+    assert _hits_on_disk(path) == {"a": 0, "b": 0, "c": 0, "d": 0}  # not a write per hit
+    assert cache.get("c")  # the third key fills the group: written together
+    assert _hits_on_disk(path) == {"a": 2, "b": 1, "c": 1, "d": 0}
+    assert cache.get("d")
+    clock[0] += cache_module.HIT_INTERVAL_S - 0.01
+    assert cache.get("d") and _hits_on_disk(path)["d"] == 0
+    clock[0] += 0.02  # the group's first hit is HIT_INTERVAL_S old: written, however small the group
+    assert cache.get("a") and _hits_on_disk(path) == {"a": 3, "b": 1, "c": 1, "d": 2}
+    assert cache.get("b")
+    assert cache.stats()["hits"] == 8  # stats write the counts first
+    assert cache.get("c")
+    cache.close()
+    assert _hits_on_disk(path) == {"a": 3, "b": 2, "c": 2, "d": 2}
+
+
+def test_hit_counts_survive_the_process_exit_and_the_objects_collection(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from agentjudge.models.cache import CallCache\n"
+        "cache = CallCache(Path(sys.argv[1]))\n"
+        "cache.put('k', 'm', {'x': 1})\n"
+        "assert cache.get('k') and cache.get('k')\n"  # pending at exit
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "not written" not in done.stderr
+    assert _hits_on_disk(path) == {"k": 2}
+    cache = CallCache(path)
+    assert cache.get("k")
+    del cache
+    gc.collect()
+    assert _hits_on_disk(path) == {"k": 3}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_a_forked_child_writes_its_own_hits_not_its_parents(tmp_path: Path) -> None:
+    """Worker processes are forked: a child must not write the hits its parent counted before the fork
+    (the parent writes those), or they would be counted twice."""
+    path = tmp_path / "c.sqlite"
+    cache = CallCache(path)
+    cache.put("k", "m", {"x": 1})
+    assert cache.get("k")  # pending in the parent
+    pid = os.fork()
+    if pid == 0:  # the child: one hit of its own, written, then the way a worker ends
+        code = 1
+        try:
+            code = 0 if cache.get("k") else 1
+            cache.flush_hits()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert _hits_on_disk(path) == {"k": 1}  # the child's hit only
+    cache.flush_hits()
+    assert _hits_on_disk(path) == {"k": 2}
 
 
 def test_concurrent_writers_threads(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ import pytest
 from fakeserver import prompt_text
 from test_runner import write_pipeline
 
+from agentjudge.models.cache import CallCache
 from agentjudge.runner import workers
 from agentjudge.runner.grid import run_cli
 from agentjudge.runner.workers import WorkerPool, effective_workers
@@ -348,6 +349,9 @@ def test_identical_judge_prompts_are_sent_once_with_two_workers(tmp_path: Path, 
             else:
                 firsts[digest] = started
         assert repeats and min(repeats) >= max(firsts.values())
+        # every repeat was answered by the call cache, and its hit is on record when the run ends (the
+        # workers' counts too: a worker writes them before it ends)
+        assert CallCache(folder / "cache.sqlite").stats()["hits"] == len(rows) - len(sent[n])
     units = 5 * 8  # generators x predictions (4 records x 2 difficulties)
     assert len(set(sent[1])) < units  # the set-up has identical prompts, else this test shows nothing
     assert sorted(sent[2]) == sorted(sent[1]) == sorted(set(sent[1]))  # each distinct prompt sent once

@@ -870,6 +870,8 @@ async def _run(
         grid = _Grid(pipe, data, partners, store, client, gens, judges, pool)
         grid.batches = client.batch = broker = _batch_broker(pipe, rundir, console)
         wanted, jwanted = await grid.run(console)
+        if client.cache is not None:  # the call cache's hit counts of this run (models/cache.py)
+            client.cache.flush_hits()
         with lean_imports(lean_export):
             failed, missing = grid.export(rundir, wanted, jwanted)
         complete = not (failed or missing or grid.budget.skipped or grid.log.not_run)

@@ -456,6 +456,8 @@ async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int) -> None:
         return
     if tasks:
         await asyncio.gather(*tasks)
+    if client.cache is not None:  # its hit counts, now: a worker ends with os._exit (models/cache.py)
+        client.cache.flush_hits()
     outbox.send(_frame(("stats", client.stats)))
     outbox.flush()
     while writer.get_write_buffer_size():  # asyncio.run must not close the loop on unsent answers
