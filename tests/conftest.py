@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 # hypothesis' pytest plugin imports hypothesis in its terminal summary when no test of the session did;
 # that import (assertion-rewritten) can hit CPython 3.11.7's AST recursion-depth bug (gh-106905) and end a
@@ -40,3 +41,21 @@ def fake_llm() -> Iterator[FakeLLM]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def litellm_kwargs(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The keyword arguments of every ``litellm.acompletion`` call this test makes, in order; the calls
+    themselves go through to litellm unchanged."""
+    from agentjudge.models.litellm_import import litellm_module
+
+    litellm = litellm_module()
+    seen: list[dict[str, Any]] = []
+    original = litellm.acompletion
+
+    async def recording(**kwargs: Any) -> Any:
+        seen.append(kwargs)
+        return await original(**kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", recording)
+    return seen

@@ -343,7 +343,7 @@ async def test_unknown_price_is_noted_known_price_is_counted(fake_llm: FakeLLM) 
 
 
 async def test_a_model_litellm_cannot_price_is_handed_a_placeholder_price_and_stays_unpriced(
-    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+    fake_llm: FakeLLM, litellm_kwargs: list[dict[str, object]]
 ) -> None:
     """After litellm failed to price a model once, its calls carry ``_PLACEHOLDER_PRICE`` (so litellm does not
     walk its price map again on every answer); the figure litellm computes from it is never read: the cost
@@ -353,14 +353,7 @@ async def test_a_model_litellm_cannot_price_is_handed_a_placeholder_price_and_st
 
     from agentjudge.models.client import _PLACEHOLDER_PRICE, model_prices
 
-    sent: list[dict[str, object]] = []
-    original = litellm.acompletion
-
-    async def recording(**kwargs: object) -> object:
-        sent.append(kwargs)
-        return await original(**kwargs)
-
-    monkeypatch.setattr(litellm, "acompletion", recording)
+    sent = litellm_kwargs
     fake_llm.set_responder(lambda req: "one two three")
     client = fast_client()
     settings = fake_llm.settings(model="openai/placeholder-price-test-model")

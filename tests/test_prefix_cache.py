@@ -153,24 +153,14 @@ async def test_pipeline_price_is_not_mixed_with_litellms_cache_discount(fake_llm
 
 
 async def test_a_pipeline_price_is_handed_to_litellm_and_never_sent(
-    fake_llm: Any, monkeypatch: pytest.MonkeyPatch
+    fake_llm: Any, litellm_kwargs: list[dict[str, Any]]
 ) -> None:
     """The pipeline's price also goes to litellm as its per-call custom pricing (it then skips its own price
     lookup): the figures stay the pipeline price's, the request body carries no price, and errors are mapped
     as before."""
     from agentjudge.models.client import ModelCallError
-    from agentjudge.models.litellm_import import litellm_module
 
-    litellm = litellm_module()
-    seen: list[dict[str, Any]] = []
-    original = litellm.acompletion
-
-    async def spy(**kwargs: Any) -> Any:
-        seen.append(kwargs)
-        return await original(**kwargs)
-
-    monkeypatch.setattr(litellm, "acompletion", spy)
-
+    seen = litellm_kwargs
     usage = {"prompt_tokens": 1200, "completion_tokens": 30, "prompt_tokens_details": {"cached_tokens": 1024}}
     fake_llm.queue('{"tool": 1.0}', usage=usage, finish_reason="length")
     settings = fake_llm.settings(
