@@ -184,6 +184,25 @@ async def test_key_from_provider_default_env_is_scrubbed_too(
     assert "sk-openai-default" not in str(err.value) and "***" in err.value.message
 
 
+async def test_a_placeholder_key_is_not_scrubbed_out_of_the_answers(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, cache_path: Path
+) -> None:
+    """Local servers take any key, and users give them "EMPTY" or "none": a value that short is no secret,
+    and replacing it in every answer would corrupt the stored answers (a judge's rationale that says
+    "none", say). A real key echoed in the same answer is still scrubbed."""
+    monkeypatch.setenv("AGENTJUDGE_TEST_KEY", "none")
+    monkeypatch.setenv("LOCAL_GATEWAY_API_KEY", "sk-local-gateway-0123456789")
+    answer = "none of the calls is wrong; the key was sk-local-gateway-0123456789"
+    fake_llm.queue(answer)
+    cache = CallCache(cache_path)
+    out = await fast_client(cache).complete(fake_llm.settings(), MSG)
+    assert fake_llm.headers[0]["authorization"] == "Bearer none"  # the placeholder was sent as the key
+    assert out.text == "none of the calls is wrong; the key was ***"
+    assert (cache.get(cache_key(ModelClient.request_fields(fake_llm.settings(), MSG, None, None, 0))) or {})[
+        "text"
+    ] == out.text
+
+
 async def test_a_key_exported_after_earlier_calls_is_scrubbed_too(
     fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:

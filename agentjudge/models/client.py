@@ -362,18 +362,23 @@ def settings_secrets(settings: ModelSettings) -> list[str]:
     return _secrets(api_key, env_headers(settings))
 
 
+# A value shorter than this is a placeholder, not a secret: local servers take any key, and "EMPTY", "none" or
+# "x" is what users give them. Scrubbed, it would be replaced in every answer and error it occurs in (a
+# judge's "none" rationale, a word of a generated argument), corrupting what is stored.
+MIN_SECRET_CHARS = 8
+
+
 def _secrets(api_key: str | None, headers: dict[str, str] | None = None) -> list[str]:
     """Values to scrub: the call's key, its ``headers_env`` values (and the credential after a scheme such
     as ``Basic``/``Bearer``), and every key-like env var (litellm reads e.g. OPENAI_API_KEY itself when no
-    ``api_key_env`` is given, and a provider may echo it in an error)."""
+    ``api_key_env`` is given, and a provider may echo it in an error), of ``MIN_SECRET_CHARS`` or more."""
     values = set(_env_secrets())
     if api_key:
         values.add(api_key)
     for value in (headers or {}).values():
         values.add(value)
-        credential = value.partition(" ")[2].strip()
-        if len(credential) >= 8:
-            values.add(credential)
+        values.add(value.partition(" ")[2].strip())
+    values = {value for value in values if len(value) >= MIN_SECRET_CHARS}
     return sorted(values, key=len, reverse=True)  # longest first: no partial replacement of a longer key
 
 
@@ -382,7 +387,7 @@ _ENV_SCAN: tuple[tuple[tuple[Any, Any], ...], frozenset[str]] = ((), frozenset()
 
 
 def _env_secrets() -> frozenset[str]:
-    """The values of key-like env vars (``_SECRET_ENV_RE``, 8 characters or more), scanned again only when
+    """The values of key-like env vars (``_SECRET_ENV_RE``, ``MIN_SECRET_CHARS`` or more), scanned again when
     the environment changed: decoding and matching every variable cost ~80 µs, on every call; comparing
     CPython's undecoded pairs (``os.environ._data``, which every ``os.environ`` write updates) ~1 µs."""
     global _ENV_SCAN
@@ -390,7 +395,9 @@ def _env_secrets() -> frozenset[str]:
     pairs = tuple(raw.items()) if isinstance(raw, dict) else tuple(os.environ.items())
     scanned, found = _ENV_SCAN
     if pairs != scanned:
-        found = frozenset(v for k, v in os.environ.items() if _SECRET_ENV_RE.search(k) and len(v) >= 8)
+        found = frozenset(
+            v for k, v in os.environ.items() if _SECRET_ENV_RE.search(k) and len(v) >= MIN_SECRET_CHARS
+        )
         _ENV_SCAN = (pairs, found)
     return found
 
