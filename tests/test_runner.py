@@ -655,6 +655,51 @@ def test_run_folder_says_requests_retries_and_attempts_per_failed_unit(
     }
 
 
+def test_answers_without_a_known_price_are_not_shown_as_costing_nothing(
+    tmp_path: Path, fake_llm: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A judge litellm cannot price (a self-hosted name, no pipeline price): its cost is unknown, so the
+    end-of-run table says "unknown" instead of 0.0000 and a note says how to count it; meta.json counts the
+    answers. A judge with a pipeline price shows its dollars and no note."""
+    verdict = json.dumps({m: {"score": 1.0, "rationale": "ok"} for m in ("tool", "param", "seq", "cov")})
+    fake_llm.set_responder(lambda req: verdict)
+    unpriced = fake_llm.settings(name="selfhosted", model="openai/unpriced-runner-test-model")
+    priced = fake_llm.settings(
+        name="priced",
+        model="openai/priced-runner-test-model",
+        input_cost_per_token=1e-6,
+        output_cost_per_token=2e-6,
+    )
+    pipeline = write_pipeline(
+        tmp_path,
+        generators=["sim/perfect"],
+        judges=[unpriced.model_dump(exclude_defaults=True), priced.model_dump(exclude_defaults=True)],
+        conditions=["with_gt"],
+        difficulties=["easy"],
+    )
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir) == 0
+    units = 4  # records x easy x with_gt
+    rows = {
+        r["model"]: r for r in json.loads((rundir / "meta.json").read_text())["last_invocation"]["per_model"]
+    }
+    assert (rows["selfhosted"]["unknown_cost_calls"], rows["selfhosted"]["cost_usd"]) == (units, 0.0)
+    assert rows["priced"]["unknown_cost_calls"] == 0 and rows["priced"]["cost_usd"] > 0
+    out = capsys.readouterr().out
+    table = out.split("This run, per model")[1]
+    line = {
+        name: next(x for x in table.splitlines() if f" {name} " in x) for name in ("selfhosted", "priced")
+    }
+    assert "unknown" in line["selfhosted"] and "0.0000 │ 0.0000" not in line["selfhosted"]
+    assert "unknown" not in line["priced"]
+    total = next(x for x in table.splitlines() if " total " in x)
+    assert f"≥ {rows['priced']['cost_usd']:.4f}" in total  # the priced part counted, the rest not
+    assert (
+        f"selfhosted: {units} answer(s) had no known price" in out and "priced: " not in out.split("\n", 1)[0]
+    )
+    assert not any(line.startswith("priced: ") for line in out.splitlines())
+
+
 def test_end_of_run_table_in_a_log_keeps_long_model_names_whole(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

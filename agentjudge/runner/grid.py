@@ -62,6 +62,7 @@ from agentjudge.runner.summary import (
     run_summary,
     summary_rows,
     summary_table,
+    unpriced_notes,
 )
 from agentjudge.runner.work import (
     Dataset,
@@ -876,6 +877,8 @@ async def _run(
             failed, missing = grid.export(rundir, wanted, jwanted)
         complete = not (failed or missing or grid.budget.skipped or grid.log.not_run)
         _print_table(console, summary_table(pipe, grid.tallies, client.stats))
+        for line in unpriced_notes(summary_rows(pipe, grid.tallies, client.stats)):
+            console.print(escape(line), highlight=False, soft_wrap=True)
         fleets = endpoint_table(pipe, client.stats)
         if fleets is not None:
             _print_table(console, fleets)

@@ -6,7 +6,8 @@ model client's error kind (``rate_limit``, ``server_error``, ``timeout``, ``conn
 ``run_summary.json`` adds the same counts summed over every invocation of the run
 folder that ended (Ctrl-C included, not a killed process), and every failed unit with its ``attempts``
 (requests its last run sent; 0 = not sent, null = not a model-client failure, e.g. a parse failure) and
-``runs`` (invocations that ran it).
+``runs`` (invocations that ran it). ``cost $`` reads "unknown" (or "≥ x") for answers without a known price,
+never a $0 that looks known (``cost_text``, ``unpriced_notes``).
 
 Two sources, on purpose: the runner's own tallies (units done/failed, parse failures, tokens of the results)
 cover every model, including simulated and baseline ones that never reach the model client; the client's
@@ -55,6 +56,9 @@ def summary_rows(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: A
                     "parse_failures": tally.parse_failures,
                     "tokens": tally.prompt_tokens + tally.completion_tokens,
                     "cost_usd": stats.cost_usd if stats is not None else tally.cost_usd,
+                    # answers sent whose price is not known (litellm has none, the pipeline gives none): not
+                    # in ``cost_usd``, which is then a lower bound (the table says "unknown" or "≥")
+                    "unknown_cost_calls": stats.unknown_cost_calls if stats is not None else 0,
                     # prompt tokens the provider served from its prefix cache, and what that saved
                     "cached_prompt_tokens": stats.cached_prompt_tokens if stats is not None else 0,
                     "prompt_tokens": stats.prompt_tokens if stats is not None else tally.prompt_tokens,
@@ -127,6 +131,7 @@ def summary_table(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: 
         "parse_failures": 0,
         "tokens": 0,
         "cost_usd": 0.0,
+        "unknown_cost_calls": 0,
         "cached_prompt_tokens": 0,
         "prompt_tokens": 0,
         "cache_saved_usd": 0.0,
@@ -150,7 +155,7 @@ def summary_table(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: 
             str(row["parse_failures"]),
             str(row["tokens"]),
             _share(row["cached_prompt_tokens"], row["prompt_tokens"]),
-            f"{row['cost_usd']:.4f}",
+            cost_text(row["cost_usd"], row["unknown_cost_calls"]),
             f"{row['cache_saved_usd']:.4f}",
         )
     table.add_row(
@@ -161,11 +166,31 @@ def summary_table(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: 
         retries_text(retries_total),
         *(str(total[k]) for k in ("cache_hits", "parse_failures", "tokens")),
         _share(total["cached_prompt_tokens"], total["prompt_tokens"]),
-        f"{total['cost_usd']:.4f}",
+        cost_text(total["cost_usd"], int(total["unknown_cost_calls"])),
         f"{total['cache_saved_usd']:.4f}",
         style="bold",
     )
     return table
+
+
+def cost_text(cost: float, unknown_cost_calls: int) -> str:
+    """The cost column: the dollars counted, "unknown" when nothing sent had a known price, and "≥ x" when
+    some answers had none (their price is not counted, so the figure is a lower bound, never a $0 shown as
+    known)."""
+    if not unknown_cost_calls:
+        return f"{cost:.4f}"
+    return "unknown" if cost == 0 else f"≥ {cost:.4f}"
+
+
+def unpriced_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per model whose answers had no known price, under the end-of-run table."""
+    return [
+        f"{row['model']}: {row['unknown_cost_calls']} answer(s) had no known price (litellm has none for "
+        "this model and the pipeline gives none), so they are not in cost $; set input_cost_per_token and "
+        "output_cost_per_token to count them"
+        for row in rows
+        if row["unknown_cost_calls"]
+    ]
 
 
 def retries_text(by_kind: dict[str, int]) -> str:
