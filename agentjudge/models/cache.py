@@ -149,7 +149,15 @@ class _Hits:
             return rows
 
 
-_ADD_HITS = "UPDATE calls SET hits = hits + ? WHERE key = ?"
+def _add_hits(conn: sqlite3.Connection, rows: list[tuple[int, str]]) -> None:
+    """Add (hits, key) rows to the counts in one transaction (``conn`` in autocommit mode, as the cache's)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany("UPDATE calls SET hits = hits + ? WHERE key = ?", rows)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def _write_hits_at_exit(path: Path, hits: _Hits) -> None:
@@ -159,10 +167,9 @@ def _write_hits_at_exit(path: Path, hits: _Hits) -> None:
     if not rows or not path.exists():
         return
     try:
-        conn = sqlite3.connect(path, timeout=30.0)
+        conn = sqlite3.connect(path, timeout=30.0, isolation_level=None)
         try:
-            with conn:
-                conn.executemany(_ADD_HITS, rows)
+            _add_hits(conn, rows)
         finally:
             conn.close()
     except sqlite3.Error as exc:  # statistics only: said, not raised at exit
@@ -233,14 +240,7 @@ class CallCache:
         """Write this process's counted hits now, in one transaction (see the module docstring)."""
         rows = self._hits.take()
         if rows:
-            conn = self._conn()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany(_ADD_HITS, rows)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+            _add_hits(self._conn(), rows)
 
     def put(self, key: str, model: str, response: dict[str, Any] | str) -> None:
         """Store (or overwrite) one successful answer: a dict, or its JSON text as the client has it."""
