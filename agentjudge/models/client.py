@@ -387,7 +387,7 @@ _ENV_SCAN: tuple[tuple[tuple[Any, Any], ...], frozenset[str]] = ((), frozenset()
 
 
 def _env_secrets() -> frozenset[str]:
-    """The values of key-like env vars (``_SECRET_ENV_RE``, ``MIN_SECRET_CHARS`` or more), scanned again when
+    """The values of key-like env vars (``_SECRET_ENV_RE``; ``_secrets`` drops the short), scanned again when
     the environment changed: decoding and matching every variable cost ~80 µs, on every call; comparing
     CPython's undecoded pairs (``os.environ._data``, which every ``os.environ`` write updates) ~1 µs."""
     global _ENV_SCAN
@@ -395,9 +395,7 @@ def _env_secrets() -> frozenset[str]:
     pairs = tuple(raw.items()) if isinstance(raw, dict) else tuple(os.environ.items())
     scanned, found = _ENV_SCAN
     if pairs != scanned:
-        found = frozenset(
-            v for k, v in os.environ.items() if _SECRET_ENV_RE.search(k) and len(v) >= MIN_SECRET_CHARS
-        )
+        found = frozenset(v for k, v in os.environ.items() if _SECRET_ENV_RE.search(k))
         _ENV_SCAN = (pairs, found)
     return found
 
