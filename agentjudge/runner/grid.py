@@ -876,8 +876,9 @@ async def _run(
         with lean_imports(lean_export):
             failed, missing = grid.export(rundir, wanted, jwanted)
         complete = not (failed or missing or grid.budget.skipped or grid.log.not_run)
-        _print_table(console, summary_table(pipe, grid.tallies, client.stats))
-        for line in unpriced_notes(summary_rows(pipe, grid.tallies, client.stats)):
+        rows = summary_rows(pipe, grid.tallies, client.stats)
+        _print_table(console, summary_table(rows))
+        for line in unpriced_notes(rows):
             console.print(escape(line), highlight=False, soft_wrap=True)
         fleets = endpoint_table(pipe, client.stats)
         if fleets is not None:

@@ -103,7 +103,8 @@ def _share(part: float, whole: float) -> str:
     return f"{part / whole:.0%}" if whole else "-"
 
 
-def summary_table(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: Any) -> Table:
+def summary_table(rows: list[dict[str, Any]]) -> Table:
+    """The end-of-run table of ``summary_rows``, with a total row."""
     table = Table(title="This run, per model")
     for col in (
         "model",
@@ -137,7 +138,7 @@ def summary_table(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: 
         "cache_saved_usd": 0.0,
     }
     retries_total: dict[str, int] = {}
-    for row in summary_rows(pipe, tallies, client_stats):
+    for row in rows:
         for key in total:
             total[key] += row[key] or 0
         for kind, n in row["retries_by_kind"].items():
