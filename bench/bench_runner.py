@@ -60,7 +60,10 @@ so for such a model part of the runner's lead over them is that saving, not the 
 Each row's header gives the loopback server's own CPU per request (on 2 cores it competes with the client
 being measured). Ratios are measured in one run on one machine: read them, not the absolute figures, when
 other jobs share the cores. The issue's goals are printed beside the figures with PASS/MISS; this is a
-benchmark, nothing here is asserted.
+benchmark, nothing here is asserted. With ``--rounds 2`` or more, the CPU goal's line also lists each
+round's gap (the runner's steady CPU less raw's in the same round) and the C/L goal's line each round's
+share: one client's steady CPU was seen to move by 2 ms from one round to the next on this machine, so a
+verdict whose rounds straddle the threshold is within the noise, not a result.
 
     python bench/bench_runner.py --quick           # C in {32, 128}, L = 200 ms, 600 calls
     python bench/bench_runner.py                   # C in {8, 32, 128} x L in {50, 200} ms, 1,800 calls
@@ -745,15 +748,16 @@ def _print_goals(rows: list[dict[str, Any]]) -> None:
             verdict = "PASS" if cpu_gap <= 0.5 else "MISS"
             print(
                 f"  {name}: CPU/call within 0.5 ms of raw at {where} (steady state): {cpu_gap:+.2f} ms "
-                f"{verdict}"
+                f"{verdict}{_per_round(row[name]['steady_all'], row['raw']['steady_all'], '{:+.2f}')}"
             )
             if row["C"] == 32 and abs(row["L"] - 0.2) < 1e-9:
                 pct = 100 * row[name]["req_rate"] / row["limit"]
                 steady = 100 * row[name]["steady_rate"] / row["limit"]
                 verdict = "PASS" if pct >= 85 else "MISS"
+                each = [100 * r / row["limit"] for r in row[name]["rate_all"]]
                 print(
                     f"  {name}: ≥ 85 % of C/L at C=32, L=200 ms: {pct:.1f} % {verdict} "
-                    f"(steady state {steady:.1f} %)"
+                    f"(steady state {steady:.1f} %){_per_round(each, None, '{:.1f}')}"
                 )
     for row in rows:  # what litellm reaches on its own here: the ceiling any runner row can approach
         if row["C"] == 32 and abs(row["L"] - 0.2) < 1e-9:
@@ -765,6 +769,16 @@ def _print_goals(rows: list[dict[str, Any]]) -> None:
             )
             print(f"  litellm alone at C=32, L=200 ms, % of C/L: {figures}")
     print("  (≥ 1.5 at C=128 is the goal 'with both cores': read it for the workers ≥ 2 rows)")
+
+
+def _per_round(figures: list[float], minus: list[float] | None, form: str) -> str:
+    """With two rounds or more, each round's figure (less ``minus``'s figure of the same round: the two
+    clients ran one after the other in that round), so a verdict within the sitting-to-sitting swing shows
+    as such."""
+    if len(figures) < 2:
+        return ""
+    values = figures if minus is None else [a - b for a, b in zip(figures, minus, strict=True)]
+    return "; per round: " + " ".join(form.format(v) for v in values)
 
 
 def _workers_of(name: str) -> str:
