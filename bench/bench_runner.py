@@ -47,7 +47,7 @@ client once per round, and the last column lists each round's requests/s and ste
 * ``steady %``: requests/s received in that same window, as a share of C/L: the rate with C in flight
   throughout. The goal "≥ 85 % of C/L" is judged on the whole span (``% of C/L``); the steady figure is
   printed beside it, and so is what litellm alone reaches (``raw`` and ``raw xK``): on a 2-core machine
-  where litellm costs 5-14 ms of CPU per call (both seen here, on different days), C=32 at L=200 ms asks
+  where litellm costs 5-14 ms of CPU per call (both seen here, hours apart), C=32 at L=200 ms asks
   160 calls/s: 0.8-2.2 cores of litellm alone.
 
 The judge model is ``--model`` (default ``openai/bench-judge``, a name litellm has no price for, as a vLLM,
