@@ -238,14 +238,12 @@ def _pipeline(
 
 
 def _price_case(model: str) -> str:
-    """Whether litellm prices ``model`` (asked in a child process: this one never imports litellm)."""
+    """Whether litellm prices ``model``, as the runner's cost gate asks it (``models.client.model_prices``;
+    in a child process: this one never imports litellm)."""
     code = (
-        "import os; os.environ['LITELLM_LOCAL_MODEL_COST_MAP'] = 'True'\n"
-        "from agentjudge.models.litellm_import import litellm_module\n"
-        "try:\n"
-        f"    litellm_module().get_model_info({model!r}); print('priced')\n"
-        "except Exception:\n"
-        "    print('unpriced')"
+        "from agentjudge.models.client import model_prices\n"
+        "from agentjudge.types import ModelSettings\n"
+        f"print('priced' if model_prices(ModelSettings(model={model!r})) else 'unpriced')"
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
