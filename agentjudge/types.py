@@ -305,7 +305,7 @@ class JudgeRequest(Strict):
 class JudgeResult(Strict):
     # JSON text keeps NaN and infinities as Python's json module spells them (pydantic's default is null,
     # which would read back as "unparsed"): the offline runner stores this text (runner.grid)
-    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+    model_config = ConfigDict(ser_json_inf_nan="constants")  # merged with Strict's extra="forbid"
 
     verdicts: dict[Metric, float | None]  # None = this metric could not be parsed
     rationales: dict[str, str] = Field(default_factory=dict)  # per metric, plus "overall"
