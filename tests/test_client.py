@@ -342,6 +342,30 @@ async def test_concurrency_limit_per_model(fake_llm: FakeLLM) -> None:
     assert fake_llm.max_in_flight == 3  # never more than 3, and the limit was actually reached
 
 
+async def test_a_worker_share_limits_a_models_requests_and_can_grow(fake_llm: FakeLLM) -> None:
+    """A worker process's share of a model's ``concurrency`` (``call_limits``, by display name) caps its
+    requests in flight below the model's own limit; ``widen`` (another worker exited) raises it at once, also
+    for requests already waiting. A model without a share in a process with shares is refused, unsent."""
+    fake_llm.latency = 0.15
+    fake_llm.set_responder(lambda req: "ok")
+    client = fast_client(call_limits={"judge-a": 2})
+    settings = fake_llm.settings(concurrency=8, name="judge-a")
+    msgs = [[{"role": "user", "content": f"q{i}"}] for i in range(8)]
+    await asyncio.gather(*(client.complete(settings, m) for m in msgs))
+    assert fake_llm.max_in_flight == 2  # the share, not the model's 8; and reached
+    fake_llm.max_in_flight = 0
+    more = [[{"role": "user", "content": f"r{i}"}] for i in range(8)]
+    calls = [asyncio.create_task(client.complete(settings, m)) for m in more]
+    await asyncio.sleep(0.05)  # two are out, six wait for the share
+    client.widen({"judge-a": 2})
+    await asyncio.gather(*calls)
+    assert fake_llm.max_in_flight == 4
+    with pytest.raises(ModelCallError) as refused:
+        await client.complete(fake_llm.settings(name="judge-b"), MSG)
+    assert "holds no share" in refused.value.message
+    assert len(fake_llm.requests) == 16  # the refused call was not sent
+
+
 async def test_unknown_price_is_noted_known_price_is_counted(fake_llm: FakeLLM) -> None:
     import litellm
 

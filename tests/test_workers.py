@@ -578,3 +578,173 @@ def test_twins_over_different_trajectories_share_a_route_where_no_trajectory_is_
     assert shown("agent/a", "with_gt") == shown("agent/b", "with_gt")
     assert shown("agent/a", "trajectory_with_gt") != shown("agent/b", "trajectory_with_gt")
     assert shown("agent/a", "without_gt") == shown("agent/a", "with_gt")
+
+
+def test_a_models_concurrency_is_split_over_the_workers_without_rounding() -> None:
+    """Each worker process holds a share of each model's calls in flight: the shares add up to the model's
+    ``concurrency`` exactly, differ by at most one, and the remainders of different models fall on
+    different workers."""
+    assert workers.split_limit(7, 2) == [4, 3]
+    assert workers.split_limit(7, 2, first=1) == [3, 4]
+    assert workers.split_limit(1, 3, first=2) == [0, 0, 1]
+    assert workers.split_limit(6, 4, first=3) == [2, 1, 1, 2]
+    for limit in range(1, 20):
+        for size in range(1, 6):
+            for first in range(size):
+                shares = workers.split_limit(limit, size, first)
+                assert sum(shares) == limit and max(shares) - min(shares) <= 1
+    from agentjudge.types import ModelSettings
+
+    def named(name: str, concurrency: int) -> ModelSettings:
+        return ModelSettings(model=f"openai/{name}", name=name, concurrency=concurrency)
+
+    spec = workers.WorkerSpec(
+        generators=[named("gen", 3)],
+        judges=[named("judge-a", 1), named("judge-b", 1)],
+        cache=None,
+        read_cache=True,
+        reask=0,
+        prompt_family="agentjudge",
+        tool_rendering="full",
+    )
+    shares = workers.model_shares(spec, 2)
+    assert [s["gen"] for s in shares] == [2, 1]
+    assert sorted((s["judge-a"], s["judge-b"]) for s in shares) == [(0, 1), (1, 0)]  # not both on one
+
+
+def test_units_go_to_the_workers_holding_a_share_and_an_exited_workers_share_passes_on() -> None:
+    """The parent sends a model's unit to the worker with the most room in its share of the model (its units
+    out per share), never to one without a share; when a worker exits, its shares go to the live workers in
+    a frame each, and its units to them."""
+    import asyncio
+
+    async def scenario() -> None:
+        pool = _fake_pool()
+        a, b = pool._workers
+        pool.shares = [{"m": 3, "one": 1}, {"m": 1, "one": 0}]
+        a.shares, b.shares = dict(pool.shares[0]), dict(pool.shares[1])
+        calls = [asyncio.create_task(pool.call("judge", "m", (n,))) for n in range(8)]
+        calls += [asyncio.create_task(pool.call("judge", "one", (n,))) for n in range(3)]
+        await asyncio.sleep(0)
+        assert (a.load["m"], b.load["m"]) == (6, 2)  # as 3 to 1
+        assert (a.load["one"], b.load.get("one", 0)) == (3, 0)  # only where it has a share
+        assert b.outbox is not None
+        a.dead = "worker process 1 exited (EOFError)"
+        pool._hand_over(a)
+        await asyncio.sleep(0)
+        data = b"".join(b.writer.writes)  # type: ignore[union-attr]
+        frames = []
+        while data:
+            (size,) = workers._HEADER.unpack(data[: workers._HEADER.size])
+            frames.append(pickle.loads(data[workers._HEADER.size : workers._HEADER.size + size]))
+            data = data[workers._HEADER.size + size :]
+        assert [f for f in frames if type(f) is workers._Widen] == [workers._Widen({"m": 3, "one": 1})]
+        assert b.shares == {"m": 4, "one": 1} and a.shares == {}
+        later = asyncio.create_task(pool.call("judge", "one", ("after",)))
+        await asyncio.sleep(0)
+        assert b.load["one"] == 1
+        for worker in (a, b):
+            for future in list(worker.pending.values()):
+                future.set_result("answer")
+        await asyncio.gather(*calls, later)
+        assert a.load == {"m": 0, "one": 0} and b.load == {"m": 0, "one": 0}
+
+    asyncio.run(scenario())
+
+
+def test_units_are_sent_ahead_while_the_workers_keep_each_models_limit(
+    tmp_path: Path, fake_llm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the pipeline's ``concurrency`` cannot bind (the judges' 3 + 2 are below its 8), the parent keeps
+    more of a model's units out in the workers than the model's ``concurrency``, so prompts are built while
+    requests are out; the requests in flight at the server still never pass each model's limit (each worker
+    holds its share around the request alone), and the limit is reached. The files equal one process's."""
+    out: Counter[str] = Counter()
+    most_out: Counter[str] = Counter()
+    original_call = WorkerPool.call
+
+    async def counting_call(
+        self: WorkerPool, role: str, name: str, payload: Any, route: str | None = None
+    ) -> Any:
+        out[name] += 1
+        most_out[name] = max(most_out[name], out[name])
+        try:
+            return await original_call(self, role, name, payload, route)
+        finally:
+            out[name] -= 1
+
+    monkeypatch.setattr(WorkerPool, "call", counting_call)
+    judges = [_judge(fake_llm, "judge-a", 3), _judge(fake_llm, "judge-b", 2)]
+    runs = {}
+    for n in (1, 2):
+        folder = tmp_path / f"w{n}"
+        folder.mkdir()
+        pipeline = write_pipeline(
+            folder,
+            generators=["sim/mid", "sim/weak"],
+            judges=judges,
+            conditions=["with_gt", "without_gt"],
+            concurrency=8,
+            workers=n,
+        )
+        in_flight = _InFlight(0.05)
+        fake_llm.set_responder(in_flight)
+        assert run_cli(pipeline, folder / "run") == 0
+        assert in_flight.most["judge-a"] == 3 and in_flight.most["judge-b"] == 2
+        runs[n] = folder / "run"
+    assert most_out["judge-a"] == 3 + 2 and most_out["judge-b"] == 2 + 2  # ahead: max(workers, cap / 4)
+    for name in ("predictions", "scores", "judgments"):
+        pd.testing.assert_frame_equal(
+            _sorted(pd.read_parquet(runs[1] / f"{name}.parquet")),
+            _sorted(pd.read_parquet(runs[2] / f"{name}.parquet")),
+        )
+
+
+def test_a_live_worker_takes_over_the_share_of_one_that_was_killed(tmp_path: Path, fake_llm: Any) -> None:
+    """Real worker processes: after one is SIGKILLed, the other receives its share of the model and makes
+    the model's whole ``concurrency`` of requests at once; every unit is answered."""
+    import asyncio
+
+    from agentjudge.dataset.layout import read_records
+    from agentjudge.runner.work import Dataset
+    from agentjudge.types import ModelSettings
+
+    in_flight = _InFlight(0.1)
+    fake_llm.set_responder(in_flight)
+    data = Dataset(read_records(Path(__file__).parents[1] / "data" / "mini" / "records.jsonl", limit=1))
+    task = data.task(data.records[0], "easy")
+    gen = ModelSettings(**_judge(fake_llm, "gen-a", 4))
+    spec = workers.WorkerSpec(
+        generators=[gen],
+        judges=[],
+        cache=tmp_path / "cache.sqlite",
+        read_cache=True,
+        reask=0,
+        prompt_family="agentjudge",
+        tool_rendering="full",
+    )
+    pool = WorkerPool(2, spec)
+    pool.fork()
+    victim, survivor = pool._workers
+
+    async def scenario() -> list[Any]:
+        await pool.start()
+        os.kill(victim.pid, signal.SIGKILL)
+        for _ in range(500):
+            if victim.dead is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert victim.dead is not None
+        assert survivor.shares == {"gen-a": 4}
+        answers = await asyncio.gather(*(pool.call("predict", "gen-a", (task, trial)) for trial in range(12)))
+        await pool.close()
+        return answers
+
+    try:
+        answers = asyncio.run(scenario())
+    finally:
+        pool.abandon()
+    # each unit was answered by the model (its text is no tool call, which the prediction says)
+    assert len(answers) == 12 and all(a.usage.completion_tokens > 0 for a in answers)
+    assert sum(in_flight.now.values()) == 0 and len(fake_llm.requests) == 12
+    assert in_flight.most["gen-a"] == 4  # its own 2 and the killed worker's 2

@@ -504,6 +504,19 @@ class CostGate:
             self._condition().notify_all()
 
 
+class _Unlimited:
+    """The share of a process without shares: a context that never waits."""
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+_UNLIMITED = _Unlimited()
+
+
 class ModelClient:
     """Async client shared by every generator and judge of a run (one per process is the intent)."""
 
@@ -514,6 +527,7 @@ class ModelClient:
         read_cache: bool = True,
         backoff_base_s: float = BASE_BACKOFF_S,
         max_cost_usd: float | None = None,
+        call_limits: dict[str, int] | None = None,
     ) -> None:
         self.cache = cache
         self.read_cache = read_cache
@@ -522,6 +536,11 @@ class ModelClient:
         self.backoff_base_s = backoff_base_s  # first retry waits ~this long, doubling; tests use a few ms
         self.stats = ClientStats()
         self._semaphores: dict[tuple[int, Target], asyncio.Semaphore] = {}
+        # a worker process's share of each model's calls in flight, by display name (runner/workers.py
+        # splits each model's `concurrency` over the workers): held around the request alone, so a unit's
+        # prompt building, cache lookup and parsing never hold one. None: no shares (one process)
+        self.call_limits = None if call_limits is None else dict(call_limits)
+        self._shares: dict[tuple[int, str], asyncio.Semaphore] = {}
         self.batch: BatchQueue | None = None  # set by the runner when the pipeline has batch: true models
         self._batch_reserved: dict[str, float] = {}  # cache key -> worst case held under --max-cost
         self._batch_read: set[tuple[str, str]] = set()  # (cache key, unit) answers counted in stats
@@ -553,6 +572,31 @@ class ModelClient:
         if sem is None:
             sem = self._semaphores[key] = asyncio.Semaphore(max(1, settings.concurrency))
         return sem
+
+    def _share(self, settings: ModelSettings) -> asyncio.Semaphore | _Unlimited:
+        """This process's share of the model's calls in flight (``call_limits``); unlimited without shares."""
+        if self.call_limits is None:
+            return _UNLIMITED
+        key = (id(asyncio.get_running_loop()), settings.display_name)
+        sem = self._shares.get(key)
+        if sem is None:
+            limit = self.call_limits.get(settings.display_name, 0)
+            if limit < 1:  # the parent routes a model's units only to workers holding a share of it
+                name = settings.display_name
+                raise RuntimeError(f"{name}: this worker process holds no share of its calls")
+            sem = self._shares[key] = asyncio.Semaphore(limit)
+        return sem
+
+    def widen(self, shares: dict[str, int]) -> None:
+        """Take over more of some models' calls in flight (a worker process that held them has exited)."""
+        if self.call_limits is None:
+            return
+        for name, more in shares.items():
+            self.call_limits[name] = self.call_limits.get(name, 0) + more
+            for (_, held), sem in self._shares.items():
+                if held == name:
+                    for _ in range(more):
+                        sem.release()  # an asyncio.Semaphore grows past its start value on release
 
     @staticmethod
     def request_fields(
@@ -834,7 +878,7 @@ class ModelClient:
             try:
                 # the guard against a call litellm never ends; wait_for runs the call as a task of its own (a
                 # deadline on this task instead, asyncio.timeout, measured 5-15 % fewer calls per second)
-                async with self._semaphore(settings):
+                async with self._share(settings), self._semaphore(settings):
                     response = await asyncio.wait_for(
                         litellm.acompletion(**kwargs), timeout=settings.timeout_s + HANG_GUARD_S
                     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -198,6 +198,19 @@ def settle(
         budget.spent += usage.cost_usd
 
 
+class _NoSlot:
+    """The global slot of a unit whose calls are limited where they are made (``run_units``'s ``ahead``)."""
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+limited_elsewhere = _NoSlot()
+
+
 async def run_units(
     stage: str,
     units: list[UnitKey],
@@ -213,6 +226,7 @@ async def run_units(
     reading_batch_answers: bool = False,
     last: Collection[UnitKey] = (),
     bar: TaskID | None = None,
+    ahead: Mapping[str, int] | None = None,
 ) -> list[UnitKey]:
     """Run ``units`` (already filtered to what is pending); commit each as it finishes. Returns the units
     whose call was queued for a provider batch (``batch_pending``): not stored, run again on the answer.
@@ -221,7 +235,13 @@ async def run_units(
     ``last``: units each model takes after all its others (repeats of an earlier unit's request: by then
     answered from the call cache, instead of holding a concurrency slot while the twin request is out).
     ``bar``: the stage's progress bar when it counts other units too (``runner.offline``'s), else one is
-    added for ``units``."""
+    added for ``units``.
+    ``ahead``: models whose calls are limited where they are made (worker processes, each holding its share
+    of the model's ``concurrency`` around the request alone; ``runner.workers``), with how many units each
+    keeps out beyond its cap: the next units' prompts are built and their cache looked up while the model's
+    requests are out. Their units take no ``global_cap`` slot, so the caller passes them only when the
+    pipeline's limit cannot bind (the stage's models' caps add up to no more than it)."""
+    ahead = ahead or {}
     queues: dict[str, list[UnitKey]] = defaultdict(list)
     # workers pop from the end: each model takes its units in prefix order (calls sharing a prompt
     # prefix close together in time, so a provider's prefix cache hits; see work.prefix_order)
@@ -245,7 +265,7 @@ async def run_units(
                 budget.skipped += 1
                 progress.advance(bar)
                 continue
-            async with global_cap:
+            async with limited_elsewhere if model in ahead else global_cap:
                 started = now()
                 try:
                     outcome = await work(unit)
@@ -272,7 +292,7 @@ async def run_units(
     workers = [
         worker(model, queue)
         for model, queue in sorted(queues.items())
-        for _ in range(max(1, min(caps.get(model, 1), len(queue))))
+        for _ in range(max(1, min(caps.get(model, 1) + ahead.get(model, 0), len(queue))))
     ]
     timer = asyncio.create_task(flush_on_timer())
     try:

@@ -527,7 +527,8 @@ class _Grid:
         # although their twin's answer makes them free
         capped = self.pipe.max_cost_usd is not None
         last = self._repeats(pending) if name == "judge" and not capped else set()
-        deferred = await engine.run_units(name, pending, *args, self.log, last=last, bar=bar)
+        ahead = self._ahead({model_of(u) for u in pending})
+        deferred = await engine.run_units(name, pending, *args, self.log, last=last, bar=bar, ahead=ahead)
         # batch mode: queued calls are sent as batches and awaited, then their units run again (a unit that
         # needs a further call, e.g. a re-ask, queues it and the loop goes round)
         while deferred and self.batches is not None:
@@ -543,6 +544,22 @@ class _Grid:
             deferred = await engine.run_units(
                 f"{name}:batch", deferred, *args, self.log, reading_batch_answers=True
             )
+
+    def _ahead(self, models: set[str]) -> dict[str, int]:
+        """For a stage whose units belong to ``models``: the worker-process models whose units need no
+        global slot, and how many of their units to keep out beyond the model's cap (``engine.run_units``).
+
+        In worker processes a model's ``concurrency`` is held around the request alone, split over the
+        workers (``runner.workers``): a few more units than that are sent, so each worker builds the next
+        prompts and parses answers while its share of requests is out. The pipeline's ``concurrency`` is
+        held by the parent for whole units, so this is done only when it cannot bind: when the caps of
+        the stage's models add up to no more than it. A quarter of the cap ahead covers a unit's own time
+        (its prompt, the cache, the pipes, the commit: ~15 ms, a fifteenth of a 200 ms call, a quarter of a
+        50 ms one), with room for bursts."""
+        if self.pool is None or sum(self.caps.get(m, 1) for m in models) > self.pipe.concurrency:
+            return {}
+        remote = (self.remote_gens | self.remote_judges) & models
+        return {m: max(self.pool.size, -(-self.caps[m] // 4)) for m in sorted(remote)}
 
     def _fail_waiting(self, stage: str, units: list[UnitKey], model_of: Any) -> None:
         """Units still waiting for a batch answer after a round without progress, with no open request of

@@ -7,10 +7,16 @@ litellm is imported, so a worker costs no second import: that import is worth ab
 CPU), each running its own event loop and ``ModelClient``; the parent keeps everything else.
 
 What stays where:
-* The parent schedules: the engine's per-model worker tasks and the global semaphore are held in the
-  parent for the whole time a unit is out in a worker process, so per-model ``concurrency`` and the
-  pipeline's ``concurrency`` hold across processes exactly as in one process (a parent-side token scheme:
-  no splitting of limits, so no rounding and no idle share when one worker is busier than another).
+* The parent schedules; the workers hold the limits around the requests. Each worker holds a share of
+  every model's ``concurrency`` (``split_limit``: the shares add up to it, no rounding) around the request
+  alone (``ModelClient``'s ``call_limits``), and the parent keeps a few more of a model's units out than the
+  model's ``concurrency`` (``engine.run_units``'s ``ahead``), so a worker builds the next prompts, looks up
+  the cache and parses answers while its share of requests is out: those milliseconds (and the pipes
+  both ways) no longer hold a slot. A unit goes to the worker with the most room in its share of the model.
+  A worker that exits hands its shares to the live ones (``_Widen``), so a model keeps its whole
+  ``concurrency``. The pipeline's ``concurrency`` is held in the parent for whole units, as in one
+  process; a stage whose models' ``concurrency`` adds up to more than it (where it may bind) sends nothing
+  ahead, each of its units holding a slot from start to finish.
 * The parent is the one writer of ``run.sqlite``: a worker answers with the unit's result and the parent
   commits it, as for an in-process unit. A killed parent leaves nothing half-written; a unit whose answer
   had not been committed is run again by the next invocation, and its call is answered from the call cache
@@ -82,6 +88,32 @@ class WorkerSpec:
     reask: int
     prompt_family: PromptFamily
     tool_rendering: str
+
+
+def split_limit(limit: int, size: int, first: int = 0) -> list[int]:
+    """``limit`` calls in flight split over ``size`` worker processes: the shares add up to ``limit`` and
+    differ by at most one; the larger ones start at worker ``first`` (each model starts at its own, so one
+    worker does not take every model's remainder)."""
+    base, extra = divmod(limit, size)
+    return [base + ((i - first) % size < extra) for i in range(size)]
+
+
+def model_shares(spec: WorkerSpec, size: int) -> list[dict[str, int]]:
+    """Per worker process, its share of each remote model's ``concurrency`` (models by display name; a judge
+    named like a generator is that model, as in the parent's caps)."""
+    limits = {s.display_name: s.concurrency for s in (*spec.generators, *spec.judges)}
+    shares: list[dict[str, int]] = [{} for _ in range(size)]
+    for first, (name, limit) in enumerate(sorted(limits.items())):
+        for worker, share in enumerate(split_limit(limit, size, first)):
+            shares[worker][name] = share
+    return shares
+
+
+@dataclass(frozen=True)
+class _Widen:
+    """The parent's frame giving a worker more of some models' calls in flight (another worker exited)."""
+
+    shares: dict[str, int]
 
 
 def _frame(obj: Any) -> bytes:
@@ -247,10 +279,13 @@ class _Worker:
     fds_closed: bool = False
     tasks_sent: set[str] = field(default_factory=set)  # task tokens this worker holds (_request_frame)
     outbox: _Outbox | None = None  # frames for this worker, written once per event-loop turn
+    shares: dict[str, int] = field(default_factory=dict)  # its share of each model's calls in flight
+    load: dict[str, int] = field(default_factory=dict)  # its units out, by model
 
 
 class WorkerPool:
-    """N forked worker processes; ``call`` sends one unit to the least busy one and awaits its result.
+    """N forked worker processes; ``call`` sends one unit to the one with the most room for its model and
+    awaits its result.
 
     ``fork()`` before the event loop starts, ``await start()`` inside it, ``await close()`` at the end
     (``abandon()`` when interrupted)."""
@@ -258,6 +293,7 @@ class WorkerPool:
     def __init__(self, size: int, spec: WorkerSpec) -> None:
         self.size = size
         self.spec = spec
+        self.shares = model_shares(spec, size) if spec is not None else None
         self._workers: list[_Worker] = []
         self._tasks = _TaskTokens()
         self._routes: dict[str, list[Any]] = {}  # route -> [its worker, its calls in flight] (see call)
@@ -283,7 +319,8 @@ class WorkerPool:
                         os.close(earlier.request_fd)
                         os.close(earlier.answer_fd)
                     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-                    asyncio.run(_serve(self.spec, request_r, answer_w))
+                    shares = self.shares[len(self._workers)] if self.shares is not None else None
+                    asyncio.run(_serve(self.spec, request_r, answer_w, shares))
                     code = 0
                 except BaseException:  # noqa: BLE001 - reported, then the worker ends
                     traceback.print_exc()
@@ -291,7 +328,8 @@ class WorkerPool:
                     os._exit(code)
             os.close(request_r)
             os.close(answer_w)
-            self._workers.append(_Worker(pid, request_w, answer_r))
+            shares = dict(self.shares[len(self._workers)]) if self.shares is not None else {}
+            self._workers.append(_Worker(pid, request_w, answer_r, shares=shares))
 
     async def start(self) -> None:
         """Connect the pipes to the running loop and start reading answers (once)."""
@@ -334,6 +372,32 @@ class WorkerPool:
             worker.pending.clear()
             if not worker.final.done():
                 worker.final.set_result(None)
+            if worker.dead is not None:
+                self._hand_over(worker)
+
+    def _hand_over(self, gone: _Worker) -> None:
+        """Give the shares of a worker that exited to the live ones, so each model keeps its whole
+        ``concurrency`` (the exited worker's requests ended with it)."""
+        alive = [w for w in self._workers if w.dead is None and w.outbox is not None]
+        alive = [w for w in alive if w.final is None or not w.final.done()]  # not one that has finished
+        if not alive:
+            return
+        more: list[dict[str, int]] = [{} for _ in alive]
+        for first, (name, share) in enumerate(sorted(gone.shares.items())):
+            for i, extra in enumerate(split_limit(share, len(alive), first)):
+                if extra:
+                    more[i][name] = extra
+        gone.shares = {}
+        for worker, extra_shares in zip(alive, more, strict=True):
+            if extra_shares:
+                for name, extra in extra_shares.items():
+                    worker.shares[name] = worker.shares.get(name, 0) + extra
+                assert worker.outbox is not None
+                worker.outbox.send(_frame(_Widen(extra_shares)))
+
+    def _share(self, worker: _Worker, name: str) -> int:
+        """A worker's share of ``name``'s calls in flight (1 each in a pool built without a spec: tests)."""
+        return worker.shares.get(name, 0) if self.shares is not None else 1
 
     async def call(self, role: str, name: str, payload: Any, route: str | None = None) -> Any:
         """Run ``models[role][name](*payload)`` in a worker; its exception comes back as RemoteUnitError.
@@ -342,21 +406,26 @@ class WorkerPool:
         ``route``: the identity of the request (calls with one route ask the same thing). While a call of a
         route is in flight, later calls of that route go to the same worker, so identical requests meet in
         one client, which sends one of them and answers the others from it (the in-flight sharing is per
-        process). Otherwise, with or without a route, the least busy worker: a route pins nothing once its
-        calls have come back (by then the answer is in the call cache, which every worker reads), so work
-        spreads evenly however the routes are distributed."""
+        process). Otherwise, with or without a route, the worker with the fewest of the model's units out
+        for its share of the model (a worker without a share never gets one): a route pins nothing once
+        its calls have come back (by then the answer is in the call cache, which every worker reads), so
+        work spreads evenly however the routes are distributed."""
         alive = [w for w in self._workers if w.dead is None and w.writer is not None]
         if not alive:
             raise RemoteUnitError(f"WorkerError: every worker process has exited ({self._workers[0].dead})")
+        able = [w for w in alive if self._share(w, name) > 0]
+        if not able:  # cannot happen while a worker lives: an exited worker's shares pass to the others
+            raise RemoteUnitError(f"WorkerError: no live worker process holds a share of {name}'s calls")
         held = self._routes.get(route) if route is not None else None
-        if held is not None and held[0] in alive:
+        if held is not None and held[0] in able:
             worker = held[0]
-        else:
-            worker = min(alive, key=lambda w: len(w.pending))
+        else:  # the least busy for this model, for its share; then the least busy overall
+            worker = min(able, key=lambda w: (w.load.get(name, 0) / self._share(w, name), len(w.pending)))
             if route is not None:
                 held = self._routes[route] = [worker, 0]  # calls on a dead worker count on their own list
         if held is not None:
             held[1] += 1  # calls of this route in flight
+        worker.load[name] = worker.load.get(name, 0) + 1
         self._next_id += 1
         call_id = self._next_id
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -367,6 +436,7 @@ class WorkerPool:
             return await future
         finally:
             worker.pending.pop(call_id, None)
+            worker.load[name] -= 1
             if held is not None and route is not None:
                 held[1] -= 1
                 if held[1] == 0 and self._routes.get(route) is held:
@@ -423,7 +493,7 @@ def _build(spec: WorkerSpec, client: Any) -> dict[str, dict[str, Any]]:
     return {"judge": judges, "predict": gens}
 
 
-async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int) -> None:
+async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int, shares: dict[str, int] | None) -> None:
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
     from agentjudge.models.inline_executor import install_if_loaded
@@ -432,7 +502,7 @@ async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int) -> None:
     install_if_loaded()  # litellm's request building runs inline in this loop (models/inline_executor.py)
     reader, writer = await _pipe_streams(request_fd, answer_fd)
     outbox = _Outbox(writer)
-    client = ModelClient(cache=CallCache(spec.cache), read_cache=spec.read_cache)
+    client = ModelClient(cache=CallCache(spec.cache), read_cache=spec.read_cache, call_limits=shares)
     models = _build(spec, client)
     tasks: set[asyncio.Task[None]] = set()
     known_tasks: dict[str, Any] = {}  # token -> task or GT steps, as the parent sent them (_request_frame)
@@ -446,7 +516,11 @@ async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int) -> None:
 
     try:
         while True:
-            message = _read_request(await _read_frame(reader), known_tasks)
+            frame = await _read_frame(reader)
+            if type(frame) is _Widen:
+                client.widen(frame.shares)
+                continue
+            message = _read_request(frame, known_tasks)
             if message is None:
                 break
             task = asyncio.create_task(handle(*message))
