@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
 from fakeserver import FakeLLM
+from test_runner import read, write_pipeline
 
+from agentjudge.generators.infer import read_predictions, write_predictions
 from agentjudge.judges.llm import LLMJudge
 from agentjudge.models.cache import CallCache, cache_key
 from agentjudge.models.client import Completion, ModelClient
+from agentjudge.runner.grid import run_cli
 from agentjudge.runner.store import from_stored, stored_json
 from agentjudge.types import JudgeRequest, JudgeResult, Prediction, Task, ToolCall, Usage
 
@@ -104,3 +111,89 @@ async def test_a_judge_result_is_unknown_when_any_attempt_was_unpriced(fake_llm:
         result = await judge(request)
         assert result.parse_ok and result.rationales["_reasks"] == "1"  # two answers summed
         assert result.usage.cost_known is known and (result.usage.cost_usd > 0) is known
+
+
+def test_predictions_files_say_null_for_an_unknown_cost_and_read_it_back(tmp_path: Path) -> None:
+    def pred(generator: str, usage: Usage) -> Prediction:
+        return Prediction(
+            record_id="r:easy", base_id="r", difficulty="easy", generator=generator, calls=[], usage=usage
+        )
+
+    preds = [pred("priced", Usage(cost_usd=0.25)), pred("unpriced", Usage(prompt_tokens=4, cost_known=False))]
+    for name in ("p.parquet", "p.jsonl"):
+        write_predictions(tmp_path / name, preds)
+        back = read_predictions(tmp_path / name)
+        assert [(p.usage.cost_usd, p.usage.cost_known) for p in back] == [(0.25, True), (0.0, False)]
+    jsonl = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
+    assert [row["cost_usd"] for row in jsonl] == [0.25, None]
+    write_predictions(tmp_path / "all-null.parquet", preds[1:])  # a column of nulls only stays a double
+    for name in ("p.parquet", "all-null.parquet"):
+        assert str(pq.read_schema(tmp_path / name).field("cost_usd").type) == "double"
+
+
+def test_predictions_parquet_cost_is_null_for_an_unpriced_model_and_zero_for_a_cache_hit(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    """Through the runner and the loopback server: an LLM generator litellm cannot price has null
+    ``cost_usd`` rows, one with a pipeline price has its dollars; run again on the same cache, every row
+    is a hit and costs a known 0.0."""
+
+    def responder(req: dict[str, Any]) -> str:
+        text = json.dumps(req["messages"])
+        customer = next(c for c in ("C-100", "C-101", "C-102", "C-103") if c in text)
+        return json.dumps([{"name": "get_customer", "arguments": {"customer_id": customer}}])
+
+    fake_llm.set_responder(responder)
+    common = {"native_tools": False, "max_retries": 0}
+    unpriced = fake_llm.settings(name="selfhosted", model="openai/unpriced-export-test-model", **common)
+    priced = fake_llm.settings(name="priced", model="openai/priced-export-test-model", **common, **PRICE)
+    pipeline = write_pipeline(
+        tmp_path,
+        generators=[unpriced.model_dump(exclude_defaults=True), priced.model_dump(exclude_defaults=True)],
+        judges=["baseline/always-1"],
+        conditions=["with_gt"],
+        difficulties=["easy"],
+    )
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    assert str(pq.read_schema(tmp_path / "run" / "predictions.parquet").field("cost_usd").type) == "double"
+    preds = read(tmp_path / "run", "predictions").set_index("generator")
+    assert len(preds) == 8 and not preds.cached.any() and (preds.prompt_tokens > 0).all()
+    assert preds.loc["selfhosted", "cost_usd"].isna().all()
+    assert (preds.loc["priced", "cost_usd"] > 0).all()
+    # the per-model figures are as before: "unknown" stays the run's word for the unpriced model
+    meta = json.loads((tmp_path / "run" / "meta.json").read_text())["last_invocation"]["per_model"]
+    rows = {r["model"]: r for r in meta}
+    assert (rows["selfhosted"]["unknown_cost_calls"], rows["selfhosted"]["cost_usd"]) == (4, 0.0)
+    assert rows["priced"]["cost_usd"] == pytest.approx(preds.loc["priced", "cost_usd"].sum())
+
+    sent = len(fake_llm.requests)
+    assert run_cli(pipeline, tmp_path / "again") == 0  # a new run folder, the same call cache
+    assert len(fake_llm.requests) == sent
+    again = read(tmp_path / "again", "predictions")
+    assert again.cached.all() and (again.cost_usd == 0.0).all()
+    pd.testing.assert_series_equal(
+        again.calls_json, read(tmp_path / "run", "predictions").calls_json, check_names=True
+    )
+
+
+def test_an_unpriced_batch_generator_has_null_cost_rows(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    """The batch path prices an answer itself (the batch price, or none): a model with no batch price has
+    null rows too. The model name is new to this process, so litellm's own answer (a 0.0 the batch
+    answer carries, not a price) is what the batch path has to overrule."""
+    fake_llm.set_responder(
+        lambda req: json.dumps([{"name": "get_customer", "arguments": {"customer_id": "C"}}])
+    )
+    gen = fake_llm.settings(name="gen", model="openai/unpriced-batch-cost-known-model", native_tools=False)
+    pipeline = write_pipeline(
+        tmp_path,
+        generators=[gen.model_dump(exclude_defaults=True) | {"batch": True}],
+        judges=["baseline/always-1"],
+        conditions=["with_gt"],
+        difficulties=["easy"],
+        batch_poll_s=0.01,
+        batch_poll_max_s=0.05,
+    )
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    assert fake_llm.batches_created == 1
+    preds = read(tmp_path / "run", "predictions")
+    assert len(preds) == 4 and (preds.prompt_tokens > 0).all() and preds.cost_usd.isna().all()
