@@ -143,10 +143,23 @@ class Usage(Strict):
     cached_prompt_tokens: int = 0  # of prompt_tokens, read from the provider's prefix cache
     cache_saved_usd: float = 0.0  # list price of those tokens minus what they cost
     cached: bool = False
+    # False when some call behind this usage had no known price (litellm has none and the pipeline gives
+    # none: a self-hosted model); ``cost_usd`` then counts only the priced part, and the predictions file
+    # says null, not a $0 that looks known. True for a cache hit (nothing was spent: a known $0) and for
+    # in-process models. The default keeps results stored before the field as they were, and costs nothing
+    # in the compact store (``exclude_defaults``).
+    cost_known: bool = True
+
+    @property
+    def known_cost_usd(self) -> float | None:
+        """``cost_usd`` when it is the whole cost, else None: what a file's ``cost_usd`` cell holds (null
+        for unknown, never a $0 or a part that looks like the whole)."""
+        return self.cost_usd if self.cost_known else None
 
     def plus(self, more: Usage, first: bool = False) -> Usage:
         """Two calls' usage summed (re-asks, interactive turns); ``cached`` only when every call was a
-        cache hit (``first``: ``self`` is the empty start, so ``more`` alone decides)."""
+        cache hit (``first``: ``self`` is the empty start, so ``more`` alone decides); ``cost_known`` only
+        when every call's price was known (``first`` changes nothing: the empty start's is True)."""
         return Usage(
             prompt_tokens=self.prompt_tokens + more.prompt_tokens,
             completion_tokens=self.completion_tokens + more.completion_tokens,
@@ -154,6 +167,7 @@ class Usage(Strict):
             cached_prompt_tokens=self.cached_prompt_tokens + more.cached_prompt_tokens,
             cache_saved_usd=self.cache_saved_usd + more.cache_saved_usd,
             cached=more.cached if first else (self.cached and more.cached),
+            cost_known=self.cost_known and more.cost_known,
         )
 
 

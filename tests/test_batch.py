@@ -360,6 +360,9 @@ def test_batch_generator_and_reasking_judge_equal_direct(tmp_path: Path, fake_ll
         drop = [c for c in d.columns if "cost" in c]
         pd.testing.assert_frame_equal(d.drop(columns=drop), b.drop(columns=drop))
     assert read(tmp_path / "batch", "judgments").parse_ok.all()
+    # the generator has no price, direct or at a batch price: its rows' cost is unknown (null), not $0
+    for run in ("direct", "batch"):
+        assert read(tmp_path / run, "predictions").cost_usd.isna().all()
     # the end-of-run accounting counts each call once, although a re-asking unit ran twice (the second
     # time it read its first answer again on the way to the re-ask)
     rows = {}
@@ -388,6 +391,7 @@ def test_batch_generator_and_reasking_judge_equal_direct(tmp_path: Path, fake_ll
         assert batch_usage["cost_usd"] == pytest.approx(direct_usage["cost_usd"] / 2)
         # results are stored compactly (fields at their defaults left out): no "cached" key means False
         assert batch_usage.get("cached", False) is direct_usage.get("cached", False) is False
+        assert "cost_known" not in batch_usage and "cost_known" not in direct_usage  # priced: the default
 
 
 def test_cost_cap_refuses_batch_requests_that_do_not_fit(tmp_path: Path, fake_llm: FakeLLM) -> None:

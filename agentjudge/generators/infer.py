@@ -58,7 +58,7 @@ def prediction_row(pred: Prediction) -> dict[str, Any]:
         "simulated": pred.simulated,
         "prompt_tokens": pred.usage.prompt_tokens,
         "completion_tokens": pred.usage.completion_tokens,
-        "cost_usd": pred.usage.cost_usd,
+        "cost_usd": pred.usage.known_cost_usd,  # null: some call had no known price
         "cached": pred.usage.cached,
         **trajectory_fields(pred),
         "cached_prompt_tokens": pred.usage.cached_prompt_tokens,
@@ -79,6 +79,7 @@ def row_to_prediction(row: dict[str, Any], where: str) -> Prediction:
         calls = None if calls_json is None else [ToolCall.model_validate(c) for c in json.loads(calls_json)]
     except (json.JSONDecodeError, TypeError, ValueError) as exc:
         raise ValueError(f"{where}: field calls_json is not a JSON list of calls: {exc}") from exc
+    cost = _none_if_nan(row["cost_usd"])  # null: unknown (the priced part is not kept in the file)
     return Prediction(
         record_id=row["record_id"],
         base_id=row["base_id"],
@@ -93,7 +94,8 @@ def row_to_prediction(row: dict[str, Any], where: str) -> Prediction:
         usage=Usage(
             prompt_tokens=int(row["prompt_tokens"]),
             completion_tokens=int(row["completion_tokens"]),
-            cost_usd=float(row["cost_usd"]),
+            cost_usd=0.0 if cost is None else float(cost),
+            cost_known=cost is not None,
             cached=bool(row["cached"]),
             cached_prompt_tokens=int(_none_if_nan(row.get("cached_prompt_tokens")) or 0),
         ),
@@ -129,7 +131,9 @@ def write_predictions(path: Path, predictions: Iterable[Prediction]) -> None:
     if path.suffix == ".parquet":
         import pandas as pd
 
-        pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS)).to_parquet(path, index=False)
+        frame = pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS))
+        frame["cost_usd"] = frame["cost_usd"].astype("float64")  # nullable double, also when all null
+        frame.to_parquet(path, index=False)
         return
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:

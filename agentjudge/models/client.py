@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from agentjudge.models.cache import CallCache, cache_key
 from agentjudge.models.credentials import MissingCredentialError, env_headers, required_env_headers
@@ -71,6 +71,18 @@ class Completion(Strict):
     usage: Usage = Field(default_factory=Usage)
     cost_known: bool = True  # False: litellm has no price for this model, cost_usd is 0.0 for that reason
     raw: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _cost_known_in_step(self) -> Completion:
+        """``cost_known`` and ``usage.cost_known`` say the same (unknown when either says so): the usage is
+        what reaches a prediction or a judge result, and a cache entry written before ``Usage`` had the
+        flag holds it on the Completion only (its usage reads as the default, True). Assignments after
+        construction (the batch path, ``_unsent``) set both themselves."""
+        known = self.cost_known and self.usage.cost_known
+        if not (self.cost_known is self.usage.cost_known is known):
+            self.cost_known = known
+            self.usage = self.usage.model_copy(update={"cost_known": known})
+        return self
 
 
 class BatchQueue(Protocol):
@@ -349,10 +361,18 @@ _SECRET_ENV_RE = re.compile(r"(API_KEY|_TOKEN|_SECRET|_PASSWORD)$", re.IGNORECAS
 
 def _unsent(completion: Completion) -> Completion:
     """An answer served without a request (cache hit, or shared with an identical request in flight):
-    no cost, and no provider-cache reads or savings either."""
+    no cost, and no provider-cache reads or savings either. That $0 is known (nothing was spent), also
+    when the stored answer's own price was not: ``cost_known`` is True."""
     completion.usage = completion.usage.model_copy(
-        update={"cached": True, "cost_usd": 0.0, "cached_prompt_tokens": 0, "cache_saved_usd": 0.0}
+        update={
+            "cached": True,
+            "cost_usd": 0.0,
+            "cached_prompt_tokens": 0,
+            "cache_saved_usd": 0.0,
+            "cost_known": True,
+        }
     )
+    completion.cost_known = True
     return completion
 
 
@@ -636,7 +656,8 @@ class ModelClient:
         """One chat completion, from the cache when allowed, else from the provider with retries.
 
         A cache hit returns the stored answer with ``usage.cached=True`` and ``cost_usd=0.0`` (nothing was
-        spent); its token counts are those of the original call and are not added to ``stats`` tokens.
+        spent: a known $0, ``cost_known`` True); its token counts are those of the original call and are
+        not added to ``stats`` tokens.
         """
         stats = self.stats.model(settings.display_name)
         stats.calls += 1
@@ -776,8 +797,8 @@ class ModelClient:
         cost = 0.0
         if batch_prices is not None:
             cost = usage.prompt_tokens * batch_prices[0] + usage.completion_tokens * batch_prices[1]
-        completion.cost_known = batch_prices is not None
-        completion.usage = usage.model_copy(update={"cost_usd": cost})
+        completion.cost_known = batch_prices is not None  # and on the usage, which reaches the result
+        completion.usage = usage.model_copy(update={"cost_usd": cost, "cost_known": completion.cost_known})
         replay = (key, current_unit()) in self._batch_read
         if replay:  # the unit was run again for a later call (a re-ask, the next turn): not a new call
             stats.calls -= 1  # (its requests were counted at the first read)
@@ -1052,6 +1073,7 @@ class ModelClient:
                 if known and not pipeline_price and cache_read + cache_write
                 else 0.0,
                 cached=False,
+                cost_known=known,
             ),
             cost_known=known,
             raw=raw,

@@ -129,7 +129,7 @@ def prediction_rows(units: dict[UnitKey, UnitRow], simulated: dict[str, bool]) -
                 "simulated": bool(pred.simulated) if pred else simulated.get(key.generator, False),
                 "prompt_tokens": usage.prompt_tokens if usage else 0,
                 "completion_tokens": usage.completion_tokens if usage else 0,
-                "cost_usd": usage.cost_usd if usage else 0.0,
+                "cost_usd": usage.known_cost_usd if usage else 0.0,  # null: some call had no known price
                 "cached": usage.cached if usage else False,
                 **trajectory_fields(pred),
                 "cached_prompt_tokens": usage.cached_prompt_tokens if usage else 0,
