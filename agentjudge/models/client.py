@@ -27,6 +27,7 @@ are easy to get wrong once per call site and easy to get right once. Everything 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 import logging
@@ -524,17 +525,7 @@ class CostGate:
             self._condition().notify_all()
 
 
-class _Unlimited:
-    """The share of a process without shares: a context that never waits."""
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-
-_UNLIMITED = _Unlimited()
+_UNLIMITED: contextlib.nullcontext[None] = contextlib.nullcontext()  # the share of a process without shares
 
 
 class ModelClient:
@@ -593,7 +584,7 @@ class ModelClient:
             sem = self._semaphores[key] = asyncio.Semaphore(max(1, settings.concurrency))
         return sem
 
-    def _share(self, settings: ModelSettings) -> asyncio.Semaphore | _Unlimited:
+    def _share(self, settings: ModelSettings) -> asyncio.Semaphore | contextlib.nullcontext[None]:
         """This process's share of the model's calls in flight (``call_limits``); unlimited without shares."""
         if self.call_limits is None:
             return _UNLIMITED

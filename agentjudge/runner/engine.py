@@ -10,6 +10,7 @@ asyncio tasks is the sum of the per-model caps, not the number of units (a paper
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
@@ -198,17 +199,8 @@ def settle(
         budget.spent += usage.cost_usd
 
 
-class _NoSlot:
-    """The global slot of a unit whose calls are limited where they are made (``run_units``'s ``ahead``)."""
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-
-limited_elsewhere = _NoSlot()
+# the global slot of a unit whose calls are limited where they are made (``run_units``'s ``ahead``)
+limited_elsewhere = contextlib.nullcontext()
 
 
 async def run_units(
