@@ -362,8 +362,9 @@ async def test_a_worker_share_limits_a_models_requests_and_can_grow(fake_llm: Fa
     assert fake_llm.max_in_flight == 4
     with pytest.raises(ModelCallError) as refused:
         await client.complete(fake_llm.settings(name="judge-b"), MSG)
-    assert "holds no share" in refused.value.message
-    assert len(fake_llm.requests) == 16  # the refused call was not sent
+    assert "not sent" in refused.value.message and "holds no share" in refused.value.message
+    assert len(fake_llm.requests) == 16  # the refused call was not sent, nor counted as a request
+    assert client.stats.summary()["per_model"]["judge-b"]["requests"] == 0
 
 
 async def test_unknown_price_is_noted_known_price_is_counted(fake_llm: FakeLLM) -> None:

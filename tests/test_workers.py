@@ -615,7 +615,7 @@ def test_a_models_concurrency_is_split_over_the_workers_without_rounding() -> No
 def test_units_go_to_the_workers_holding_a_share_and_an_exited_workers_share_passes_on() -> None:
     """The parent sends a model's unit to the worker with the most room in its share of the model (its units
     out per share), never to one without a share; when a worker exits, its shares go to the live workers in
-    a frame each, and its units to them."""
+    a frame each, and later units of a model only it held a share of go to them."""
     import asyncio
 
     async def scenario() -> None:
@@ -748,3 +748,48 @@ def test_a_live_worker_takes_over_the_share_of_one_that_was_killed(tmp_path: Pat
     assert len(answers) == 12 and all(a.usage.completion_tokens > 0 for a in answers)
     assert sum(in_flight.now.values()) == 0 and len(fake_llm.requests) == 12
     assert in_flight.most["gen-a"] == 4  # its own 2 and the killed worker's 2
+
+
+def test_only_a_stages_worker_models_send_units_ahead_and_only_where_the_pipeline_limit_cannot_bind() -> None:
+    """``_Grid._ahead``: a quarter of the model's cap (at least one per worker) for the stage's own worker
+    models; nothing for an in-process model, even one named like a worker model of the other role; nothing
+    when the stage's caps add up to more than the pipeline's ``concurrency``; nothing without workers."""
+    from types import SimpleNamespace
+
+    from agentjudge.runner.grid import _Grid
+
+    grid = SimpleNamespace(
+        pool=SimpleNamespace(size=2),
+        caps={"x": 32, "judge": 8, "local": 4},
+        pipe=SimpleNamespace(concurrency=48),
+        remote_gens={"gen"},
+        remote_judges={"x", "judge"},
+    )
+    assert _Grid._ahead(grid, "judge", {"x", "judge", "local"}) == {"x": 8, "judge": 2}  # type: ignore[arg-type]
+    assert _Grid._ahead(grid, "predict", {"x", "local"}) == {}  # type: ignore[arg-type]  # x: a local generator
+    grid.pipe.concurrency = 43  # 32 + 8 + 4 = 44 > 43: the pipeline's limit may bind
+    assert _Grid._ahead(grid, "judge", {"x", "judge", "local"}) == {}  # type: ignore[arg-type]
+    grid.pipe.concurrency, grid.pool = 48, None
+    assert _Grid._ahead(grid, "judge", {"x", "judge"}) == {}  # type: ignore[arg-type]
+
+
+def test_a_model_whose_concurrency_is_below_the_workers_runs_in_the_one_holding_its_share(
+    tmp_path: Path, fake_llm: Any
+) -> None:
+    """``concurrency: 1`` with ``workers: 2``: one worker holds the model's whole share, every unit is
+    answered, and no two requests of it are ever in flight together."""
+    in_flight = _InFlight(0.02)
+    fake_llm.set_responder(in_flight)
+    pipeline = write_pipeline(
+        tmp_path,
+        generators=["sim/mid"],
+        judges=[_judge(fake_llm, "judge-a", 1)],
+        conditions=["with_gt"],
+        workers=2,
+    )
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    judgments = pd.read_parquet(tmp_path / "run" / "judgments.parquet")
+    assert (
+        judgments["record_id"].nunique() == 8 and judgments["judge_error"].isna().all()
+    )  # 4 records x 2 levels
+    assert in_flight.most["judge-a"] == 1 and len(fake_llm.requests) == 8

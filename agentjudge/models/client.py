@@ -883,6 +883,11 @@ class ModelClient:
         if settings.api_bases:
             return await self._call_fleet(settings, kwargs, secrets, stats)
         litellm = _litellm()
+        try:
+            share = self._share(settings)
+        except RuntimeError as exc:  # not sent, so no request counted
+            stats.failures += 1
+            raise ModelCallError("other", 0, f"not sent: {exc}") from None
         attempts = 0
         while True:
             attempts += 1
@@ -890,7 +895,7 @@ class ModelClient:
             try:
                 # the guard against a call litellm never ends; wait_for runs the call as a task of its own (a
                 # deadline on this task instead, asyncio.timeout, measured 5-15 % fewer calls per second)
-                async with self._share(settings), self._semaphore(settings):
+                async with share, self._semaphore(settings):
                     response = await asyncio.wait_for(
                         litellm.acompletion(**kwargs), timeout=settings.timeout_s + HANG_GUARD_S
                     )

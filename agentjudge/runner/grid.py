@@ -527,7 +527,7 @@ class _Grid:
         # although their twin's answer makes them free
         capped = self.pipe.max_cost_usd is not None
         last = self._repeats(pending) if name == "judge" and not capped else set()
-        ahead = self._ahead({model_of(u) for u in pending})
+        ahead = self._ahead(units[0].stage if units else name, {model_of(u) for u in pending})
         deferred = await engine.run_units(name, pending, *args, self.log, last=last, bar=bar, ahead=ahead)
         # batch mode: queued calls are sent as batches and awaited, then their units run again (a unit that
         # needs a further call, e.g. a re-ask, queues it and the loop goes round)
@@ -545,9 +545,11 @@ class _Grid:
                 f"{name}:batch", deferred, *args, self.log, reading_batch_answers=True
             )
 
-    def _ahead(self, models: set[str]) -> dict[str, int]:
-        """For a stage whose units belong to ``models``: the worker-process models whose units need no
-        global slot, and how many of their units to keep out beyond the model's cap (``engine.run_units``).
+    def _ahead(self, stage: str, models: set[str]) -> dict[str, int]:
+        """For a stage (``predict``/``judge``) whose units belong to ``models``: the stage's worker-process
+        models, whose units need no global slot, and how many of their units to keep out beyond the model's
+        cap (``engine.run_units``). A generator and a judge may share a display name: only the stage's own
+        role counts (an in-process generator named like a worker judge holds its slots as before).
 
         In worker processes a model's ``concurrency`` is held around the request alone, split over the
         workers (``runner.workers``): a few more units than that are sent, so each worker builds the next
@@ -558,7 +560,7 @@ class _Grid:
         50 ms one), with room for bursts."""
         if self.pool is None or sum(self.caps.get(m, 1) for m in models) > self.pipe.concurrency:
             return {}
-        remote = (self.remote_gens | self.remote_judges) & models
+        remote = (self.remote_gens if stage == "predict" else self.remote_judges) & models
         return {m: max(self.pool.size, -(-self.caps[m] // 4)) for m in sorted(remote)}
 
     def _fail_waiting(self, stage: str, units: list[UnitKey], model_of: Any) -> None:

@@ -12,11 +12,12 @@ What stays where:
   alone (``ModelClient``'s ``call_limits``), and the parent keeps a few more of a model's units out than the
   model's ``concurrency`` (``engine.run_units``'s ``ahead``), so a worker builds the next prompts, looks up
   the cache and parses answers while its share of requests is out: those milliseconds (and the pipes
-  both ways) no longer hold a slot. A unit goes to the worker with the most room in its share of the model.
-  A worker that exits hands its shares to the live ones (``_Widen``), so a model keeps its whole
-  ``concurrency``. The pipeline's ``concurrency`` is held in the parent for whole units, as in one
-  process; a stage whose models' ``concurrency`` adds up to more than it (where it may bind) sends nothing
-  ahead, each of its units holding a slot from start to finish.
+  both ways) no longer hold a slot. A unit goes to the worker with the fewest of the model's units out
+  for its share. A worker that exits hands its shares to the live ones (``_Widen``), so a model keeps its
+  whole ``concurrency``. Units are sent ahead only in a stage whose models' ``concurrency`` adds up to no
+  more than the pipeline's, which therefore cannot bind there (those units take no slot of it); in any
+  other stage the parent holds a slot of the pipeline's ``concurrency`` for each unit from start to
+  finish, as in one process, and sends nothing ahead.
 * The parent is the one writer of ``run.sqlite``: a worker answers with the unit's result and the parent
   commits it, as for an in-process unit. A killed parent leaves nothing half-written; a unit whose answer
   had not been committed is run again by the next invocation, and its call is answered from the call cache
@@ -101,7 +102,8 @@ def split_limit(limit: int, size: int, first: int = 0) -> list[int]:
 def model_shares(spec: WorkerSpec, size: int) -> list[dict[str, int]]:
     """Per worker process, its share of each remote model's ``concurrency`` (models by display name; a judge
     named like a generator is that model, as in the parent's caps)."""
-    limits = {s.display_name: s.concurrency for s in (*spec.generators, *spec.judges)}
+    # at least 1, as every semaphore of a model's ``concurrency`` is (``ModelClient._semaphore``, the engine)
+    limits = {s.display_name: max(1, s.concurrency) for s in (*spec.generators, *spec.judges)}
     shares: list[dict[str, int]] = [{} for _ in range(size)]
     for first, (name, limit) in enumerate(sorted(limits.items())):
         for worker, share in enumerate(split_limit(limit, size, first)):
@@ -284,8 +286,8 @@ class _Worker:
 
 
 class WorkerPool:
-    """N forked worker processes; ``call`` sends one unit to the one with the most room for its model and
-    awaits its result.
+    """N forked worker processes; ``call`` sends one unit to the one with the fewest of its model's units out
+    for its share of the model, and awaits its result.
 
     ``fork()`` before the event loop starts, ``await start()`` inside it, ``await close()`` at the end
     (``abandon()`` when interrupted)."""
@@ -336,10 +338,14 @@ class WorkerPool:
         if self.started:
             return
         self.started = True
+        readers = []
         for worker in self._workers:
             reader, worker.writer = await _pipe_streams(worker.answer_fd, worker.request_fd)
             worker.outbox = _Outbox(worker.writer)
             worker.final = asyncio.get_running_loop().create_future()
+            readers.append(reader)
+        # every outbox exists before any answer is read: a worker found dead at once hands its shares over
+        for worker, reader in zip(self._workers, readers, strict=True):
             worker.reader_task = asyncio.create_task(self._read(worker, reader))
 
     async def _read(self, worker: _Worker, reader: asyncio.StreamReader) -> None:
@@ -377,7 +383,8 @@ class WorkerPool:
 
     def _hand_over(self, gone: _Worker) -> None:
         """Give the shares of a worker that exited to the live ones, so each model keeps its whole
-        ``concurrency`` (the exited worker's requests ended with it)."""
+        ``concurrency``. Its requests ended with it on this side; a server that goes on computing an
+        answer whose connection closed counts it a little longer (at most the dead worker's share, once)."""
         alive = [w for w in self._workers if w.dead is None and w.outbox is not None]
         alive = [w for w in alive if w.final is None or not w.final.done()]  # not one that has finished
         if not alive:
