@@ -370,6 +370,47 @@ MUTATIONS: tuple[Mutation, ...] = (
         "tests/test_resume.py::test_failed_units_are_retried_on_rerun",
         ("tests/test_resume.py",),
     ),
+    Mutation(
+        "worker-share-not-held",
+        "worker processes ignore their share of a model's concurrency: with units sent ahead, a model "
+        "gets more requests in flight at its server than its `concurrency`",
+        (
+            Edit(
+                "agentjudge/models/client.py",
+                "        if self.call_limits is None:\n            return _UNLIMITED",
+                "        if True:\n            return _UNLIMITED",
+            ),
+        ),
+        "tests/test_workers.py::test_units_are_sent_ahead_while_the_workers_keep_each_models_limit",
+        ("tests/test_workers.py", "tests/test_client.py"),
+    ),
+    Mutation(
+        "dead-worker-share-lost",
+        "a worker process that exits keeps its share of each model: the run goes on at part of its "
+        "concurrency, or fails every unit of a model whose whole share it held",
+        (
+            Edit(
+                "agentjudge/runner/workers.py",
+                "                self._hand_over(worker)\n",
+                "                pass\n",
+            ),
+        ),
+        "tests/test_workers.py::test_a_live_worker_takes_over_the_share_of_one_that_was_killed",
+        ("tests/test_workers.py",),
+    ),
+    Mutation(
+        "unknown-cost-written-as-zero",
+        "predictions.parquet says $0 for a prediction whose model has no known price: an invented figure",
+        (
+            Edit(
+                "agentjudge/runner/export.py",
+                '"cost_usd": usage.known_cost_usd if usage else 0.0,',
+                '"cost_usd": usage.cost_usd if usage else 0.0,',
+            ),
+        ),
+        "tests/test_cost_known.py::test_predictions_parquet_cost_is_null_for_an_unpriced_model_and_zero_for_a_cache_hit",
+        ("tests/test_cost_known.py",),
+    ),
 )
 
 
