@@ -524,6 +524,39 @@ async def test_a_cancelled_call_settles_its_cost_reservation(fake_llm: FakeLLM, 
     assert info.value.kind == "cost_cap"
 
 
+async def test_a_retried_timeout_counts_as_spent_and_the_retry_must_fit_under_the_cap(
+    fake_llm: FakeLLM,
+) -> None:
+    """A timed-out attempt may have been billed (the server may have computed its answer): under
+    ``--max-cost`` its worst case is counted as spent before the retry is sent, and the retry needs a
+    reservation of its own, so retries never take the run past the cap. Worst case per call 6.5e-5 (15
+    prompt-token bound + 50 out at $1e-6)."""
+    settings = fake_llm.settings(
+        max_tokens=50, input_cost_per_token=1e-6, output_cost_per_token=1e-6, timeout_s=0.3, max_retries=2
+    )
+    # room for two worst cases: the timed-out attempt and its retry
+    client = fast_client(max_cost_usd=0.00014)
+    gate = client.cost_gate
+    assert gate is not None
+    fake_llm.hang_next(seconds=30)
+    fake_llm.queue("after the stall")
+    out = await client.complete(settings, MSG)
+    worst = 6.5e-5
+    assert out.text == "after the stall" and len(fake_llm.requests) == 2
+    assert gate.reserved == pytest.approx(0.0)
+    assert gate.spent == pytest.approx(worst + out.usage.cost_usd)  # the timed-out attempt counted in full
+    # room for one worst case only: the attempt times out and its retry is not sent
+    client = fast_client(max_cost_usd=0.0001)
+    gate = client.cost_gate
+    assert gate is not None
+    fake_llm.hang_next(seconds=30)
+    with pytest.raises(ModelCallError) as refused:
+        await client.complete(settings, MSG)  # a client without a cache: asked again
+    assert refused.value.kind == "cost_cap" and "not retried" in refused.value.message
+    assert len(fake_llm.requests) == 3  # the retry was not sent
+    assert (gate.reserved, gate.spent) == (pytest.approx(0.0), pytest.approx(worst))
+
+
 async def test_a_failed_batch_request_shared_by_two_units_counts_its_submissions_once(
     fake_llm: FakeLLM, tmp_path: Path
 ) -> None:

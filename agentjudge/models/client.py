@@ -34,6 +34,7 @@ import logging
 import os
 import random
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
@@ -51,6 +52,9 @@ log = logging.getLogger(__name__)
 
 RETRYABLE_KINDS = frozenset({"rate_limit", "server_error", "timeout", "connection", "malformed_response"})
 MODEL_FATAL_KINDS = frozenset({"auth", "bad_request", "not_found"})  # never retried; stop the model
+# an attempt that ended so may have been billed with no usage reported: the server may have computed (or
+# answered) it. Under --max-cost its worst case is counted as spent before a retry is sent
+MAYBE_BILLED_KINDS = frozenset({"timeout", "malformed_response"})
 _AUTH_MARKERS = ("api_key client option must be set", "missing credentials", "no api key", "invalid api key")
 MAX_BACKOFF_S = 30.0  # cap for one sleep, Retry-After included
 BASE_BACKOFF_S = 0.5
@@ -711,14 +715,36 @@ class ModelClient:
             raise self._stop(settings, ModelCallError("auth", 0, str(exc))) from None
         if settings.batch and self.batch is not None:
             return await self._batched(settings, key, fields, stats, _secrets(api_key, headers))
-        reserved = await self._reserve(settings, fields)
+        worst = await self._reserve(settings, fields)
+        reserved = worst  # what this call holds in the cost gate now (0 between a retry's settle and reserve)
         secrets = _secrets(api_key, headers)
         kwargs = self._kwargs(settings, fields, api_key, headers) | _litellm_pricing(settings)
+
+        async def rebill(attempts: int) -> None:
+            """Before retrying an attempt that may have been billed (it timed out, or its answer could not be
+            read): its worst case is spent, and the retry reserves its own, or is not sent."""
+            nonlocal reserved
+            assert self.cost_gate is not None
+            await self.cost_gate.settle(reserved, reserved)
+            reserved = 0.0
+            if not await self.cost_gate.reserve(worst):
+                stats.failures += 1
+                gate = self.cost_gate
+                raise ModelCallError(
+                    "cost_cap",
+                    attempts,
+                    f"not retried: attempt {attempts} may have been billed (its worst case ${worst:.6f} is "
+                    f"counted as spent) and another does not fit under --max-cost ${gate.cap:.4f} "
+                    f"(spent ${gate.spent:.6f}, reserved ${gate.reserved:.6f})",
+                )
+            reserved = worst
+
         try:
-            completion = await self._call_with_retries(settings, kwargs, secrets, stats)
+            on_retry = rebill if self.cost_gate is not None else None
+            completion = await self._call_with_retries(settings, kwargs, secrets, stats, on_retry)
         except ModelCallError as exc:
             if self.cost_gate is not None:  # a refused request is not billed; a timed-out one may have been
-                await self.cost_gate.settle(reserved, reserved if exc.kind == "timeout" else 0.0)
+                await self.cost_gate.settle(reserved, reserved if exc.kind in MAYBE_BILLED_KINDS else 0.0)
             raise (self._stop(settings, exc) if exc.kind in MODEL_FATAL_KINDS else exc) from None
         except BaseException:  # cancelled (or worse) mid-request: it may have been billed, so the worst case
             if self.cost_gate is not None:  # is spent; a reservation never settled would block later calls
@@ -878,10 +904,18 @@ class ModelClient:
         return kwargs
 
     async def _call_with_retries(
-        self, settings: ModelSettings, kwargs: dict[str, Any], secrets: list[str], stats: ModelStats
+        self,
+        settings: ModelSettings,
+        kwargs: dict[str, Any],
+        secrets: list[str],
+        stats: ModelStats,
+        rebill: Callable[[int], Awaitable[None]] | None = None,
     ) -> Completion:
+        """``rebill(attempts)``: awaited before retrying an attempt that may have been billed
+        (``MAYBE_BILLED_KINDS``); under ``--max-cost`` it counts that attempt's worst case as spent and
+        reserves the retry's, raising ``cost_cap`` when the retry does not fit."""
         if settings.api_bases:
-            return await self._call_fleet(settings, kwargs, secrets, stats)
+            return await self._call_fleet(settings, kwargs, secrets, stats, rebill)
         litellm = _litellm()
         try:
             share = self._share(settings)
@@ -910,6 +944,8 @@ class ModelClient:
                     stats.failures += 1
                     raise ModelCallError(kind, attempts, message) from None
                 _count_retry(stats, kind)
+                if rebill is not None and kind in MAYBE_BILLED_KINDS:
+                    await rebill(attempts)
                 delay = _retry_after(exc)
                 delay = min(
                     _backoff(self.backoff_base_s, attempts) if delay is None else delay, MAX_BACKOFF_S
@@ -921,7 +957,12 @@ class ModelClient:
             return completion
 
     async def _call_fleet(
-        self, settings: ModelSettings, kwargs: dict[str, Any], secrets: list[str], stats: ModelStats
+        self,
+        settings: ModelSettings,
+        kwargs: dict[str, Any],
+        secrets: list[str],
+        stats: ModelStats,
+        rebill: Callable[[int], Awaitable[None]] | None = None,
     ) -> Completion:
         """The retry loop of ``_call_with_retries`` spread over ``settings.api_bases`` (see models/fleet.py):
         a failed attempt moves to an endpoint this call has not failed on, without a backoff sleep; the call
@@ -991,6 +1032,8 @@ class ModelClient:
                     message = f"failed on every endpoint ({where}); last: {message}"
                 raise ModelCallError(kind, attempts, message) from None
             _count_retry(stats, kind)
+            if rebill is not None and kind in MAYBE_BILLED_KINDS:
+                await rebill(attempts)
             if everywhere:  # nowhere left to fail over to: back off as a single endpoint would
                 delay = min(_backoff(self.backoff_base_s, attempts), MAX_BACKOFF_S)
                 log.info("%s: %s on every endpoint, retry in %.2fs", settings.display_name, kind, delay)
