@@ -399,6 +399,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_workers.py",),
     ),
     Mutation(
+        "retried-timeout-not-counted",
+        "under --max-cost a timed-out attempt that is retried is not counted as spent: retries can take a "
+        "run past the cap",
+        (
+            Edit(
+                "agentjudge/models/client.py",
+                "                if rebill is not None and kind in MAYBE_BILLED_KINDS:\n",
+                "                if False:\n",
+            ),
+        ),
+        "tests/test_client.py::test_a_retried_timeout_counts_as_spent_and_the_retry_must_fit_under_the_cap",
+        ("tests/test_client.py",),
+    ),
+    Mutation(
         "unknown-cost-written-as-zero",
         "predictions.parquet says $0 for a prediction whose model has no known price: an invented figure",
         (
