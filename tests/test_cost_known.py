@@ -197,3 +197,55 @@ def test_an_unpriced_batch_generator_has_null_cost_rows(tmp_path: Path, fake_llm
     assert fake_llm.batches_created == 1
     preds = read(tmp_path / "run", "predictions")
     assert len(preds) == 4 and (preds.prompt_tokens > 0).all() and preds.cost_usd.isna().all()
+
+
+async def test_requests_that_may_have_been_billed_unseen_make_the_cost_unknown(fake_llm: FakeLLM) -> None:
+    """A request that timed out may have been billed with no usage to count: the model counts it
+    (``unseen_cost_requests``, a note in its summary), an answer that came after it has an unknown cost (the
+    answer's own price stays known), and a call that failed with it carries ``unseen_cost`` into the failed
+    prediction's and judge result's usage. A refused request (500) was not computed: its cost is known."""
+    from agentjudge.generators.llm import LLMGenerator
+    from agentjudge.models.client import ModelCallError
+
+    client = ModelClient(None, backoff_base_s=0.005)
+    settings = fake_llm.settings(model="openai/gpt-4o-mini", timeout_s=0.3, max_retries=1)
+    fake_llm.hang_next(seconds=30)
+    fake_llm.queue("after the stall")
+    out = await client.complete(settings, MSG)
+    assert out.text == "after the stall" and out.cost_known and out.usage.cost_usd > 0
+    assert out.usage.cost_known is False and out.usage.known_cost_usd is None
+    stats = client.stats.model(settings.display_name)
+    assert stats.unseen_cost_requests == 1 and stats.unknown_cost_calls == 0
+    assert "maybe billed" in client.stats.summary()["per_model"][settings.display_name]["cost_note"]
+
+    once = fake_llm.settings(model="openai/gpt-4o-mini", timeout_s=0.3, max_retries=0)
+    fake_llm.hang_next(seconds=30)
+    with pytest.raises(ModelCallError) as timed_out:
+        await client.complete(once, [{"role": "user", "content": "q2"}])
+    assert timed_out.value.kind == "timeout" and timed_out.value.unseen_cost
+    fake_llm.fail_next(500)
+    with pytest.raises(ModelCallError) as refused:
+        await client.complete(once, [{"role": "user", "content": "q3"}])
+    assert refused.value.kind == "server_error" and not refused.value.unseen_cost
+
+    fake_llm.hang_next(seconds=30)
+    task = Task(record_id="r:easy", base_id="r", difficulty="easy", query="q4", system_prompt="s", tools=[])
+    pred = await LLMGenerator(once, client)(task, 0)
+    assert pred.error is not None and "timeout" in pred.error and pred.usage.cost_known is False
+    fake_llm.hang_next(seconds=30)
+    task = Task(record_id="r:easy", base_id="r", difficulty="easy", query="q5", system_prompt="s", tools=[])
+    request = JudgeRequest(task=task, calls=[ToolCall(name="a")], gt=None, condition="without_gt")
+    result = await LLMJudge(once, client)(request)
+    assert result.error is not None and result.usage.cost_known is False
+
+
+def test_the_end_of_run_table_says_a_lower_bound_for_requests_maybe_billed_unseen() -> None:
+    from agentjudge.runner.summary import cost_text, unpriced_notes
+
+    row = {"model": "m", "unknown_cost_calls": 0, "unseen_cost_requests": 2, "cost_usd": 0.5}
+    assert cost_text(row["cost_usd"], row["unknown_cost_calls"] + row["unseen_cost_requests"]) == "≥ 0.5000"
+    assert unpriced_notes([row]) == [
+        "m: 2 request(s) timed out or came back unreadable; the provider may have billed them, with no usage "
+        "to count, so cost $ is a lower bound"
+    ]
+    assert unpriced_notes([row | {"unseen_cost_requests": 0}]) == []

@@ -287,6 +287,12 @@ def infer_cli(
         f"retries {total.retries}, "
         f"tokens {total.prompt_tokens} in / {total.completion_tokens} out, cost ${total.cost_usd:.4f}"
         + (f" ({total.unknown_cost_calls} answers without a known price)" if total.unknown_cost_calls else "")
+        + (
+            f" ({total.unseen_cost_requests} requests timed out or came back unreadable: maybe billed, "
+            "not counted)"
+            if total.unseen_cost_requests
+            else ""
+        )
     )
     log = FailureLog()
     log.extend((p.generator, p.error) for p in failed)

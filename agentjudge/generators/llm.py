@@ -208,8 +208,11 @@ class LLMGenerator:
                 sample_index=trial,
                 response_format=schema,
             )
-        except ModelCallError as exc:
-            return self._prediction(task, trial, calls=None, error=f"call_failed[{exc.kind}]: {exc}")
+        except ModelCallError as exc:  # an attempt that may have been billed unseen: the cost is not known
+            usage = Usage(cost_known=not exc.unseen_cost)
+            return self._prediction(
+                task, trial, calls=None, error=f"call_failed[{exc.kind}]: {exc}", usage=usage
+            )
         return self._interpret(task, trial, completion)
 
     def _interpret(self, task: Task, trial: int, completion: Completion) -> Prediction:

@@ -104,11 +104,14 @@ class ModelCallError(Exception):
     """A model call that failed for good. ``kind`` is one of RETRYABLE_KINDS or bad_request, auth (also
     a missing key), not_found, empty_response, cost_cap (not sent: over ``--max-cost``), other."""
 
-    def __init__(self, kind: str, attempts: int, message: str) -> None:
+    def __init__(self, kind: str, attempts: int, message: str, unseen_cost: bool = False) -> None:
         super().__init__(f"{kind} after {attempts} attempt(s): {message}")
         self.kind = kind
         self.attempts = attempts
         self.message = message
+        # some attempt may have been billed with no usage to count (``MAYBE_BILLED_KINDS``): the call's
+        # cost is not known, although nothing was answered
+        self.unseen_cost = unseen_cost
 
 
 @dataclass
@@ -127,6 +130,9 @@ class ModelStats:
     cost_usd: float = 0.0
     cache_saved_usd: float = 0.0  # what those cached tokens would have cost more at list price
     unknown_cost_calls: int = 0  # answers whose price litellm does not know (cost counted as 0.0)
+    # requests that timed out or came back unreadable (``MAYBE_BILLED_KINDS``): the provider may have billed
+    # them, with no usage to count, so ``cost_usd`` is a lower bound
+    unseen_cost_requests: int = 0
 
     @property
     def hit_rate(self) -> float:
@@ -169,8 +175,15 @@ class ClientStats:
                 "hit_rate": round(s.hit_rate, 4),
                 "cost_usd": round(s.cost_usd, 6),
             }
+            notes = []
             if s.unknown_cost_calls:
-                out["cost_note"] = f"{s.unknown_cost_calls} answer(s) had no known price; counted as $0"
+                notes.append(f"{s.unknown_cost_calls} answer(s) had no known price; counted as $0")
+            if s.unseen_cost_requests:
+                notes.append(
+                    f"{s.unseen_cost_requests} request(s) timed out or came back unreadable: maybe billed"
+                )
+            if notes:
+                out["cost_note"] = "; ".join(notes)
             return out
 
         out = {"total": row(self.total), "per_model": {k: row(v) for k, v in sorted(self.per_model.items())}}
@@ -219,6 +232,22 @@ def _backoff(base_s: float, attempts: int) -> float:
     that clients failing together do not retry together."""
     delay = base_s * 2 ** (attempts - 1)
     return delay / 2 + random.uniform(0, delay / 2)
+
+
+def _note_unseen(stats: ModelStats, kind: str) -> bool:
+    """Count a request that may have been billed with no usage to count (``MAYBE_BILLED_KINDS``)."""
+    if kind not in MAYBE_BILLED_KINDS:
+        return False
+    stats.unseen_cost_requests += 1
+    return True
+
+
+def _with_unseen(completion: Completion) -> Completion:
+    """An answer after attempts that may have been billed unseen: its usage's cost is a lower bound
+    (``cost_known`` False there; the Completion's own flag still says whether the answer's price is known,
+    which the model's ``unknown_cost_calls`` counts)."""
+    completion.usage = completion.usage.model_copy(update={"cost_known": False})
+    return completion
 
 
 def _account(stats: ModelStats, completion: Completion) -> None:
@@ -736,6 +765,7 @@ class ModelClient:
                     f"not retried: attempt {attempts} may have been billed (its worst case ${worst:.6f} is "
                     f"counted as spent) and another does not fit under --max-cost ${gate.cap:.4f} "
                     f"(spent ${gate.spent:.6f}, reserved ${gate.reserved:.6f})",
+                    unseen_cost=True,
                 )
             reserved = worst
 
@@ -923,6 +953,7 @@ class ModelClient:
             stats.failures += 1
             raise ModelCallError("other", 0, f"not sent: {exc}") from None
         attempts = 0
+        unseen = False  # some attempt may have been billed with no usage to count
         while True:
             attempts += 1
             stats.requests += 1
@@ -936,13 +967,15 @@ class ModelClient:
                 completion = self._to_completion(litellm, response, secrets, settings)
             except ModelCallError as exc:  # empty answer: retrying a deterministic call will not help
                 stats.failures += 1
-                raise ModelCallError(exc.kind, attempts, exc.message) from None
+                unseen = _note_unseen(stats, exc.kind) or unseen
+                raise ModelCallError(exc.kind, attempts, exc.message, unseen) from None
             except Exception as exc:  # noqa: BLE001 - every provider error is classified below
                 kind = classify(exc)
                 message = _scrub(f"{type(exc).__name__}: {exc}", secrets)[:2000]
+                unseen = _note_unseen(stats, kind) or unseen
                 if kind not in RETRYABLE_KINDS or attempts > settings.max_retries:
                     stats.failures += 1
-                    raise ModelCallError(kind, attempts, message) from None
+                    raise ModelCallError(kind, attempts, message, unseen) from None
                 _count_retry(stats, kind)
                 if rebill is not None and kind in MAYBE_BILLED_KINDS:
                     await rebill(attempts)
@@ -954,7 +987,7 @@ class ModelClient:
                 await asyncio.sleep(delay)
                 continue
             _account(stats, completion)
-            return completion
+            return _with_unseen(completion) if unseen else completion
 
     async def _call_fleet(
         self,
@@ -970,6 +1003,7 @@ class ModelClient:
         litellm, fleet = _litellm(), self._fleet(settings)
         failed_on: dict[str, str] = {}  # endpoint URL -> the kind of error this call got there
         attempts = 0
+        unseen = False  # some attempt may have been billed with no usage to count
         while True:
             attempts += 1
             stats.requests += 1
@@ -1007,10 +1041,12 @@ class ModelClient:
                     completion = self._to_completion(litellm, response, secrets, settings)
                 except ModelCallError as exc:  # an empty answer: the endpoint works, a retry cannot help
                     stats.failures += 1
-                    raise ModelCallError(exc.kind, attempts, exc.message) from None
+                    unseen = _note_unseen(stats, exc.kind) or unseen
+                    raise ModelCallError(exc.kind, attempts, exc.message, unseen) from None
                 _account(stats, completion)
-                return completion
+                return _with_unseen(completion) if unseen else completion
             assert kind is not None  # for mypy
+            unseen = _note_unseen(stats, kind) or unseen
             message = fleet.redact(_scrub(f"{type(error).__name__}: {error}", secrets))[:2000]
             failed_on[endpoint.url] = kind
             if kind in ENDPOINT_REFUSED_KINDS:  # this replica cannot serve the model; another may
@@ -1030,7 +1066,7 @@ class ModelClient:
                 if kind in RETRYABLE_KINDS:
                     where = ", ".join(f"{fleet.label(url)}: {k}" for url, k in failed_on.items())
                     message = f"failed on every endpoint ({where}); last: {message}"
-                raise ModelCallError(kind, attempts, message) from None
+                raise ModelCallError(kind, attempts, message, unseen) from None
             _count_retry(stats, kind)
             if rebill is not None and kind in MAYBE_BILLED_KINDS:
                 await rebill(attempts)

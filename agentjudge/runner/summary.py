@@ -59,6 +59,9 @@ def summary_rows(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: A
                     # answers sent whose price is not known (litellm has none, the pipeline gives none): not
                     # in ``cost_usd``, which is then a lower bound (the table says "unknown" or "≥")
                     "unknown_cost_calls": stats.unknown_cost_calls if stats is not None else 0,
+                    # requests that timed out or came back unreadable: maybe billed, with no usage to count;
+                    # ``cost_usd`` is then a lower bound too
+                    "unseen_cost_requests": stats.unseen_cost_requests if stats is not None else 0,
                     # prompt tokens the provider served from its prefix cache, and what that saved
                     "cached_prompt_tokens": stats.cached_prompt_tokens if stats is not None else 0,
                     "prompt_tokens": stats.prompt_tokens if stats is not None else tally.prompt_tokens,
@@ -133,6 +136,7 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
         "tokens": 0,
         "cost_usd": 0.0,
         "unknown_cost_calls": 0,
+        "unseen_cost_requests": 0,
         "cached_prompt_tokens": 0,
         "prompt_tokens": 0,
         "cache_saved_usd": 0.0,
@@ -156,7 +160,7 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
             str(row["parse_failures"]),
             str(row["tokens"]),
             _share(row["cached_prompt_tokens"], row["prompt_tokens"]),
-            cost_text(row["cost_usd"], row["unknown_cost_calls"]),
+            cost_text(row["cost_usd"], row["unknown_cost_calls"] + row["unseen_cost_requests"]),
             f"{row['cache_saved_usd']:.4f}",
         )
     table.add_row(
@@ -167,7 +171,7 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
         retries_text(retries_total),
         *(str(total[k]) for k in ("cache_hits", "parse_failures", "tokens")),
         _share(total["cached_prompt_tokens"], total["prompt_tokens"]),
-        cost_text(total["cost_usd"], int(total["unknown_cost_calls"])),
+        cost_text(total["cost_usd"], int(total["unknown_cost_calls"] + total["unseen_cost_requests"])),
         f"{total['cache_saved_usd']:.4f}",
         style="bold",
     )
@@ -175,22 +179,28 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
 
 
 def cost_text(cost: float, unknown_cost_calls: int) -> str:
-    """The cost column: the dollars counted, "unknown" when nothing sent had a known price, and "≥ x" when
-    some answers had none (their price is not counted, so the figure is a lower bound, never a $0 shown as
-    known)."""
+    """The cost column: the dollars counted, "unknown" when nothing sent had a known cost, and "≥ x" when
+    some requests had none (answers without a known price, requests that may have been billed unseen: not
+    counted, so the figure is a lower bound, never a $0 shown as known)."""
     if not unknown_cost_calls:
         return f"{cost:.4f}"
     return "unknown" if cost == 0 else f"≥ {cost:.4f}"
 
 
 def unpriced_notes(rows: list[dict[str, Any]]) -> list[str]:
-    """One line per model whose answers had no known price, under the end-of-run table."""
+    """One line per model whose answers had no known price, and one per model with requests that may have
+    been billed unseen, under the end-of-run table."""
     return [
         f"{row['model']}: {row['unknown_cost_calls']} answer(s) had no known price (litellm has none for "
         "this model and the pipeline gives none), so they are not in cost $; set input_cost_per_token and "
         "output_cost_per_token to count them"
         for row in rows
         if row["unknown_cost_calls"]
+    ] + [
+        f"{row['model']}: {row['unseen_cost_requests']} request(s) timed out or came back unreadable; the "
+        "provider may have billed them, with no usage to count, so cost $ is a lower bound"
+        for row in rows
+        if row.get("unseen_cost_requests")
     ]
 
 
