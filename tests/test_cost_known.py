@@ -227,6 +227,10 @@ async def test_requests_that_may_have_been_billed_unseen_make_the_cost_unknown(f
     with pytest.raises(ModelCallError) as refused:
         await client.complete(once, [{"role": "user", "content": "q3"}])
     assert refused.value.kind == "server_error" and not refused.value.unseen_cost
+    fake_llm.queue("")  # an empty answer was computed, and may have been billed: its usage is not kept
+    with pytest.raises(ModelCallError) as empty:
+        await client.complete(once, [{"role": "user", "content": "q3b"}])
+    assert empty.value.kind == "empty_response" and empty.value.unseen_cost
 
     fake_llm.hang_next(seconds=30)
     task = Task(record_id="r:easy", base_id="r", difficulty="easy", query="q4", system_prompt="s", tools=[])
@@ -245,7 +249,7 @@ def test_the_end_of_run_table_says_a_lower_bound_for_requests_maybe_billed_unsee
     row = {"model": "m", "unknown_cost_calls": 0, "unseen_cost_requests": 2, "cost_usd": 0.5}
     assert cost_text(row["cost_usd"], row["unknown_cost_calls"] + row["unseen_cost_requests"]) == "≥ 0.5000"
     assert unpriced_notes([row]) == [
-        "m: 2 request(s) timed out or came back unreadable; the provider may have billed them, with no usage "
-        "to count, so cost $ is a lower bound"
+        "m: 2 request(s) timed out or came back unreadable or empty; the provider may have billed them, with "
+        "no usage to count, so cost $ is a lower bound"
     ]
     assert unpriced_notes([row | {"unseen_cost_requests": 0}]) == []

@@ -288,8 +288,8 @@ def infer_cli(
         f"tokens {total.prompt_tokens} in / {total.completion_tokens} out, cost ${total.cost_usd:.4f}"
         + (f" ({total.unknown_cost_calls} answers without a known price)" if total.unknown_cost_calls else "")
         + (
-            f" ({total.unseen_cost_requests} requests timed out or came back unreadable: maybe billed, "
-            "not counted)"
+            f" ({total.unseen_cost_requests} requests timed out or came back unreadable or empty: "
+            "maybe billed, not counted)"
             if total.unseen_cost_requests
             else ""
         )

@@ -52,9 +52,10 @@ log = logging.getLogger(__name__)
 
 RETRYABLE_KINDS = frozenset({"rate_limit", "server_error", "timeout", "connection", "malformed_response"})
 MODEL_FATAL_KINDS = frozenset({"auth", "bad_request", "not_found"})  # never retried; stop the model
-# an attempt that ended so may have been billed with no usage reported: the server may have computed (or
-# answered) it. Under --max-cost its worst case is counted as spent before a retry is sent
-MAYBE_BILLED_KINDS = frozenset({"timeout", "malformed_response"})
+# an attempt that ended so may have been billed with no usage counted (the server computed, or may have
+# computed, an answer; an empty one's usage is not kept). Under --max-cost its worst case is counted as spent,
+# before a retry or when the call fails; its unit's cost is unknown (``ModelCallError.unseen_cost``)
+MAYBE_BILLED_KINDS = frozenset({"timeout", "malformed_response", "empty_response"})
 _AUTH_MARKERS = ("api_key client option must be set", "missing credentials", "no api key", "invalid api key")
 MAX_BACKOFF_S = 30.0  # cap for one sleep, Retry-After included
 BASE_BACKOFF_S = 0.5
@@ -130,8 +131,8 @@ class ModelStats:
     cost_usd: float = 0.0
     cache_saved_usd: float = 0.0  # what those cached tokens would have cost more at list price
     unknown_cost_calls: int = 0  # answers whose price litellm does not know (cost counted as 0.0)
-    # requests that timed out or came back unreadable (``MAYBE_BILLED_KINDS``): the provider may have billed
-    # them, with no usage to count, so ``cost_usd`` is a lower bound
+    # requests that timed out or came back unreadable or empty (``MAYBE_BILLED_KINDS``): the provider may
+    # have billed them, with no usage to count, so ``cost_usd`` is a lower bound
     unseen_cost_requests: int = 0
 
     @property
@@ -180,7 +181,8 @@ class ClientStats:
                 notes.append(f"{s.unknown_cost_calls} answer(s) had no known price; counted as $0")
             if s.unseen_cost_requests:
                 notes.append(
-                    f"{s.unseen_cost_requests} request(s) timed out or came back unreadable: maybe billed"
+                    f"{s.unseen_cost_requests} request(s) timed out or came back unreadable or empty: "
+                    "maybe billed"
                 )
             if notes:
                 out["cost_note"] = "; ".join(notes)

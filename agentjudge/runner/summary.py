@@ -59,8 +59,8 @@ def summary_rows(pipe: Pipeline, tallies: dict[str, ModelTally], client_stats: A
                     # answers sent whose price is not known (litellm has none, the pipeline gives none): not
                     # in ``cost_usd``, which is then a lower bound (the table says "unknown" or "≥")
                     "unknown_cost_calls": stats.unknown_cost_calls if stats is not None else 0,
-                    # requests that timed out or came back unreadable: maybe billed, with no usage to count;
-                    # ``cost_usd`` is then a lower bound too
+                    # requests that timed out or came back unreadable or empty: maybe billed, with no usage
+                    # to count; ``cost_usd`` is then a lower bound too
                     "unseen_cost_requests": stats.unseen_cost_requests if stats is not None else 0,
                     # prompt tokens the provider served from its prefix cache, and what that saved
                     "cached_prompt_tokens": stats.cached_prompt_tokens if stats is not None else 0,
@@ -197,8 +197,8 @@ def unpriced_notes(rows: list[dict[str, Any]]) -> list[str]:
         for row in rows
         if row["unknown_cost_calls"]
     ] + [
-        f"{row['model']}: {row['unseen_cost_requests']} request(s) timed out or came back unreadable; the "
-        "provider may have billed them, with no usage to count, so cost $ is a lower bound"
+        f"{row['model']}: {row['unseen_cost_requests']} request(s) timed out or came back unreadable or "
+        "empty; the provider may have billed them, with no usage to count, so cost $ is a lower bound"
         for row in rows
         if row.get("unseen_cost_requests")
     ]
