@@ -318,6 +318,9 @@ def test_resumed_episode_repays_nothing(fake_llm: FakeLLM, data: Dataset, tmp_pa
     assert again.trajectory == first.trajectory and again.usage.cached
 
 
+PRICE = {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}  # a pipeline price: every answer priced
+
+
 def test_transport_failure_fails_the_prediction(fake_llm: FakeLLM, data: Dataset, tmp_path: Path) -> None:
     record = _record(data)
     first = Reply(
@@ -327,9 +330,26 @@ def test_transport_failure_fails_the_prediction(fake_llm: FakeLLM, data: Dataset
     fake_llm.set_responder(
         lambda req: first if len(req["messages"]) == 2 else broken
     )  # faults come first: turn 2 fails
-    (pred,) = run(fake_llm, data, [(record, "easy")], tmp_path / "f.sqlite", max_retries=0)
+    (pred,) = run(fake_llm, data, [(record, "easy")], tmp_path / "f.sqlite", max_retries=0, **PRICE)
     assert pred.calls is None and pred.trajectory is None
     assert pred.error is not None and "at turn 2" in pred.error
+    # the first turn's cost stays on the row; a refused request (400) was not computed: the cost is known
+    assert pred.usage.cost_usd > 0 and pred.usage.cost_known
+
+
+def test_an_episode_whose_call_may_have_been_billed_unseen_has_an_unknown_cost(
+    fake_llm: FakeLLM, data: Dataset, tmp_path: Path
+) -> None:
+    """Turn 2 comes back empty: the server computed an answer, which may have been billed, but its usage is
+    not kept, so the failed prediction's cost is not known (null in the predictions file)."""
+    record = _record(data)
+    first = Reply(
+        tool_calls=[{"id": "a", "name": record.gt[0].call.name, "arguments": record.gt[0].call.arguments}]
+    )
+    fake_llm.set_responder(lambda req: first if len(req["messages"]) == 2 else "")
+    (pred,) = run(fake_llm, data, [(record, "easy")], tmp_path / "f.sqlite", max_retries=0, **PRICE)
+    assert pred.error is not None and "empty_response" in pred.error and "at turn 2" in pred.error
+    assert pred.usage.cost_usd > 0 and pred.usage.cost_known is False  # the first turn's, a lower bound
 
 
 def test_registry_generation_key() -> None:
