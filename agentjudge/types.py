@@ -144,7 +144,8 @@ class Usage(Strict):
     cache_saved_usd: float = 0.0  # list price of those tokens minus what they cost
     cached: bool = False
     # False when some call behind this usage had no known price (litellm has none and the pipeline gives
-    # none: a self-hosted model); ``cost_usd`` then counts only the priced part, and the predictions file
+    # none: a self-hosted model) or a request that may have been billed unseen (it timed out, or came back
+    # unreadable or empty); ``cost_usd`` then counts only the priced part, and the predictions file
     # says null, not a $0 that looks known. True for a cache hit (nothing was spent: a known $0) and for
     # in-process models. The default keeps results stored before the field as they were, and costs nothing
     # in the compact store (``exclude_defaults``).

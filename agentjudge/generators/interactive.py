@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from agentjudge.types import (
     ModelSettings,
@@ -32,9 +32,6 @@ from agentjudge.types import (
     Trajectory,
     Usage,
 )
-
-if TYPE_CHECKING:  # imported when a run needs it (the client pulls in litellm's loader)
-    from agentjudge.models.client import ModelCallError
 
 INTERACTIVE_RULES = (
     "You carry out the user's request with the tools. Every call you make is executed and you see its "
@@ -77,13 +74,6 @@ class Policy(Protocol):
 def tool_content(output: Any, error: str | None) -> str:
     """The tool message's content: the output as JSON, or ``{"error": message}``."""
     return json.dumps({"error": error} if error is not None else output, ensure_ascii=False)
-
-
-def _failed_usage(exc: ModelCallError) -> Usage:
-    """The usage of an episode whose call failed: the turns already paid for (``run_episode``), and an
-    unknown cost when the failed call may have been billed unseen (``ModelCallError.unseen_cost``)."""
-    usage: Usage = getattr(exc, "partial_usage", Usage())
-    return usage.model_copy(update={"cost_known": False}) if exc.unseen_cost else usage
 
 
 async def run_episode(
@@ -259,7 +249,7 @@ class InteractiveGenerator:
                 trial,
                 calls=None,
                 error=f"call_failed[{exc.kind}] at turn {turn}: {exc}",
-                usage=_failed_usage(exc),
+                usage=exc.usage_after(getattr(exc, "partial_usage", Usage())),  # the turns paid for
             )
         errors = getattr(policy, "errors", None)  # simulated agents report the errors they injected
         raw = (

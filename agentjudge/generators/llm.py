@@ -208,8 +208,8 @@ class LLMGenerator:
                 sample_index=trial,
                 response_format=schema,
             )
-        except ModelCallError as exc:  # an attempt that may have been billed unseen: the cost is not known
-            usage = Usage(cost_known=not exc.unseen_cost)
+        except ModelCallError as exc:
+            usage = exc.usage_after(Usage())  # an attempt may have been billed unseen: then not known
             return self._prediction(
                 task, trial, calls=None, error=f"call_failed[{exc.kind}]: {exc}", usage=usage
             )

@@ -172,7 +172,7 @@ class LLMJudge:
                     parse_ok=False,
                     raw_output=self._joined(texts),
                     error=str(exc),  # "<kind> after N attempt(s): <message>": the requests this unit sent
-                    usage=usage.model_copy(update={"cost_known": False}) if exc.unseen_cost else usage,
+                    usage=exc.usage_after(usage),
                 )
             usage = usage.plus(completion.usage, first=attempt == 0)
             texts.append(completion.text)

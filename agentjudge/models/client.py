@@ -83,7 +83,8 @@ class Completion(Strict):
         """``cost_known`` and ``usage.cost_known`` say the same (unknown when either says so): the usage is
         what reaches a prediction or a judge result, and a cache entry written before ``Usage`` had the
         flag holds it on the Completion only (its usage reads as the default, True). Assignments after
-        construction (the batch path, ``_unsent``) set both themselves."""
+        construction (the batch path, ``_unsent``) set both themselves, except ``_with_unseen``, which marks
+        the usage alone (an earlier attempt's unseen cost, not the answer's price)."""
         known = self.cost_known and self.usage.cost_known
         if not (self.cost_known is self.usage.cost_known is known):
             self.cost_known = known
@@ -113,6 +114,11 @@ class ModelCallError(Exception):
         # some attempt may have been billed with no usage to count (``MAYBE_BILLED_KINDS``): the call's
         # cost is not known, although nothing was answered
         self.unseen_cost = unseen_cost
+
+    def usage_after(self, usage: Usage) -> Usage:
+        """``usage`` (what the unit spent before this failure) as its row should say it: with an unknown
+        cost when this call may have been billed unseen."""
+        return _cost_unknown(usage) if self.unseen_cost else usage
 
 
 @dataclass
@@ -244,11 +250,15 @@ def _note_unseen(stats: ModelStats, kind: str) -> bool:
     return True
 
 
+def _cost_unknown(usage: Usage) -> Usage:
+    return usage.model_copy(update={"cost_known": False})
+
+
 def _with_unseen(completion: Completion) -> Completion:
     """An answer after attempts that may have been billed unseen: its usage's cost is a lower bound
     (``cost_known`` False there; the Completion's own flag still says whether the answer's price is known,
     which the model's ``unknown_cost_calls`` counts)."""
-    completion.usage = completion.usage.model_copy(update={"cost_known": False})
+    completion.usage = _cost_unknown(completion.usage)
     return completion
 
 

@@ -200,7 +200,7 @@ def unpriced_notes(rows: list[dict[str, Any]]) -> list[str]:
         f"{row['model']}: {row['unseen_cost_requests']} request(s) timed out or came back unreadable or "
         "empty; the provider may have billed them, with no usage to count, so cost $ is a lower bound"
         for row in rows
-        if row.get("unseen_cost_requests")
+        if row["unseen_cost_requests"]
     ]
 
 
