@@ -385,6 +385,34 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_workers.py", "tests/test_client.py"),
     ),
     Mutation(
+        "http-share-not-held",
+        "a worker's share is no longer taken around the HTTP exchange once its model was seen sending "
+        "through httpx: the model gets as many requests in flight as units out",
+        (
+            Edit(
+                "agentjudge/models/http_shares.py",
+                "        async with slot.limit:\n            return await original(self, request, **kwargs)",
+                "        return await original(self, request, **kwargs)",
+            ),
+        ),
+        "tests/test_client.py::test_a_worker_share_is_held_around_the_http_exchange_alone",
+        ("tests/test_workers.py", "tests/test_client.py"),
+    ),
+    Mutation(
+        "http-share-without-httpx",
+        "a worker's share moves to the HTTP exchange without a request seen there: a model litellm reaches "
+        "some other way is unlimited",
+        (
+            Edit(
+                "agentjudge/models/http_shares.py",
+                "    return slot.sent > 0 and not slot.streamed",
+                "    return not slot.streamed",
+            ),
+        ),
+        "tests/test_client.py::test_a_share_stays_around_whole_calls_when_no_request_goes_through_httpx",
+        ("tests/test_workers.py", "tests/test_client.py"),
+    ),
+    Mutation(
         "dead-worker-share-lost",
         "a worker process that exits keeps its share of each model: the run goes on at part of its "
         "concurrency, or fails every unit of a model whose whole share it held",

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakeserver import TEST_KEY, FakeLLM, prompt_text
 
 from agentjudge.models.cache import CallCache, cache_key
 from agentjudge.models.client import Completion, ModelCallError, ModelClient, classify
+from agentjudge.types import ModelSettings
 
 MSG = [{"role": "user", "content": "say hello"}]
 
@@ -365,6 +367,69 @@ async def test_a_worker_share_limits_a_models_requests_and_can_grow(fake_llm: Fa
     assert "not sent" in refused.value.message and "holds no share" in refused.value.message
     assert len(fake_llm.requests) == 16  # the refused call was not sent, nor counted as a request
     assert client.stats.summary()["per_model"]["judge-b"]["requests"] == 0
+
+
+class _Inside:
+    """Wraps ``litellm.acompletion``: counts the calls inside it at once, each first spending ``before`` s
+    there (litellm's own work before its request leaves), then answering with ``answer`` (no request) or by
+    the real call."""
+
+    def __init__(self, original: Any, before: float, answer: Any = None) -> None:
+        self.original, self.before, self.answer = original, before, answer
+        self.now = self.most = 0
+
+    async def __call__(self, **kwargs: Any) -> Any:
+        self.now += 1
+        self.most = max(self.most, self.now)
+        try:
+            await asyncio.sleep(self.before)
+            return self.answer if self.answer is not None else await self.original(**kwargs)
+        finally:
+            self.now -= 1
+
+
+async def test_a_worker_share_is_held_around_the_http_exchange_alone(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a call of the model was seen sending its request through httpx, a worker's share is held around
+    each request alone (models/http_shares.py): calls do litellm's work before sending side by side, while
+    the server never has more than the share of requests at once. The first call holds it whole."""
+    import litellm
+
+    fake_llm.latency = 0.1
+    fake_llm.set_responder(lambda req: "ok")
+    inside = _Inside(litellm.acompletion, before=0.05)
+    monkeypatch.setattr(litellm, "acompletion", inside)
+    client = fast_client(call_limits={"judge-a": 1})
+    settings = fake_llm.settings(concurrency=8, name="judge-a")
+    await client.complete(settings, MSG)  # the first: its share held around the whole call
+    assert inside.most == 1
+    msgs = [[{"role": "user", "content": f"q{i}"}] for i in range(4)]
+    answers = await asyncio.gather(*(client.complete(settings, m) for m in msgs))
+    assert [a.text for a in answers] == ["ok"] * 4 and len(fake_llm.requests) == 5
+    assert inside.most == 4  # every call inside litellm at once, none holding the share there
+    assert fake_llm.max_in_flight == 1  # the share, at the server
+
+
+async def test_a_share_stays_around_whole_calls_when_no_request_goes_through_httpx(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A model whose calls send nothing through httpx (here litellm answers itself; a provider reached some
+    other way) keeps its share held around whole calls: never unlimited."""
+    import litellm
+
+    answer = litellm.ModelResponse(
+        choices=[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}],
+        usage={"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    )
+    inside = _Inside(litellm.acompletion, before=0.02, answer=answer)
+    monkeypatch.setattr(litellm, "acompletion", inside)
+    client = fast_client(call_limits={"judge-a": 2})
+    settings = ModelSettings(model="openai/test-model", name="judge-a", concurrency=8, max_retries=0)
+    for batch in ("q", "r"):  # the second batch after the first has finished: nothing was learnt from it
+        msgs = [[{"role": "user", "content": f"{batch}{i}"}] for i in range(8)]
+        await asyncio.gather(*(client.complete(settings, m) for m in msgs))
+    assert inside.most == 2
 
 
 async def test_unknown_price_is_noted_known_price_is_counted(fake_llm: FakeLLM) -> None:

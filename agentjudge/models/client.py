@@ -41,6 +41,7 @@ from typing import Any, Protocol
 
 from pydantic import Field, ValidationError, model_validator
 
+from agentjudge.models import http_shares
 from agentjudge.models.cache import CallCache, cache_key
 from agentjudge.models.credentials import MissingCredentialError, env_headers, required_env_headers
 from agentjudge.models.fleet import ENDPOINT_DOWN_KINDS, ENDPOINT_REFUSED_KINDS, EndpointCount, Fleet
@@ -573,6 +574,15 @@ class CostGate:
 _UNLIMITED: contextlib.nullcontext[None] = contextlib.nullcontext()  # the share of a process without shares
 
 
+def _http_provider(settings: ModelSettings) -> bool:
+    """Whether litellm sends this model's requests through httpx (``http_shares.HTTP_PROVIDERS``)."""
+    try:
+        provider = _litellm().get_llm_provider(settings.model, api_base=settings.api_base)[1]
+    except Exception:  # noqa: BLE001 - unknown to litellm: its share stays around whole calls
+        return False
+    return provider in http_shares.HTTP_PROVIDERS
+
+
 class ModelClient:
     """Async client shared by every generator and judge of a run (one per process is the intent)."""
 
@@ -593,10 +603,16 @@ class ModelClient:
         self.stats = ClientStats()
         self._semaphores: dict[tuple[int, Target], asyncio.Semaphore] = {}
         # a worker process's share of each model's calls in flight, by display name (runner/workers.py
-        # splits each model's `concurrency` over the workers): held around the request alone, so a unit's
+        # splits each model's `concurrency` over the workers): held around the request alone (around the HTTP
+        # exchange once the model was seen sending through httpx: models/http_shares.py), so a unit's
         # prompt building, cache lookup and parsing never hold one. None: no shares (one process)
         self.call_limits = None if call_limits is None else dict(call_limits)
         self._shares: dict[tuple[int, str], asyncio.Semaphore] = {}
+        # models whose share is held around the HTTP exchange alone, by display name: True once a call was
+        # seen sending through httpx, False for a provider not known to (models/http_shares.py)
+        self._http_shares: dict[str, bool | None] = {}  # None: not known yet (its calls are watched)
+        if call_limits is not None:
+            http_shares.install()
         self.batch: BatchQueue | None = None  # set by the runner when the pipeline has batch: true models
         self._batch_reserved: dict[str, float] = {}  # cache key -> worst case held under --max-cost
         self._batch_read: set[tuple[str, str]] = set()  # (cache key, unit) answers counted in stats
@@ -642,6 +658,32 @@ class ModelClient:
                 raise RuntimeError(f"{name}: this worker process holds no share of its calls")
             sem = self._shares[key] = asyncio.Semaphore(limit)
         return sem
+
+    def _http_slot(
+        self, settings: ModelSettings, share: asyncio.Semaphore | contextlib.nullcontext[None]
+    ) -> tuple[http_shares.Slot | None, asyncio.Semaphore | contextlib.nullcontext[None]]:
+        """(the call's ``http_shares.Slot``, what the call itself holds). Without shares: no slot, nothing
+        more. A model whose calls were seen sending through httpx: the slot holds the share around each
+        request, the call nothing more. Else the call holds the share, and the slot watches how it sends."""
+        if not isinstance(share, asyncio.Semaphore):
+            return None, share
+        known = self._http_shares.get(settings.display_name)
+        if known is None:
+            known = self._http_shares[settings.display_name] = None if _http_provider(settings) else False
+        if known:
+            return http_shares.Slot(share), _UNLIMITED
+        return (http_shares.Slot(None) if known is None else None), share
+
+    def _learn_http(self, settings: ModelSettings, slot: http_shares.Slot) -> None:
+        """After a call: a model of an httpx provider whose request went out through httpx, unstreamed, holds
+        its share around the exchange from now on; one seen streaming holds it around whole calls again."""
+        name = settings.display_name
+        if self._http_shares.get(name) is False:
+            return
+        if slot.streamed:
+            self._http_shares[name] = False
+        elif http_shares.sends_through_httpx(slot):
+            self._http_shares[name] = True
 
     def widen(self, shares: dict[str, int]) -> None:
         """Take over more of some models' calls in flight (a worker process that held them has exited)."""
@@ -969,13 +1011,20 @@ class ModelClient:
         while True:
             attempts += 1
             stats.requests += 1
+            slot, held = self._http_slot(settings, share)
+            token = http_shares.SLOT.set(slot) if slot is not None else None
             try:
                 # the guard against a call litellm never ends; wait_for runs the call as a task of its own (a
                 # deadline on this task instead, asyncio.timeout, measured 5-15 % fewer calls per second)
-                async with share, self._semaphore(settings):
-                    response = await asyncio.wait_for(
-                        litellm.acompletion(**kwargs), timeout=settings.timeout_s + HANG_GUARD_S
-                    )
+                try:
+                    async with held, self._semaphore(settings):
+                        response = await asyncio.wait_for(
+                            litellm.acompletion(**kwargs), timeout=settings.timeout_s + HANG_GUARD_S
+                        )
+                finally:
+                    if token is not None:
+                        http_shares.SLOT.reset(token)
+                        self._learn_http(settings, slot)  # type: ignore[arg-type]
                 completion = self._to_completion(litellm, response, secrets, settings)
             except ModelCallError as exc:  # empty answer: retrying a deterministic call will not help
                 stats.failures += 1
