@@ -608,9 +608,10 @@ class ModelClient:
         # prompt building, cache lookup and parsing never hold one. None: no shares (one process)
         self.call_limits = None if call_limits is None else dict(call_limits)
         self._shares: dict[tuple[int, str], asyncio.Semaphore] = {}
-        # models whose share is held around the HTTP exchange alone, by display name: True once a call was
-        # seen sending through httpx, False for a provider not known to (models/http_shares.py)
-        self._http_shares: dict[str, bool | None] = {}  # None: not known yet (its calls are watched)
+        # where a model's share is held, by display name (models/http_shares.py): True around each HTTP
+        # exchange (a call was seen sending through httpx), None around whole calls while its calls are
+        # watched, False around whole calls for good (a provider not known to send through httpx)
+        self._http_shares: dict[str, bool | None] = {}
         if call_limits is not None:
             http_shares.install()
         self.batch: BatchQueue | None = None  # set by the runner when the pipeline has batch: true models
@@ -667,9 +668,10 @@ class ModelClient:
         request, the call nothing more. Else the call holds the share, and the slot watches how it sends."""
         if not isinstance(share, asyncio.Semaphore):
             return None, share
-        known = self._http_shares.get(settings.display_name)
-        if known is None:
-            known = self._http_shares[settings.display_name] = None if _http_provider(settings) else False
+        name = settings.display_name
+        if name not in self._http_shares:  # asked of litellm once per model and process
+            self._http_shares[name] = None if _http_provider(settings) else False
+        known = self._http_shares[name]
         if known:
             return http_shares.Slot(share), _UNLIMITED
         return (http_shares.Slot(None) if known is None else None), share
@@ -1012,7 +1014,7 @@ class ModelClient:
             attempts += 1
             stats.requests += 1
             slot, held = self._http_slot(settings, share)
-            token = http_shares.SLOT.set(slot) if slot is not None else None
+            token = http_shares.SLOT.set(slot)
             try:
                 # the guard against a call litellm never ends; wait_for runs the call as a task of its own (a
                 # deadline on this task instead, asyncio.timeout, measured 5-15 % fewer calls per second)
@@ -1022,9 +1024,9 @@ class ModelClient:
                             litellm.acompletion(**kwargs), timeout=settings.timeout_s + HANG_GUARD_S
                         )
                 finally:
-                    if token is not None:
-                        http_shares.SLOT.reset(token)
-                        self._learn_http(settings, slot)  # type: ignore[arg-type]
+                    http_shares.SLOT.reset(token)
+                    if slot is not None:
+                        self._learn_http(settings, slot)
                 completion = self._to_completion(litellm, response, secrets, settings)
             except ModelCallError as exc:  # empty answer: retrying a deterministic call will not help
                 stats.failures += 1
