@@ -94,6 +94,15 @@ def rankable_rows(ctx: Context, df: pd.DataFrame) -> pd.DataFrame:
     return df[df["judge"].isin(ctx.rankable_judges()).to_numpy()]
 
 
+def prompt_reading_rows(ctx: Context, df: pd.DataFrame) -> pd.DataFrame:
+    """Rows of rankable judges that read a prompt: what a prompt factor's pooled delta (temperature, CoT,
+    format, default mode) averages over. A baseline judge is a rule over the calls that never reads the
+    prompt, its temperature or its format: its delta is 0 by construction, and pooled with the others it
+    would only shrink their effect (by half beside one other judge)."""
+    keep = [j for j in ctx.rankable_judges() if not ctx.is_baseline(j)]
+    return df[df["judge"].isin(keep).to_numpy()]
+
+
 def level_name(value: object) -> str:
     """How a prompt-factor level is printed; a NaN temperature is the model's default."""
     return "model default" if isinstance(value, float) and np.isnan(value) else str(value)
@@ -141,12 +150,13 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
     others = [lev for lev in levels if not _is(lev, base)]
     sec.tables[f"{key}_alignment"] = with_labels(ctx, align_ci(ctx, df, ["condition", "judge", factor]))
     rankable = set(ctx.rankable_judges())
+    readers = {j for j in rankable if not ctx.is_baseline(j)}  # see prompt_reading_rows
     parts: list[pd.DataFrame] = []
     pooled: list[pd.DataFrame] = []
     pooled_na: list[str] = []
     for lev in others:
         paired = paired_rows(df, factor, lev, base)
-        unpaired = sorted(rankable & set(df["judge"].astype(str)) - set(paired["judge"].astype(str)))
+        unpaired = sorted(readers & set(df["judge"].astype(str)) - set(paired["judge"].astype(str)))
         if len(paired):
             t = diff_table(
                 draws(ctx, paired, ["condition", "judge", factor]), ["condition", "judge"], factor, lev, base
@@ -154,11 +164,11 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
             t.insert(0, "level", level_name(lev))
             t.insert(1, "baseline_level", level_name(base))
             parts.append(t)
-        ranked = rankable_rows(ctx, paired)
+        ranked = prompt_reading_rows(ctx, paired)
         if ranked.empty:
             pooled_na.append(
                 f"- {factor} {level_name(lev)} vs {level_name(base)}: pooled delta n/a (no rankable judge "
-                "has verdicts at both levels on the same scenarios)"
+                "that reads the prompt has verdicts at both levels on the same scenarios)"
             )
             continue
         t = diff_table(draws(ctx, ranked, ["condition", factor]), ["condition"], factor, lev, base)
@@ -177,12 +187,19 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
     sec.tables[f"{key}_deltas"] = with_labels(ctx, deltas)
     sec.tables[f"{key}_deltas_pooled"] = pooled_t
     sec.text.append(explain)
+    baselines = sorted(j for j in ctx.rankable_judges() if ctx.is_baseline(j))
+    no_baselines = (
+        f"; not the baseline{'s' if len(baselines) > 1 else ''} {', '.join(baselines)}: rules that never "
+        "read the prompt, 0 by construction"
+        if baselines
+        else ""
+    )
     for r in pooled_t.itertuples(index=False):
         left_out = f"; left out, one side only: {r.judges_left_out}" if r.judges_left_out else ""
         sec.text.append(
             f"- {r.condition}: {factor} {r.level} vs {r.baseline_level}: "
             f"{fmt_pp(r.delta, r.ci_lo, r.ci_hi)} (paired, pooled over {r.n_judges} rankable "
-            f"judge{'s' if r.n_judges != 1 else ''} with both levels{left_out})"
+            f"judge{'s' if r.n_judges != 1 else ''} with both levels{left_out}{no_baselines})"
         )
     sec.text.extend(pooled_na)
     ranked_d = deltas[deltas["judge"].astype(str).isin(rankable).to_numpy()]
@@ -192,17 +209,18 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
             f"({(ranked_d['ci_lo'] > 0).sum()} judge×condition deltas significantly > 0, "
             f"{(ranked_d['ci_hi'] < 0).sum()} significantly < 0, of {len(ranked_d)}; rankable judges only)."
         )
-    if deltas.empty:
+    if ranked_d.empty:  # the figure shows rankable judges: a calibration judge's delta is no judge's
         return sec
-    plot = deltas.assign(cell=deltas["condition"].astype(str) + " · " + deltas["level"].astype(str))
+    plot = ranked_d.assign(cell=ranked_d["condition"].astype(str) + " · " + ranked_d["level"].astype(str))
     sec.figures[f"{key}_deltas"] = grouped_bars(
         plot,
         group="cell",
         hue="judge",
         value="delta",
         colors=ctx.colors,
-        title=f"{title}: Δ alignment vs {factor} = {level_name(base)} (paired 95 % CI)",
+        title=f"{title}: Δ alignment vs {factor} = {level_name(base)} (paired 95 % CI, rankable judges)",
         ylabel="Δ alignment (pp)",
         xlabel=f"condition · {factor}",
+        labels=figure_labels(ctx, sorted(rankable)),
     )
     return sec

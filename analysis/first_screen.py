@@ -350,6 +350,8 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
     if pairs is not None and len(pairs):
         for cond in ("with_gt", "without_gt"):
             part = pairs[pairs["condition"].astype(str) == cond]
+            same = part[part["same_verdicts"].astype(bool)] if "same_verdicts" in part else part.iloc[:0]
+            part = part.drop(same.index)  # one judge under two names: see rq2_agreement.same_verdicts
             if len(part) and part["agreement"].notna().any():
                 k = part["kappa"].dropna()
                 ktxt = f"κ {k.mean():.3f}" if len(k) else "κ n/a (undefined)"
@@ -357,7 +359,8 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
                     (
                         f"pairwise judge agreement, {cond.replace('_', ' ')}",
                         f"{100 * part['agreement'].mean():.1f} % ({ktxt}), {len(part)} pair"
-                        + ("s" if len(part) != 1 else ""),
+                        + ("s" if len(part) != 1 else "")
+                        + (f" ({len(same)} with the same verdicts left out)" if len(same) else ""),
                         PUBLISHED[f"agreement_{cond}"],
                     )
                 )
@@ -452,7 +455,8 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
         rows.append(
             (
                 f"ranking stability over metric weightings (min ρ vs equal weights{within})",
-                f"ρ = {wr['rho_vs_equal'].min():.2f}",
+                f"ρ = {wr['rho_vs_equal'].min():.2f}"
+                + ("" if within else f" over {len(ctx.rankable_judges())} rankable judges"),
                 PUBLISHED["weighting_rho"],
             )
         )
@@ -525,7 +529,18 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
         s.table("first_main_table", shown, full)
         gains = gt_gain_per_judge(ctx, main)
         s.blocks.append(("h", "GT gain per judge (with GT − without GT, paired 95 % CI)"))
-        s.p(*(f"- {r.judge}: {fmt_pp(r.gt_gain, r.ci_lo, r.ci_hi)}" for r in gains.itertuples(index=False)))
+        s.p(
+            *(
+                f"- {r.judge}: {fmt_pp(r.gt_gain, r.ci_lo, r.ci_hi)}"
+                + (  # a measured 0, not an undefined one: say what it means
+                    " — the same alignment with and without GT in every resample: its verdicts do not "
+                    "depend on the GT"
+                    if r.gt_gain == 0 and r.ci_lo == 0 and r.ci_hi == 0
+                    else ""
+                )
+                for r in gains.itertuples(index=False)
+            )
+        )
         s.csv["first_gt_gain"] = gains
         mfull, mshown = gt_gain_per_metric(ctx, main)
         s.blocks.append(("h", "GT gain per metric (pp [paired 95 % CI]), judge × difficulty"))

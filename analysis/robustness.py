@@ -82,12 +82,21 @@ def analyze(ctx: Context) -> Section:
         sec.text.append("Weighting ρ undefined (fewer than two judges, or all judges tied).")
 
     topo = _with_topology_cis(ctx, main, topology_balanced(main))
+    for col in ("shift_pp", "shift_pp_ci_lo", "shift_pp_ci_hi"):  # two sums of one set: a float's last bit
+        topo[col] = topo[col].mask(topo[col].abs() < 1e-9, 0.0)
     sec.tables["robust_topology_weighting"] = with_labels(ctx, topo)
     shifts = topo["shift_pp"].abs().dropna()
     shift_txt = f"{shifts.max():.2f} pp" if len(shifts) else "n/a (no parsed verdicts)"
+    per_topology = main.groupby("topology", observed=True)["record_id"].nunique()
+    balanced = (
+        " The records are spread evenly over the topologies here, so the two weightings can differ only "
+        "through failed verdicts."
+        if len(per_topology) > 1 and per_topology.nunique() == 1
+        else ""
+    )
     sec.text.append(
         f"Topology-balanced (unweighted mean of {int(topo['n_topologies'].max())} topologies) vs "
-        f"record-weighted alignment: largest shift {shift_txt} (published ≤1.5 pp)."
+        f"record-weighted alignment: largest shift {shift_txt} (published ≤1.5 pp).{balanced}"
     )
 
     bc, bc_rho = binary_collapse_table(ranked, by=by)

@@ -83,9 +83,17 @@ def analyze(ctx: Context) -> Section:
         mon["monotone_non_increasing"] = mono.to_numpy()
         mon.columns.name = None
         sec.tables["rq1_monotonicity"] = with_labels(ctx, mon)
+        judges = mon["judge"].astype(str)
+        rankable = judges.isin(ctx.rankable_judges()).to_numpy()
+        counted = mono.to_numpy()[rankable]
+        calibration = (
+            ""
+            if rankable.all()
+            else "; calibration judges left out: a constant's or the oracle's curve is the references' own"
+        )
         sec.text.append(
-            f"Alignment is non-increasing {' ≥ '.join(present)} for {int(mono.sum())} of {len(mono)} "
-            "(condition, generator, judge) curves (point estimates)."
+            f"Alignment is non-increasing {' ≥ '.join(present)} for {int(counted.sum())} of {len(counted)} "
+            f"(condition, generator, judge) curves of rankable judges (point estimates){calibration}."
         )
         sec.figures["rq1_difficulty"] = line_panels(
             curves,

@@ -26,6 +26,17 @@ def _kappa_matrix(pairs: pd.DataFrame, judges: list[str]) -> pd.DataFrame:
     return m
 
 
+#: two judges that give the same verdict on every one of at least this many shared rows are one judge there
+#: (e.g. ``baseline/gt-rule`` without GT is ``baseline/rule``): their pair is named and left out of the mean
+#: agreement, the mean κ and κ vs tier gap, which would otherwise count one judge's agreement with itself
+SAME_JUDGE_MIN_ROWS = 30
+
+
+def same_verdicts(pairs: pd.DataFrame) -> pd.Series:
+    """Pairs whose judges gave the same (snapped) verdict on every shared row, over enough rows to say so."""
+    return (pairs["agreement"] == 1.0) & (pairs["n_pairs"] >= SAME_JUDGE_MIN_ROWS)
+
+
 #: why a jury alignment can be undefined (it never fills a juror's missing verdict)
 JURY_NA = "n/a (no verdict row where every juror gave a parsed verdict)"
 
@@ -105,10 +116,13 @@ def analyze(ctx: Context) -> Section:
     tiers = ctx.tiers()
     rho_rows = []
     tier_parts = []
-    for cond, part in pairs.groupby("condition", observed=True):
-        sec.tables[f"rq2_kappa_{cond}"] = _kappa_matrix(part, judges).reset_index(names="judge")
+    pairs["same_verdicts"] = same_verdicts(pairs).to_numpy()
+    for cond, whole in pairs.groupby("condition", observed=True):
+        part = whole[~whole["same_verdicts"]]
+        same = whole[whole["same_verdicts"]]
+        sec.tables[f"rq2_kappa_{cond}"] = _kappa_matrix(whole, judges).reset_index(names="judge")
         sec.figures[f"rq2_kappa_{cond}"] = heatmap(
-            _kappa_matrix(part, judges).rename(index=names, columns=names),
+            _kappa_matrix(whole, judges).rename(index=names, columns=names),
             f"Cohen's κ between judges ({cond})",
             "κ",
             fmt="{:.2f}",
@@ -124,12 +138,18 @@ def analyze(ctx: Context) -> Section:
         )
         agree = part["agreement"].dropna()
         agree_txt = f"{100 * agree.mean():.1f} %" if len(agree) else "n/a (no shared verdicts)"
+        left_out = "".join(
+            f"; left out: {r.judge_a} and {r.judge_b}, the same verdict on all {r.n_pairs} shared rows "
+            "(one judge here, not two that agree)"
+            for r in same.itertuples(index=False)
+        )
         sec.text.append(
             f"- {cond}: mean raw agreement {agree_txt}, {kappa_txt}; {len(part)} judge "
-            + ("pairs." if len(part) != 1 else "pair.")
+            + ("pairs" if len(part) != 1 else "pair")
+            + f"{left_out}."
         )
         with_gap, rho, p, n = kappa_tier_correlation(part, tiers)
-        tier_parts.append(with_gap)
+        tier_parts.append(pd.concat([with_gap, kappa_tier_correlation(same, tiers)[0]], ignore_index=True))
         rho_rows.append({"condition": cond, "spearman_rho": rho, "p_value": p, "pairs_with_tiers": n})
         if np.isnan(rho):
             sec.text.append(

@@ -8,7 +8,15 @@ from agentjudge.report.figures import grouped_bars, stacked_shares
 from agentjudge.stats import diff_table, snap
 from agentjudge.stats.codes import values_of
 
-from ._common import align_ci, draws, figure_labels, rankable_rows, variant_advice, with_labels
+from ._common import (
+    align_ci,
+    draws,
+    figure_labels,
+    prompt_reading_rows,
+    rankable_rows,
+    variant_advice,
+    with_labels,
+)
 
 LEVELS = ("0.0", "0.5", "1.0")
 
@@ -40,10 +48,12 @@ def _distributions(ctx: Context, sec: Section) -> None:
         LEVELS,
         "Verdict distribution by judge and condition",
     )
-    for cond, part in dist.groupby("condition", observed=True):
+    ranked = rankable_rows(ctx, dist)  # a constant's 0 % or 100 % says nothing of how judges converge
+    for cond, part in ranked.groupby("condition", observed=True):
         sec.text.append(
-            f"- {cond}: share of 1.0 verdicts {100 * part['1.0'].mean():.1f} % (judge × difficulty mean) vs "
-            f"{100 * part['reference_share_1.0'].mean():.1f} % of references that snap to 1.0."
+            f"- {cond}: share of 1.0 verdicts {100 * part['1.0'].mean():.1f} % (judge × difficulty mean, "
+            f"rankable judges) vs {100 * part['reference_share_1.0'].mean():.1f} % of references that snap "
+            "to 1.0."
         )
 
 
@@ -55,7 +65,7 @@ def _default_mode(ctx: Context, sec: Section) -> None:
         )
         return
     strength = ctx.main.groupby("generator", observed=True)["reference"].mean().rename("strength")
-    gd = draws(ctx, rankable_rows(ctx, df), ["condition", "generator", "default_mode"])
+    gd = draws(ctx, prompt_reading_rows(ctx, df), ["condition", "generator", "default_mode"])
     t = diff_table(gd, ["condition", "generator"], "default_mode", "0.5", "1.0")
     t = t.merge(strength.reset_index(), on="generator", how="left").sort_values(["condition", "strength"])
     sec.tables["rq3_default_mode"] = with_labels(ctx, t)
@@ -64,7 +74,8 @@ def _default_mode(ctx: Context, sec: Section) -> None:
     sec.tables["rq3_default_mode_by_judge"] = with_labels(ctx, tj)
     sec.text.append(
         f"0.5-default − 1.0-default alignment by generator (strength = mean {ctx.scoring_mode} "
-        "reference of the generator, weakest first):"
+        "reference of the generator, weakest first; pooled over the rankable judges that read the prompt, "
+        "not the baselines: rules, unmoved by it):"
     )
     for r in t.itertuples(index=False):
         sec.text.append(
@@ -101,15 +112,16 @@ def _anchoring(ctx: Context, sec: Section) -> None:
     t["content_insensitive"] = (t["ci_lo"] <= 0) & (t["ci_hi"] >= 0)
     sec.tables["rq3_anchoring"] = with_labels(ctx, t)
     sec.text.append(
-        "Anchoring (alignment with another record's GT − with the true GT; a CI containing 0 means "
-        "the judge did not notice the GT was wrong):"
+        "Anchoring (alignment with another record's GT − with the true GT). A negative delta means the judge "
+        "followed the wrong GT; a CI containing 0 means its verdicts did not depend on which GT it was shown "
+        "(it ignores the GT, or it saw that this one did not fit the task: the data cannot tell which):"
     )
     for r in t.itertuples(index=False):
         calibration = ctx.is_oracle(str(r.judge)) or ctx.is_constant(str(r.judge))
         sec.text.append(
             f"- {r.judge}: {fmt_pp(r.swapped_minus_true, r.ci_lo, r.ci_hi)}"
             + (" — calibration judge, ignores the GT by design" if calibration else "")
-            + (" — content-insensitive" if r.content_insensitive and not calibration else "")
+            + (" — unmoved by a wrong GT" if r.content_insensitive and not calibration else "")
         )
     sec.figures["rq3_anchoring"] = grouped_bars(
         align_ci(ctx, df, ["judge", "condition"]).assign(judge=lambda x: x["judge"].astype(str)),

@@ -171,7 +171,7 @@ def test_variant_delta_is_na_when_no_judge_has_both_levels(tmp_path: Path) -> No
         warnings.simplefilter("error")
         assert compare_cli([a, b], out, resamples=50, seed=0) == 0
     html = (out / "report.html").read_text()
-    assert "pooled delta n/a (no rankable judge has verdicts at both levels" in html
+    assert "pooled delta n/a (no rankable judge that reads the prompt has verdicts at both levels" in html
     pooled = pd.read_csv(out / "tables" / "rq5_deltas_pooled.csv")
     assert pooled.empty
 
@@ -340,3 +340,74 @@ def test_banner_words_simulated_agents_apart_from_gt_perturbations() -> None:
     assert "seeded perturbations of the GT" in gens
     assert "sim/typo" in gens and "sim/agent-hasty" not in gens and "agent-x" not in gens
     assert not any("openai/gpt-4o" in line for line in lines)
+
+
+def test_prompt_factor_deltas_pool_judges_that_read_the_prompt_and_calibration_stays_out(
+    tmp_path: Path,
+) -> None:
+    """A baseline is a rule that never reads the prompt: the pooled CoT delta (here and beside the paper) is
+    the mean over the other rankable judges, computed by hand; the RQ3 share of 1.0 verdicts and the RQ1
+    difficulty-curve count leave the constant judge out."""
+    judges = {"judge-a": 1, "judge-b": 2, "baseline/majority": 3, "baseline/always-1": 3}
+    both = [Variant(c, cot=cot) for c in ("with_gt", "without_gt") for cot in (False, True)]
+    code, md, html = _report(tmp_path, SyntheticSpec(n_base=12, judges=judges, variants=both, seed=3), 50)
+    assert code == 0
+    pooled = pd.read_csv(tmp_path / "report" / "tables" / "rq5_deltas_pooled.csv").set_index("condition")
+    raw = pd.read_parquet(tmp_path / "judgments.parquet")
+    raw = raw[(raw["scoring_mode"] == "strict") & raw["verdict"].notna()]
+    readers = raw[raw["judge"].isin(["judge-a", "judge-b"])]
+    mu = 1 - (readers["reference"] - readers["verdict"]).abs()
+    for cond in ("with_gt", "without_gt"):
+        m = readers["condition"] == cond
+        want = mu[m & readers["cot"]].mean() - mu[m & ~readers["cot"]].mean()
+        assert pooled.loc[cond, "delta"] == pytest.approx(want)
+        assert pooled.loc[cond, "n_judges"] == 2
+    assert "not the baseline baseline/majority: rules that never read the prompt" in html
+    # RQ3: the share of 1.0 verdicts over rankable judges (always-1's 100 % left out)
+    dist = pd.read_csv(tmp_path / "report" / "tables" / "rq3_verdict_distribution.csv")
+    ranked = dist[dist["judge"] != "baseline/always-1"]
+    for cond in ("with_gt", "without_gt"):
+        share = 100 * ranked.loc[ranked["condition"] == cond, "1.0"].mean()
+        assert f"{cond}: share of 1.0 verdicts {share:.1f} % (judge × difficulty mean, rankable" in html
+    # RQ1: curves of the three rankable judges only (2 conditions × 2 generators × 3 judges)
+    assert "curves of rankable judges" in html and " of 12 (condition, generator, judge) curves" in html
+
+
+def test_two_judges_with_the_same_verdicts_are_one_judge_in_the_agreement(tmp_path: Path) -> None:
+    """Without GT judge-b gives judge-a's verdicts on every row (as baseline/gt-rule is baseline/rule
+    without GT): that pair is named and left out of the mean agreement, here and beside the paper; with GT
+    it counts."""
+    judges = {"judge-a": 1, "judge-b": 2, "judge-c": 3}
+    write_run(tmp_path, SyntheticSpec(n_base=12, judges=judges, seed=4))
+    path = tmp_path / "judgments.parquet"
+    rows = pd.read_parquet(path)
+    key = ["record_id", "generator", "generator_trial", "condition", "metric", "scoring_mode", "trial"]
+    key = [k for k in key if k in rows.columns]
+    a = rows[(rows["judge"] == "judge-a") & (rows["condition"] == "without_gt")].set_index(key)["verdict"]
+    b = (rows["judge"] == "judge-b") & (rows["condition"] == "without_gt")
+    rows.loc[b, "verdict"] = a.reindex(pd.MultiIndex.from_frame(rows.loc[b, key])).to_numpy()
+    rows.loc[b, "parse_ok"] = rows.loc[b, "verdict"].notna().to_numpy()
+    # and judge-c says with GT what it says without: its GT gain is a measured 0, said to be one
+    at = [k for k in key if k != "condition"]
+    c = rows[(rows["judge"] == "judge-c") & (rows["condition"] == "without_gt")].set_index(at)
+    cw = (rows["judge"] == "judge-c") & (rows["condition"] == "with_gt")
+    same_c = c.reindex(pd.MultiIndex.from_frame(rows.loc[cw, at]))
+    rows.loc[cw, "verdict"] = same_c["verdict"].to_numpy()
+    rows.loc[cw, "parse_ok"] = same_c["parse_ok"].to_numpy()
+    rows.to_parquet(path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert report_cli(tmp_path, resamples=50, seed=0) == 0
+    md = (tmp_path / "report" / "report.md").read_text() + (tmp_path / "report" / "report.html").read_text()
+    pairs = pd.read_csv(tmp_path / "report" / "tables" / "rq2_pairs.csv")
+    without = pairs[pairs["condition"] == "without_gt"]
+    same = without[without["same_verdicts"]]
+    assert list(zip(same["judge_a"], same["judge_b"], strict=True)) == [("judge-a", "judge-b")]
+    assert (same["agreement"] == 1.0).all()
+    assert not pairs.loc[pairs["condition"] == "with_gt", "same_verdicts"].any()
+    kept = without[~without["same_verdicts"]]
+    assert f"without_gt: mean raw agreement {100 * kept['agreement'].mean():.1f} %" in md
+    assert "left out: judge-a and judge-b, the same verdict on all" in md
+    assert "2 pairs (1 with the same verdicts left out)" in md
+    assert "judge-c: +0.0 pp [+0.0, +0.0] — the same alignment with and without GT in every resample" in md
+    assert "judge-a: +0.0 pp [+0.0, +0.0]" not in md

@@ -136,7 +136,7 @@ def render(
             pending.append(str(payload))
         elif kind == "table":
             name, table = cast(tuple[str, pd.DataFrame], payload)
-            md += ["", md_table(table, max_rows=len(table)), f"*(`tables/{name}.csv`)*", ""]
+            md += ["", md_table(table, max_rows=len(table)), "", f"*(`tables/{name}.csv`)*", ""]
             body.append(table.to_html(index=False, escape=True, border=0, classes="first"))
     for name, df in screen.csv.items():
         df.to_csv(out / "tables" / f"{name}.csv", index=False)
@@ -149,7 +149,9 @@ def render(
     for sec in sections:
         inner: list[str] = []
         first = sec.lacking or (sec.text[0] if sec.text else "")
-        md.append(f"- **{sec.title}** — {first[:220]}" + ("…" if len(first) > 220 else ""))
+        md.append(f"- **{sec.title}** — {_clip(first, 220)}")
+        if sec.figures:  # report.md shows no figure itself: it names them, each a link to its file
+            md.append("  figures: " + ", ".join(f"[{name}](figures/{name}.png)" for name in sec.figures))
         if sec.lacking:
             inner.append(f"<p class='lack'>{html.escape(sec.lacking)}</p>")
         inner.append(paragraphs_html(sec.text))
@@ -167,6 +169,14 @@ def render(
     md += ["", "## Run details", "", *summary, ""]
     body.append(f"<details><summary>Run details</summary>{paragraphs_html(summary)}</details>")
     return md, body
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(" ,;:—-")
+    return cut + " …"
 
 
 def write_report(
