@@ -209,18 +209,21 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
             f"({(ranked_d['ci_lo'] > 0).sum()} judge×condition deltas significantly > 0, "
             f"{(ranked_d['ci_hi'] < 0).sum()} significantly < 0, of {len(ranked_d)}; rankable judges only)."
         )
-    if ranked_d.empty:  # the figure shows rankable judges: a calibration judge's delta is no judge's
+    # the figure shows the judges the pooled delta averages: a calibration judge's delta is no judge's,
+    # and a baseline's is an empty 0 by construction
+    shown = deltas[deltas["judge"].astype(str).isin(readers).to_numpy()]
+    if shown.empty:
         return sec
-    plot = ranked_d.assign(cell=ranked_d["condition"].astype(str) + " · " + ranked_d["level"].astype(str))
+    plot = shown.assign(cell=shown["condition"].astype(str) + " · " + shown["level"].astype(str))
     sec.figures[f"{key}_deltas"] = grouped_bars(
         plot,
         group="cell",
         hue="judge",
         value="delta",
         colors=ctx.colors,
-        title=f"{title}: Δ alignment vs {factor} = {level_name(base)} (paired 95 % CI, rankable judges)",
+        title=f"{title}\nΔ vs {factor} = {level_name(base)}, paired 95 % CI",
         ylabel="Δ alignment (pp)",
         xlabel=f"condition · {factor}",
-        labels=figure_labels(ctx, sorted(rankable)),
+        labels=figure_labels(ctx, sorted(readers)),
     )
     return sec

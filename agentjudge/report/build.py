@@ -148,7 +148,7 @@ def render(
     body.append("<h2>Everything else (folded; complete tables in tables/*.csv)</h2>")
     for sec in sections:
         inner: list[str] = []
-        first = sec.lacking or (sec.text[0] if sec.text else "")
+        first = (sec.lacking or (sec.text[0] if sec.text else "")).removeprefix("- ")  # not "— - …"
         md.append(f"- **{sec.title}** — {_clip(first, 220)}")
         if sec.figures:  # report.md shows no figure itself: it names them, each a link to its file
             md.append("  figures: " + ", ".join(f"[{name}](figures/{name}.png)" for name in sec.figures))
