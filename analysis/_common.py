@@ -96,9 +96,10 @@ def rankable_rows(ctx: Context, df: pd.DataFrame) -> pd.DataFrame:
 
 def prompt_reading_rows(ctx: Context, df: pd.DataFrame) -> pd.DataFrame:
     """Rows of rankable judges that read a prompt: what a prompt factor's pooled delta (temperature, CoT,
-    format, default mode) averages over. A baseline judge is a rule over the calls that never reads the
-    prompt, its temperature or its format: its delta is 0 by construction, and pooled with the others it
-    would only shrink their effect (by half beside one other judge)."""
+    format, default mode) averages over. A baseline judge is a rule over the calls (and the GT, for
+    ``baseline/gt-rule``) that the prompt's wording, format and temperature never reach: its delta is 0 by
+    construction, and pooled with the others it would only shrink their effect (by half beside one other
+    judge)."""
     keep = [j for j in ctx.rankable_judges() if not ctx.is_baseline(j)]
     return df[df["judge"].isin(keep).to_numpy()]
 
@@ -189,8 +190,8 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
     sec.text.append(explain)
     baselines = sorted(j for j in ctx.rankable_judges() if ctx.is_baseline(j))
     no_baselines = (
-        f"; not the baseline{'s' if len(baselines) > 1 else ''} {', '.join(baselines)}: rules that never "
-        "read the prompt, 0 by construction"
+        f"; not the baseline{'s' if len(baselines) > 1 else ''} {', '.join(baselines)}: rules that the "
+        "prompt's wording, format and temperature never reach, 0 by construction"
         if baselines
         else ""
     )
@@ -202,12 +203,13 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
             f"judge{'s' if r.n_judges != 1 else ''} with both levels{left_out}{no_baselines})"
         )
     sec.text.extend(pooled_na)
-    ranked_d = deltas[deltas["judge"].astype(str).isin(rankable).to_numpy()]
+    ranked_d = deltas[deltas["judge"].astype(str).isin(readers).to_numpy()]
     if len(ranked_d):
         sec.text.append(
             f"- largest per-judge move: {100 * ranked_d['delta'].abs().max():.2f} pp "
             f"({(ranked_d['ci_lo'] > 0).sum()} judge×condition deltas significantly > 0, "
-            f"{(ranked_d['ci_hi'] < 0).sum()} significantly < 0, of {len(ranked_d)}; rankable judges only)."
+            f"{(ranked_d['ci_hi'] < 0).sum()} significantly < 0, of {len(ranked_d)}; rankable judges that "
+            "read the prompt only)."
         )
     # the figure shows the judges the pooled delta averages: a calibration judge's delta is no judge's,
     # and a baseline's is an empty 0 by construction

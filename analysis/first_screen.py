@@ -24,7 +24,8 @@ from agentjudge.stats import diff_table
 from agentjudge.types import DIFFICULTIES, METRICS
 
 from ._common import draws, judge_kind, rankable_rows, run_of, share_rows
-from .rq2_agreement import JURY_NA
+from .guide import tied_txt
+from .rq2_agreement import JURY_NA, distinct_pairs
 
 CONSTANTS = (0.0, 0.5, 1.0)
 MEANING = {
@@ -349,9 +350,7 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
     pairs = t.get("rq2_pairs")
     if pairs is not None and len(pairs):
         for cond in ("with_gt", "without_gt"):
-            part = pairs[pairs["condition"].astype(str) == cond]
-            same = part[part["same_verdicts"].astype(bool)] if "same_verdicts" in part else part.iloc[:0]
-            part = part.drop(same.index)  # one judge under two names: see rq2_agreement.same_verdicts
+            part, repeats = distinct_pairs(pairs[pairs["condition"].astype(str) == cond])
             if len(part) and part["agreement"].notna().any():
                 k = part["kappa"].dropna()
                 ktxt = f"κ {k.mean():.3f}" if len(k) else "κ n/a (undefined)"
@@ -360,7 +359,12 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
                         f"pairwise judge agreement, {cond.replace('_', ' ')}",
                         f"{100 * part['agreement'].mean():.1f} % ({ktxt}), {len(part)} pair"
                         + ("s" if len(part) != 1 else "")
-                        + (f" ({len(same)} with the same verdicts left out)" if len(same) else ""),
+                        + (
+                            f" ({', '.join(repeats)} left out: the same verdicts as "
+                            f"{', '.join(twin for twin, _ in repeats.values())})"
+                            if repeats
+                            else ""
+                        ),
                         PUBLISHED[f"agreement_{cond}"],
                     )
                 )
@@ -393,7 +397,7 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
                 (
                     "decision guide, without GT, hard: leader, runner-up",
                     f"{r['leader']} {_pct(r['leader_align'])} %, "
-                    f"{r['runner_up']} {_pct(r['runner_up_align'])} %",
+                    f"{r['runner_up']} {_pct(r['runner_up_align'])} %{tied_txt(r)}",
                     PUBLISHED["guide_without_gt_hard"],
                 )
             )
@@ -587,7 +591,7 @@ def _recommendation(ctx: Context, sections: dict[str, Section], rank: pd.DataFra
     for r in guide.tables["guide"].itertuples(index=False):
         lines.append(
             f"- {str(r.condition).replace('_', ' ')}, {r.difficulty}: {r.leader} {_pct(r.leader_align)} %, "
-            f"runner-up {r.runner_up} {_pct(r.runner_up_align)} %; margin "
+            f"runner-up {r.runner_up} {_pct(r.runner_up_align)} %{tied_txt(r)}; margin "
             + (
                 f"{100 * r.margin:+.1f} pp, CI n/a (no shared rows between their runs): not comparable"
                 if not r.shares_rows

@@ -3,6 +3,8 @@ whether the leader's margin exceeds its paired-bootstrap CI (i.e. the CI of lead
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from agentjudge.report.context import Context, Section, fmt_pp
@@ -10,6 +12,12 @@ from agentjudge.stats.codes import codes_for
 from agentjudge.types import DIFFICULTIES
 
 from ._common import draws, run_of, share_rows
+
+
+def tied_txt(row: Any) -> str:
+    """The words ' (tied with X)' when other judges have exactly a guide row's runner-up alignment."""
+    tied = getattr(row, "runner_up_tied_with", "")
+    return f" (tied with {tied})" if isinstance(tied, str) and tied else ""
 
 
 def analyze(ctx: Context) -> Section:
@@ -39,6 +47,9 @@ def analyze(ctx: Context) -> Section:
             (lo,), (hi,) = gd.interval(d)  # NaN (no warning) when every resample is undefined
         else:  # judges of different runs that graded different outputs: no paired margin
             lo = hi = float("nan")
+        # judges below the leader with exactly the runner-up's alignment: naming one alone hides the tie
+        same = (part["align"] - part.loc[j, "align"]).abs() < 1e-12
+        tied = part[same & (part.index != i) & (part.index != j)]
         rows.append(
             {
                 "condition": cond,
@@ -47,6 +58,7 @@ def analyze(ctx: Context) -> Section:
                 "leader_align": part.loc[i, "align"],
                 "runner_up": part.loc[j, "judge"],
                 "runner_up_align": part.loc[j, "align"],
+                "runner_up_tied_with": ", ".join(map(str, tied["judge"])),
                 "margin": part.loc[i, "align"] - part.loc[j, "align"],
                 "margin_ci_lo": lo,
                 "margin_ci_hi": hi,
@@ -78,7 +90,7 @@ def analyze(ctx: Context) -> Section:
         sec.text.append(
             f"- {str(r.condition).replace('_', ' ')}, {r.difficulty}: {r.leader} "
             f"{100 * r.leader_align:.1f} %, "
-            f"{r.runner_up} {100 * r.runner_up_align:.1f} %; margin "
+            f"{r.runner_up} {100 * r.runner_up_align:.1f} %{tied_txt(r)}; margin "
             f"{fmt_pp(r.margin, r.margin_ci_lo, r.margin_ci_hi)}"
             f" — {verdict}."
         )

@@ -27,14 +27,26 @@ def _kappa_matrix(pairs: pd.DataFrame, judges: list[str]) -> pd.DataFrame:
 
 
 #: two judges that give the same verdict on every one of at least this many shared rows are one judge there
-#: (e.g. ``baseline/gt-rule`` without GT is ``baseline/rule``): their pair is named and left out of the mean
-#: agreement, the mean κ and κ vs tier gap, which would otherwise count one judge's agreement with itself
+#: (e.g. ``baseline/gt-rule`` without GT is ``baseline/rule``): the second is named and its pairs are left out
+#: of the mean agreement, the mean κ and κ vs tier gap, which would otherwise count one judge twice
 SAME_JUDGE_MIN_ROWS = 30
 
 
 def same_verdicts(pairs: pd.DataFrame) -> pd.Series:
     """Pairs whose judges gave the same (snapped) verdict on every shared row, over enough rows to say so."""
     return (pairs["agreement"] == 1.0) & (pairs["n_pairs"] >= SAME_JUDGE_MIN_ROWS)
+
+
+def distinct_pairs(part: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[str, int]]]:
+    """One condition's pairs between distinct judges: (those pairs, {a judge left out: (the judge whose
+    verdicts it repeats, over how many rows)}). Of judges with the same verdicts, the first named stays; every
+    pair of one left out goes, its pairs with third judges too (they would count the one judge twice)."""
+    repeats: dict[str, tuple[str, int]] = {}
+    for r in part[same_verdicts(part).to_numpy()].itertuples(index=False):
+        if str(r.judge_a) not in repeats:  # a chain a = b = c keeps a: b and c repeat it
+            repeats.setdefault(str(r.judge_b), (str(r.judge_a), int(r.n_pairs)))
+    gone = part["judge_a"].astype(str).isin(repeats) | part["judge_b"].astype(str).isin(repeats)
+    return part[~gone.to_numpy()], repeats
 
 
 #: why a jury alignment can be undefined (it never fills a juror's missing verdict)
@@ -118,8 +130,8 @@ def analyze(ctx: Context) -> Section:
     tier_parts = []
     pairs["same_verdicts"] = same_verdicts(pairs).to_numpy()
     for cond, whole in pairs.groupby("condition", observed=True):
-        part = whole[~whole["same_verdicts"]]
-        same = whole[whole["same_verdicts"]]
+        part, repeats = distinct_pairs(whole)
+        others = whole.drop(part.index)  # in rq2_pairs with the rest; out of the means and ρ
         sec.tables[f"rq2_kappa_{cond}"] = _kappa_matrix(whole, judges).reset_index(names="judge")
         sec.figures[f"rq2_kappa_{cond}"] = heatmap(
             _kappa_matrix(whole, judges).rename(index=names, columns=names),
@@ -139,9 +151,9 @@ def analyze(ctx: Context) -> Section:
         agree = part["agreement"].dropna()
         agree_txt = f"{100 * agree.mean():.1f} %" if len(agree) else "n/a (no shared verdicts)"
         left_out = "".join(
-            f"; left out: {r.judge_a} and {r.judge_b}, the same verdict on all {r.n_pairs} shared rows "
-            "(one judge here, not two that agree)"
-            for r in same.itertuples(index=False)
+            f"; left out: {judge}, which gives {twin}'s verdict on all {n} shared rows (one judge here: "
+            f"its pairs would count {twin} twice)"
+            for judge, (twin, n) in repeats.items()
         )
         sec.text.append(
             f"- {cond}: mean raw agreement {agree_txt}, {kappa_txt}; {len(part)} judge "
@@ -149,7 +161,7 @@ def analyze(ctx: Context) -> Section:
             + f"{left_out}."
         )
         with_gap, rho, p, n = kappa_tier_correlation(part, tiers)
-        tier_parts.append(pd.concat([with_gap, kappa_tier_correlation(same, tiers)[0]], ignore_index=True))
+        tier_parts.append(pd.concat([with_gap, kappa_tier_correlation(others, tiers)[0]], ignore_index=True))
         rho_rows.append({"condition": cond, "spearman_rho": rho, "p_value": p, "pairs_with_tiers": n})
         if np.isnan(rho):
             sec.text.append(

@@ -102,6 +102,17 @@ def _anchoring(ctx: Context, sec: Section) -> None:
         return
     gd = draws(ctx, df, ["judge", "condition"])
     t = diff_table(gd, ["judge"], "condition", "swapped_gt", "with_gt", name="swapped_minus_true")
+    # beside it, against no GT at all: what tells a judge misled by the wrong GT from one that read past it
+    three = ctx.vary(None, conditions=("with_gt", "swapped_gt", "without_gt"))
+    if "without_gt" in set(values_of(three["condition"])):
+        gd3 = draws(ctx, three, ["judge", "condition"])
+        versus = diff_table(
+            gd3, ["judge"], "condition", "swapped_gt", "without_gt", name="swapped_minus_without"
+        )
+        versus = versus.rename(
+            columns={"ci_lo": "swapped_minus_without_ci_lo", "ci_hi": "swapped_minus_without_ci_hi"}
+        )
+        t = t.merge(versus.drop(columns=["n_level", "n_base"]), on="judge", how="left")
     t = t.merge(
         align_ci(ctx, df, ["judge", "condition"])
         .pivot_table(index="judge", columns="condition", values="align", observed=True)
@@ -111,17 +122,29 @@ def _anchoring(ctx: Context, sec: Section) -> None:
     t.columns.name = None
     t["content_insensitive"] = (t["ci_lo"] <= 0) & (t["ci_hi"] >= 0)
     sec.tables["rq3_anchoring"] = with_labels(ctx, t)
+    against_none = "swapped_minus_without" in t.columns
     sec.text.append(
-        "Anchoring (alignment with another record's GT − with the true GT). A negative delta means the judge "
-        "followed the wrong GT; a CI containing 0 means its verdicts did not depend on which GT it was shown "
-        "(it ignores the GT, or it saw that this one did not fit the task: the data cannot tell which):"
+        "Anchoring: alignment with another record's GT − with the true GT. A CI containing 0 means the "
+        "judge's verdicts do not depend on which GT it is shown. A drop mixes two things: losing the true "
+        "GT's help, and being misled by the wrong one"
+        + (
+            "; the second delta, with the wrong GT − with no GT, separates them: below 0, the wrong GT "
+            "misled the judge (worse than no GT at all); about 0, it read past a GT that did not fit."
+            if against_none
+            else " (add without_gt to the conditions to separate them)."
+        )
     )
     for r in t.itertuples(index=False):
         calibration = ctx.is_oracle(str(r.judge)) or ctx.is_constant(str(r.judge))
+        versus_txt = ""
+        if against_none and r.swapped_minus_without == r.swapped_minus_without:
+            versus_txt = "; wrong GT − no GT " + fmt_pp(
+                r.swapped_minus_without, r.swapped_minus_without_ci_lo, r.swapped_minus_without_ci_hi
+            )
         sec.text.append(
-            f"- {r.judge}: {fmt_pp(r.swapped_minus_true, r.ci_lo, r.ci_hi)}"
-            + (" — calibration judge, ignores the GT by design" if calibration else "")
-            + (" — unmoved by a wrong GT" if r.content_insensitive and not calibration else "")
+            f"- {r.judge}: wrong GT − true GT {fmt_pp(r.swapped_minus_true, r.ci_lo, r.ci_hi)}{versus_txt}"
+            + (" — calibration judge" if calibration else "")
+            + (" — unmoved by which GT it is shown" if r.content_insensitive and not calibration else "")
         )
     sec.figures["rq3_anchoring"] = grouped_bars(
         align_ci(ctx, df, ["judge", "condition"]).assign(judge=lambda x: x["judge"].astype(str)),

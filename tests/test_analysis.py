@@ -114,6 +114,16 @@ def test_rq3_distributions_default_mode_anchoring(full: Context) -> None:
     assert set(anch["judge"]) == set(full.judges)
     row = anch.set_index("judge").loc["judge-a"]
     assert row["swapped_minus_true"] == pytest.approx(row["swapped_gt"] - row["with_gt"])
+    # beside it, the wrong GT against no GT: the alignments of judge-a's rows in those two conditions
+    ok = full.vary(None, conditions=("swapped_gt", "without_gt"))
+    ok = ok[(ok["judge"] == "judge-a").to_numpy() & ok["ok"].to_numpy()]
+    mu = ok.groupby("condition", observed=True)["mu"].mean()
+    assert row["swapped_minus_without"] == pytest.approx(mu["swapped_gt"] - mu["without_gt"])
+    assert (
+        row["swapped_minus_without_ci_lo"]
+        <= row["swapped_minus_without"]
+        <= row["swapped_minus_without_ci_hi"]
+    )
 
 
 @pytest.mark.parametrize(

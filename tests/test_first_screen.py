@@ -261,7 +261,7 @@ def test_calibration_judges_stay_out_of_rank_correlations_and_counts(tmp_path: P
     assert (pd.read_csv(tables / "robust_binary_rho.csv")["n_judges"] == 3).all()
     assert "over 3 rankable judges" in html
     # RQ5: 3 rankable judges × 2 conditions, not 5 × 2
-    assert "of 6; rankable judges only" in html and "of 10" not in html
+    assert "of 6; rankable judges that read the prompt only" in html and "of 10" not in html
 
 
 def test_small_wording_fixes(tmp_path: Path) -> None:
@@ -362,7 +362,7 @@ def test_prompt_factor_deltas_pool_judges_that_read_the_prompt_and_calibration_s
         want = mu[m & readers["cot"]].mean() - mu[m & ~readers["cot"]].mean()
         assert pooled.loc[cond, "delta"] == pytest.approx(want)
         assert pooled.loc[cond, "n_judges"] == 2
-    assert "not the baseline baseline/majority: rules that never read the prompt" in html
+    assert "not the baseline baseline/majority: rules that the prompt&#x27;s wording, format and" in html
     # RQ3: the share of 1.0 verdicts over rankable judges (always-1's 100 % left out)
     dist = pd.read_csv(tmp_path / "report" / "tables" / "rq3_verdict_distribution.csv")
     ranked = dist[dist["judge"] != "baseline/always-1"]
@@ -375,9 +375,9 @@ def test_prompt_factor_deltas_pool_judges_that_read_the_prompt_and_calibration_s
 
 def test_two_judges_with_the_same_verdicts_are_one_judge_in_the_agreement(tmp_path: Path) -> None:
     """Without GT judge-b gives judge-a's verdicts on every row (as baseline/gt-rule is baseline/rule
-    without GT): that pair is named and left out of the mean agreement, here and beside the paper; with GT
-    it counts."""
-    judges = {"judge-a": 1, "judge-b": 2, "judge-c": 3}
+    without GT): judge-b is named and its pairs are left out of the mean agreement, here and beside the
+    paper; with GT every pair counts."""
+    judges = {"judge-a": 2, "judge-b": 3, "judge-c": 1}  # judge-c the most capable: it leads the guide
     write_run(tmp_path, SyntheticSpec(n_base=12, judges=judges, seed=4))
     path = tmp_path / "judgments.parquet"
     rows = pd.read_parquet(path)
@@ -405,9 +405,22 @@ def test_two_judges_with_the_same_verdicts_are_one_judge_in_the_agreement(tmp_pa
     assert list(zip(same["judge_a"], same["judge_b"], strict=True)) == [("judge-a", "judge-b")]
     assert (same["agreement"] == 1.0).all()
     assert not pairs.loc[pairs["condition"] == "with_gt", "same_verdicts"].any()
-    kept = without[~without["same_verdicts"]]
+    # judge-b is judge-a here: its pairs go, with judge-a and with judge-c (judge-a would count twice)
+    kept = without[~(without["judge_a"] == "judge-b") & ~(without["judge_b"] == "judge-b")]
+    assert list(zip(kept["judge_a"], kept["judge_b"], strict=True)) == [("judge-a", "judge-c")]
     assert f"without_gt: mean raw agreement {100 * kept['agreement'].mean():.1f} %" in md
-    assert "left out: judge-a and judge-b, the same verdict on all" in md
-    assert "2 pairs (1 with the same verdicts left out)" in md
+    assert "left out: judge-b, which gives judge-a" in md
+    assert "1 pair (judge-b left out: the same verdicts as judge-a)" in md
+    assert "3 pairs" in md  # with GT every pair counts
+    # the guide: judge-a and judge-b have one alignment without GT; the one not named runner-up is a tie
+    guide = pd.read_csv(tmp_path / "report" / "tables" / "guide.csv", keep_default_na=False)
+    without_rows = guide[guide["condition"] == "without_gt"]
+    assert (without_rows["leader"] == "judge-c").any()  # the tie is shown at least once
+    for r in without_rows.itertuples(index=False):
+        if r.leader == "judge-c":
+            assert {r.runner_up, r.runner_up_tied_with} == {"judge-a", "judge-b"}
+            assert f"runner-up {r.runner_up} " in md and f"(tied with {r.runner_up_tied_with})" in md
+        else:
+            assert {r.leader, r.runner_up} == {"judge-a", "judge-b"} and float(r.margin) == 0.0
     assert "judge-c: +0.0 pp [+0.0, +0.0] — the same alignment with and without GT in every resample" in md
     assert "judge-a: +0.0 pp [+0.0, +0.0]" not in md
