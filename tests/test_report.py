@@ -52,6 +52,11 @@ def test_all_files_written(report_dir: Path) -> None:
     rest = md[md.index("\n## Everything else") : md.index("\n## Run details")]
     assert len(ANALYSES) == rest.count("\n- **")  # one line per analysis, the rest folded in the HTML
     assert html.count("<details><summary>" + "RQ") == 7  # each section folded (tables fold inside too)
+    from agentjudge import __version__
+    from agentjudge.provenance import git_commit
+
+    # the report says which code built it, beside the run's own commit (a report may be rebuilt later)
+    assert f"- report built by: git_commit {git_commit()}, package_version {__version__}" in md
 
 
 def test_headline_csv_equals_independent_recomputation(report_dir: Path) -> None:

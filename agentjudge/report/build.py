@@ -17,6 +17,8 @@ from typing import cast
 
 import pandas as pd
 
+from agentjudge import __version__
+from agentjudge.provenance import git_commit
 from agentjudge.report.context import Context, RunFolderError, Section, load_context
 from agentjudge.report.figures import to_png
 from agentjudge.report.html import figure_html, md_table, page, paragraphs_html, table_html
@@ -99,6 +101,8 @@ def _summary(ctx: Context) -> list[str]:
     for key in ("config_hash", "git_commit", "package_version"):
         if key in meta:
             lines.append(f"- {key}: {meta[key]}")
+    # the run's commit says which code made the run; the report may be built later, by other code
+    lines.append(f"- report built by: git_commit {git_commit()}, package_version {__version__}")
     return lines
 
 

@@ -11,12 +11,10 @@ same command. Exit code 0 when every unit is done, 1 when some failed or the cos
 from __future__ import annotations
 
 import asyncio
-import functools
 import gc
 import hashlib
 import json
 import sqlite3
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from agentjudge import __version__
 from agentjudge.fserrors import FS_ERRORS, describe
 from agentjudge.memo import remembered
 from agentjudge.models.fleet import redact_model_urls
+from agentjudge.provenance import git_commit
 from agentjudge.runner import engine, offline
 from agentjudge.runner.lean_export import lean_imports
 from agentjudge.runner.models import model_kind
@@ -124,24 +123,6 @@ def load_dataset(pipeline: Pipeline, skip_invalid: bool = False, rundir: Path | 
         if missing:
             raise GridError(f"{pipeline.dataset}: record {record.id}: field `queries` has no {missing}")
     return data
-
-
-@functools.lru_cache(maxsize=1)
-def git_commit() -> str:
-    """HEAD of the checkout the package runs from, or "unknown" (installed wheel, no git). Asked once per
-    process: the run's meta, the export stamp and the no-op check all need it."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
 
 
 def model_info(models: list[ModelSettings]) -> dict[str, dict[str, Any]]:
