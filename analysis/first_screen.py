@@ -467,6 +467,18 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
     return pd.DataFrame(rows, columns=["statistic", "this run", f"paper ({PUBLISHED_LABEL})"])
 
 
+#: the words of the first screen a reader new to the benchmark would have to look up
+TERMS = (
+    "Terms: **GT** = the ground-truth trace of tool calls a judge may be shown (with GT / without GT; "
+    "swapped GT = another record's). **strict** / **paper** = the programmatic reference's scoring "
+    "(paper = the published scorer, strict = its defects fixed; FIDELITY.md). **pp** = percentage points. "
+    "**κ** = Cohen's kappa, agreement beyond chance (verdicts snapped to 0 / 0.5 / 1). **ρ** = Spearman rank "
+    "correlation. **soft jury** = the mean verdict of the rankable judges. **0.5-default** = a prompt that "
+    "tells the judge to answer 0.5 when unsure. **expanded percentile interval** = a bootstrap percentile "
+    "interval with its tails narrowed, so the interval widens, for a small number of resampled scenarios."
+)
+
+
 def build(ctx: Context, sections: dict[str, Section]) -> Screen:
     s = Screen()
     for line in banner(ctx):
@@ -497,6 +509,7 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
             else "plain percentile interval)."
         ),
     )
+    s.p(TERMS)
     rank = ranking(ctx, main)
     s.blocks.append(("h", "Judge ranking (rankable judges)"))
     if rank.empty:

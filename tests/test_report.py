@@ -46,6 +46,8 @@ def test_all_files_written(report_dir: Path) -> None:
     assert 'src="figures/' not in html  # self-contained
     md = (out / "report.md").read_text()
     assert "SYNTHETIC" in md and "(simulated)" in md and "(baseline)" in md
+    first = md[: md.index("\n## Everything else")]
+    assert "Terms: **GT** = " in first and "**κ** = Cohen's kappa" in first  # defined before they are used
     assert "scoring mode(s): paper, strict" in md and "failed (parse or transport)" in md
     assert "FAILED" not in md
     assert "RQ4: this run has one temperature" in md
