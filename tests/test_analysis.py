@@ -179,6 +179,11 @@ def test_robustness_guide_passk_failures(full: Context) -> None:
         judges.groupby(["judge", "condition"])["pass_hat_k"].apply(lambda s: s.is_monotonic_decreasing)
     ).all()
     assert pk.tables["passk_generators"]["k"].max() == 2
+    # the text gives pass@k too, as the section's title promises: judge-a's last k of the table
+    a = judges[(judges["judge"] == "judge-a") & (judges["condition"] == "with_gt")].iloc[-1]
+    line = next(t for t in pk.text if t.startswith("- judge judge-a, with_gt:"))
+    assert f"pass@{int(a['k'])} {100 * a['pass_at_k']:.1f} % (at least one)" in line
+    assert any("; pass@2 " in t for t in pk.text if t.startswith("- generator "))
     fails = run("failures", full).tables["parse_failures"]
     assert fails["failed"].sum() == int(full.df["verdict"].isna().sum())
 
