@@ -64,8 +64,15 @@ def _default_mode(ctx: Context, sec: Section) -> None:
             "0.5-default prompt: this run has one default mode; " + variant_advice("default_mode")
         )
         return
+    readers = prompt_reading_rows(ctx, df)
+    if readers.empty:
+        sec.text.append(
+            "0.5-default prompt: n/a (no rankable judge that reads the prompt in this run; the baselines are "
+            "rules the prompt never reaches, and calibration judges are never pooled)."
+        )
+        return
     strength = ctx.main.groupby("generator", observed=True)["reference"].mean().rename("strength")
-    gd = draws(ctx, prompt_reading_rows(ctx, df), ["condition", "generator", "default_mode"])
+    gd = draws(ctx, readers, ["condition", "generator", "default_mode"])
     t = diff_table(gd, ["condition", "generator"], "default_mode", "0.5", "1.0")
     t = t.merge(strength.reset_index(), on="generator", how="left").sort_values(["condition", "strength"])
     sec.tables["rq3_default_mode"] = with_labels(ctx, t)

@@ -424,3 +424,20 @@ def test_two_judges_with_the_same_verdicts_are_one_judge_in_the_agreement(tmp_pa
             assert {r.leader, r.runner_up} == {"judge-a", "judge-b"} and float(r.margin) == 0.0
     assert "judge-c: +0.0 pp [+0.0, +0.0] — the same alignment with and without GT in every resample" in md
     assert "judge-a: +0.0 pp [+0.0, +0.0]" not in md
+
+
+def test_a_run_whose_only_rankable_judges_are_baselines_says_prompt_effects_are_na(tmp_path: Path) -> None:
+    """No judge that reads the prompt: the 0.5-default and CoT effects are n/a with the reason, never a
+    pooled 0, and the report still builds (no figure of nothing)."""
+    judges = {"baseline/majority": 1, "baseline/always-1": 3}
+    variants = [
+        Variant(c, cot=cot, default_mode=mode)
+        for c in ("with_gt", "without_gt")
+        for cot, mode in ((False, "1.0"), (True, "1.0"), (False, "0.5"))
+    ]
+    code, md, html = _report(tmp_path, SyntheticSpec(n_base=12, judges=judges, variants=variants), 50)
+    assert code == 0 and "FAILED" not in md
+    assert "0.5-default prompt: n/a (no rankable judge that reads the prompt in this run" in html
+    assert "pooled delta n/a (no rankable judge that reads the prompt has verdicts at both levels" in html
+    assert pd.read_csv(tmp_path / "report" / "tables" / "rq5_deltas_pooled.csv").empty
+    assert not (tmp_path / "report" / "figures" / "rq5_deltas.png").exists()
