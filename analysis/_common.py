@@ -100,8 +100,12 @@ def prompt_reading_rows(ctx: Context, df: pd.DataFrame) -> pd.DataFrame:
     ``baseline/gt-rule``) that the prompt's wording, format and temperature never reach: its delta is 0 by
     construction, and pooled with the others it would only shrink their effect (by half beside one other
     judge)."""
-    keep = [j for j in ctx.rankable_judges() if not ctx.is_baseline(j)]
-    return df[df["judge"].isin(keep).to_numpy()]
+    return df[df["judge"].isin(prompt_readers(ctx)).to_numpy()]
+
+
+def prompt_readers(ctx: Context) -> list[str]:
+    """The rankable judges that read a prompt (see ``prompt_reading_rows``)."""
+    return [j for j in ctx.rankable_judges() if not ctx.is_baseline(j)]
 
 
 def level_name(value: object) -> str:
@@ -150,8 +154,7 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
         return sec
     others = [lev for lev in levels if not _is(lev, base)]
     sec.tables[f"{key}_alignment"] = with_labels(ctx, align_ci(ctx, df, ["condition", "judge", factor]))
-    rankable = set(ctx.rankable_judges())
-    readers = {j for j in rankable if not ctx.is_baseline(j)}  # see prompt_reading_rows
+    readers = set(prompt_readers(ctx))
     parts: list[pd.DataFrame] = []
     pooled: list[pd.DataFrame] = []
     pooled_na: list[str] = []

@@ -107,14 +107,14 @@ def _anchoring(ctx: Context, sec: Section) -> None:
     if conds != {"with_gt", "swapped_gt"}:
         sec.text.append("Anchoring test: this run has no swapped_gt condition; add swapped_gt to conditions.")
         return
-    gd = draws(ctx, df, ["judge", "condition"])
-    t = diff_table(gd, ["judge"], "condition", "swapped_gt", "with_gt", name="swapped_minus_true")
-    # beside it, against no GT at all: what tells a judge misled by the wrong GT from one that read past it
+    # one set of draws for both deltas: the second, against no GT at all, tells a judge misled by the wrong
+    # GT from one that read past it
     three = ctx.vary(None, conditions=("with_gt", "swapped_gt", "without_gt"))
+    gd = draws(ctx, three, ["judge", "condition"])
+    t = diff_table(gd, ["judge"], "condition", "swapped_gt", "with_gt", name="swapped_minus_true")
     if "without_gt" in set(values_of(three["condition"])):
-        gd3 = draws(ctx, three, ["judge", "condition"])
         versus = diff_table(
-            gd3, ["judge"], "condition", "swapped_gt", "without_gt", name="swapped_minus_without"
+            gd, ["judge"], "condition", "swapped_gt", "without_gt", name="swapped_minus_without"
         )
         versus = versus.rename(
             columns={"ci_lo": "swapped_minus_without_ci_lo", "ci_hi": "swapped_minus_without_ci_hi"}
