@@ -28,6 +28,7 @@ from agentjudge.memo import remembered
 from agentjudge.models.fleet import redact_model_urls
 from agentjudge.provenance import git_commit
 from agentjudge.runner import engine, offline
+from agentjudge.runner.heap import collector_paused
 from agentjudge.runner.lean_export import lean_imports
 from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import (
@@ -102,7 +103,8 @@ def load_dataset(pipeline: Pipeline, skip_invalid: bool = False, rundir: Path | 
     from agentjudge.runner.resume_cache import gate1_check
 
     try:
-        records = read_records(pipeline.dataset, limit=pipeline.limit)  # the rest is not parsed
+        with collector_paused():  # millions of objects that all live on (runner/heap.py)
+            records = read_records(pipeline.dataset, limit=pipeline.limit)  # the rest is not parsed
         sha256 = file_digest(pipeline.dataset)  # what the caches of resume_cache are keyed by
     except LayoutError as exc:
         raise GridError(str(exc)) from None
@@ -703,11 +705,12 @@ class _Grid:
                 "predict", wanted, lambda u: u.generator, self.predict, progress, self.predict_offline
             )
             wanted_set = set(wanted)
-            self.predictions = {
-                key: from_stored(Prediction, text or "")
-                for key, status, text, _, _ in self.store.iter_raw("predict")
-                if status == "done" and key in wanted_set
-            }
+            with collector_paused():  # the judge stage's input: lives until the export (runner/heap.py)
+                self.predictions = {
+                    key: from_stored(Prediction, text or "")
+                    for key, status, text, _, _ in self.store.iter_raw("predict")
+                    if status == "done" and key in wanted_set
+                }
             bar = progress.add_task("score", total=len(self.predictions))
             workers = self.pipe.workers
             self.scores = cached_scores(  # read from run.sqlite what a previous invocation scored
@@ -722,7 +725,8 @@ class _Grid:
                 ),
             )
             gc.freeze()  # what exists now lives until the export: not scanned by every collection again
-            jwanted = judge_units(self.pipe, sorted(self.predictions))
+            with collector_paused():
+                jwanted = judge_units(self.pipe, sorted(self.predictions))
             await self._stage("judge", jwanted, lambda u: u.judge, self.judge, progress, self.judge_offline)
         await self.close_workers()
         self.predictions = {}  # the judge stage's input; the export reads predictions from the store
@@ -736,7 +740,8 @@ class _Grid:
         jwanted_set: set[UnitKey] = set()  # built only when some stored judge unit is not planned
         # the planned predict units as stored (results not decoded: only a rewrite of predictions.parquet
         # needs them decoded)
-        predict_raw = [unit for unit in self.store.iter_raw("predict") if unit[0] in wanted_set]
+        with collector_paused():  # read whole, kept until the files are written (runner/heap.py)
+            predict_raw = [unit for unit in self.store.iter_raw("predict") if unit[0] in wanted_set]
         counts: dict[str, Counter[str]] = {
             "predict": Counter(unit[1] for unit in predict_raw),
             "judge": Counter(),
@@ -795,9 +800,12 @@ class _Grid:
             resume_cache.code_fingerprint(),
         )
         keep = current_files(rundir, stamps, meta_store.get("exported_files"))  # e.g. after a judge retry
-        predict_rows: dict[UnitKey, UnitRow] = (
-            {} if "predictions.parquet" in keep else {unit[0]: UnitRow.from_raw(unit) for unit in predict_raw}
-        )
+        with collector_paused():
+            predict_rows: dict[UnitKey, UnitRow] = (
+                {}
+                if "predictions.parquet" in keep
+                else {unit[0]: UnitRow.from_raw(unit) for unit in predict_raw}
+            )
         # the judge rows are read by the processes that build the tables, one row group's range each
         ranges = key_ranges(jwanted, EXPORT_ROW_GROUP)
         reader = RangeReader(self.store.path, "judge")
