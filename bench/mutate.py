@@ -399,6 +399,26 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_workers.py", "tests/test_client.py"),
     ),
     Mutation(
+        "spill-left-behind",
+        "the folder through which the judgments export's children hand over their tables is not removed, "
+        "and a killed export's folder is never cleaned",
+        (
+            Edit(
+                "agentjudge/runner/export.py",
+                "                    shutil.rmtree(spill, ignore_errors=True)  # a table sent but not read "
+                "(an error)",
+                "                    pass",
+            ),
+            Edit(
+                "agentjudge/runner/export.py",
+                "        if pid.isdigit() and not _alive(int(pid)):",
+                "        if False:",
+            ),
+        ),
+        "tests/test_offline.py::test_the_childrens_tables_pass_through_files_that_are_removed",
+        ("tests/test_offline.py",),
+    ),
+    Mutation(
         "http-share-without-httpx",
         "a worker's share moves to the HTTP exchange without a request seen there: a model litellm reaches "
         "some other way is unlimited",

@@ -148,6 +148,58 @@ def test_row_groups_do_not_depend_on_the_batches_read(tmp_path: Path) -> None:
     assert table.num_rows == sum(8 for _ in wanted)  # 4 metrics x 2 modes per wanted unit, no other
 
 
+def test_the_childrens_tables_pass_through_files_that_are_removed(tmp_path: Path) -> None:
+    """With children, each table reaches the writer as an Arrow file in a folder beside the temporary file;
+    the files are read as they were written (same bytes as one process), and nothing is left behind: not
+    the folder, nor one left by an export whose process is gone (a live process's folder is not touched)."""
+    from agentjudge.runner.pipeline import load_pipeline
+    from agentjudge.runner.store import RangeReader
+    from agentjudge.runner.work import compute_scores
+
+    pipe = _pipeline(tmp_path / "src", 1, limit=2)
+    assert run_cli(pipe, tmp_path / "src" / "run") == 0
+    reader = RangeReader(tmp_path / "src" / "run" / "run.sqlite", "judge")
+    raw = reader((None, None))
+    reader.close()
+    data = grid.Dataset(read_records(MINI, limit=2))
+    p = load_pipeline(pipe)
+    store = grid.RunStore(tmp_path / "src" / "run" / "run.sqlite")
+    try:
+        preds = {
+            r.key: grid.Prediction.model_validate(r.result) for r in store.iter_units("predict") if r.result
+        }
+    finally:
+        store.close()
+    scores = compute_scores(data, preds, p.scoring_modes, p.lenient)
+    args = (data, scores, {v.key: v for v in p.prompt_variants}, {j.display_name: j for j in p.judges})
+    batches = [raw[i : i + 10] for i in range(0, len(raw), 10)]
+    out = tmp_path / "out"
+    out.mkdir()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    dead = out / f".j.parquet.tmp-{int(gone.stdout)}{export.SPILL_SUFFIX}"  # its process has ended
+    live = out / f".j.parquet.tmp-1{export.SPILL_SUFFIX}"  # pid 1 always exists
+    for folder in (dead, live):
+        folder.mkdir()
+        (folder / "9-1.arrow").write_bytes(b"left by a killed export")
+    spilled: list[str] = []
+    real_read = export.read_spilled
+
+    def read_spilled(path: str) -> Any:
+        spilled.append(path)
+        assert Path(path).parent.name.startswith(".j.parquet.tmp-") and Path(path).exists()
+        return real_read(path)
+
+    export.read_spilled = read_spilled  # type: ignore[assignment]
+    try:
+        export.write_judgments(out / "j.parquet", batches, None, *args, chunk=40, workers=2)
+    finally:
+        export.read_spilled = real_read  # type: ignore[assignment]
+    export.write_judgments(tmp_path / "one.parquet", batches, None, *args, chunk=40, workers=1)
+    assert len(spilled) == len(batches) and not any(Path(s).exists() for s in spilled)
+    assert (out / "j.parquet").read_bytes() == (tmp_path / "one.parquet").read_bytes()
+    assert sorted(f.name for f in out.iterdir()) == sorted(["j.parquet", live.name])
+
+
 def test_a_dead_child_has_its_chunks_computed_here() -> None:
     parent = os.getpid()
 
