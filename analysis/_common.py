@@ -214,6 +214,16 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
             f"{(ranked_d['ci_hi'] < 0).sum()} significantly < 0, of {len(ranked_d)}; rankable judges that "
             "read the prompt only)."
         )
+    # a reader's bar at exactly 0 (CI [0, 0]) is a judge the factor does not move, not a small effect: say so
+    zero = (ranked_d["delta"] == 0) & (ranked_d["ci_lo"] == 0) & (ranked_d["ci_hi"] == 0)
+    flat = ranked_d[zero.to_numpy()]
+    for (judge, lev), rows in flat.groupby(["judge", "level"], sort=True, observed=True):
+        conds = ", ".join(sorted(rows["condition"].astype(str)))
+        sec.text.append(
+            f"- {judge}: Δ exactly 0 in every resample for {factor} {lev} ({conds}): the same alignment at "
+            f"both levels on the paired scenarios; this judge's verdicts do not respond to {factor} here, "
+            "its bar is 0 for that reason, not because an effect was measured small."
+        )
     # the figure shows the judges the pooled delta averages: a calibration judge's delta is no judge's,
     # and a baseline's is an empty 0 by construction
     shown = deltas[deltas["judge"].astype(str).isin(readers).to_numpy()]

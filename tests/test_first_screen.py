@@ -373,6 +373,35 @@ def test_prompt_factor_deltas_pool_judges_that_read_the_prompt_and_calibration_s
     assert "curves of rankable judges" in html and " of 12 (condition, generator, judge) curves" in html
 
 
+def test_a_judge_that_chain_of_thought_does_not_move_is_named_beside_its_zero_bar(tmp_path: Path) -> None:
+    """judge-b is given its CoT-off verdicts with CoT on (as simjudge/anchored, which ignores CoT): its
+    delta is exactly 0 in every resample, and the section says why its bar is 0; judge-a, which CoT
+    moves, is not named."""
+    judges = {"judge-a": 1, "judge-b": 2, "baseline/majority": 3}
+    both = [Variant(c, cot=cot) for c in ("with_gt", "without_gt") for cot in (False, True)]
+    write_run(tmp_path, SyntheticSpec(n_base=12, judges=judges, variants=both, seed=3))
+    path = tmp_path / "judgments.parquet"
+    raw = pd.read_parquet(path)
+    coords = [c for c in raw.columns if c not in ("cot", "verdict", "parse_ok", "rationale", "judge_error")]
+    off = raw[(raw["judge"] == "judge-b") & ~raw["cot"]].set_index(coords)
+    on = (raw["judge"] == "judge-b") & raw["cot"]
+    keys = pd.MultiIndex.from_frame(raw.loc[on, coords])
+    for column in ("verdict", "parse_ok", "judge_error"):
+        raw.loc[on, column] = off[column].reindex(keys).to_numpy()
+    raw.to_parquet(path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert report_cli(tmp_path, resamples=50, seed=0) == 0
+    deltas = pd.read_csv(tmp_path / "report" / "tables" / "rq5_deltas.csv")
+    b = deltas[deltas["judge"] == "judge-b"]
+    assert len(b) == 2 and (b[["delta", "ci_lo", "ci_hi"]] == 0).all().all()
+    md = (tmp_path / "report" / "report.md").read_text()
+    html = (tmp_path / "report" / "report.html").read_text()
+    said = "judge-b: Δ exactly 0 in every resample for cot True (with_gt, without_gt): the same alignment"
+    assert said in html or said in md
+    assert "judge-a: Δ exactly 0" not in html + md
+
+
 def test_two_judges_with_the_same_verdicts_are_one_judge_in_the_agreement(tmp_path: Path) -> None:
     """Without GT judge-b gives judge-a's verdicts on every row (as baseline/gt-rule is baseline/rule
     without GT): judge-b is named and its pairs are left out of the mean agreement, here and beside the
