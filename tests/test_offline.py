@@ -148,20 +148,19 @@ def test_row_groups_do_not_depend_on_the_batches_read(tmp_path: Path) -> None:
     assert table.num_rows == sum(8 for _ in wanted)  # 4 metrics x 2 modes per wanted unit, no other
 
 
-def test_the_childrens_tables_pass_through_files_that_are_removed(tmp_path: Path) -> None:
-    """With children, each table reaches the writer as an Arrow file in a folder beside the temporary file;
-    the files are read as they were written (same bytes as one process), and nothing is left behind: not
-    the folder, nor one left by an export whose process is gone (a live process's folder is not touched)."""
+def _judgments_inputs(tmp_path: Path, limit: int) -> tuple[list[tuple[Any, ...]], tuple[Any, ...]]:
+    """A finished offline run of ``limit`` records in tmp_path/src/run: its raw judge rows, and the
+    arguments of ``write_judgments`` after ``wanted`` (dataset, scores, variants, judges)."""
     from agentjudge.runner.pipeline import load_pipeline
     from agentjudge.runner.store import RangeReader
     from agentjudge.runner.work import compute_scores
 
-    pipe = _pipeline(tmp_path / "src", 1, limit=2)
+    pipe = _pipeline(tmp_path / "src", 1, limit=limit)
     assert run_cli(pipe, tmp_path / "src" / "run") == 0
     reader = RangeReader(tmp_path / "src" / "run" / "run.sqlite", "judge")
     raw = reader((None, None))
     reader.close()
-    data = grid.Dataset(read_records(MINI, limit=2))
+    data = grid.Dataset(read_records(MINI, limit=limit))
     p = load_pipeline(pipe)
     store = grid.RunStore(tmp_path / "src" / "run" / "run.sqlite")
     try:
@@ -171,7 +170,14 @@ def test_the_childrens_tables_pass_through_files_that_are_removed(tmp_path: Path
     finally:
         store.close()
     scores = compute_scores(data, preds, p.scoring_modes, p.lenient)
-    args = (data, scores, {v.key: v for v in p.prompt_variants}, {j.display_name: j for j in p.judges})
+    return raw, (data, scores, {v.key: v for v in p.prompt_variants}, {j.display_name: j for j in p.judges})
+
+
+def test_the_childrens_tables_pass_through_files_that_are_removed(tmp_path: Path) -> None:
+    """With children, each table reaches the writer as an Arrow file in a folder beside the temporary file;
+    the files are read as they were written (same bytes as one process), and nothing is left behind: not
+    the folder, nor one left by an export whose process is gone (a live process's folder is not touched)."""
+    raw, args = _judgments_inputs(tmp_path, 2)
     batches = [raw[i : i + 10] for i in range(0, len(raw), 10)]
     out = tmp_path / "out"
     out.mkdir()
@@ -613,28 +619,7 @@ def test_the_small_files_are_written_while_the_judgments_children_work(tmp_path:
     raises is raised by ``write_judgments``, which then leaves no file behind."""
     import threading
 
-    from agentjudge.runner.store import RangeReader
-
-    pipe = _pipeline(tmp_path / "src", 1, limit=3)
-    assert run_cli(pipe, tmp_path / "src" / "run") == 0
-    reader = RangeReader(tmp_path / "src" / "run" / "run.sqlite", "judge")
-    raw = reader((None, None))
-    reader.close()
-    data = grid.Dataset(read_records(MINI, limit=3))
-    from agentjudge.runner.pipeline import load_pipeline
-
-    p = load_pipeline(pipe)
-    store = grid.RunStore(tmp_path / "src" / "run" / "run.sqlite")
-    try:
-        preds = {
-            r.key: grid.Prediction.model_validate(r.result) for r in store.iter_units("predict") if r.result
-        }
-    finally:
-        store.close()
-    from agentjudge.runner.work import compute_scores
-
-    scores = compute_scores(data, preds, p.scoring_modes, p.lenient)
-    args = (data, scores, {v.key: v for v in p.prompt_variants}, {j.display_name: j for j in p.judges})
+    raw, args = _judgments_inputs(tmp_path, 3)
     batches = [raw[i : i + 20] for i in range(0, len(raw), 20)]
     ran: list[tuple[int, bool]] = []
 
