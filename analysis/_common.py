@@ -221,8 +221,8 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
         conds = ", ".join(sorted(rows["condition"].astype(str)))
         sec.text.append(
             f"- {judge}: Δ exactly 0 in every resample for {factor} {lev} ({conds}): the same alignment at "
-            f"both levels on the paired scenarios; this judge's verdicts do not respond to {factor} here, "
-            "its bar is 0 for that reason, not because an effect was measured small."
+            f"both levels on the paired scenarios; this judge's alignment does not move with {factor} here, "
+            "so its bar is 0 for that reason, not because a small effect was measured."
         )
     # the figure shows the judges the pooled delta averages: a calibration judge's delta is no judge's,
     # and a baseline's is an empty 0 by construction

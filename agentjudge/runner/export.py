@@ -407,7 +407,7 @@ def write_judgments(
                 side.run()  # no children: first, in this process (as before there was a `meanwhile`)
             if spill is not None:
                 remove_dead_spills(tmp.parent, tmp.name.split(".tmp-")[0] + ".tmp-")
-                spill.mkdir()
+                spill.mkdir(exist_ok=True)
             compute = build if spill is None else partial(build_spilled, spill)
             answers = in_chunks(workers, compute, batches, small_payloads=read is not None, forked=side.start)
             try:
@@ -433,7 +433,7 @@ def write_judgments(
 # A forked child of write_judgments hands its table over as an Arrow IPC file in a folder beside the
 # file being written, which this process maps without copying, instead of pickling it through a pipe: a
 # row group's table is ~45 MB, and pickling, piping and unpickling it took ~0.2 s of CPU against ~0.03 s
-# (~6 s of the paper-shaped grid's ~14 s judgments export; bench/bench_grid.py). Each file is unlinked
+# (~6 s of CPU over the paper-shaped grid's 35 row groups; bench/bench_grid.py). Each file is unlinked
 # as soon as it is mapped; the folder is removed when the export ends, and a folder left by a killed
 # export (its process gone) is removed by the next one.
 SPILL_SUFFIX = ".tables"

@@ -4,8 +4,8 @@ Why: CPython runs a full collection whenever the objects that survived earlier c
 a quarter, and each full collection walks every tracked object. Parsing 3,808 records, 57,120 stored
 predictions or 685,440 unit keys (the paper-shaped grid) grows the heap by millions of objects that all
 survive, so the collector walks the growing heap again and again and finds nothing: reading the full
-dataset took 3.7 s with the collector and 1.3 s without it, and the whole offline grid spent ~10 s of its
-~67 s this way (``bench/bench_grid.py``).
+dataset took 3.7 s with the collector and 1.3 s without it, and the whole offline grid took ~8 s less
+(75.4 and 76.5 s before, 67.6 to 68.3 s after, in one sitting of ``bench/bench_grid.py``).
 
 What is built under the pause is data and containers (pydantic models, dicts, lists, tuples), freed by
 reference counting when no longer used, so pausing loses nothing but the scans. The pause never spans
