@@ -122,12 +122,15 @@ PAIR_KEY = ("judge", "record_id", "generator", "generator_trial", "condition", "
 
 
 def paired_rows(df: pd.DataFrame, factor: str, level: object, base: object) -> pd.DataFrame:
-    """Rows at ``level`` and at ``base`` whose (judge, record, generator, condition, metric) has both.
+    """Rows at ``level`` and at ``base`` whose (judge, record, generator, condition, metric) has a verdict
+    at both.
 
     Why: a joined comparison (or a partial grid) can hold judges or scenarios that ran only one side of a
-    variant; averaging each side over whatever it has is not a paired delta. Only the pairs count."""
-    at_level = df[_same_mask(df[factor], level)]
-    at_base = df[_same_mask(df[factor], base)]
+    variant, and a verdict can fail (parse or transport) on one side only; averaging each side over
+    whatever it has is not a paired delta. Only the pairs count."""
+    answered = df["verdict"].notna().to_numpy() if "verdict" in df.columns else True
+    at_level = df[_same_mask(df[factor], level) & answered]
+    at_base = df[_same_mask(df[factor], base) & answered]
     key = [c for c in PAIR_KEY if c in df.columns]
     lk = pd.MultiIndex.from_frame(at_level[key].astype(str))
     bk = pd.MultiIndex.from_frame(at_base[key].astype(str))
@@ -191,6 +194,12 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
     sec.tables[f"{key}_deltas"] = with_labels(ctx, deltas)
     sec.tables[f"{key}_deltas_pooled"] = pooled_t
     sec.text.append(explain)
+    sec.text.append(
+        "Each delta is taken over the verdict rows answered at both levels: a row whose verdict failed "
+        "(parse or transport) on either side leaves the pair out, so a delta can differ slightly from the "
+        f"difference of the two alignments in table {key}_alignment, which keeps each level's own answered "
+        "rows."
+    )
     baselines = sorted(j for j in ctx.rankable_judges() if ctx.is_baseline(j))
     no_baselines = (
         f"; not the baseline{'s' if len(baselines) > 1 else ''} {', '.join(baselines)}: rules that the "

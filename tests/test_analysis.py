@@ -141,11 +141,24 @@ def test_variant_deltas_are_paired_differences(full: Context, name: str, factor:
     align = sec.tables[f"{key}_alignment"]
     assert len(deltas) == 2 * len(full.judges)
     r = deltas[(deltas["judge"] == "judge-b") & (deltas["condition"] == "without_gt")].iloc[0]
+    # by hand: over the verdict rows answered at both levels (a row failed on either side drops the pair)
+    d = full.vary(factor)
+    d = d[(d["judge"] == "judge-b") & (d["condition"] == "without_gt")]
+    key = ["record_id", "generator", "generator_trial", "metric"]
+    on = d[(d[factor].astype(str) == level).to_numpy()].set_index(key)
+    off = d[(d[factor].astype(str) != level).to_numpy()].set_index(key)
+    both = on.index[on["verdict"].notna()].intersection(off.index[off["verdict"].notna()])
+    assert 0 < len(both) < len(on)  # the fixture's failures leave some pairs out
+
+    def mu(rows: pd.DataFrame) -> float:
+        return float((1 - (rows["reference"] - rows["verdict"]).abs()).mean())
+
+    assert r["delta"] == pytest.approx(mu(on.loc[both]) - mu(off.loc[both]))
+    assert r["ci_lo"] <= r["delta"] <= r["ci_hi"]
+    # the alignment table keeps each level over its own answered rows
     a = align[(align["judge"] == "judge-b") & (align["condition"] == "without_gt")]
     lev = a[a[factor].astype(str) == level]["align"].iloc[0]
-    base = a[a[factor].astype(str) != level]["align"].iloc[0]
-    assert r["delta"] == pytest.approx(lev - base)
-    assert r["ci_lo"] <= r["delta"] <= r["ci_hi"]
+    assert lev == pytest.approx(mu(on[on["verdict"].notna()]))
 
 
 def test_robustness_guide_passk_failures(full: Context) -> None:

@@ -134,6 +134,31 @@ def test_compare_joins_runs_with_paired_deltas(tmp_path: Path) -> None:
     assert compare_cli([a], out, resamples=10, seed=0) == 2
 
 
+_PAIR = ["judge", "record_id", "generator", "generator_trial", "metric"]
+
+
+def _cot_sides(raw: pd.DataFrame, judges: list[str], cond: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    r = raw[(raw["scoring_mode"] == "strict") & (raw["condition"] == cond) & raw["judge"].isin(judges)]
+    return r[r["cot"]].set_index(_PAIR), r[~r["cot"]].set_index(_PAIR)
+
+
+def _mu(rows: pd.DataFrame) -> float:
+    return float((1 - (rows["reference"] - rows["verdict"]).abs()).mean())
+
+
+def _paired_cot_delta(raw: pd.DataFrame, judges: list[str], cond: str) -> float:
+    """Alignment with CoT minus without over the verdict rows answered (not failed) at both levels."""
+    on, off = _cot_sides(raw, judges, cond)
+    both = on.index[on["verdict"].notna()].intersection(off.index[off["verdict"].notna()])
+    return _mu(on.loc[both]) - _mu(off.loc[both])
+
+
+def _unpaired_cot_delta(raw: pd.DataFrame, judges: list[str], cond: str) -> float:
+    """The same, each level over its own answered rows (what a failure on one side would give)."""
+    on, off = _cot_sides(raw, judges, cond)
+    return _mu(on[on["verdict"].notna()]) - _mu(off[off["verdict"].notna()])
+
+
 def test_compare_pools_variant_deltas_over_judges_with_both_levels(tmp_path: Path) -> None:
     """Run A has CoT on and off, run B has CoT off only: the pooled CoT delta of the join is run A's."""
     a, b = tmp_path / "cot", tmp_path / "plain"
@@ -147,13 +172,12 @@ def test_compare_pools_variant_deltas_over_judges_with_both_levels(tmp_path: Pat
         assert compare_cli([a, b], out, resamples=50, seed=0) == 0
     joined = pd.read_csv(out / "tables" / "rq5_deltas_pooled.csv").set_index("condition")
     single = pd.read_csv(a / "report" / "tables" / "rq5_deltas_pooled.csv").set_index("condition")
-    # hand computation over run A only: mean mu at cot=True minus mean mu at cot=False, rankable judges
+    # hand computation over run A only: mean mu at cot=True minus mean mu at cot=False over the rows
+    # answered at both levels (2 % of verdicts fail, on one side or the other: not the unpaired means)
     raw = pd.read_parquet(a / "judgments.parquet")
-    raw = raw[(raw["scoring_mode"] == "strict") & raw["verdict"].notna()]
-    mu = 1 - (raw["reference"] - raw["verdict"]).abs()
     for cond in ("with_gt", "without_gt"):
-        m = raw["condition"] == cond
-        want = mu[m & raw["cot"]].mean() - mu[m & ~raw["cot"]].mean()
+        want = _paired_cot_delta(raw, ["judge-a", "judge-b"], cond)
+        assert want != pytest.approx(_unpaired_cot_delta(raw, ["judge-a", "judge-b"], cond))
         assert joined.loc[cond, "delta"] == pytest.approx(want)
         assert single.loc[cond, "delta"] == pytest.approx(want)
         assert joined.loc[cond, "n_judges"] == 2 and joined.loc[cond, "judges_left_out"] == "judge-c"
@@ -354,12 +378,8 @@ def test_prompt_factor_deltas_pool_judges_that_read_the_prompt_and_calibration_s
     assert code == 0
     pooled = pd.read_csv(tmp_path / "report" / "tables" / "rq5_deltas_pooled.csv").set_index("condition")
     raw = pd.read_parquet(tmp_path / "judgments.parquet")
-    raw = raw[(raw["scoring_mode"] == "strict") & raw["verdict"].notna()]
-    readers = raw[raw["judge"].isin(["judge-a", "judge-b"])]
-    mu = 1 - (readers["reference"] - readers["verdict"]).abs()
     for cond in ("with_gt", "without_gt"):
-        m = readers["condition"] == cond
-        want = mu[m & readers["cot"]].mean() - mu[m & ~readers["cot"]].mean()
+        want = _paired_cot_delta(raw, ["judge-a", "judge-b"], cond)
         assert pooled.loc[cond, "delta"] == pytest.approx(want)
         assert pooled.loc[cond, "n_judges"] == 2
     assert "not the baseline baseline/majority: rules that the prompt&#x27;s wording, format and" in html
