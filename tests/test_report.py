@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -44,6 +45,10 @@ def test_all_files_written(report_dir: Path) -> None:
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") == len(pngs)
     assert 'src="figures/' not in html  # self-contained
+    # each inlined figure links its full-size file, which exists beside the page
+    links = set(re.findall(r'<a href="(figures/[^"]+\.png)">', html))
+    assert len(links) == len(pngs) and all((out / link).is_file() for link in links)
+    assert html.count("<div class='wide'><table") == html.count("<table")  # wide tables scroll in a box
     md = (out / "report.md").read_text()
     assert "SYNTHETIC" in md and "(simulated)" in md and "(baseline)" in md
     first = md[: md.index("\n## Everything else")]

@@ -141,7 +141,8 @@ def render(
         elif kind == "table":
             name, table = cast(tuple[str, pd.DataFrame], payload)
             md += ["", md_table(table, max_rows=len(table)), "", f"*(`tables/{name}.csv`)*", ""]
-            body.append(table.to_html(index=False, escape=True, border=0, classes="first"))
+            first = table.to_html(index=False, escape=True, border=0, classes="first")
+            body.append(f"<div class='wide'>{first}</div>")
     for name, df in screen.csv.items():
         df.to_csv(out / "tables" / f"{name}.csv", index=False)
     md += ["", "## Everything else", ""]

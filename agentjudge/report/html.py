@@ -14,7 +14,8 @@ table{border-collapse:collapse;font-size:12px;margin:0.6em 0}td,th{border:1px so
 text-align:right}th{background:#f2f2f2}img{max-width:100%}details{margin:0.4em 0}.lack{color:#a60}
 .banner{background:#fff3cd;border:1px solid #e0b000;border-left:6px solid #e0a000;padding:6px 10px;
 margin:4px 0;font-weight:600}table.first td,table.first th{text-align:left}h3{margin:1.1em 0 0.3em}
-summary{cursor:pointer;font-weight:600;margin:0.3em 0}.sec{padding-left:1em;border-left:2px solid #eee}"""
+summary{cursor:pointer;font-weight:600;margin:0.3em 0}.sec{padding-left:1em;border-left:2px solid #eee}
+.wide{overflow-x:auto;max-width:100%}figure{margin:0.6em 0}figcaption{font-size:12px;color:#555}"""
 
 MAX_ROWS_INLINE = 200  # rows of a folded HTML table; the CSV always has every row
 
@@ -70,13 +71,20 @@ def table_html(name: str, df: pd.DataFrame, max_rows: int = MAX_ROWS_INLINE) -> 
     note = f"<p><i>{len(df) - max_rows} more rows in tables/{name}.csv</i></p>" if len(df) > max_rows else ""
     return (
         f"<details><summary>table <code>{html.escape(name)}</code> ({len(df)} rows)</summary>"
-        f"{shown.to_html(index=False, escape=True, border=0)}{note}</details>"
+        f"<div class='wide'>{shown.to_html(index=False, escape=True, border=0)}</div>{note}</details>"
     )
 
 
 def figure_html(name: str, png: bytes) -> str:
+    """The figure inlined (the page stands alone), shrunk to the page's width; a wide figure (RQ1's panels)
+    is then small, so a caption links the full-size copy the report writes in figures/ beside the page.
+    A table wider than the page scrolls inside its own box (``.wide``) instead of running off the page."""
     data = base64.b64encode(png).decode("ascii")
-    return f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{data}"></figure>'
+    link = html.escape(f"figures/{name}.png")
+    return (
+        f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{data}">'
+        f'<figcaption><a href="{link}">{link}</a> (full size)</figcaption></figure>'
+    )
 
 
 def page(title: str, body: str) -> str:
