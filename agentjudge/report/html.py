@@ -67,6 +67,7 @@ def paragraphs_html(lines: list[str]) -> str:
 
 
 def table_html(name: str, df: pd.DataFrame, max_rows: int = MAX_ROWS_INLINE) -> str:
+    """A folded table; one wider than the page scrolls inside its own box (``.wide``)."""
     shown = df.head(max_rows).map(_cell) if len(df) else df
     note = f"<p><i>{len(df) - max_rows} more rows in tables/{name}.csv</i></p>" if len(df) > max_rows else ""
     return (
@@ -77,8 +78,7 @@ def table_html(name: str, df: pd.DataFrame, max_rows: int = MAX_ROWS_INLINE) -> 
 
 def figure_html(name: str, png: bytes) -> str:
     """The figure inlined (the page stands alone), shrunk to the page's width; a wide figure (RQ1's panels)
-    is then small, so a caption links the full-size copy the report writes in figures/ beside the page.
-    A table wider than the page scrolls inside its own box (``.wide``) instead of running off the page."""
+    is then small, so a caption links the full-size copy the report writes in figures/ beside the page."""
     data = base64.b64encode(png).decode("ascii")
     link = html.escape(f"figures/{name}.png")
     return (
