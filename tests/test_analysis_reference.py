@@ -3,8 +3,9 @@
 Why: checking a derived column only against another column of the same output cannot catch a wrong
 slice, a wrong baseline level or a swapped sign. Here every figure is recomputed from the raw file: the
 main slice is filtered by hand (first trials, json, no CoT, 1.0-default, model-default temperature), μ is
-1 − |reference − verdict|, failed verdicts are dropped. Only the point estimates and counts are compared:
-the CIs are the bootstrap's (tested in test_stats.py and test_stats_reference.py).
+1 − |reference − verdict|, failed verdicts are dropped (for a prompt-factor delta, with the other level's
+row of the same scenario: the deltas are paired). Only the point estimates and counts are compared: the
+CIs are the bootstrap's (tested in test_stats.py and test_stats_reference.py).
 """
 
 from __future__ import annotations
@@ -145,6 +146,11 @@ def test_rq4_to_rq6_deltas_from_plain_groupby(
     base = BASELINE[factor]
     at_level = df[df[factor] == level]
     at_base = df[df[factor].isna()] if isinstance(base, float) else df[df[factor] == base]
+    # paired: only the (judge, record, generator, condition, metric) rows answered at both levels
+    pair = ["judge", "record_id", "generator", "generator_trial", "condition", "metric"]
+    both = at_level[pair].merge(at_base[pair])
+    at_level, at_base = at_level.merge(both), at_base.merge(both)
+    assert len(both) < len(df[df[factor] == level])  # the fixture's 5 % failures leave pairs out
     for table, by in ((f"{key}_deltas", ["condition", "judge"]), (f"{key}_deltas_pooled", ["condition"])):
         want = at_level.groupby(by)["mu"].mean() - at_base.groupby(by)["mu"].mean()
         if len(by) == 1:
