@@ -87,8 +87,13 @@ _DECODED_HELD = 4_096  # distinct result texts remembered while exporting
 _CONSTANT_COLUMNS = JUDGMENT_SCHEMA.names[:14]
 
 
+def _tmp_prefix(path: Path) -> str:
+    """The name of ``path``'s temporary file up to the writing process's pid (``_atomic``)."""
+    return f".{path.name}.tmp-"
+
+
 def _atomic(path: Path, write: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp = path.with_name(f"{_tmp_prefix(path)}{os.getpid()}")
     try:
         write(tmp)
         os.replace(tmp, path)
@@ -406,7 +411,7 @@ def write_judgments(
             if workers <= 1:
                 side.run()  # no children: first, in this process (as before there was a `meanwhile`)
             if spill is not None:
-                remove_dead_spills(tmp.parent, tmp.name.split(".tmp-")[0] + ".tmp-")
+                remove_dead_spills(path.parent, _tmp_prefix(path))
                 spill.mkdir(exist_ok=True)
             compute = build if spill is None else partial(build_spilled, spill)
             answers = in_chunks(workers, compute, batches, small_payloads=read is not None, forked=side.start)
@@ -437,6 +442,7 @@ def write_judgments(
 # as soon as it is mapped; the folder is removed when the export ends, and a folder left by a killed
 # export (its process gone) is removed by the next one.
 SPILL_SUFFIX = ".tables"
+_SPILLED = 0  # tables this process has spilled: numbers its files
 
 
 def spill_table(folder: Path, table: pa.Table) -> str:
@@ -447,9 +453,6 @@ def spill_table(folder: Path, table: pa.Table) -> str:
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
     return str(path)
-
-
-_SPILLED = 0
 
 
 def read_spilled(path: str) -> pa.Table:
