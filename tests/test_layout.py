@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -82,8 +83,10 @@ def test_published_shape() -> None:
 
 
 def _foreign_line() -> dict:
-    """A line as the published dataset has it: no fields of ours, BFCL "dict" parameter types."""
-    line = to_published(_valid()[0])
+    """A line as the published dataset has it: no fields of ours, BFCL "dict" parameter types. A copy: the
+    published dict holds the record's own schemas, which are the domain's shared ones (changing them in
+    place here broke tests/test_gates.py when it ran after this file)."""
+    line = copy.deepcopy(to_published(_valid()[0]))
     for key in (
         "domain",
         "scenario",
@@ -318,3 +321,31 @@ def test_normalise_schema_equals_a_full_renaming_and_keeps_a_clean_schema_as_is(
         "enum": ["dict"],
         "type": ["integer", None],
     }
+
+
+def test_records_of_a_file_share_each_tool_spelled_alike(tmp_path: Path) -> None:
+    """Records read from one file hold one object per tool spelled exactly alike; a tool whose schema
+    differs only by 1.0 against 1, or whose returns differ, is its own object; values read back as written."""
+    first, second = _valid()
+    lines = [json.loads(dumps_record(first)), json.loads(dumps_record(second))]
+    third = copy.deepcopy(lines[1])
+    third["id"] = "fixture-0003"
+    name = third["available_tools"][0]["function"]["name"]
+    third["available_tools"][0]["function"]["parameters"]["minProperties"] = 1.0  # 1 in the fourth
+    fourth = copy.deepcopy(third)
+    fourth["id"] = "fixture-0004"
+    fourth["available_tools"][0]["function"]["parameters"]["minProperties"] = 1
+    fifth = copy.deepcopy(lines[1])
+    fifth["id"] = "fixture-0005"
+    fifth["tool_returns"][name] = {"type": "object", "properties": {"other": {"type": "string"}}}
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in [*lines, third, fourth, fifth]))
+
+    a, b, c, d, e = read_records(path)
+    assert all(x is y for x, y in zip(a.tools, b.tools, strict=True))  # the same tools: one object each
+    assert c.tools[0] is not b.tools[0] and d.tools[0] is not c.tools[0] and e.tools[0] is not b.tools[0]
+    assert all(x is y for x, y in zip(c.tools[1:], b.tools[1:], strict=True))  # the others still shared
+    assert type(c.tools[0].parameters["minProperties"]) is float
+    assert type(d.tools[0].parameters["minProperties"]) is int
+    assert e.tools[0].returns == fifth["tool_returns"][name] and b.tools[0].returns != e.tools[0].returns
+    assert [a, b] == [first, second]  # shared or not, the records read back equal to those written
