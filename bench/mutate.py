@@ -401,7 +401,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "spill-left-behind",
         "the folder through which the judgments export's children hand over their tables is not removed, "
-        "and a killed export's folder is never cleaned",
+        "and what a killed export leaves (its folder, its temporary file) is never cleaned",
         (
             Edit(
                 "agentjudge/runner/export.py",

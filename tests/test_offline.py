@@ -176,7 +176,8 @@ def _judgments_inputs(tmp_path: Path, limit: int) -> tuple[list[tuple[Any, ...]]
 def test_the_childrens_tables_pass_through_files_that_are_removed(tmp_path: Path) -> None:
     """With children, each table reaches the writer as an Arrow file in a folder beside the temporary file;
     the files are read as they were written (same bytes as one process), and nothing is left behind: not
-    the folder, nor one left by an export whose process is gone (a live process's folder is not touched)."""
+    the folder, nor the folder and temporary file left by an export whose process is gone (a live process's
+    are not touched)."""
     raw, args = _judgments_inputs(tmp_path, 2)
     batches = [raw[i : i + 10] for i in range(0, len(raw), 10)]
     out = tmp_path / "out"
@@ -187,6 +188,8 @@ def test_the_childrens_tables_pass_through_files_that_are_removed(tmp_path: Path
     for folder in (dead, live):
         folder.mkdir()
         (folder / "9-1.arrow").write_bytes(b"left by a killed export")
+    for leftover in (dead.with_suffix(""), live.with_suffix("")):  # .j.parquet.tmp-PID, half written
+        leftover.write_bytes(b"PAR1 half a file")
     spilled: list[str] = []
     real_read = export.read_spilled
 
@@ -203,7 +206,8 @@ def test_the_childrens_tables_pass_through_files_that_are_removed(tmp_path: Path
     export.write_judgments(tmp_path / "one.parquet", batches, None, *args, chunk=40, workers=1)
     assert len(spilled) == len(batches) and not any(Path(s).exists() for s in spilled)
     assert (out / "j.parquet").read_bytes() == (tmp_path / "one.parquet").read_bytes()
-    assert sorted(f.name for f in out.iterdir()) == sorted(["j.parquet", live.name])
+    kept = ["j.parquet", live.name, live.with_suffix("").name]  # what a live process writes is left
+    assert sorted(f.name for f in out.iterdir()) == sorted(kept)
 
 
 def test_a_dead_child_has_its_chunks_computed_here() -> None:

@@ -13,6 +13,7 @@ the stamp is the same and the file still holds those bytes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -93,6 +94,10 @@ def _tmp_prefix(path: Path) -> str:
 
 
 def _atomic(path: Path, write: Any) -> None:
+    """``write(tmp)`` a temporary file beside ``path``, then rename it to ``path``: readers never see half a
+    file. What a killed writer of ``path`` left beside it (its temporary file, its spill folder: its
+    process is gone) is removed first: a killed export of a paper grid leaves hundreds of MB."""
+    remove_dead_leftovers(path.parent, _tmp_prefix(path))
     tmp = path.with_name(f"{_tmp_prefix(path)}{os.getpid()}")
     try:
         write(tmp)
@@ -411,7 +416,6 @@ def write_judgments(
             if workers <= 1:
                 side.run()  # no children: first, in this process (as before there was a `meanwhile`)
             if spill is not None:
-                remove_dead_spills(path.parent, _tmp_prefix(path))
                 spill.mkdir(exist_ok=True)
             compute = build if spill is None else partial(build_spilled, spill)
             answers = in_chunks(workers, compute, batches, small_payloads=read is not None, forked=side.start)
@@ -465,13 +469,19 @@ def read_spilled(path: str) -> pa.Table:
     return table
 
 
-def remove_dead_spills(folder: Path, prefix: str) -> None:
-    """Remove the spill folders named ``prefix``PID``SPILL_SUFFIX`` whose process PID no longer exists (an
-    export that was killed)."""
-    for leftover in folder.glob(f"{prefix}*{SPILL_SUFFIX}"):
-        pid = leftover.name[len(prefix) : -len(SPILL_SUFFIX)]
+def remove_dead_leftovers(folder: Path, prefix: str) -> None:
+    """Remove the temporary files ``prefix``PID and spill folders ``prefix``PID``SPILL_SUFFIX`` whose process
+    PID no longer exists (an export that was killed). A live process's are left alone: another export of
+    the same folder may be writing them (or an unrelated process has the same id: they are then removed by
+    a later export)."""
+    for leftover in folder.glob(f"{prefix}*"):
+        pid = leftover.name[len(prefix) :].removesuffix(SPILL_SUFFIX)
         if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(leftover, ignore_errors=True)
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
 
 
 def _alive(pid: int) -> bool:
