@@ -399,6 +399,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_workers.py", "tests/test_client.py"),
     ),
     Mutation(
+        "score-repeat-ignores-replay",
+        "a prediction repeating an earlier one's calls gets its scores even when the environment saw other "
+        "calls (an interactive prediction's unexecuted steps)",
+        (
+            Edit(
+                "agentjudge/runner/work.py",
+                "    if prediction.trajectory is not None:\n        replayed = [",
+                "    if False:\n        replayed = [",
+            ),
+        ),
+        "tests/test_offline.py::test_a_prediction_repeating_earlier_calls_is_scored_as_they_were_under_its_own_ids",
+        ("tests/test_offline.py",),
+    ),
+    Mutation(
         "spill-left-behind",
         "the folder through which the judgments export's children hand over their tables is not removed, "
         "and what a killed export leaves (its folder, its temporary file) is never cleaned",

@@ -325,6 +325,67 @@ def test_the_rule_memo_gives_the_rules_answer_and_its_own_copies() -> None:
     assert baselines.rule_verdicts_once(other_task, calls) == baselines.rule_verdicts(other_task, calls)
 
 
+def test_a_prediction_repeating_earlier_calls_is_scored_as_they_were_under_its_own_ids(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """compute_scores scores once the calls a base record's predictions repeat exactly (the same record at
+    another difficulty, another generator or trial) and hands each repeat the same scores under its own ids;
+    calls that differ at all (an argument, its key order, the calls an interactive prediction executed)
+    are scored on their own. Every score equals score_prediction's for that prediction alone."""
+    from agentjudge import scoring
+    from agentjudge.runner.store import UnitKey
+    from agentjudge.runner.work import Dataset, compute_scores
+    from agentjudge.types import Prediction, ToolStep, Trajectory
+
+    first, second = read_records(MINI, limit=2)
+    data = Dataset([first, second])
+    gt = [step.call for step in first.gt]
+    wrong = [ToolCall(name=gt[0].name, arguments={**gt[0].arguments, "zzz": 1}), *gt[1:]]
+    at = next(i for i, c in enumerate(gt) if len(c.arguments) > 1)  # a call with two arguments or more
+    reordered = list(gt)
+    reordered[at] = ToolCall(name=gt[at].name, arguments=dict(reversed(gt[at].arguments.items())))
+    assert reordered[at].arguments == gt[at].arguments  # equal, spelled in another order
+    _, writes = scoring._gt_trace(first, None)
+    skipped = [ToolStep(turn=i, call=c, executed=i != writes[0]) for i, c in enumerate(gt)]  # a write not run
+    trajectory = Trajectory(messages=[], steps=skipped, turns=len(gt), stop_reason="answered")
+    plan = [  # (record, difficulty, generator, trial, calls, trajectory)
+        (first, "easy", "g1", 0, gt, None),
+        (first, "hard", "g1", 0, gt, None),  # repeats: another difficulty
+        (first, "easy", "g2", 1, gt, None),  # another generator and trial
+        (first, "easy", "g3", 0, wrong, None),
+        (first, "medium", "g3", 0, wrong, None),  # repeats the wrong calls
+        (first, "hard", "g3", 0, reordered, None),  # equal calls in another key order: scored again
+        (first, "medium", "g4", 0, gt, trajectory),  # the same calls, but the environment saw fewer
+        (second, "easy", "g1", 0, gt, None),  # another record: never the first's scores
+    ]
+    predictions = {}
+    for record, difficulty, generator, trial, calls, traj in plan:
+        task = data.task(record, difficulty)  # type: ignore[arg-type]
+        key = UnitKey("predict", task.record_id, difficulty, generator, trial)
+        predictions[key] = Prediction.for_task(task, generator, trial, calls=calls, trajectory=traj)
+    scored: list[str] = []
+    real = scoring.score_prediction
+
+    def counting(record: Any, prediction: Prediction, mode: Any, **kwargs: Any) -> Any:
+        scored.append(f"{prediction.record_id}/{prediction.generator}")
+        return real(record, prediction, mode, **kwargs)
+
+    monkeypatch.setattr(scoring, "score_prediction", counting)
+    modes: list[Any] = ["paper", "strict"]
+    scores = compute_scores(data, predictions, modes, False)
+    monkeypatch.setattr(scoring, "score_prediction", real)
+    alone = {
+        (key.record_id, key.generator, key.generator_trial): {
+            mode: real(data.locate(key.record_id)[0], prediction, mode) for mode in modes
+        }
+        for key, prediction in predictions.items()
+    }
+    assert scores == alone  # ids included: each repeat carries its own record id, generator and trial
+    assert len(scored) == 2 * 5  # per mode: gt, wrong, reordered, the interactive one, the second record
+    executed_fewer = scores[(f"{first.id}:medium", "g4", 0)]["strict"]
+    assert executed_fewer.state_match is False and scores[(f"{first.id}:easy", "g1", 0)]["strict"].state_match
+
+
 def _judge_rows(store: Path) -> int:
     try:
         with sqlite3.connect(store, timeout=5) as db:

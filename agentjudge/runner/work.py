@@ -6,6 +6,7 @@ run compares against the store, and what the export joins on -- is one small, te
 
 from __future__ import annotations
 
+import marshal
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -182,27 +183,63 @@ def compute_scores(
     lenient: bool,
     on_scored: Callable[[], None] | None = None,
 ) -> dict[ScoreKey, dict[ScoringMode, Score]]:
-    """Programmatic scores of every successful prediction, per scoring mode (§6)."""
+    """Programmatic scores of every successful prediction, per scoring mode (§6).
+
+    A prediction whose calls (and calls that reached the environment) are exactly those of an earlier
+    prediction of the same base record gets that prediction's scores, under its own ids: a score is a
+    function of the record and the calls alone (the environment is seeded by the record), and on a paper
+    grid a third of the predictions repeat one (sim/perfect's at every difficulty, and often strong's):
+    executing and matching them again was a third of the scoring's time."""
     from agentjudge.scoring import prepare, score_prediction
 
     out: dict[ScoreKey, dict[ScoringMode, Score]] = {}
     prepared: dict[str, Any] = {}
-    for key in sorted(predictions):
+    alike: dict[bytes, dict[ScoringMode, Score]] = {}  # this base record's predictions so far, by _calls_key
+    for key in sorted(predictions):  # a base record's predictions are adjacent (record ids lead the key)
         prediction = predictions[key]
         record, _ = data.locate(key.record_id)
         if record.id not in prepared:
             prepared[record.id] = prepare(record)
+            alike.clear()
         prep = prepared[record.id]
+        same = _calls_key(prediction)
+        earlier = alike.get(same) if same is not None else None
         per_mode: dict[ScoringMode, Score] = {}
-        state: tuple[bool | None, float | None] | None = None
-        for mode in modes:  # the end-state check does not depend on the mode: execute it once
-            score = score_prediction(record, prediction, mode, lenient=lenient, prepared=prep, state=state)
-            state = (score.state_match, score.writes_done)
-            per_mode[mode] = score
+        if earlier is not None:
+            own: dict[str, Any] = {"record_id": prediction.record_id, "generator": prediction.generator}
+            own["trial"] = prediction.trial
+            per_mode = {mode: score.model_copy(update=own) for mode, score in earlier.items()}
+        else:
+            state: tuple[bool | None, float | None] | None = None
+            for mode in modes:  # the end-state check does not depend on the mode: execute it once
+                score = score_prediction(
+                    record, prediction, mode, lenient=lenient, prepared=prep, state=state
+                )
+                state = (score.state_match, score.writes_done)
+                per_mode[mode] = score
+            if same is not None:
+                alike[same] = per_mode
         out[(key.record_id, key.generator, key.generator_trial)] = per_mode
         if on_scored is not None:
             on_scored()
     return out
+
+
+def _calls_key(prediction: Prediction) -> bytes | None:
+    """The calls a prediction is scored on, exactly (``marshal`` format 2: types and key order kept, no
+    back-references): its calls and, for an interactive one, those that reached the environment; None
+    when there are none to score (failed) or they hold something other than plain values."""
+    if prediction.calls is None:
+        return None
+    from agentjudge.scoring import replayed_calls
+
+    replayed = None
+    if prediction.trajectory is not None:
+        replayed = [(c.name, c.arguments) for c in replayed_calls(prediction)]
+    try:
+        return marshal.dumps(([(c.name, c.arguments) for c in prediction.calls], replayed), 2)
+    except (TypeError, ValueError):
+        return None
 
 
 _FIELD: dict[Metric, str] = {"tool": "p_tool", "param": "p_param", "seq": "p_seq", "cov": "p_cov"}
