@@ -391,8 +391,6 @@ class ConstantJudge:
         """Whether every request of ``condition`` gets the same result (there is no trajectory outcome to
         judge): the runner then judges one request and reuses the result (``runner.grid``: half of a
         paper-shaped offline grid's units are constant baselines)."""
-        from agentjudge.types import TRAJECTORY_CONDITIONS
-
         return condition not in TRAJECTORY_CONDITIONS
 
     async def __call__(self, request: JudgeRequest) -> JudgeResult:
@@ -505,8 +503,6 @@ class CeilingJudge:
 
 def _outcome(kind: str, request: JudgeRequest, constant: float | None = None) -> float | None:
     """Trajectory conditions only: the baseline's outcome verdict (judges/outcome_rules.py)."""
-    from agentjudge.types import TRAJECTORY_CONDITIONS
-
     if request.condition not in TRAJECTORY_CONDITIONS:
         return None
     from agentjudge.judges.outcome_rules import baseline_outcome
