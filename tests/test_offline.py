@@ -190,6 +190,9 @@ def test_the_childrens_tables_pass_through_files_that_are_removed(tmp_path: Path
         (folder / "9-1.arrow").write_bytes(b"left by a killed export")
     for leftover in (dead.with_suffix(""), live.with_suffix("")):  # .j.parquet.tmp-PID, half written
         leftover.write_bytes(b"PAR1 half a file")
+    huge, odd = out / ".j.parquet.tmp-99999999999999999999", out / ".j.parquet.tmp-\u00b2"  # no process's id
+    for stray in (huge, odd):
+        stray.write_bytes(b"not an export's")
     spilled: list[str] = []
     real_read = export.read_spilled
 
@@ -207,6 +210,7 @@ def test_the_childrens_tables_pass_through_files_that_are_removed(tmp_path: Path
     assert len(spilled) == len(batches) and not any(Path(s).exists() for s in spilled)
     assert (out / "j.parquet").read_bytes() == (tmp_path / "one.parquet").read_bytes()
     kept = ["j.parquet", live.name, live.with_suffix("").name]  # what a live process writes is left
+    kept.append(odd.name)  # not a number in ASCII digits: not the export's name for a temporary file
     assert sorted(f.name for f in out.iterdir()) == sorted(kept)
 
 
@@ -356,6 +360,8 @@ def test_a_prediction_repeating_earlier_calls_is_scored_as_they_were_under_its_o
         (first, "medium", "g3", 0, wrong, None),  # repeats the wrong calls
         (first, "hard", "g3", 0, reordered, None),  # equal calls in another key order: scored again
         (first, "medium", "g4", 0, gt, trajectory),  # the same calls, but the environment saw fewer
+        (first, "easy", "g5", 0, [], None),  # no calls at all
+        (first, "hard", "g5", 0, [], None),  # repeats them
         (second, "easy", "g1", 0, gt, None),  # another record: never the first's scores
     ]
     predictions = {}
@@ -381,9 +387,38 @@ def test_a_prediction_repeating_earlier_calls_is_scored_as_they_were_under_its_o
         for key, prediction in predictions.items()
     }
     assert scores == alone  # ids included: each repeat carries its own record id, generator and trial
-    assert len(scored) == 2 * 5  # per mode: gt, wrong, reordered, the interactive one, the second record
+    assert len(scored) == 2 * 6  # per mode: gt, wrong, reordered, interactive, none, the second record
     executed_fewer = scores[(f"{first.id}:medium", "g4", 0)]["strict"]
     assert executed_fewer.state_match is False and scores[(f"{first.id}:easy", "g1", 0)]["strict"].state_match
+
+
+def test_repeats_are_never_taken_from_another_base_record_whose_keys_interleave() -> None:
+    """Base ids "r" and "r:f" sort r:easy, r:f:easy, r:f:hard, r:f:medium, r:hard, r:medium: the same calls
+    under r after r:f's predictions are scored for r, not given r:f's scores."""
+    from agentjudge import scoring
+    from agentjudge.runner.store import UnitKey
+    from agentjudge.runner.work import Dataset, compute_scores
+    from agentjudge.types import Prediction
+
+    first, second = read_records(MINI, limit=2)
+    r, rf = first.model_copy(update={"id": "r"}), second.model_copy(update={"id": "r:f"})
+    data = Dataset([r, rf])
+    calls = [step.call for step in rf.gt]  # right for r:f, wrong for r
+    predictions = {}
+    for record in (r, rf):
+        for difficulty in ("easy", "hard", "medium"):
+            task = data.task(record, difficulty)  # type: ignore[arg-type]
+            key = UnitKey("predict", task.record_id, difficulty, "g", 0)
+            predictions[key] = Prediction.for_task(task, "g", 0, calls=calls)
+    assert [k.record_id for k in sorted(predictions)][:3] == ["r:easy", "r:f:easy", "r:f:hard"]
+    scores = compute_scores(data, predictions, ["strict"], False)
+    for key, prediction in predictions.items():
+        record = data.locate(key.record_id)[0]
+        alone = scoring.score_prediction(record, prediction, "strict")
+        assert scores[(key.record_id, "g", 0)]["strict"] == alone, key.record_id
+    assert scores[("r:hard", "g", 0)]["strict"] != scores[("r:f:hard", "g", 0)]["strict"].model_copy(
+        update={"record_id": "r:hard"}
+    )
 
 
 def _judge_rows(store: Path) -> int:

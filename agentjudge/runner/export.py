@@ -473,10 +473,11 @@ def remove_dead_leftovers(folder: Path, prefix: str) -> None:
     """Remove the temporary files ``prefix``PID and spill folders ``prefix``PID``SPILL_SUFFIX`` whose process
     PID no longer exists (an export that was killed). A live process's are left alone: another export of
     the same folder may be writing them (or an unrelated process has the same id: they are then removed by
-    a later export)."""
+    a later write). Process ids are this machine's: a run folder written by two machines at once (a shared
+    disk) could lose the other's temporary file, as its SQLite store could lose writes."""
     for leftover in folder.glob(f"{prefix}*"):
         pid = leftover.name[len(prefix) :].removesuffix(SPILL_SUFFIX)
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isascii() and pid.isdigit() and not _alive(int(pid)):
             if leftover.is_dir() and not leftover.is_symlink():
                 shutil.rmtree(leftover, ignore_errors=True)
             else:
@@ -487,7 +488,7 @@ def remove_dead_leftovers(folder: Path, prefix: str) -> None:
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # no such process; a number no process id can be
         return False
     except PermissionError:
         return True  # somebody else's process

@@ -28,6 +28,7 @@ from agentjudge.types import (
     Score,
     ScoringMode,
     Task,
+    ToolCall,
 )
 
 _HELD_PER_RECORD = 512  # tasks and expected responses remembered (each process of a run holds its own)
@@ -190,24 +191,33 @@ def compute_scores(
     function of the record and the calls alone (the environment is seeded by the record), and on a paper
     grid a third of the predictions repeat one (sim/perfect's at every difficulty, and often strong's):
     executing and matching them again was a third of the scoring's time."""
-    from agentjudge.scoring import prepare, score_prediction
+    from agentjudge.scoring import prepare, replayed_calls, score_prediction
 
     out: dict[ScoreKey, dict[ScoringMode, Score]] = {}
     prepared: dict[str, Any] = {}
-    alike: dict[bytes, dict[ScoringMode, Score]] = {}  # this base record's predictions so far, by _calls_key
-    for key in sorted(predictions):  # a base record's predictions are adjacent (record ids lead the key)
+    # the scores of the current base record's predictions so far, by _calls_key; its predictions are
+    # usually adjacent in key order (but not always: base ids "r" and "r:f" interleave), and the memo is
+    # emptied whenever the base record changes, so it never holds another record's scores
+    alike: dict[bytes, dict[ScoringMode, Score]] = {}
+    current: str | None = None
+    for key in sorted(predictions):
         prediction = predictions[key]
         record, _ = data.locate(key.record_id)
         if record.id not in prepared:
             prepared[record.id] = prepare(record)
+        if record.id != current:
             alike.clear()
+            current = record.id
         prep = prepared[record.id]
-        same = _calls_key(prediction)
+        same = _calls_key(prediction, replayed_calls) if prediction.base_id == record.id else None
         earlier = alike.get(same) if same is not None else None
         per_mode: dict[ScoringMode, Score] = {}
         if earlier is not None:
-            own: dict[str, Any] = {"record_id": prediction.record_id, "generator": prediction.generator}
-            own["trial"] = prediction.trial
+            own = {
+                "record_id": prediction.record_id,
+                "generator": prediction.generator,
+                "trial": prediction.trial,
+            }
             per_mode = {mode: score.model_copy(update=own) for mode, score in earlier.items()}
         else:
             state: tuple[bool | None, float | None] | None = None
@@ -225,14 +235,15 @@ def compute_scores(
     return out
 
 
-def _calls_key(prediction: Prediction) -> bytes | None:
-    """The calls a prediction is scored on, exactly (``marshal`` format 2: types and key order kept, no
-    back-references): its calls and, for an interactive one, those that reached the environment; None
-    when there are none to score (failed) or they hold something other than plain values."""
+def _calls_key(
+    prediction: Prediction, replayed_calls: Callable[[Prediction], list[ToolCall]]
+) -> bytes | None:
+    """The calls a prediction is scored on, spelled exactly (``marshal`` format 2: types and key order
+    kept, no back-references): its calls and, for an interactive one, those that reached the environment
+    (``scoring.replayed_calls``); None when there are none to score (failed) or they hold something other
+    than plain values."""
     if prediction.calls is None:
         return None
-    from agentjudge.scoring import replayed_calls
-
     replayed = None
     if prediction.trajectory is not None:
         replayed = [(c.name, c.arguments) for c in replayed_calls(prediction)]
