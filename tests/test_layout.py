@@ -324,8 +324,9 @@ def test_normalise_schema_equals_a_full_renaming_and_keeps_a_clean_schema_as_is(
 
 
 def test_records_of_a_file_share_each_tool_spelled_alike(tmp_path: Path) -> None:
-    """Records read from one file hold one object per tool spelled exactly alike; a tool whose schema
-    differs only by 1.0 against 1, or whose returns differ, is its own object; values read back as written."""
+    """Records read from one file hold one object per tool spelled exactly alike; a tool that differs only
+    by 1.0 against 1, its properties' order, its description or its returns is its own object; values
+    read back as written."""
     first, second = _valid()
     lines = [json.loads(dumps_record(first)), json.loads(dumps_record(second))]
     third = copy.deepcopy(lines[1])
@@ -338,10 +339,28 @@ def test_records_of_a_file_share_each_tool_spelled_alike(tmp_path: Path) -> None
     fifth = copy.deepcopy(lines[1])
     fifth["id"] = "fixture-0005"
     fifth["tool_returns"][name] = {"type": "object", "properties": {"other": {"type": "string"}}}
+    sixth = copy.deepcopy(lines[1])  # the same schema, properties in another order
+    sixth["id"] = "fixture-0006"
+    at = next(
+        i
+        for i, t in enumerate(sixth["available_tools"])
+        if len(t["function"]["parameters"]["properties"]) > 1
+    )
+    params = sixth["available_tools"][at]["function"]["parameters"]
+    params["properties"] = dict(reversed(params["properties"].items()))
+    assert len(params["properties"]) > 1
+    seventh = copy.deepcopy(lines[1])  # only the description differs
+    seventh["id"] = "fixture-0007"
+    seventh["available_tools"][0]["function"]["description"] += " Now with more words."
     path = tmp_path / "records.jsonl"
-    path.write_text("".join(json.dumps(line) + "\n" for line in [*lines, third, fourth, fifth]))
+    records = [*lines, third, fourth, fifth, sixth, seventh]
+    path.write_text("".join(json.dumps(line) + "\n" for line in records))
 
-    a, b, c, d, e = read_records(path)
+    a, b, c, d, e, f, g = read_records(path)
+    assert f.tools[at] is not b.tools[at]  # equal values in another key order: not shared
+    assert f.tools[at].parameters == b.tools[at].parameters
+    assert list(f.tools[at].parameters["properties"]) == list(params["properties"])  # in its own order
+    assert g.tools[0] is not b.tools[0] and g.tools[0].description.endswith("more words.")
     assert all(x is y for x, y in zip(a.tools, b.tools, strict=True))  # the same tools: one object each
     assert c.tools[0] is not b.tools[0] and d.tools[0] is not c.tools[0] and e.tools[0] is not b.tools[0]
     assert all(x is y for x, y in zip(c.tools[1:], b.tools[1:], strict=True))  # the others still shared

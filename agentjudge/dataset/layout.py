@@ -337,6 +337,8 @@ def _verbatim(record: Record, key: str) -> Any:
 def to_published(record: Record, layout: LayoutChoice = "ours") -> dict[str, Any]:
     """The JSON object of one line, keys in ``PublishedRecord`` order. Built directly (not through the
     pydantic model) because generation serialises thousands of records; the round-trip test guards it.
+    Not a copy: the tools' schema dicts are the record's own (shared with every record holding the tool),
+    so a caller that edits them copies first.
 
     ``layout="ours"``: every field, canonical spelling (lists, objects, JSON Schema types), plus the source's
     verbatim parts when the record came from a published file. ``layout="published"``: only the published
@@ -421,15 +423,16 @@ def _tool(function: PublishedFunction, returns: dict[str, Any], shared: SharedTo
     """The record's tool, the same object as an earlier record's when ``shared`` holds one spelled exactly
     alike: same name and description, and parameters and returns with the same bytes in ``marshal``'s
     format 2 (types kept: 1, 1.0 and true differ; key order kept; no back-references, whose use depends
-    on reference counts; a third of the cost of JSON text). Equal bytes always mean equal values; the
-    same values in another key order are only not shared.
+    on reference counts; a third of the cost of JSON text). Equal bytes mean the same spelling; the same
+    values in another key order are only not shared.
 
     Why: a dataset repeats a few hundred tools across thousands of records (the full dataset: 51,455
     tools, 337 distinct). With one object each, the full dataset's records take 87 MB instead of 353 MB
-    (in the runner and in every process it forks), reading them is no slower, and every per-tool cache
-    keyed by the object (the rule baseline's tool facts, Gate 1's validators) finds it without working
-    out a key from its content. The generator's records share their domain's tool objects already, and
-    nothing changes a tool in place."""
+    (in the runner and in every process it forks), reading them is no slower, and a per-tool cache keyed
+    by the object (the rule baseline's tool facts) finds it without working out a key from its content.
+    The generator's records share their domain's tool objects already, and nothing in the package changes
+    a tool in place (``to_published`` hands out the record's own schema dicts: a caller that edits them
+    edits every record sharing the tool)."""
     if shared is None:
         return _new_tool(function, returns)
     try:

@@ -160,7 +160,7 @@ def _remember(tool: ToolSchema, info: _ToolInfo) -> None:
 def _exact_key(value: Any) -> bytes | None:
     """``value`` in ``marshal``'s format 2, a memo key: key order kept, 1 vs 1.0 vs true told apart, no
     back-references (their use depends on reference counts); None when it holds something other than
-    plain values (then nothing is remembered). Equal bytes mean equal values. A sixth of the cost of the
+    plain values (then nothing is remembered). Equal bytes mean the same spelling. A sixth of the cost of the
     JSON text it replaces (~1.3 against ~7 µs for a call's arguments), and the rule checks make one or
     two keys per call they look at."""
     try:
