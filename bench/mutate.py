@@ -425,7 +425,7 @@ MUTATIONS: tuple[Mutation, ...] = (
             ),
             Edit(
                 "agentjudge/runner/export.py",
-                "        if pid.isdigit() and not _alive(int(pid)):",
+                "        if pid.isascii() and pid.isdigit() and not _alive(int(pid)):",
                 "        if False:",
             ),
         ),
