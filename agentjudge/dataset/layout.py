@@ -21,7 +21,6 @@ its own content.
 from __future__ import annotations
 
 import json
-import marshal
 import os
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -30,6 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError, field_validator
 
+from agentjudge.memo import exact_key
 from agentjudge.types import (
     Difficulty,
     GTStep,
@@ -421,10 +421,9 @@ SharedTools = dict[tuple[str, str, bytes], ToolSchema]
 
 def _tool(function: PublishedFunction, returns: dict[str, Any], shared: SharedTools | None) -> ToolSchema:
     """The record's tool, the same object as an earlier record's when ``shared`` holds one spelled exactly
-    alike: same name and description, and parameters and returns with the same bytes in ``marshal``'s
-    format 2 (types kept: 1, 1.0 and true differ; key order kept; no back-references, whose use depends
-    on reference counts; a third of the cost of JSON text). Equal bytes mean the same spelling; the same
-    values in another key order are only not shared.
+    alike: same name and description, and parameters and returns with the same ``memo.exact_key`` (types
+    and key order kept; a third of the cost of JSON text); the same values in another key order are only
+    not shared.
 
     Why: a dataset repeats a few hundred tools across thousands of records (the full dataset: 51,455
     tools, 337 distinct). With one object each, the full dataset's records take 87 MB instead of 353 MB
@@ -435,10 +434,10 @@ def _tool(function: PublishedFunction, returns: dict[str, Any], shared: SharedTo
     edits every record sharing the tool)."""
     if shared is None:
         return _new_tool(function, returns)
-    try:
-        key = (function.name, function.description, marshal.dumps((function.parameters, returns), 2))
-    except ValueError:  # not plain JSON values (a caller's own objects): not shared
+    spelled = exact_key((function.parameters, returns))
+    if spelled is None:  # not plain JSON values (a caller's own objects): not shared
         return _new_tool(function, returns)
+    key = (function.name, function.description, spelled)
     tool = shared.get(key)
     if tool is None:
         tool = shared[key] = _new_tool(function, returns)

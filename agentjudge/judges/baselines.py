@@ -18,7 +18,6 @@ All are deterministic and fast (tens of thousands of calls in a quickstart run).
 from __future__ import annotations
 
 import json
-import marshal
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ from jsonschema import Draft202012Validator
 from agentjudge.judges.gt_rule import gt_diff_verdicts
 from agentjudge.judges.parse import snap_three_level
 from agentjudge.judges.templates import verdict_scale
-from agentjudge.memo import remembered
+from agentjudge.memo import exact_key, remembered
 from agentjudge.types import (
     METRICS,
     TRAJECTORY_CONDITIONS,
@@ -157,18 +156,6 @@ def _remember(tool: ToolSchema, info: _ToolInfo) -> None:
     _BY_ID[id(tool)] = (tool, info)
 
 
-def _exact_key(value: Any) -> bytes | None:
-    """``value`` in ``marshal``'s format 2, a memo key: key order kept, 1 vs 1.0 vs true told apart, no
-    back-references (their use depends on reference counts); None when it holds something other than
-    plain values (then nothing is remembered). Equal bytes mean the same spelling. A sixth of the cost of the
-    JSON text it replaces (~1.3 against ~7 µs for a call's arguments), and the rule checks make one or
-    two keys per call they look at."""
-    try:
-        return marshal.dumps(value, 2)
-    except (TypeError, ValueError):
-        return None
-
-
 _ERRORS: dict[tuple[int, bytes], tuple[_ToolInfo, list[str]]] = {}
 
 
@@ -176,7 +163,7 @@ def _schema_errors(info: _ToolInfo, arguments: dict[str, Any]) -> list[str]:
     """Validation messages other than required/additional keys (those are reported by name); remembered
     per tool and arguments (the simulated generators repeat most GT calls verbatim: validating them was
     half of the rule checks' time). The memo holds the tool's info, so its id is not reused meanwhile."""
-    key = _exact_key(arguments)
+    key = exact_key(arguments)
     if key is None:
         return _validate(info, arguments)
     held = remembered(_ERRORS, (id(info), key), _MAX_ERRORS, lambda: (info, _validate(info, arguments)))
@@ -369,7 +356,7 @@ def rule_verdicts_once(task: Task, calls: list[ToolCall]) -> tuple[dict[Metric, 
     and the calls by content, in their own key order (the checks read arguments in that order); the
     caller gets its own copies of the dicts."""
     tools = tuple(task.tools)
-    calls_key = _exact_key([[c.name, c.arguments] for c in calls])
+    calls_key = exact_key([[c.name, c.arguments] for c in calls])
     if calls_key is None:
         return rule_verdicts(task, calls)
     key = (task.query, tuple(map(id, tools)), calls_key)

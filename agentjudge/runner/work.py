@@ -6,13 +6,12 @@ run compares against the store, and what the export joins on -- is one small, te
 
 from __future__ import annotations
 
-import marshal
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from agentjudge.memo import remembered
+from agentjudge.memo import exact_key, remembered
 from agentjudge.runner.pipeline import Pipeline
 from agentjudge.runner.store import UnitKey, temperature_key, temperature_value
 from agentjudge.types import (
@@ -238,19 +237,15 @@ def compute_scores(
 def _calls_key(
     prediction: Prediction, replayed_calls: Callable[[Prediction], list[ToolCall]]
 ) -> bytes | None:
-    """The calls a prediction is scored on, spelled exactly (``marshal`` format 2: types and key order
-    kept, no back-references): its calls and, for an interactive one, those that reached the environment
-    (``scoring.replayed_calls``); None when there are none to score (failed) or they hold something other
-    than plain values."""
+    """The calls a prediction is scored on, spelled exactly (``memo.exact_key``): its calls and, for an
+    interactive one, those that reached the environment (``scoring.replayed_calls``); None when there are
+    none to score (failed) or they hold something other than plain values."""
     if prediction.calls is None:
         return None
     replayed = None
     if prediction.trajectory is not None:
         replayed = [(c.name, c.arguments) for c in replayed_calls(prediction)]
-    try:
-        return marshal.dumps(([(c.name, c.arguments) for c in prediction.calls], replayed), 2)
-    except (TypeError, ValueError):
-        return None
+    return exact_key(([(c.name, c.arguments) for c in prediction.calls], replayed))
 
 
 _FIELD: dict[Metric, str] = {"tool": "p_tool", "param": "p_param", "seq": "p_seq", "cov": "p_cov"}
