@@ -487,6 +487,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "tests/test_cost_known.py::test_predictions_parquet_cost_is_null_for_an_unpriced_model_and_zero_for_a_cache_hit",
         ("tests/test_cost_known.py",),
     ),
+    Mutation(
+        "quick-valid-ignores-maximum",
+        "the rule baseline's quick test passes a value above its schema's maximum, so the baseline's "
+        "param verdict misses a problem jsonschema reports",
+        (
+            Edit(
+                "agentjudge/judges/quickvalid.py",
+                "return lambda v: not _number(v) or v <= high",
+                "return lambda v: True",
+            ),
+        ),
+        "tests/test_quickvalid.py::test_random_schemas_and_values_never_quickly_valid_where_jsonschema_reports",
+        ("tests/test_quickvalid.py",),
+    ),
 )
 
 
