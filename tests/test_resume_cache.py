@@ -230,6 +230,31 @@ def test_a_changed_prediction_mode_switch_dataset_or_code_is_scored_again(
     assert spy.scored == [len(predictions)]
 
 
+def test_a_run_digests_its_predictions_from_their_stored_text_and_a_caller_with_objects_agrees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The grid names each prediction in the score cache by the hash of the text it read it from
+    (``stored_digest``), without writing the prediction out again; ``prediction_digest`` of the prediction
+    object is the same value, so either caller finds the other's rows."""
+    calls: list[int] = []
+    real = resume_cache.prediction_digest
+    monkeypatch.setattr(resume_cache, "prediction_digest", lambda p: calls.append(1) or real(p))
+    store, _, data, predictions = _store_with_predictions(tmp_path)  # a whole run, scores cached
+    assert calls == []  # the run digested every prediction from its stored text
+    db = RunStore(store)
+    texts = {key: text for key, status, text, _, _ in db.iter_raw("predict") if status == "done"}
+    db.close()
+    assert set(texts) == set(predictions) and len(texts) == 24
+    for key, text in texts.items():
+        assert resume_cache.stored_digest(text or "") == real(predictions[key])
+    spy = Spy(monkeypatch)
+    both: list[Any] = ["paper", "strict"]
+    assert resume_cache.cached_scores(store, data, predictions, both, False) == compute_scores(
+        data, predictions, both, False
+    )
+    assert spy.scored == [0] and len(calls) == len(predictions)  # every row found by the objects' digests
+
+
 def test_code_changed_since_the_run_started_neither_reads_nor_writes_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -41,7 +41,7 @@ from agentjudge.runner.pipeline import (
     override_models,
     prefetch_digest,
 )
-from agentjudge.runner.resume_cache import cached_scores, save_gate1
+from agentjudge.runner.resume_cache import cached_scores, save_gate1, stored_digest
 from agentjudge.runner.store import (
     RangeReader,
     RunStore,
@@ -705,12 +705,13 @@ class _Grid:
                 "predict", wanted, lambda u: u.generator, self.predict, progress, self.predict_offline
             )
             wanted_set = set(wanted)
+            self.predictions = {}
+            digests: dict[UnitKey, str] = {}  # each prediction's stored_digest, for the score cache
             with collector_paused():  # the judge stage's input: lives until the export (runner/heap.py)
-                self.predictions = {
-                    key: from_stored(Prediction, text or "")
-                    for key, status, text, _, _ in self.store.iter_raw("predict")
-                    if status == "done" and key in wanted_set
-                }
+                for key, status, text, _, _ in self.store.iter_raw("predict"):
+                    if status == "done" and key in wanted_set:
+                        self.predictions[key] = from_stored(Prediction, text or "")
+                        digests[key] = stored_digest(text or "")
             bar = progress.add_task("score", total=len(self.predictions))
             workers = self.pipe.workers
             self.scores = cached_scores(  # read from run.sqlite what a previous invocation scored
@@ -723,7 +724,9 @@ class _Grid:
                 compute=lambda data, preds, modes, lenient: offline.scores_in_chunks(
                     data, preds, modes, lenient, workers, advance=lambda n: progress.advance(bar, n)
                 ),
+                digests=digests,
             )
+            del digests
             gc.freeze()  # what exists now lives until the export: not scanned by every collection again
             with collector_paused():
                 jwanted = judge_units(self.pipe, sorted(self.predictions))
