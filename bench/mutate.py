@@ -493,13 +493,26 @@ MUTATIONS: tuple[Mutation, ...] = (
         "param verdict misses a problem jsonschema reports",
         (
             Edit(
-                "agentjudge/judges/quickvalid.py",
+                "agentjudge/quickvalid.py",
                 "return lambda v: not _number(v) or v <= high",
                 "return lambda v: True",
             ),
         ),
         "tests/test_quickvalid.py::test_random_schemas_and_values_never_quickly_valid_where_jsonschema_reports",
         ("tests/test_quickvalid.py",),
+    ),
+    Mutation(
+        "quick-valid-complete-ignores-required",
+        "Gate 1 lets a GT call without a required argument through: its quick test skips jsonschema for it",
+        (
+            Edit(
+                "agentjudge/quickvalid.py",
+                "return lambda v: type(v) is not dict or all(name in v for name in names)",
+                "return lambda v: True",
+            ),
+        ),
+        "tests/test_quickvalid.py::test_complete_also_holds_required_and_closed_objects",
+        ("tests/test_quickvalid.py", "tests/test_gates.py"),
     ),
     Mutation(
         "score-cache-digests-dumped-again",

@@ -17,7 +17,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS: list[list[str]] = [
-    ["agentjudge", "agentjudge.types", "agentjudge.columns", "agentjudge.fserrors", "agentjudge.memo"],
+    [
+        "agentjudge",
+        "agentjudge.types",
+        "agentjudge.columns",
+        "agentjudge.fserrors",
+        "agentjudge.memo",
+        "agentjudge.quickvalid",
+    ],
     ["agentjudge.models", "agentjudge.stats"],
     ["agentjudge.dataset"],
     ["agentjudge.scoring"],

@@ -1,25 +1,27 @@
-"""The rule baseline's quick validity test (judges/quickvalid.py) against jsonschema.
+"""The quick validity test (quickvalid.py) against jsonschema.
 
 It may answer "valid" only where ``Draft202012Validator`` reports nothing but ``required`` and
-``additionalProperties`` errors (what the baseline leaves out), so the baseline's verdicts and rationales are
-the same with it and without it; and it must answer "valid" for the dataset's own correct calls, or it
-saves nothing.
+``additionalProperties`` errors (what the rule baseline leaves out), so the baseline's verdicts and
+rationales are the same with it and without it; with ``complete=True`` only where ``Draft7Validator``
+(Gate 1's) reports nothing at all, so Gate 1's findings are the same. And it must answer "valid" for the
+dataset's own correct calls, or it saves nothing.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import random
 from pathlib import Path
 from typing import Any
 
 import pytest
-from jsonschema import Draft202012Validator
+from jsonschema import Draft7Validator, Draft202012Validator
 
 from agentjudge.dataset.layout import read_records
 from agentjudge.generators.simulated import make_simulated_generator
 from agentjudge.judges import baselines
-from agentjudge.judges.quickvalid import surely_valid
+from agentjudge.quickvalid import surely_valid
 from agentjudge.runner.offline import drive
 from agentjudge.runner.work import Dataset
 from agentjudge.types import ModelSettings, Record
@@ -35,6 +37,14 @@ def reported(schema: dict[str, Any], value: Any) -> list[str]:
             e.message for e in Draft202012Validator(schema).iter_errors(value) if e.validator not in LEFT_OUT
         ]
     except Exception as exc:  # noqa: BLE001 - the baseline reports an unusable schema
+        return [f"unusable: {type(exc).__name__}"]
+
+
+def gate1_reported(schema: dict[str, Any], value: Any) -> list[str]:
+    """What Gate 1 finds in a GT call's arguments: every Draft 7 error."""
+    try:
+        return [e.message for e in Draft7Validator(schema).iter_errors(value)]
+    except Exception as exc:  # noqa: BLE001 - a crash is a finding too, and never quickly valid
         return [f"unusable: {type(exc).__name__}"]
 
 
@@ -81,35 +91,42 @@ def _random_slot(value: Any, rng: random.Random) -> tuple[Any, Any]:
 
 
 def _dataset_tools() -> tuple[list[Record], dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]]:
+    """Every distinct parameter schema of the mini dataset (a tool name may have several across records),
+    with the arguments of the GT calls made under it."""
     records = read_records(MINI)
     tools: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
     for record in records:
+        own = {t.name: f"{t.name} {json.dumps(t.parameters, sort_keys=True)}" for t in record.tools}
         for tool in record.tools:
-            tools.setdefault(tool.name, (tool.parameters, []))
+            tools.setdefault(own[tool.name], (tool.parameters, []))
         for step in record.gt:
-            tools[step.call.name][1].append(step.call.arguments)
+            tools[own[step.call.name]][1].append(step.call.arguments)
     return records, tools
 
 
 def test_the_datasets_correct_calls_are_quickly_valid_and_their_mutants_never_wrongly() -> None:
     _, tools = _dataset_tools()
     rng = random.Random(7)
-    judged = quick = 0
+    judged = quick = complete_quick = 0
     for name, (schema, calls) in sorted(tools.items()):
-        check = surely_valid(schema)
-        assert check is not None, (
-            f"{name}: the dataset's schema uses something quickvalid leaves to jsonschema"
-        )
+        check, complete = surely_valid(schema), surely_valid(schema, complete=True)
+        assert check is not None and complete is not None, f"{name}: a keyword quickvalid does not handle"
         for arguments in calls:
-            assert reported(schema, arguments) == [], f"{name}: a GT call the gates let through is invalid"
-            assert check(arguments), f"{name}: a correct GT call is not quickly valid: {arguments}"
+            assert gate1_reported(schema, arguments) == [], (
+                f"{name}: a GT call the gates let through is invalid"
+            )
+            assert check(arguments) and complete(arguments), f"{name}: a correct GT call is not quickly valid"
             for mutant in mutants(arguments, rng, 6)[1:]:
                 judged += 1
                 if check(mutant):
                     quick += 1
                     assert reported(schema, mutant) == [], f"{name}: called valid, jsonschema says otherwise"
+                if complete(mutant):
+                    complete_quick += 1
+                    assert gate1_reported(schema, mutant) == [], f"{name}: called valid, Draft 7 disagrees"
     # the mutants are a mix: the test would not notice a quick test that never says valid, or always does
     assert judged > 1_000 and 0.2 < quick / judged < 0.9, (judged, quick)
+    assert 0.02 < complete_quick / judged < quick / judged, (judged, complete_quick)  # stricter, some valid
 
 
 CASES: list[tuple[dict[str, Any], Any, bool]] = [
@@ -147,6 +164,19 @@ CASES: list[tuple[dict[str, Any], Any, bool]] = [
     ({"type": "array"}, (1, 2), False),  # not a JSON value: never quickly valid
     ({"description": "anything", "format": "email"}, "not an email", True),  # no format checker
 ]
+COMPLETE_CASES: list[tuple[dict[str, Any], Any, bool]] = [
+    ({"type": "object", "required": ["a"]}, {"a": 1}, True),
+    ({"type": "object", "required": ["a"]}, {"b": 1}, False),
+    ({"type": "object", "required": ["a"]}, ["a"], False),  # not an object: the type fails, not required
+    ({"required": ["a"]}, ["a"], True),  # required applies to objects only
+    ({"type": "object", "properties": {"a": {}}, "additionalProperties": False}, {"a": 1}, True),
+    ({"type": "object", "properties": {"a": {}}, "additionalProperties": False}, {"a": 1, "b": 2}, False),
+    ({"type": "object", "additionalProperties": False}, {}, True),
+    ({"type": "object", "additionalProperties": False}, {"a": 1}, False),
+    ({"type": "object", "additionalProperties": True}, {"a": 1}, True),
+    ({"items": {"type": "object", "required": ["k"]}}, [{"k": 1}, {}], False),
+    ({"properties": {"o": {"properties": {"x": {}}, "additionalProperties": False}}}, {"o": {"y": 1}}, False),
+]
 
 
 @pytest.mark.parametrize(("schema", "value", "expected"), CASES)
@@ -156,6 +186,16 @@ def test_each_keyword_as_jsonschema_reads_it(schema: dict[str, Any], value: Any,
     assert check(value) is expected
     if expected:
         assert reported(schema, value) == []
+
+
+@pytest.mark.parametrize(("schema", "value", "expected"), COMPLETE_CASES)
+def test_complete_also_holds_required_and_closed_objects(
+    schema: dict[str, Any], value: Any, expected: bool
+) -> None:
+    check = surely_valid(schema, complete=True)
+    assert check is not None
+    assert check(value) is expected
+    assert (gate1_reported(schema, value) == []) is expected  # here, exactly Draft 7's answer
 
 
 @pytest.mark.parametrize(
@@ -179,6 +219,7 @@ def test_each_keyword_as_jsonschema_reads_it(schema: dict[str, Any], value: Any,
 )
 def test_what_it_does_not_handle_is_left_to_jsonschema(schema: Any) -> None:
     assert surely_valid(schema) is None
+    assert surely_valid(schema, complete=True) is None
 
 
 def _random_schema(rng: random.Random, depth: int = 0) -> dict[str, Any]:
@@ -213,16 +254,21 @@ def _random_schema(rng: random.Random, depth: int = 0) -> dict[str, Any]:
 
 def test_random_schemas_and_values_never_quickly_valid_where_jsonschema_reports() -> None:
     rng = random.Random(11)
-    said_valid = 0
+    said_valid = complete_valid = 0
     for _ in range(400):
         schema = _random_schema(rng)
-        check = surely_valid(schema)
-        assert check is not None  # only handled keywords and values are drawn
+        check, complete = surely_valid(schema), surely_valid(schema, complete=True)
+        assert check is not None and complete is not None  # only handled keywords and values are drawn
         for value in [*POOL, *mutants({"a": "a", "b": [1, "a"], "k": {"k": 1}}, rng, 10)]:
             if check(value):
                 said_valid += 1
                 assert reported(schema, value) == [], (schema, value)
-    assert said_valid > 2_000  # valid answers are given (the check above is not vacuous)
+            if complete(value):
+                complete_valid += 1
+                assert gate1_reported(schema, value) == [], (schema, value)
+    assert (
+        said_valid > 2_000 and complete_valid > 1_000
+    )  # valid answers are given: the checks are not vacuous
 
 
 def test_rule_verdicts_are_the_same_with_and_without_the_quick_test(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -43,6 +43,8 @@ from jsonschema import Draft7Validator
 from jsonschema.exceptions import SchemaError
 
 from agentjudge.dataset import knowledge, resolve, wording
+from agentjudge.memo import exact_key
+from agentjudge.quickvalid import Check, surely_valid
 from agentjudge.types import DIFFICULTIES, Difficulty, GateFinding, Record, ValidationReport
 
 GATES_RUN = ["gate1", "gate2"]
@@ -71,13 +73,15 @@ _DOTTED = re.compile(r"(?<![\w.-])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9
 _RAW_JSON = re.compile(r"[{\[]\s*\"[^\"\n]{1,80}\"\s*:|\[\s*\{|\{\s*\}|\"\s*:\s*[\[{\"\d]")
 
 
-_VALIDATORS: dict[str, Draft7Validator | str] = {}
+_Compiled = tuple[Draft7Validator, Check | None]  # the validator, and the quick test (quickvalid.py) if any
+_VALIDATORS: dict[bytes | str, _Compiled | str] = {}
 
 
-def _validator(schema: dict[str, Any]) -> Draft7Validator | str:
-    """A compiled validator for a schema, or the reason it is invalid. Cached: domains reuse their tools
-    across thousands of records and checking a schema against the metaschema is the slow part."""
-    key = repr(schema)
+def _validator(schema: dict[str, Any]) -> _Compiled | str:
+    """A compiled validator for a schema with its quick test, or the reason the schema is invalid. Cached
+    by content: domains reuse their tools across thousands of records and checking a schema against the
+    metaschema is the slow part."""
+    key = exact_key(schema) or repr(schema)
     cached = _VALIDATORS.get(key)
     if cached is None:
         if len(_VALIDATORS) > 20000:  # foreign files with unique schemas per record: bound the memory
@@ -86,14 +90,14 @@ def _validator(schema: dict[str, Any]) -> Draft7Validator | str:
     return cached
 
 
-def _compile(schema: dict[str, Any]) -> Draft7Validator | str:
+def _compile(schema: dict[str, Any]) -> _Compiled | str:
     try:
         Draft7Validator.check_schema(schema)
     except SchemaError as exc:
         return f"not valid JSON Schema: {exc.message}"
     if schema.get("type") != "object" or not isinstance(schema.get("properties", {}), dict):
         return 'parameters must be {"type": "object", "properties": {...}}'
-    return Draft7Validator(schema)
+    return Draft7Validator(schema), surely_valid(schema, complete=True)
 
 
 def _edges_known(record: Record) -> bool:
@@ -277,7 +281,10 @@ def _gate1_schemas(record: Record) -> list[GateFinding]:
         v = _validator(offered.parameters)
         if isinstance(v, str):
             continue
-        for err in sorted(v.iter_errors(step.call.arguments), key=lambda e: list(e.absolute_path)):
+        validator, quick = v
+        if quick is not None and quick(step.call.arguments):  # nothing for jsonschema to report
+            continue
+        for err in sorted(validator.iter_errors(step.call.arguments), key=lambda e: list(e.absolute_path)):
             where = "/".join(str(p) for p in err.absolute_path) or "(arguments)"
             findings.append(_f("gate1", "arg_schema", f"step {i} {step.call.name}.{where}: {err.message}"))
     return findings

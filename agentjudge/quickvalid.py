@@ -1,20 +1,24 @@
-"""A quick "surely valid" test for a tool's arguments, so the rule baseline skips ``jsonschema`` for them.
+"""A quick "surely valid" test for a tool's arguments, so ``jsonschema`` is asked only about the others.
 
-Why: the rule baseline (``baselines._schema_errors``) reports a call's schema problems other than missing
-and unexpected keys; ``jsonschema`` takes ~140 µs per call to find them, and ~95 % of a grid's calls have
-none. ``surely_valid(schema)`` compiles a tool's parameter schema into a predicate that answers True only
-when Draft 2020-12 validation (``Draft202012Validator(schema)``, no format checker) of the arguments
-reports no error other than ``required`` and ``additionalProperties`` ones; False means "ask jsonschema",
-which then writes the messages. So the verdicts and rationales cannot change: the predicate only decides
-when there is nothing to report.
+Why: ``jsonschema`` takes ~140 µs to validate one call's arguments, and nearly every call of a grid or a
+dataset is valid. Two callers ask it again and again: the rule baseline (``judges/baselines.py``), which
+reports a call's schema problems other than missing and unexpected keys (~95 % of a grid's calls have
+none), and Gate 1 (``dataset/gates.py``), which validates every GT call (all of a generated dataset's are
+valid). ``surely_valid(schema)`` compiles a tool's parameter schema into a predicate that answers True
+only when validation of the arguments reports no error other than ``required`` and
+``additionalProperties`` ones (the baseline leaves those out); with ``complete=True``, only when it
+reports no error at all (Gate 1). False means "ask jsonschema", which then writes the messages, so no
+finding can change: the predicate only decides when there is nothing to report. Draft 7 and Draft
+2020-12 (without a format checker, as both callers build their validators) read every keyword handled
+here alike.
 
 It knows the keywords the dataset's schemas use (``type``, ``properties``, ``items``, ``enum``,
-``pattern``, the length, size and bound keywords, ``uniqueItems``; the annotations; ``required`` and a
-boolean ``additionalProperties``, whose errors the baseline leaves out). A schema with any other keyword,
-or a keyword value ``jsonschema`` might read differently, compiles to None: every call is then validated
-by ``jsonschema``. Values other than plain JSON ones (exact ``str``, ``int``, ``float``, ``bool``,
-``None``, ``list``, ``dict``) are never called valid here. ``tests/test_quickvalid.py`` holds it to
-``jsonschema`` on generated schemas and values.
+``pattern``, the length, size and bound keywords, ``uniqueItems``, ``required``, a boolean
+``additionalProperties``; the annotations). A schema with any other keyword, or a keyword value
+``jsonschema`` might read differently, compiles to None: every call is then validated by ``jsonschema``.
+Values other than plain JSON ones (exact ``str``, ``int``, ``float``, ``bool``, ``None``, ``list``,
+``dict``) are never called valid here. ``tests/test_quickvalid.py`` holds it to ``jsonschema`` on
+generated schemas and values.
 """
 
 from __future__ import annotations
@@ -54,16 +58,17 @@ class _Unsupported(Exception):
     """The schema uses something this module does not decide: jsonschema validates every call."""
 
 
-def surely_valid(schema: Any) -> Check | None:
+def surely_valid(schema: Any, complete: bool = False) -> Check | None:
     """A predicate over argument values (see the module docstring), or None when the schema uses a keyword
-    or a keyword value this module does not handle."""
+    or a keyword value this module does not handle. ``complete``: missing required keys and keys that
+    ``additionalProperties: false`` forbids make a value not surely valid too."""
     try:
-        return _compile(schema)
+        return _compile(schema, complete)
     except _Unsupported:
         return None
 
 
-def _compile(schema: Any) -> Check:
+def _compile(schema: Any, complete: bool) -> Check:
     if schema is True:
         return lambda value: type(value) in _JSON
     if type(schema) is not dict:
@@ -72,18 +77,24 @@ def _compile(schema: Any) -> Check:
     for keyword, arg in schema.items():
         if keyword in _ANNOTATIONS:
             continue
-        # the baseline reports missing and unexpected keys by name and leaves out these two keywords' errors;
-        # a value jsonschema would stumble on (a schema under additionalProperties reports its errors under
-        # its own keywords) is left to jsonschema
+        # a value jsonschema would stumble on (a schema under additionalProperties reports its errors
+        # under its own keywords) is left to jsonschema
         if keyword == "required":
             if type(arg) is not list or any(type(name) is not str for name in arg):
                 raise _Unsupported
+            if complete and arg:
+                checks.append(_required(tuple(arg)))
             continue
         if keyword == "additionalProperties":
             if type(arg) is not bool:
                 raise _Unsupported
+            if complete and not arg:
+                known = schema.get("properties", {})
+                if type(known) is not dict:
+                    raise _Unsupported
+                checks.append(_closed(frozenset(known)))
             continue
-        checks.append(_keyword(keyword, arg))
+        checks.append(_keyword(keyword, arg, complete))
     if not checks:
         return lambda value: type(value) in _JSON
     if len(checks) == 1:
@@ -101,13 +112,21 @@ def _compile(schema: Any) -> Check:
     return every
 
 
+def _required(names: tuple[str, ...]) -> Check:
+    return lambda v: type(v) is not dict or all(name in v for name in names)
+
+
+def _closed(allowed: frozenset[str]) -> Check:
+    return lambda v: type(v) is not dict or allowed.issuperset(v)
+
+
 def _count(arg: Any) -> int | float:
     if type(arg) not in _NUMERIC:
         raise _Unsupported
     return arg
 
 
-def _keyword(keyword: str, arg: Any) -> Check:  # noqa: C901 - one branch per keyword, read top to bottom
+def _keyword(keyword: str, arg: Any, complete: bool) -> Check:  # noqa: C901 - one branch per keyword, read top to bottom
     if keyword == "type":
         names = [arg] if type(arg) is str else arg
         if type(names) is not list or not names or any(n not in _TYPES for n in names):
@@ -119,7 +138,7 @@ def _keyword(keyword: str, arg: Any) -> Check:  # noqa: C901 - one branch per ke
     if keyword == "properties":
         if type(arg) is not dict or any(type(name) is not str for name in arg):
             raise _Unsupported
-        subs = {name: _compile(sub) for name, sub in arg.items()}
+        subs = {name: _compile(sub, complete) for name, sub in arg.items()}
 
         def properties(v: Any) -> bool:
             if type(v) is dict:
@@ -131,7 +150,7 @@ def _keyword(keyword: str, arg: Any) -> Check:  # noqa: C901 - one branch per ke
 
         return properties
     if keyword == "items":
-        item = _compile(arg)
+        item = _compile(arg, complete)
         return lambda v: type(v) is not list or all(map(item, v))
     if keyword == "enum":
         if type(arg) is not list:
