@@ -66,6 +66,10 @@ def surely_valid(schema: Any, complete: bool = False) -> Check | None:
         return _compile(schema, complete)
     except _Unsupported:
         return None
+    # a schema that makes compiling fail ({"type": [["string"]]}, a pattern's repeat count too large, nesting
+    # too deep) is jsonschema's to report on (the baseline says "unusable"), never a crash here
+    except (TypeError, ValueError, OverflowError, RecursionError, re.error):
+        return None
 
 
 def _compile(schema: Any, complete: bool) -> Check:

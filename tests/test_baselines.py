@@ -226,3 +226,38 @@ def test_rule_facts_kept_per_task_never_serve_another_task() -> None:
         fresh.append(baselines.rule_verdicts(t, calls))
     assert kept == fresh
     assert kept[0] != kept[2]  # the two queries are judged differently (coverage)
+
+
+# sha256 of the rule checks' verdicts and rationales below, as the code before the rule checks' speed-ups
+# (quick validity test, one pass for what calls produce, values tokenised one by one) gave them. A change
+# meant to alter what the rule baseline says updates it, and says so in its commit.
+MINI_RULE_VERDICTS = "a72fbfabf8095b8f093c3e58ce76304e6dbd5f16a9d287cdabc550e93b504cff"
+
+
+def test_the_rule_checks_say_what_they_said_on_the_mini_datasets_simulated_predictions() -> None:
+    import hashlib
+    import json
+    from pathlib import Path
+
+    from agentjudge.dataset.layout import read_records
+    from agentjudge.generators.simulated import make_simulated_generator
+    from agentjudge.judges.baselines import rule_verdicts
+    from agentjudge.runner.offline import drive
+    from agentjudge.runner.work import Dataset
+
+    records = read_records(Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl")
+    data = Dataset(records)
+    generators = [
+        make_simulated_generator(ModelSettings(model=f"sim/{p}")).bind(data.by_base)
+        for p in ("weak", "mid", "strong", "frontier", "perfect")
+    ]
+    said = [
+        rule_verdicts(task, drive(generator(task, trial)).calls or [])
+        for record in records
+        for task in (data.task(record, d) for d in ("easy", "medium", "hard"))
+        for generator in generators
+        for trial in (0, 1)
+    ]
+    assert len(said) == 1_800
+    assert len({json.dumps(v, sort_keys=True) for v, _ in said}) > 10  # verdicts vary: not a constant
+    assert hashlib.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest() == MINI_RULE_VERDICTS
