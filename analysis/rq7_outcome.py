@@ -58,21 +58,35 @@ def _state_tables(ctx: Context, sec: Section, sc: pd.DataFrame) -> None:
     gd = ctx.boot.ratio(sc, ["generator", "generation", "difficulty"], "state")
     table = gd.table("state_match_rate")
     table = table.sort_values(["generator", "difficulty"], key=_difficulty_order, ignore_index=True)
-    writes = sc.groupby(["generator", "generation", "difficulty"], observed=True)["writes_done"].mean()
-    table = table.merge(
-        writes.rename("writes_done").reset_index(), on=["generator", "generation", "difficulty"]
-    )
+    keys = ["generator", "generation", "difficulty"]
+    writes = sc.groupby(keys, observed=True)["writes_done"].mean()
+    table = table.merge(writes.rename("writes_done").reset_index(), on=keys)
+    # a read-only GT's state_match is true whatever was done: the rate again without them, beside the count
+    changing = sc.assign(state_changing=sc["state"].where(~sc["read_only"].astype(bool)))
+    ch = ctx.boot.ratio(changing, keys, "state_changing").table("state_match_rate_changing")
+    ch = ch.rename(columns={"ci_lo": "changing_ci_lo", "ci_hi": "changing_ci_hi"})
+    table = table.merge(ch[[*keys, "state_match_rate_changing", "changing_ci_lo", "changing_ci_hi"]], on=keys)
+    read_only = changing.groupby(keys, observed=True)["read_only"].sum().astype(int).rename("n_read_only")
+    table = table.merge(read_only.reset_index(), on=keys)
     sec.tables["outcome_state_match"] = with_labels(ctx, table.drop(columns=["n_failed", "failure_rate"]))
     sec.text.append(
         "State match (the generator's calls leave the environment in the GT's end state), per generator and "
         "difficulty, with 95 % cluster-bootstrap CIs; writes_done is the share of the GT's state-changing "
-        "calls reproduced exactly:"
+        "calls reproduced exactly. A request whose GT changes nothing (read-only) matches whatever the "
+        "generator did, so the rate is also given without them (state_match_rate_changing, the figure the "
+        "predictor and judge tables below use):"
     )
     for r in table.itertuples(index=False):
         sec.text.append(
             f"- {ctx.generator_label(str(r.generator))} ({r.generation}), {r.difficulty}: "
             f"{fmt_ci(r.state_match_rate, r.ci_lo, r.ci_hi)}"
             + ("" if np.isnan(r.writes_done) else f", writes done {100 * r.writes_done:.1f} %")
+            + (
+                f"; without the {r.n_read_only} read-only: "
+                + fmt_ci(r.state_match_rate_changing, r.changing_ci_lo, r.changing_ci_hi)
+                if r.n_read_only
+                else ""
+            )
         )
     long = sc[~sc["read_only"]].melt(  # read-only GTs: state_match is vacuous, left out
         id_vars=["base_id", "generation", "state_match"],

@@ -53,6 +53,16 @@ def test_rq7_tables_match_the_run(rundir: Path) -> None:
     for key, value in expected.items():
         assert sm[key] == pytest.approx(value)
     assert set(sec.tables["outcome_state_match"]["generation"]) == {"interactive"}
+    # without the read-only GTs (state_match vacuously true): the plain mean of the others, and their count
+    state = sec.tables["outcome_state_match"].set_index(["generator", "difficulty"])
+    changing = strict[strict.writes_done.notna()].groupby(["generator", "difficulty"]).state_match.mean()
+    read_only = strict.writes_done.isna().groupby([strict.generator, strict.difficulty]).sum()
+    assert read_only.sum() > 0 and len(changing) == len(expected)  # both kinds occur in this run
+    for key, value in changing.items():
+        assert state.loc[key, "state_match_rate_changing"] == pytest.approx(value)
+        assert state.loc[key, "n_read_only"] == read_only[key]
+        assert state.loc[key, "changing_ci_lo"] <= value <= state.loc[key, "changing_ci_hi"]
+    assert (state["state_match_rate_changing"] <= state["state_match_rate"] + 1e-12).all()
     judges = sec.tables["outcome_judges"].set_index(["judge", "condition"])
     first = strict[(strict.trial == 0) & strict.writes_done.notna()]  # main slice; read-only GTs left out
     share = first.state_match.mean()
