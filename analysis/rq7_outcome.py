@@ -55,14 +55,13 @@ def _scores(ctx: Context) -> pd.DataFrame | None:
 
 
 def _state_tables(ctx: Context, sec: Section, sc: pd.DataFrame) -> None:
-    gd = ctx.boot.ratio(sc, ["generator", "generation", "difficulty"], "state")
-    table = gd.table("state_match_rate")
-    table = table.sort_values(["generator", "difficulty"], key=_difficulty_order, ignore_index=True)
     keys = ["generator", "generation", "difficulty"]
+    table = ctx.boot.ratio(sc, keys, "state").table("state_match_rate")
+    table = table.sort_values(["generator", "difficulty"], key=_difficulty_order, ignore_index=True)
     writes = sc.groupby(keys, observed=True)["writes_done"].mean()
     table = table.merge(writes.rename("writes_done").reset_index(), on=keys)
     # a read-only GT's state_match is true whatever was done: the rate again without them, beside the count
-    changing = sc.assign(state_changing=sc["state"].where(~sc["read_only"].astype(bool)))
+    changing = sc.assign(state_changing=sc["state"].where(~sc["read_only"]))
     ch = ctx.boot.ratio(changing, keys, "state_changing").table("state_match_rate_changing")
     ch = ch.rename(columns={"ci_lo": "changing_ci_lo", "ci_hi": "changing_ci_hi"})
     table = table.merge(ch[[*keys, "state_match_rate_changing", "changing_ci_lo", "changing_ci_hi"]], on=keys)
