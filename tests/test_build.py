@@ -130,7 +130,9 @@ def test_plan_covers_every_argument(built: list[tuple[Record, QueryPlan]]) -> No
                     produced = json.dumps(record.gt[slot.from_step or 0].output)
                     for v in slot.value if isinstance(slot.value, list) else [slot.value]:
                         assert json.dumps(v) in produced, (record.id, slot)
-            assert len(ps.phrasings) >= 2
+            assert ps.phrasings  # the GT step's description
+            keys = {r.key for r in plan.referents}
+            assert all(k in keys for k in [ps.target, ps.yields, *ps.about] if k is not None), (record.id, ps)
             for phrasing in ps.phrasings:
                 fields = {f for _, f, _, _ in string.Formatter().parse(phrasing) if f}
                 assert fields <= query_args, (record.id, phrasing)

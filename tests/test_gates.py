@@ -13,7 +13,7 @@ import pytest
 from agentjudge.dataset import gates
 from agentjudge.dataset.env import ToolError
 from agentjudge.dataset.gates import run_gates
-from agentjudge.dataset.plan import PlanStep, QueryPlan, Slot
+from agentjudge.dataset.plan import PlanStep, QueryPlan, Referent, Slot
 from agentjudge.types import GTStep, Record, ToolCall, ToolSchema
 
 
@@ -104,13 +104,29 @@ def linear_record() -> tuple[Record, QueryPlan]:
         persona="a support team lead",
         scenario="A customer asked to be called back about her open order",
         reference_date="2026-03-16",
+        referents=[
+            Referent(
+                key="CUST-0042",
+                noun="customer",
+                plural="customers",
+                how="search",
+                step=0,
+                value="dana.kim@example.com",
+                field_noun="email address",
+                field_gen="email",
+                person=True,
+            ),
+            Referent(
+                key="orders1", noun="order", plural="orders", how="children", step=1, source="CUST-0042"
+            ),
+            Referent(key="CB-9001", noun="callback", plural="callbacks", how="created", step=2),
+        ],
         steps=[
             PlanStep(
                 step=0,
-                phrasings=[
-                    "look up the customer with email {email}",
-                    "find the account registered to {email}",
-                ],
+                op="search",
+                yields="CUST-0042",
+                phrasings=["look up the customer with email {email}"],
                 slots=[
                     Slot(
                         arg="email",
@@ -123,10 +139,10 @@ def linear_record() -> tuple[Record, QueryPlan]:
             ),
             PlanStep(
                 step=1,
-                phrasings=[
-                    "list {customer_id}'s {status} orders",
-                    "pull up the {status} orders of {customer_id}",
-                ],
+                op="list",
+                target="CUST-0042",
+                yields="orders1",
+                phrasings=["list {customer_id}'s {status} orders"],
                 slots=[
                     Slot(
                         arg="customer_id",
@@ -141,12 +157,10 @@ def linear_record() -> tuple[Record, QueryPlan]:
             ),
             PlanStep(
                 step=2,
-                phrasings=[
-                    "schedule a {priority}-priority callback about {order_id} on {callback_date}, "
-                    "{attempts} attempts",
-                    "book a callback for {order_id} on {callback_date} with {priority} priority "
-                    "and {attempts} tries",
-                ],
+                op="create",
+                yields="CB-9001",
+                about=["orders1"],
+                phrasings=["book a callback for {order_id} on {callback_date} with {priority} priority"],
                 slots=[
                     Slot(
                         arg="order_id",

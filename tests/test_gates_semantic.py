@@ -111,12 +111,38 @@ def test_no_antecedent_on_hand_written_text() -> None:
     assert [d.why for d in mentions.dangling("Add up the hours for them.", voc)] == ["pronoun"]
 
 
-def test_no_antecedent_when_the_introducing_sentence_is_cut() -> None:
+def test_no_antecedent_when_the_introducing_description_is_cut() -> None:
+    """The hard query introduces the tickets by description ("every ticket linked to the employee …");
+    with that description replaced by "those tickets" they point at nothing."""
     record, *_ = _diamond_with_alternative()
     hard = record.queries["hard"]
-    cut = re.sub(r"[^.?!]*\b(?:tickets in question|tickets I mean|I mean all of)[^.?!]*[.?!]", "", hard)
+    cut = re.sub(
+        r"(?:every ticket|all the tickets) (?:linked to|of) the employee"
+        r"(?: \w+ \w+| named \w+ \w+| with [^,.?]*)?",
+        "those tickets",
+        hard,
+        count=1,
+    )
     assert cut != hard
     assert codes(with_query(record, "hard", cut))["no_antecedent"] >= 1
+
+
+def test_a_definite_reference_before_its_introduction_is_caught() -> None:
+    """ "Update each work order … Plus, pull up every work order on the substation": the medium defect of
+    the audit (a record referred to before it is introduced), read back on hand-written text."""
+    voc = mentions.vocab("grid")
+    bad = (
+        "Set the priority of the work order to deferred. Before that, find the substation called Beacon Hill "
+        "and list every work order of the substation."
+    )
+    assert [(d.phrase, d.why) for d in mentions.dangling(bad, voc)] == [
+        ("the work order", "before_introduction")
+    ]
+    good = (
+        "Set every work order of the substation called Beacon Hill to deferred. Before that, find the "
+        "substation and list its work orders."
+    )
+    assert mentions.dangling(good, voc) == []
 
 
 def test_a_role_relation_does_not_introduce_the_kind_it_points_at() -> None:
@@ -139,34 +165,37 @@ def test_a_role_relation_does_not_introduce_the_kind_it_points_at() -> None:
 @pytest.mark.parametrize(
     ("domain", "relation", "kind"),
     [
-        ("grid", "the substation's area supervisor", "crew lead"),
-        ("airline", "the passenger's assigned service contact", "crew member"),
+        ("grid", "area supervisor", "crew lead"),
+        ("airline", "assigned service contact", "crew member"),
     ],
 )
 def test_no_antecedent_when_a_role_recipient_is_named_by_its_kind(
     domain: str, relation: str, kind: str
 ) -> None:
     """The audit's two defects (grid-0163, airline-0001, medium): "send the crew lead a notification"
-    after a separate "find its area supervisor". The builder now names the recipient by the relation;
-    putting the old kind noun back must fail the gate."""
+    after a separate "find its area supervisor". The realiser names the recipient by the relation; putting
+    the bare kind noun back in its place must fail the gate."""
+    # the recipient as the realiser names it ("the substation's area supervisor", "the area supervisor of
+    # the substation with …"), replaced by the bare kind noun
+    recipient = re.compile(
+        rf"the \w+'s {relation}|the {relation}(?: of [^,?]*?(?= about| a notification| know))?"
+    )
     for topology in ("linear", "diamond", "fan_out"):
         for index in range(12):
             record = shipped(domain, topology, index)  # type: ignore[arg-type]
             medium = record.queries["medium"]
-            said = re.compile(rf"(send|[Nn]otify|[Aa]lert) {re.escape(relation)}")
-            if not said.search(medium):
+            if not recipient.search(medium):
                 continue
             assert codes(record)["no_antecedent"] == 0
-            old = said.sub(rf"\1 the {kind}", medium, count=1)
-            assert old != medium
+            old = recipient.sub(f"the {kind}", medium)
             found = [
-                f
+                (f.difficulty, f.detail)
                 for f in semantic_findings(with_query(record, "medium", old))[0]
                 if f.code == "no_antecedent"
             ]
-            assert [(f.difficulty, f.detail) for f in found] == [("medium", f"'{kind}': never introduced")]
+            assert ("medium", f"'{kind}': never introduced") in found, old
             return
-    pytest.fail(f"no {domain} medium query notifies {relation!r} in the indices searched")
+    pytest.fail(f"no {domain} medium query names the {relation!r} in the indices searched")
 
 
 def test_order_contradiction_when_independent_calls_are_listed_backwards() -> None:
@@ -217,6 +246,33 @@ def test_not_harder_when_hard_is_the_easy_query() -> None:
     assert hardening(record, record.queries["easy"], record.queries["easy"]) == []
 
 
+def test_facts_and_distractors_do_not_make_a_query_harder() -> None:
+    """The audit's insurance-0199 case: the id given, every step and value named as in easy, plus values
+    said as facts and a distracting sentence. None of that changes what an agent must infer: not harder."""
+    for index in range(40):
+        record = shipped("insurance", "linear", index)
+        if record.gt[0].call.name == "get_claim":
+            break
+    else:
+        record = shipped("insurance", "linear", 0)
+    easy = record.queries["easy"]
+    dom_distractor = "The office fire drill is scheduled for Wednesday."
+    facts = " ".join(
+        f"The value is {v}." for st in record.gt for v in st.call.arguments.values() if isinstance(v, str)
+    )
+    padded = f"{facts} {easy} {dom_distractor}"
+    assert hardening(record, easy, padded) == []
+    assert codes(with_query(record, "hard", padded))["not_harder"] == 1
+
+
+def test_not_harder_counts_what_hard_leaves_to_infer() -> None:
+    """Per record kind of hardening: each implicit look-up, each date given relative to today."""
+    record = shipped("itsm", "diamond", 0)
+    ops = hardening(record, record.queries["easy"], record.queries["hard"])
+    assert all(op.split(":")[0] in ("implicit_lookup", "relative_date", "id_withheld") for op in ops), ops
+    assert sum(op.startswith("implicit_lookup") for op in ops) >= 2
+
+
 def test_explicit_steps_counts_named_lookups_only() -> None:
     record = shipped("itsm", "diamond", 0)
     easy, hard = (explicit_steps(record, record.queries[d]) for d in ("easy", "hard"))
@@ -226,18 +282,28 @@ def test_explicit_steps_counts_named_lookups_only() -> None:
 
 
 def test_explicit_steps_reads_a_record_named_by_its_role() -> None:
-    """ "Find out the desk-side technician on the asset's owner" asks for the employee look-up: the
-    employee is named by the role the asset gives it."""
-    for index in range(20):
+    """ "Find out the asset's owner", then "look up the owner's desk-side technician": the employee look-up
+    is asked for although the query never says "employee" (the asset gives it its role)."""
+    for index in range(30):
         record = shipped("itsm", "linear", index)
         easy = record.queries["easy"]
-        if (
-            re.search(r"(?:on the asset's owner|the asset's owner's)", easy)
-            and "employee" not in easy.lower()
-        ):
+        if re.search(r"\bowner\b", easy) and "employee" not in easy.lower():
             assert all(explicit_steps(record, easy)), easy
             return
-    pytest.fail("no itsm linear easy query names the employee as the asset's owner in 20 indices")
+    pytest.fail("no itsm linear easy query names the employee as the asset's owner in 30 indices")
+
+
+def test_explicit_steps_reads_the_object_of_the_look_up() -> None:
+    """ "Check the details of the supplier called X" asks for the details, not for the supplier search;
+    "pull up the asset owner's full record" reads the record, not the asset owner."""
+    record = shipped("supply", "fan_out", 0)
+    search = next(i for i, st in enumerate(record.gt) if st.call.name.startswith("find_"))
+    value = next(iter(record.gt[search].call.arguments.values()))
+    noun = "supplier" if "supplier" in record.gt[search].call.name else "part"
+    asked = f"Please look up the {noun} with code {value} and pull up its details."
+    not_asked = f"Please check the details of the {noun} with code {value}."
+    assert explicit_steps(record, asked)[search]
+    assert not explicit_steps(record, not_asked)[search]
 
 
 def test_foreign_records_are_skipped_not_passed_silently() -> None:
@@ -279,42 +345,31 @@ def _closer(query: str) -> str:
     return sentences[-1].lower()
 
 
-def test_no_opener_closer_or_filler_phrase_in_more_than_five_percent_of_queries() -> None:
-    from agentjudge.dataset import rewrite
+def test_no_sentence_in_more_than_five_percent_of_one_difficultys_queries() -> None:
+    """The phrase bank is varied: no sentence (a greeting, a closing, a dependency cue, a lead) appears in
+    more than 5 % of the queries of one difficulty; the 20 most frequent are printed with their shares."""
+    from agentjudge.dataset.engine import list_domains
+    from agentjudge.dataset.generate import plan_jobs, sub_seed
 
-    queries = _sample_queries()
-    n = len(queries)
-    shares: dict[str, list[tuple[str, float]]] = {}
-    for name, key in (("openers", _opener), ("closers", _closer)):
-        counts = Counter(key(q) for q in queries)
-        shares[name] = [(text, count / n) for text, count in counts.most_common(20)]
-        print(f"\n20 most frequent {name} over {n} queries:")
-        for text, share in shares[name]:
+    by_difficulty: dict[str, list[str]] = {"easy": [], "medium": [], "hard": []}
+    for job in plan_jobs("mini", sorted(list_domains())):
+        s = sub_seed(0, job, 0)
+        _, plan = build_scenario(job.domain, job.topology, s, job.index)
+        for k in range(10):  # the generator words each record with its own sub-seed; so do we
+            for d, q in render_queries(plan, s + k).items():
+                by_difficulty[d].append(q)
+    split = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"(])")
+    for d, queries in by_difficulty.items():
+        n = len(queries)
+        counts = Counter(x for q in queries for x in set(split.split(q)))
+        top = [(text, count / n) for text, count in counts.most_common(20)]
+        print(f"\n20 most frequent {d} sentences over {n} queries:")
+        for text, share in top:
             print(f"  {share:6.2%}  {text}")
-    worst = {name: rows[0] for name, rows in shares.items()}
-    assert all(share <= 0.05 for _, share in worst.values()), worst
-    banks = [
-        rewrite.CLOSINGS,
-        rewrite.MEDIUM_JOINS,
-        rewrite.MEDIUM_GOALS,
-        rewrite.MEDIUM_FIRST_CUES,
-        rewrite.MEDIUM_MORE_CUES,
-        rewrite.HARD_LEADS,
-        rewrite.EASY_LEADS,
-        tuple(t for t in rewrite.MEDIUM_TAILS if t),
-        tuple(a.split("{")[0] for a in rewrite.ANCHORS if len(a.split("{")[0]) > 6),
-    ]
-    # a bank phrase counts where it is used: starting a sentence (ordinary words such as "Please" or "And"
-    # inside a request are not template filler, so only phrases of two words or more are measured)
-    phrases = {p.strip() for bank in banks for p in bank if len(p.split()) >= 2}
-    filler = {
-        p: sum(bool(re.search(r"(?:^|[.!?)]\s+|\()" + re.escape(p), q)) for q in queries) / n for p in phrases
-    }
-    top = sorted(filler.items(), key=lambda kv: -kv[1])[:20]
-    print("\n20 most frequent fixed phrases:")
-    for text, share in top:
-        print(f"  {share:6.2%}  {text}")
-    assert top[0][1] <= 0.05, top[0]
+        assert top[0][1] <= 0.05, (d, top[0])
+        # a sentence that opens a clause is measured too: "You'll know which has to come first." was 6.8 %
+        openers = Counter(" ".join(q.split()[:3]).lower() for q in queries)
+        assert openers.most_common(1)[0][1] / n <= 0.05, (d, openers.most_common(3))
 
 
 # ------------------------------------------------------------------ audit verb
@@ -374,16 +429,17 @@ def test_no_antecedent_in_an_optional_steps_reason_clause(monkeypatch: pytest.Mo
     tool.condition.holds[1] = "the patient asked to be reminded before the appointment"
     monkeypatch.setattr(gates_semantic, "_domain", lambda slug: domain)
     assert "appointment" in mentions.vocab("health").kinds
+    said = re.compile("the patient asked for a reminder", re.I)
     for index in range(40):
         record = shipped("health", "optional_enrichment", index)
         for difficulty, query in record.queries.items():
-            if "the patient asked for a reminder" not in query:
+            if not said.search(query):
                 continue
-            if re.search(r"\bappointments?\b", query.lower()):
+            if re.search(r"\bappointments?\b", query.lower().replace("appointment reminder", "")):
                 continue  # an appointment is introduced: the old wording would have been fine here
             assert codes(record)["no_antecedent"] == 0
-            old = query.replace(
-                "the patient asked for a reminder", "the patient asked to be reminded before the appointment"
+            old = said.sub(
+                lambda m: m.group(0)[0] + "he patient asked to be reminded before the appointment", query
             )
             found = [
                 (f.difficulty, f.detail)
@@ -408,3 +464,121 @@ def test_a_reasons_subject_is_bridged_but_its_other_nouns_are_read() -> None:
         ("the appointment", "never_introduced")
     ]
     assert [d.phrase for d in mentions.dangling(query, voc)] == ["the patient", "the appointment"]
+
+
+# ------------------------------------------------------------------ how the query reads (issue 37)
+
+
+def _with_text(domain: str, topology: str, needle: str) -> Record:
+    for index in range(40):
+        record = shipped(domain, topology, index)  # type: ignore[arg-type]
+        if needle in record.queries["hard"]:
+            return record
+    pytest.fail(f"no {domain} {topology} hard query contains {needle!r} in 40 indices")
+
+
+def test_unquoted_text_when_a_note_loses_its_quotes() -> None:
+    """ "record on the shipment that consignee closed on Fridays": the note's words run into the request."""
+    candidates = [shipped("logistics", t, i) for t in ("loop_like", "optional_enrichment") for i in range(20)]  # type: ignore[arg-type]
+    record = next(r for r in candidates if any("note" in st.call.arguments for st in r.gt))
+    note = next(st.call.arguments["note"] for st in record.gt if "note" in st.call.arguments)
+    hard = record.queries["hard"]
+    assert f'"{note}"' in hard and codes(record)["unquoted_text"] == 0
+    bare = hard.replace(f'"{note}"', note)
+    found = [f for f in semantic_findings(with_query(record, "hard", bare))[0] if f.code == "unquoted_text"]
+    assert [(f.difficulty, note in f.detail) for f in found] == [("hard", True)]
+
+
+def test_domain_title_in_a_query() -> None:
+    record = shipped("health", "linear", 0)
+    assert codes(record)["domain_title"] == 0
+    titled = with_query(
+        record, "medium", "I'm a clinic front-desk coordinator in Healthcare. " + record.queries["medium"]
+    )
+    assert codes(titled)["domain_title"] == 1
+    # the same word as part of an ordinary phrase is no title ("insurance plan" in a health query)
+    plain = with_query(record, "medium", record.queries["medium"] + " The healthcare team is busy.")
+    assert codes(plain)["domain_title"] == 0
+
+
+def test_date_contradiction_when_the_context_names_another_weekday() -> None:
+    """itsm-0046 of the audit: "today is Saturday, November 7" and "Monday morning at the service desk"."""
+    import datetime as dt
+
+    from agentjudge.dataset import resolve
+
+    for index in range(60):
+        record = shipped("itsm", "fan_out", index)
+        hard = record.queries["hard"]
+        today = resolve.find_anchor(hard)
+        if today is not None and today.weekday() != 0:
+            break
+    else:
+        pytest.fail("no itsm fan_out hard query states a day other than a Monday in 60 indices")
+    assert codes(record)["date_contradiction"] == 0
+    said = with_query(record, "hard", "Monday morning at the service desk and the queue is long. " + hard)
+    found = [f for f in semantic_findings(said)[0] if f.code == "date_contradiction"]
+    assert len(found) == 1 and dt.date.strftime(today, "%A").lower() in found[0].detail
+    # a weekday in the past or ahead is no claim about today
+    fine = with_query(record, "hard", "The outage was last Monday morning. " + hard)
+    assert codes(fine)["date_contradiction"] == 0
+
+
+def test_date_contradiction_when_the_scenario_cannot_be_said_today() -> None:
+    """The builder picks only a scenario that fits the record's date; a record whose scenario does not
+    (the Monday scenario on another day) fails, whatever the query says about the date."""
+    monday = (
+        "Monday morning at the Northwind service desk; "
+        "the queue grew over the weekend after a network outage."
+    )
+    for index in range(60):
+        record = shipped("itsm", "linear", index)
+        import datetime as dt
+
+        from agentjudge.dataset.engine import make_environment
+
+        env = make_environment(record)
+        assert env is not None
+        if dt.date.fromisoformat(env.state["reference_date"]).weekday() != 0 and record.scenario != monday:
+            break
+    else:
+        pytest.fail("no itsm linear record off a Monday in 60 indices")
+    moved = record.model_copy(
+        update={
+            "scenario": monday,
+            "queries": {
+                d: q.replace(record.scenario.rstrip("."), monday.rstrip("."))
+                for d, q in record.queries.items()
+            },
+        }
+    )
+    assert codes(moved)["date_contradiction"] == 3
+
+
+def test_agreement_of_a_field_noun_and_its_verb() -> None:
+    """ "update the supplier so its payment terms is net 45": a plural field noun takes "are"."""
+    from agentjudge.dataset.grammar import be, is_plural
+
+    assert is_plural("payment terms") and be("payment terms") == "are"
+    assert not is_plural("status") and not is_plural("duration in minutes") and is_plural("minutes lost")
+    record = shipped("supply", "fan_out", 0)
+    good = "Please make sure the supplier's payment terms are net 45. " + record.queries["hard"]
+    bad = "Please make sure the supplier's payment terms is net 45. " + record.queries["hard"]
+    assert codes(with_query(record, "hard", good))["agreement"] == 0
+    found = [f for f in semantic_findings(with_query(record, "hard", bad))[0] if f.code == "agreement"]
+    assert len(found) == 1 and "'are'" in found[0].detail
+
+
+def test_every_template_slot_agrees_with_every_field_noun() -> None:
+    """The realiser's own "… is/are <value>" slots, filled with every field noun of every domain: each
+    generated query passes the agreement check, and a plural field is said with "are" somewhere."""
+    from agentjudge.dataset.engine import list_domains
+
+    plural_seen = 0
+    for domain in list_domains():
+        for topology in ("fan_out", "loop_like"):
+            for index in range(3):
+                record = shipped(domain, topology, index)  # type: ignore[arg-type]
+                assert codes(record)["agreement"] == 0, record.queries
+                plural_seen += sum(" are " in q for q in record.queries.values())
+    assert plural_seen

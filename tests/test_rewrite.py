@@ -9,7 +9,7 @@ import pytest
 from test_gates import TOOLS, linear_record
 
 from agentjudge.dataset import resolve
-from agentjudge.dataset.plan import PlanStep, Slot
+from agentjudge.dataset.plan import Slot
 from agentjudge.dataset.rewrite import RenderError, render_queries
 
 SCHEMA_FIELDS = sorted({name for t in TOOLS for name in t.parameters["properties"] if "_" in name})
@@ -68,48 +68,65 @@ def test_hard_makes_lookups_implicit_and_adds_distractors() -> None:
     assert implicit >= 25 and distracted == 40
 
 
-def test_steps_out_of_order_at_medium() -> None:
+def test_medium_says_the_goal_first_and_what_it_needs_behind_a_dependency_cue() -> None:
+    """Steps out of order the way a person writes them: the goal, then what must happen first, behind a
+    cue the order check reads ("Before that, you'll need to …", "… once you've looked up …")."""
+    from agentjudge.dataset.gates_semantic import BACKWARD_CUES
+
     _, plan = linear_record()
-    reordered = 0
     for seed in range(40):
         medium = render_queries(plan, seed)["medium"]
-        reordered += medium.index("dana.kim@example.com") > medium.index("March 19")
-    assert reordered >= 10
+        cue = BACKWARD_CUES.search(medium)
+        assert cue is not None, medium
+        assert medium.index("March 19") < cue.start() < medium.rindex("order status open"), medium
+        assert not re.search(r"\b(?:Plus|Besides that|Another thing)\b", medium)
 
 
-def test_condition_text_present_at_every_difficulty() -> None:
+def test_every_difficulty_says_whether_the_optional_step_is_wanted() -> None:
+    """optional_enrichment: the extra step is asked for exactly when its condition holds, and the query
+    says so at every difficulty — by the condition (kept where it adds to what the step writes), or by the
+    quoted text the step writes; a condition that does not hold is stated as such."""
+    from agentjudge.dataset.build import build_scenario
+
+    seen = {"holds": 0, "absent": 0}
+    for index in range(24):
+        record, plan = build_scenario("health", "optional_enrichment", 1000 + index, index)
+        cond = (plan.condition_text or "").lower()
+        extra = next((s for s in plan.steps if s.conditional), None)
+        for difficulty, text in render_queries(plan, index).items():
+            low = text.lower()
+            if plan.condition_holds:
+                assert extra is not None
+                written = [str(x.value) for x in extra.slots if x.source == "query" and x.kind == "text"]
+                assert cond in low or any(f'"{w}"' in text for w in written), (difficulty, text)
+            else:
+                assert cond in low, (difficulty, text)
+        seen["holds" if plan.condition_holds else "absent"] += 1
+    assert seen["holds"] and seen["absent"]
+
+
+def test_a_step_about_a_record_the_plan_does_not_name_is_a_render_error() -> None:
     _, plan = linear_record()
-    extra = PlanStep(
-        step=3,
-        phrasings=["send {customer_id} a satisfaction survey", "ask {customer_id} to fill in our survey"],
-        slots=[Slot(arg="customer_id", value="CUST-0042", source="step", from_step=0, noun="the customer")],
-        conditional=True,
-    )
-    holds = plan.model_copy(
+    bad = plan.steps[1].model_copy(update={"target": "CUST-9999"})
+    with pytest.raises(RenderError, match="CUST-9999"):
+        render_queries(plan.model_copy(update={"steps": [plan.steps[0], bad, plan.steps[2]]}), 0)
+
+
+def test_hard_states_today_only_when_a_date_is_given_relative_to_it() -> None:
+    _, plan = linear_record()
+    undated = plan.model_copy(
         update={
-            "steps": [*plan.steps, extra],
-            "condition_text": "the customer is on the gold tier",
-            "condition_holds": True,
+            "steps": [
+                *plan.steps[:2],
+                plan.steps[2].model_copy(
+                    update={"slots": [x for x in plan.steps[2].slots if x.kind != "date"]}
+                ),
+            ]
         }
     )
-    absent = plan.model_copy(
-        update={"condition_text": "the customer has no open complaints", "condition_holds": False}
-    )
     for seed in range(20):
-        for difficulty, text in render_queries(holds, seed).items():
-            assert "the customer is on the gold tier" in text.lower() and "survey" in text, (difficulty, text)
-        for difficulty, text in render_queries(absent, seed).items():
-            assert "the customer has no open complaints" in text.lower() and "survey" not in text, (
-                difficulty,
-                text,
-            )
-
-
-def test_phrasing_with_unknown_placeholder_is_a_render_error() -> None:
-    _, plan = linear_record()
-    bad = plan.steps[0].model_copy(update={"phrasings": ["look up {mail}"]})
-    with pytest.raises(RenderError, match="mail"):
-        render_queries(plan.model_copy(update={"steps": [bad, *plan.steps[1:]]}), 0)
+        assert resolve.find_anchor(render_queries(plan, seed)["hard"]) is not None
+        assert resolve.find_anchor(render_queries(undated, seed)["hard"]) is None
 
 
 # ------------------------------------------------------------------ resolve helpers

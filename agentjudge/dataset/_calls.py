@@ -16,7 +16,7 @@ from typing import Any, Literal
 from agentjudge.dataset.domains import DomainSpec, EntitySpec, ToolSpec, load_domain
 from agentjudge.dataset.engine import DomainEnvironment
 from agentjudge.dataset.env import ToolError
-from agentjudge.dataset.plan import Listing, PlanStep, Relation, Slot
+from agentjudge.dataset.plan import Listing, Op, PlanStep, Referent, Relation, Slot
 from agentjudge.types import GTStep, ToolCall
 
 SlotKind = Literal["text", "id", "number", "date", "enum", "bool", "list"]
@@ -90,6 +90,31 @@ class Ctx:
         self.ref_date = date.fromisoformat(env.state["reference_date"])
         self.condition_text: str | None = None
         self.condition_holds: bool | None = None
+        # the records the request is about, keyed by id (a listed set: "set<step>"), in order of finding
+        self.referents: dict[str, Referent] = {}
+
+    def known(self, kind: str, rid: str) -> str:
+        """The referent key of record ``rid``; a record nothing found yet is one the person quotes by id."""
+        if rid not in self.referents:
+            ent = self.dom.entities[kind]
+            self.found(Referent(key=rid, noun=ent.noun, plural=ent.plural, how="stated", value=rid))
+        return rid
+
+    def found(self, referent: Referent) -> str:
+        """Register a record a step finds (the first way a record is found is how the person knows it)."""
+        people = {
+            e.noun for e in self.dom.entities.values() if any(f.gen == "person" for f in e.fields.values())
+        }
+        if referent.key not in self.referents:
+            self.referents[referent.key] = referent.model_copy(update={"person": referent.noun in people})
+        return referent.key
+
+    def set_of(self, ids: list[str]) -> str | None:
+        """The listed set whose records are ``ids`` (loop bodies, aggregates, notifications about them)."""
+        for key, ref in self.referents.items():
+            if ref.how == "children" and ref.value == ids:
+                return key
+        return None
 
     def table(self, kind: str) -> dict[str, dict[str, Any]]:
         return self.env.state["entities"][kind]
@@ -103,7 +128,13 @@ class Ctx:
         conditional: bool = False,
         relation: Relation | None = None,
         listing: Listing | None = None,
-        fact_phrasings: list[str] | None = None,
+        op: Op = "get",
+        target: str | None = None,
+        yields: str | None = None,
+        about: list[str] | None = None,
+        field_noun: str = "",
+        field_gen: str = "",
+        each: bool = False,
     ) -> Any:
         try:
             out = self.env.execute(ToolCall(name=t.name, arguments=args))
@@ -127,7 +158,13 @@ class Ctx:
                 conditional=conditional,
                 relation=relation,
                 listing=listing,
-                fact_phrasings=fact_phrasings or [],
+                op=op,
+                target=target,
+                yields=yields,
+                about=about or [],
+                field_noun=field_noun,
+                field_gen=field_gen,
+                each=each,
             )
         )
         self.used.add(t.name)
@@ -154,7 +191,15 @@ def new_value(ctx: Ctx, ent: EntitySpec, fname: str, avoid: set[Any] | frozenset
     if f.gen in ("enum", "choice"):
         pool = list(f.values)
     elif f.gen == "date":
-        pool = [(ctx.ref_date + timedelta(days=d)).isoformat() for d in range(2, 31)]
+        # within the field's own window (a date of loss lies in the past, a due date ahead), preferring two
+        # to thirty days from today where the window allows
+        window = range(int(f.min), int(f.max) + 1)
+        days = (
+            [d for d in window if 2 <= abs(d) <= 30 and d != 0]
+            or [d for d in window if d]
+            or list(range(2, 31))
+        )
+        pool = [(ctx.ref_date + timedelta(days=d)).isoformat() for d in days]
     elif f.gen == "amount":
         step = 50 if f.max >= 1000 else 5
         pool = [float(k * step) for k in range(int(f.min // step) + 1, int(f.max // step) + 1)]
@@ -171,6 +216,8 @@ def new_value(ctx: Ctx, ent: EntitySpec, fname: str, avoid: set[Any] | frozenset
 
 
 # ---------------------------------------------------------------- one call each
+# Each primitive makes one call and says what it does to which referent (``PlanStep.op/target/yields``);
+# its one phrasing is the GT step's description ("Look up the employee with email address x.").
 
 
 def do_search(ctx: Ctx, kind: str, rid: str | None = None) -> tuple[str, int]:
@@ -181,20 +228,27 @@ def do_search(ctx: Ctx, kind: str, rid: str | None = None) -> tuple[str, int]:
     ent = ctx.dom.entities[kind]
     rid = rid or ctx.rng.choice(list(ctx.table(kind)))
     f = t.field or ""
+    fs = ent.fields[f]
     value = ctx.table(kind)[rid][f]
-    noun = ent.fields[f].noun
+    noun = fs.noun
     # "the room's room code" reads as a slip: a field noun that already names the record stands alone
     said = f"the {noun}" if noun.lower().startswith(ent.noun.lower() + " ") else f"the {ent.noun}'s {noun}"
-    slot = Slot(arg=f, value=value, source="query", noun=said, kind=KIND[ent.fields[f].gen])
+    slot = Slot(arg=f, value=value, source="query", noun=said, kind=KIND[fs.gen])
+    ctx.found(
+        Referent(
+            key=rid,
+            noun=ent.noun,
+            plural=ent.plural,
+            how="search",
+            step=len(ctx.gt),
+            value=value,
+            field_noun=noun,
+            field_gen=fs.gen,
+            phrases=list(fs.phrases),
+        )
+    )
     out = ctx.call(
-        t,
-        {f: value},
-        [slot],
-        [
-            f"look up the {ent.noun} with {noun} {{{f}}}",
-            f"find the {ent.noun} whose {noun} is {{{f}}}",
-            f"locate the {ent.noun} record for {{{f}}}",
-        ],
+        t, {f: value}, [slot], [f"look up the {ent.noun} with {noun} {{{f}}}"], op="search", yields=rid
     )
     return out[ent.id_key], len(ctx.gt) - 1
 
@@ -202,38 +256,41 @@ def do_search(ctx: Ctx, kind: str, rid: str | None = None) -> tuple[str, int]:
 def do_get(ctx: Ctx, kind: str, rid: str, frm: int | None, ref_field: str | None = None) -> dict[str, Any]:
     t = ctx.ix.tools("get", kind)[0]
     ent = ctx.dom.entities[kind]
-    if ref_field is None:
-        say = [
-            f"pull up the full {ent.noun} record",
-            f"check the {ent.noun}'s details",
-            f"get the details of that {ent.noun}",
-        ]
-    else:
-        rn = ent.fields[ref_field].noun
-        say = [
-            f"look up the {ent.noun}'s {rn}",
-            f"pull up the {ent.noun}'s record to find its {rn}",
-            f"find out the {rn} on that {ent.noun}",
-        ]
-    generic = say
-    if frm is None:  # the user states the id
-        what = f"its {ent.fields[ref_field].noun}" if ref_field else "its details"
-        say = [
-            f"look up {ent.noun} {{{ent.id_key}}} and check {what}",
-            f"pull up {ent.noun} {{{ent.id_key}}}" + (f" and find {what}" if ref_field else ""),
-            f"open the record of {ent.noun} {{{ent.id_key}}} to see {what}",
-        ]
+    me = ctx.known(kind, rid)
+    stated = f"{ent.noun} {{{ent.id_key}}}" if frm is None else f"the {ent.noun}"
     relation = None
-    if ref_field is not None:
-        target = ctx.dom.entities[ent.fields[ref_field].entity or ""].noun
-        relation = Relation(source=ent.noun, noun=ent.fields[ref_field].noun, target=target)
+    yields = None
+    if ref_field is None:
+        say = f"pull up the full record of {stated}"
+    else:
+        fs = ent.fields[ref_field]
+        target = ctx.dom.entities[fs.entity or ""]
+        say = f"look up the {fs.noun} of {stated}"
+        relation = Relation(source=ent.noun, noun=fs.noun, target=target.noun)
+        tid = ctx.table(kind)[rid][ref_field]
+        from agentjudge.dataset.mentions import names_kind
+
+        yields = ctx.found(
+            Referent(
+                key=tid,
+                noun=target.noun,
+                plural=target.plural,
+                how="relation",
+                step=len(ctx.gt),
+                source=me,
+                relation=fs.noun,
+                names_kind=names_kind(fs.noun, target.noun),
+            )
+        )
     return ctx.call(
         t,
         {ent.id_key: rid},
         [_id_slot(ent, rid, frm)],
-        say,
+        [say],
         relation=relation,
-        fact_phrasings=generic if frm is None else None,
+        op="get",
+        target=me,
+        yields=yields,
     )
 
 
@@ -241,21 +298,41 @@ def do_list(ctx: Ctx, t: ToolSpec, pid: str, frm: int | None) -> list[str]:
     child = ctx.dom.entities[t.entity]
     pkind = child.fields[t.field or ""].entity or ""
     parent = ctx.dom.entities[pkind]
-    say = [
-        f"list the {child.plural} of that {parent.noun}",
-        f"pull up every {child.noun} on the {parent.noun}",
-        f"get all the {child.plural} linked to the {parent.noun}",
-    ]
-    if frm is None:
-        say = [
-            s.replace(f"that {parent.noun}", f"{parent.noun} {{{parent.id_key}}}").replace(
-                f"the {parent.noun}", f"{parent.noun} {{{parent.id_key}}}"
-            )
-            for s in say
-        ]
+    me = ctx.known(pkind, pid)
+    stated = f"{parent.noun} {{{parent.id_key}}}" if frm is None else f"the {parent.noun}"
     listing = Listing(child=child.noun, plural=child.plural, parent=parent.noun)
-    out = ctx.call(t, {parent.id_key: pid}, [_id_slot(parent, pid, frm)], say, listing=listing)
+    key = f"set{len(ctx.gt)}"
+    out = ctx.call(
+        t,
+        {parent.id_key: pid},
+        [_id_slot(parent, pid, frm)],
+        [f"list the {child.plural} of {stated}"],
+        listing=listing,
+        op="list",
+        target=me,
+        yields=key,
+    )
+    ctx.found(
+        Referent(
+            key=key,
+            noun=child.noun,
+            plural=child.plural,
+            how="children",
+            step=len(ctx.gt) - 1,
+            value=out[child.ids_key],
+            source=me,
+        )
+    )
     return out[child.ids_key]
+
+
+def _target(ctx: Ctx, kind: str, rid: str, each: bool) -> str:
+    """The referent a change acts on: the record, or for a loop body the listed set it belongs to."""
+    if each:
+        for key, ref in ctx.referents.items():
+            if ref.how == "children" and rid in (ref.value or []):
+                return key
+    return ctx.known(kind, rid)
 
 
 def do_update(
@@ -269,27 +346,24 @@ def do_update(
 ) -> None:
     ent = ctx.dom.entities[t.entity]
     f = t.field or ""
+    fs = ent.fields[f]
     if value is None:
         value = new_value(ctx, ent, f, {ctx.table(t.entity)[rid][f]})
-    noun = ent.fields[f].noun
-    # "the machine's machine status" reads as a slip: a field noun that already names the record stands alone
-    named = noun.lower().startswith(ent.noun.lower() + " ")
-    if each:
-        say = [
-            f"set the {noun} of each of those {ent.plural} to {{{f}}}",
-            f"change every one of those {ent.plural} to {noun} {{{f}}}",
-            f"update the {noun} of each {ent.noun} to {{{f}}}"
-            if named
-            else f"update each {ent.noun}'s {noun} to {{{f}}}",
-        ]
-    else:
-        say = [
-            f"set the {noun} to {{{f}}}" if named else f"set the {ent.noun}'s {noun} to {{{f}}}",
-            f"change the {noun} of the {ent.noun} to {{{f}}}",
-            f"update the {ent.noun} so its {noun} is {{{f}}}",
-        ]
-    slot = Slot(arg=f, value=value, source="query", noun=f"the new {noun}", kind=KIND[ent.fields[f].gen])
-    ctx.call(t, {ent.id_key: rid, f: value}, [_id_slot(ent, rid, frm), slot], say, conditional)
+    which = f"each of those {ent.plural}" if each else f"the {ent.noun}"
+    say = f"set the {fs.noun} of {which} to {{{f}}}"
+    slot = Slot(arg=f, value=value, source="query", noun=f"the new {fs.noun}", kind=KIND[fs.gen])
+    ctx.call(
+        t,
+        {ent.id_key: rid, f: value},
+        [_id_slot(ent, rid, frm), slot],
+        [say],
+        conditional,
+        op="update",
+        target=_target(ctx, t.entity, rid, each),
+        field_noun=fs.noun,
+        field_gen=fs.gen,
+        each=each,
+    )
 
 
 def do_annotate(
@@ -304,13 +378,17 @@ def do_annotate(
     ent = ctx.dom.entities[t.entity]
     note = note or ctx.rng.choice(t.texts)
     which = f"each of those {ent.plural}" if each else f"the {ent.noun}"
-    say = [
-        f'add a note to {which} saying "{{note}}"',
-        f'log a note on {which}: "{{note}}"',
-        f"record on {which} that {{note}}",
-    ]
     slot = Slot(arg="note", value=note, source="query", noun="the note text", kind="text")
-    ctx.call(t, {ent.id_key: rid, "note": note}, [_id_slot(ent, rid, frm), slot], say, conditional)
+    ctx.call(
+        t,
+        {ent.id_key: rid, "note": note},
+        [_id_slot(ent, rid, frm), slot],
+        [f'add a note to {which} saying "{{note}}"'],
+        conditional,
+        op="annotate",
+        target=_target(ctx, t.entity, rid, each),
+        each=each,
+    )
 
 
 # A reason that names how the person wants to hear ("by email", "in writing") fixes the channel.
@@ -340,17 +418,20 @@ def do_message(
             break
     channel = ctx.rng.choice(channels)
     template = template or ctx.rng.choice(t.choices)
-    say = [
-        f"send the {ent.noun} the {{template}} message by {{channel}}",
-        f"message the {ent.noun} by {{channel}} using the {{template}} template",
-        f"let the {ent.noun} know with a {{template}} notice via {{channel}}",
-    ]
     slots = [
         _id_slot(ent, rid, frm),
         Slot(arg="channel", value=channel, source="query", noun="the delivery channel", kind="enum"),
         Slot(arg="template", value=template, source="query", noun="the message template", kind="enum"),
     ]
-    ctx.call(t, {ent.id_key: rid, "channel": channel, "template": template}, slots, say, conditional)
+    ctx.call(
+        t,
+        {ent.id_key: rid, "channel": channel, "template": template},
+        slots,
+        [f"send the {ent.noun} the {{template}} message by {{channel}}"],
+        conditional,
+        op="message",
+        target=ctx.known(t.entity, rid),
+    )
 
 
 def do_get_each(ctx: Ctx, t: ToolSpec, rid: str, frm: int) -> None:
@@ -359,11 +440,10 @@ def do_get_each(ctx: Ctx, t: ToolSpec, rid: str, frm: int) -> None:
         t,
         {ent.id_key: rid},
         [_id_slot(ent, rid, frm)],
-        [
-            f"pull up the details of each of those {ent.plural}",
-            f"open every one of those {ent.plural}",
-            f"get the full record for each {ent.noun}",
-        ],
+        [f"pull up the full record of each of those {ent.plural}"],
+        op="get_each",
+        target=_target(ctx, t.entity, rid, True),
+        each=True,
     )
 
 
@@ -373,7 +453,8 @@ def do_create(ctx: Ctx, t: ToolSpec, refs: dict[str, tuple[str, int | None]]) ->
     args: dict[str, Any] = {}
     slots: list[Slot] = []
     stated: list[str] = []
-    for_: list[str] = []  # the records it is for, so a fan-in's "for them" never leaves a reader guessing
+    for_: list[str] = []
+    links: list[str] = []
     for f in t.fields:
         fs = ent.fields[f]
         if fs.gen == "ref":
@@ -381,20 +462,19 @@ def do_create(ctx: Ctx, t: ToolSpec, refs: dict[str, tuple[str, int | None]]) ->
             args[f] = rid
             target = ctx.dom.entities[fs.entity or ""]
             slots.append(_id_slot(target, rid, frm, arg=f))
-            for_.append(f"that {target.noun}" if frm is not None else f"{target.noun} {{{f}}}")
+            links.append(ctx.known(fs.entity or "", rid))
+            for_.append(f"the {target.noun}" if frm is not None else f"{target.noun} {{{f}}}")
         else:
             args[f] = new_value(ctx, ent, f)
             slots.append(Slot(arg=f, value=args[f], source="query", noun=f"the {fs.noun}", kind=KIND[fs.gen]))
             stated.append(f"{fs.noun} {{{f}}}")
     with_ = stated[0] if len(stated) == 1 else ", ".join(stated[:-1]) + " and " + stated[-1]
     who = f" for {' and '.join(for_)}" if for_ else ""
-    say = [
-        f"create a new {ent.noun}{who} with {with_}",
-        f"open a {ent.noun}{who} with {with_}",
-        f"raise a new {ent.noun}{who} ({with_})",
-    ]
-    out = ctx.call(t, args, slots, say)
-    return out[ent.id_key], len(ctx.gt) - 1
+    out = ctx.call(t, args, slots, [f"create a new {ent.noun}{who} with {with_}"], op="create", about=links)
+    zid = out[ent.id_key]
+    ctx.plan[-1] = ctx.plan[-1].model_copy(update={"yields": zid})
+    ctx.found(Referent(key=zid, noun=ent.noun, plural=ent.plural, how="created", step=len(ctx.gt) - 1))
+    return zid, len(ctx.gt) - 1
 
 
 def do_notify(
@@ -402,30 +482,36 @@ def do_notify(
 ) -> None:
     ent = ctx.dom.entities[t.entity]
     subject = ctx.rng.choice(t.texts)
-    say = [
-        f'notify the {ent.noun} about {about} with the subject "{{subject}}"',
-        f'send the {ent.noun} a notification titled "{{subject}}" about {about}',
-        f'alert the {ent.noun} to {about} (subject: "{{subject}}")',
-    ]
     slots = [
         _id_slot(ent, sid, sfrm),
         Slot(arg="subject", value=subject, source="query", noun="the notification subject", kind="text"),
         Slot(arg="reference_ids", value=refs, source="step", from_step=rfrm, noun=about, kind="list"),
     ]
-    ctx.call(t, {ent.id_key: sid, "subject": subject, "reference_ids": refs}, slots, say)
+    what = ctx.set_of(refs) or (refs[0] if len(refs) == 1 and refs[0] in ctx.referents else None)
+    ctx.call(
+        t,
+        {ent.id_key: sid, "subject": subject, "reference_ids": refs},
+        slots,
+        [f'notify the {ent.noun} about {about} with the subject "{{subject}}"'],
+        op="notify",
+        target=ctx.known(t.entity, sid),
+        about=[what] if what else [],
+    )
 
 
 def do_assign(ctx: Ctx, t: ToolSpec, zid: str, zfrm: int, tid: str, tfrm: int) -> None:
     ent = ctx.dom.entities[t.entity]
     f = t.field or ""
     target = ctx.dom.entities[ent.fields[f].entity or ""]
-    say = [
-        f"assign the {ent.noun} to that {target.noun}",
-        f"hand the {ent.noun} over to the {target.noun}",
-        f"make that {target.noun} the {ent.fields[f].noun} of the {ent.noun}",
-    ]
     ctx.call(
-        t, {ent.id_key: zid, f: tid}, [_id_slot(ent, zid, zfrm), _id_slot(target, tid, tfrm, arg=f)], say
+        t,
+        {ent.id_key: zid, f: tid},
+        [_id_slot(ent, zid, zfrm), _id_slot(target, tid, tfrm, arg=f)],
+        [f"assign the {ent.noun} to the {target.noun}"],
+        op="assign",
+        target=ctx.known(t.entity, zid),
+        about=[ctx.known(ent.fields[f].entity or "", tid)],
+        field_noun=ent.fields[f].noun,
     )
 
 
@@ -439,9 +525,8 @@ def do_aggregate(ctx: Ctx, t: ToolSpec, ids: list[str], frm: int) -> None:
         t,
         {ent.ids_key: ids},
         [slot],
-        [
-            f"work out the total {noun} across those {ent.plural}",
-            f"add up the {noun} of those {ent.plural}",
-            f"calculate the combined {noun} for those {ent.plural}",
-        ],
+        [f"add up the {noun} of those {ent.plural}"],
+        op="aggregate",
+        target=ctx.set_of(ids),
+        field_noun=noun,
     )

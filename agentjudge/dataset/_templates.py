@@ -206,28 +206,37 @@ def fan_out(ctx: Ctx, holds: bool) -> None:
     kinds = [k for k in _searchable(ctx) if len(_leaves(ctx, k, "")[0]) >= 2]
     if not kinds:
         raise Infeasible("no entity with two independent follow-ups")
-    kind = ctx.rng.choice(kinds)
+    # a root with a dated follow-up first: the search is the one look-up a hard query can leave implicit,
+    # and a date said relative to today is the second thing a hard query can make the reader work out
+    dated = [k for k in kinds if _leaves(ctx, k, "")[2]]
+    kind = ctx.rng.choice(dated or kinds)
     rid = ctx.rng.choice(list(ctx.table(kind)))
-    leaves, reads = _leaves(ctx, kind, rid)
+    leaves, reads, with_date = _leaves(ctx, kind, rid)
     _, frm = do_search(ctx, kind, rid)
     picked = ctx.rng.sample(range(len(leaves)), min(len(leaves), ctx.rng.choice([2, 2, 3])))
     if all(i < reads for i in picked) and len(leaves) > reads:  # at least one branch changes state
         picked[ctx.rng.randrange(len(picked))] = ctx.rng.randrange(reads, len(leaves))
-    for i in picked:
+    if with_date and not with_date & set(picked):
+        picked[ctx.rng.randrange(len(picked))] = ctx.rng.choice(sorted(with_date))
+    for i in sorted(set(picked), key=picked.index):
         leaves[i](frm)
 
 
-def _leaves(ctx: Ctx, kind: str, rid: str) -> tuple[list[Callable[[int], Any]], int]:
+def _leaves(ctx: Ctx, kind: str, rid: str) -> tuple[list[Callable[[int], Any]], int, set[int]]:
     """Calls that need only an id of ``kind`` (one per tool), for fan_out's branches; the read-only
-    ones first, with their count."""
+    ones first, with their count, and the indices of those whose value is a date."""
     ix = ctx.ix
+    ent = ctx.dom.entities[kind]
     leaves: list[Callable[[int], Any]] = []
+    dated: set[int] = set()
     if ix.tools("get", kind):
         leaves.append(partial(do_get, ctx, kind, rid))
     for lt in ix.lists_of.get(kind, []):
         leaves.append(partial(do_list, ctx, lt, rid))
     reads = len(leaves)
     for t in ix.tools("update", kind):
+        if ent.fields[t.field or ""].gen == "date":
+            dated.add(len(leaves))
         leaves.append(partial(do_update, ctx, t, rid))
     for t in ix.tools("annotate", kind):
         leaves.append(partial(do_annotate, ctx, t, rid))
@@ -238,8 +247,10 @@ def _leaves(ctx: Ctx, kind: str, rid: str) -> tuple[list[Callable[[int], Any]], 
         def create(frm: int, t: ToolSpec = t, ref: str = ref) -> None:
             do_create(ctx, t, {ref: (rid, frm)})
 
+        if any(ctx.dom.entities[t.entity].fields[f].gen == "date" for f in t.fields):
+            dated.add(len(leaves))
         leaves.append(create)
-    return leaves, reads
+    return leaves, reads, dated
 
 
 def diamond(ctx: Ctx, holds: bool) -> None:
@@ -460,7 +471,10 @@ def loop_like(ctx: Ctx, holds: bool) -> None:
     if not combos:
         raise Infeasible("no list tool with a per-item follow-up")
     parent, lt, bt = rng.choice(combos)
-    with_search = bool(ix.tools("search", parent)) and (_is_person(ctx, parent) or rng.random() < 0.6)
+    # the parent is found by a value the person knows ("every work order at the Beacon Hill substation"),
+    # never handed over by id, wherever it can be searched: a hard query then leaves both the search and
+    # the listing to the reader
+    with_search = bool(ix.tools("search", parent))
     top = 3 if with_search else 4
     counts = Counter(rec[lt.field or ""] for rec in ctx.table(lt.entity).values())
     eligible = [p for p in ctx.table(parent) if 2 <= counts.get(p, 0) <= top]

@@ -10,17 +10,36 @@ from __future__ import annotations
 
 import hashlib
 import random
+from datetime import date
 from typing import Any
 
 from agentjudge import DATASET_VERSION
 from agentjudge.dataset._templates import TEMPLATES, Ctx, Infeasible
 from agentjudge.dataset.domains import load_domain
 from agentjudge.dataset.engine import DomainEnvironment, domain_title, fresh_copy, initial_state, tool_schemas
-from agentjudge.dataset.plan import QueryPlan
+from agentjudge.dataset.plan import PlanStep, QueryPlan
 from agentjudge.types import Record, Topology
 
 MAX_ATTEMPTS = 12
 TRIALS_PER_STATE = 4
+MIN_INFERABLE = 2  # what a hard query must leave to the reader (gates_semantic.MIN_HARDENING)
+
+
+def inferable(steps: list[PlanStep]) -> int:
+    """How many things a hard query can leave the reader to work out: each look-up whose output a later
+    step needs (said as a description, the look-up is the reader's to infer) and each date the user
+    supplies (said relative to today). Stating values as facts or adding distractors changes nothing an
+    agent must infer, so neither counts; a scenario with fewer than two is built again another way."""
+    stated = {repr(x.value) for p in steps for x in p.slots if x.source == "query"}
+    needed = {
+        x.from_step
+        for p in steps
+        for x in p.slots
+        if x.source == "step" and x.from_step is not None and repr(x.value) not in stated
+    }
+    reads = sum(1 for p in steps if p.op in ("search", "get", "list") and p.step in needed)
+    dates = {repr(x.value) for p in steps for x in p.slots if x.source == "query" and x.kind == "date"}
+    return reads + len(dates)
 
 
 def _sub_seed(key: str, attempt: int) -> int:
@@ -66,6 +85,8 @@ def build_scenario(domain: str, topology: Topology, seed: int, index: int) -> tu
             ctx = Ctx(dom, env, rng)
             try:
                 template(ctx, holds)
+                if (found := inferable(ctx.plan)) < MIN_INFERABLE:
+                    raise Infeasible(f"a hard query could make the reader work out only {found} thing(s)")
             except Infeasible as exc:
                 errors.append(str(exc))
                 continue
@@ -80,7 +101,9 @@ def _assemble(
     ctx: Ctx, domain: str, topology: Topology, sub: int, index: int, rng: random.Random
 ) -> tuple[Record, QueryPlan]:
     dom = ctx.dom
-    scenario = rng.choice(dom.scenarios)
+    # only a context sentence that can be said on this record's "today" ("Monday morning at the service
+    # desk" on a Monday)
+    scenario = rng.choice(dom.scenarios_for(date.fromisoformat(ctx.env.state["reference_date"])))
     schemas = tool_schemas(domain)
     tools = [schemas[name] for name in _pick_tools(ctx, rng)]
     cond: dict[str, Any] = {}
@@ -106,6 +129,7 @@ def _assemble(
         scenario=scenario,
         reference_date=ctx.env.state["reference_date"],
         steps=ctx.plan,
+        referents=list(ctx.referents.values()),
         distractors=rng.sample(dom.distractors, min(2, len(dom.distractors))),
         **cond,
     )

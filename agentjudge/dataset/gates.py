@@ -19,6 +19,9 @@ gate2  insufficient         (per difficulty) a value the user must supply is not
        ambiguous_reference, no_antecedent, order_contradiction, unrequested_step, not_harder: one right
                             answer per query and a hard query that is harder (``gates_semantic``; records
                             of our own domains only, ``gate2:semantic`` in ``gates_run`` when it ran)
+       unquoted_text, domain_title, date_contradiction, agreement: the query reads as a person's request
+                            (a dictated text in quotes, no internal domain title, context that fits the
+                            date, field nouns agreeing with their verb; also ``gates_semantic``)
 
 Imported records (``source="imported"``, e.g. BFCL) are checked the same way, with what their format
 adds: any accepted value may ground an argument and one the answer marks optional ("") needs none; their

@@ -13,8 +13,17 @@ order_contradiction  two GT calls that do not depend on each other are mentioned
                      (the stated order: mention order, reversed for "… Before that, …" queries)
 unrequested_step     a read call whose output the query's request does not need (every value it feeds is
                      stated) and that the query does not ask for
-not_harder           (hard only) fewer than two hardening operations relative to easy: fewer steps named
-                     explicitly, values only recoverable by reasoning, distracting detail
+not_harder           (hard only) fewer than two operations that change what the reader must infer, relative
+                     to easy: a look-up easy asks for that hard leaves implicit, a record id easy states that
+                     hard withholds, a date easy states that hard gives only relative to today (stating
+                     values as facts and adding distracting detail change nothing an agent must infer)
+unquoted_text        a text to be written into a note, notification or new record ("third party admitted
+                     liability") is not marked off by quotes, so the words around it could be part of it
+domain_title         the domain's internal title ("Healthcare", "Retail and e-commerce") appears in a query
+date_contradiction   the context contradicts the date: the scenario cannot be said on the record's "today"
+                     ("Monday morning at the service desk" on a Saturday), or a weekday the query gives for
+                     today differs from the weekday of the date it states
+agreement            a field noun and its verb disagree in number ("payment terms is")
 
 ``explicit_steps`` (which GT steps a query names) is public: the issue's per-topology explicitness table
 is computed with it (``bench/explicit_steps.py``).
@@ -22,6 +31,7 @@ is computed with it (``bench/explicit_steps.py``).
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from functools import cache, lru_cache
 from typing import Any
@@ -37,20 +47,38 @@ SEMANTIC_CODES = (
     "order_contradiction",
     "unrequested_step",
     "not_harder",
+    "unquoted_text",
+    "domain_title",
+    "date_contradiction",
+    "agreement",
 )
 READ_OPS = ("search", "get", "list")
 LOOKUP = re.compile(
-    r"\b(?:look(?:ing)? up|find|get|fetch|retrieve|search|check|pull up|list|see|locate|identify|read|"
-    r"query|show|review|work out)\b"
+    r"\b(?:look(?:ing|ed)? up|find|found|get|fetch|retrieve|search|check(?:ed)?|pull(?:ed)? up|"
+    r"list(?:ed)?|see|locate(?:d)?|identify|read|query|show|review|open(?:ed)?)\b"
 )
+# where a request's clause starts: a verb after a clause boundary ("…, and then find", "you'll need to
+# look up", "Could you set"); a clause runs to the next one, so "set the shift pattern of the production
+# line with line code LN-1" is a change, not a look-up of the production line
+_CHANGE_VERBS = (
+    r"set|change|update|create|raise|add|log|record|send|notify|alert|assign|hand|make|message|let|"
+    r"schedule|book|mark|move|put|email|work out|calculate|flag|file|issue|give|reassign|grant"
+)
+_CLAUSE_HEAD = re.compile(
+    r"(?:^|[,;:.!?()]\s*|\b(?:and|then|to|you|please|also|first|kindly|can|'ve|ve|now)\s+)"
+    r"(?P<verb>(?:look(?:ing|ed)? up|find|found|get|fetch|retrieve|search|check(?:ed)?|pull(?:ed)? up|"
+    r"list(?:ed)?|see|locate(?:d)?|identify|read|query|show|review|open(?:ed)?|" + _CHANGE_VERBS + r"))\b",
+    re.I,
+)
+# cues that put what follows before what precedes ("Set X. Before that, you'll need to find Y.")
 BACKWARD_CUES = re.compile(
-    r"\b(?:before that|prior to that|before doing that|ahead of that|to get there, first|for that, first|"
+    r"\b(?:before that|prior to that|before doing that|ahead of that|to get there|for that, first|"
+    r"to do that, you'll first|before you can do that|that means you'll first|you'll need to do some "
+    r"groundwork first|once you've|after you've|as soon as you've|"
     r"as a first step toward that|leading up to that|even earlier|earlier still|preceding that|"
     r"going back one more step)\b",
     re.I,
 )
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_SENTENCES = re.compile(r"\S.*?(?:[.!?](?=\s|$)|$)")  # "mateo.holm@x.example" stays in one sentence
 MIN_HARDENING = 2
 
 
@@ -74,11 +102,14 @@ def _spec(record: Record, i: int) -> Any:
     return next((t for t in dom.tools if t.name == name), None)
 
 
-def _context_spans(record: Record) -> list[str]:
-    """Text whose nouns neither introduce nor dangle. The reason clauses of optional steps ("since the
-    patient asked for a reminder") are *not* here: the reader reads them as part of the request, so a
-    reason that says "the appointment" when no appointment was introduced is a dangling reference (only
-    a reason's subject is let through: see ``mentions.blank_reason_subjects``)."""
+def _context_spans(record: Record) -> tuple[list[str], list[str]]:
+    """(context, values): text whose nouns neither introduce nor dangle — the domain's scenarios,
+    distractors and personas, blanked — and the user's own multi-word values (a name, a note, a template),
+    masked to their shape so that "the substation Beacon Hill" still reads as a record named by a proper
+    name. The reason clauses of optional steps ("since the patient asked for a reminder") are *not* here:
+    the reader reads them as part of the request, so a reason that says "the appointment" when no
+    appointment was introduced is a dangling reference (only a reason's subject is let through: see
+    ``mentions.blank_reason_subjects``)."""
     dom = _domain(record.domain)
     values = [
         v
@@ -86,10 +117,8 @@ def _context_spans(record: Record) -> list[str]:
         for v in resolve.leaves(step.call.arguments)
         if isinstance(v, str) and (" " in v or "_" in v)
     ]
-    values += [
-        v.replace("_", " ") for v in values
-    ]  # the user's own words (a note, a template) refer to nothing
-    return [*dom.scenarios, *dom.distractors, *dom.personas, record.scenario, *values]
+    values += [v.replace("_", " ") for v in values]  # the user's own words (a note, a template)
+    return [*dom.scenarios, *dom.distractors, *dom.personas, record.scenario], values
 
 
 def _ancestors(record: Record, query: str) -> list[set[int]]:
@@ -279,14 +308,18 @@ def _step_nouns(record: Record, i: int) -> tuple[str, ...]:
 def explicit_steps(record: Record, query: str) -> list[bool]:
     """Per GT step: does the query ask for it in words (not merely state its input as a fact)?
 
-    A look-up is named when one sentence has a look-up verb, the record's noun and what identifies the
-    look-up (the searched value; the relation noun; "details"/"record"); a change is named when its own
-    values (or, with none, its record's noun) appear."""
+    A look-up is named when a clause headed by a look-up verb asks for it: a search or a listing has the
+    record (the listed records) as the verb's object ("find the employee with email x", "list every ticket
+    of the employee" — not "check the details of the employee with email x", which asks for the details);
+    a read of one record names the record (or "its") and what it is read for (the relation noun, or
+    "details"/"record"). A change is named when its own values (or, with none, its record's noun) appear."""
     return [pos is not None for pos in named_at(record, query)]
 
 
 def named_at(record: Record, query: str) -> list[int | None]:
-    """Per GT step: where the query names it (character offset), or None (see ``explicit_steps``)."""
+    """Per GT step: where the query names it (character offset), or None (see ``explicit_steps``).
+    A search is named where a look-up clause has its record as object, with or without the searched
+    value ("look up the feeder with feeder code FD-1", "Before that, locate the feeder")."""
     dom = _domain(record.domain)
     # the scenario's "review" asks for nothing, and neither does the "appointment reminder" template
     said = [
@@ -299,15 +332,9 @@ def named_at(record: Record, query: str) -> list[int | None]:
     original = query
     query = mentions.blank(query, [*dom.scenarios, *dom.distractors, record.scenario, *said])
     query = mentions.blank(query, [v.replace("_", " ") for v in said])
-    sentences = [(m.start(), m.group(0).lower()) for m in _SENTENCES.finditer(query)]
-    relations = _relation_args(record)
+    query = re.sub(r'"[^"]*"', lambda m: " " * len(m.group(0)), query)  # quoted texts ask for nothing
+    clauses = _clauses(query)
     low = query.lower()
-    searched = [
-        str(v)
-        for j, st in enumerate(record.gt)
-        if (sp := _spec(record, j)) is not None and sp.op == "search"
-        for v in resolve.leaves(st.call.arguments)
-    ]
     out: list[int | None] = []
     for i, step in enumerate(record.gt):
         spec = _spec(record, i)
@@ -315,28 +342,26 @@ def named_at(record: Record, query: str) -> list[int | None]:
         if spec is None:
             out.append(None)
         elif spec.op in READ_OPS:
-            every: list[str] = []  # all of these in the sentence
+            every: list[str] = []  # all of these in the clause
             some: list[str] = []  # and, if given, one of these
+            pronoun = False  # "check its details" names the record it follows on from
+            masked: list[str] = []
             if spec.op == "search":
-                every = [str(v) for v in resolve.leaves(step.call.arguments)]
+                masked = [str(v) for v in resolve.leaves(step.call.arguments)]
             elif spec.op == "get":
-                rel = [
-                    noun
-                    for j, _, v, noun, _ in relations
-                    if i in record.gt[j].depends_on
-                    and isinstance(step.output, dict)
-                    and v in step.output.values()
-                ]
+                rel = _followed(record, i)
                 own = [str(v) for v in resolve.leaves(step.call.arguments)]
-                every, some = rel[:1], ([] if rel else ["details", "record", *own])
-            # a search's sentence ("locate the line record for LN-1") names that search, not a later read
-            others = [] if spec.op == "search" else searched
+                some = rel or ["details", "record", *own]  # the relation it is read for, or "details"
+                pronoun = True
             out.append(
                 next(
                     (
-                        at + _verb_at(s, nouns)
-                        for at, s in sentences
-                        if _names_lookup(s, nouns, every, some) and not any(_has_word(s, v) for v in others)
+                        at
+                        for at, verb, text in clauses
+                        if _looks_up(verb, text)
+                        and _names_lookup(
+                            text, nouns, every, some, pronoun, object_=spec.op != "get", masked=masked
+                        )
                     ),
                     None,
                 )
@@ -351,30 +376,82 @@ def named_at(record: Record, query: str) -> list[int | None]:
     return out
 
 
-def _lookups(sentence: str) -> list[re.Match[str]]:
-    """Look-up verbs in a sentence, except "could I get you to …", which asks and looks nothing up."""
-    return [m for m in LOOKUP.finditer(sentence) if sentence[m.end() : m.end() + 4] != " you"]
+def _followed(record: Record, i: int) -> list[str]:
+    """The relation nouns a ``get`` step is read for: ref fields of its output whose value a later step
+    that depends on it uses ("owner" when a notification is about the asset's owner)."""
+    dom = _domain(record.domain)
+    spec = _spec(record, i)
+    out = record.gt[i].output
+    if spec is None or not isinstance(out, dict):
+        return []
+    fields = dom.entities[spec.entity].fields
+    used = {
+        str(v)
+        for j, st in enumerate(record.gt)
+        if j > i and i in st.depends_on
+        for v in resolve.leaves(st.call.arguments)
+    }
+    return [
+        f.noun
+        for key, value in out.items()
+        if (f := fields.get(key)) is not None and f.gen == "ref" and str(value) in used
+    ]
 
 
-def _verb_at(sentence: str, nouns: tuple[str, ...]) -> int:
-    """Offset of the look-up verb that governs one of ``nouns`` ("… change X and list the cases": at
-    "list"), so two requests in one sentence keep their order."""
-    for m in _lookups(sentence):
-        if any(_word_rx(n).search(sentence[m.start() : m.start() + 40]) for n in nouns):
-            return m.start()
-    return 0
+def _looks_up(verb: str, clause: str) -> bool:
+    """A look-up verb heads the clause ("open the record of …", never "open a new ticket")."""
+    return bool(LOOKUP.fullmatch(verb.lower())) and not re.match(r"open(?:ed)?\s+(?:a|an|new)\b", clause)
+
+
+def _clauses(text: str) -> list[tuple[int, str, str]]:
+    """(offset, verb, clause text) for each request clause: from a verb at a clause boundary to the next
+    such verb or the end of the sentence."""
+    heads = [(m.start("verb"), m.group("verb")) for m in _CLAUSE_HEAD.finditer(text)]
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s|$)", text)]
+    out = []
+    for k, (at, verb) in enumerate(heads):
+        stop = min([e for e in ends if e > at] + [len(text)])
+        if k + 1 < len(heads):
+            stop = min(stop, heads[k + 1][0])
+        out.append((at, verb, text[at:stop].lower()))
+    return out
 
 
 def _has_word(text: str, word: str) -> bool:
     return _word_rx(word).search(text) is not None
 
 
-def _names_lookup(sentence: str, nouns: tuple[str, ...], every: list[str], some: list[str]) -> bool:
+def _names_lookup(
+    clause: str,
+    nouns: tuple[str, ...],
+    every: list[str],
+    some: list[str],
+    pronoun: bool = False,
+    object_: bool = False,
+    masked: list[str] | None = None,
+) -> bool:
+    """``object_``: the record must be what the verb looks up ("find the supplier named X"), not merely
+    named in the clause ("check the details of the supplier named X" asks for the details)."""
+    if object_:
+        rest = clause.split(None, 1)[1] if " " in clause else ""
+        rest = re.sub(r"^(?:up|out)\s+", "", rest)
+        for w in (
+            masked or []
+        ):  # "find the Lyon to Porto flight": the searched value is one word of the phrase
+            rest = rest.replace(w.lower(), "x")
+        # the verb's object: up to the first preposition ("every account linked to the client" is accounts)
+        head = re.split(r"\s(?:linked|of|for|with|whose|on|to|at|in|named|called|that|from|about)\b", rest)[0]
+        # "pull up the asset owner's full record" looks up the record, not the asset owner
+        head = " ".join(head.split()[:6])
+        named = any(re.search(r"(?<![\w-])" + re.escape(n) + r"(?![\w-])(?!'s)", head) for n in nouns)
+    else:
+        named = any(_has_word(clause, n) for n in nouns) or bool(
+            pronoun and re.search(r"\b(?:its|their)\b", clause)
+        )
     return (
-        bool(_lookups(sentence))
-        and any(_has_word(sentence, n) for n in nouns)
-        and all(_has_word(sentence, w) or _has_word(sentence, w.replace("_", " ")) for w in every)
-        and (not some or any(_has_word(sentence, w) for w in some))
+        named
+        and all(_has_word(clause, w) or _has_word(clause, w.replace("_", " ")) for w in every)
+        and (not some or any(_has_word(clause, w) for w in some))
     )
 
 
@@ -387,18 +464,32 @@ def _f(code: str, detail: str, d: Difficulty | None) -> GateFinding:
 
 def _no_antecedent(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
     voc = mentions.vocab(record.domain)
-    spans = _context_spans(record)
+    spans, values = _context_spans(record)
     dom = _domain(record.domain)
     reasons = [c for t in dom.tools if t.condition for c in (*t.condition.holds, *t.condition.absent)]
     findings = []
     for d, q in queries.items():
         # subjects first: a note's text may sit inside its reason ("box arrived dented")
-        text = mentions.blank(mentions.blank_reason_subjects(q, reasons, voc), spans)
+        text = mentions.mask(mentions.blank(mentions.blank_reason_subjects(q, reasons, voc), spans), values)
         for ref in mentions.dangling(text, voc):
             findings.append(
                 _f("no_antecedent", f"{q[ref.start : ref.end]!r}: {ref.why.replace('_', ' ')}", d)
             )
     return findings
+
+
+def stated_order(query: str, at: int) -> tuple[int, int]:
+    """Where a mention at offset ``at`` falls in the order the query states: a cue such as "Before that,"
+    or "once you've" puts the rest of its sentence ahead of everything said before it, so "Set X. Before
+    that, find Y. And before that, find Z. Also do W." states Z, Y, X, W. (rank, offset) keys sort in
+    that order."""
+    rank = 0
+    for k, m in enumerate(BACKWARD_CUES.finditer(query), start=1):
+        end = re.search(r"[.!?](?=\s|$)", query[m.start() :])
+        stop = m.start() + end.end() if end else len(query)
+        if m.start() <= at < stop:
+            rank = -k
+    return (rank, at)
 
 
 def _order(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
@@ -407,17 +498,16 @@ def _order(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
     findings = []
     for d, q in queries.items():
         pairs = _independent_pairs(record, q)
-        pos: dict[int, int] = {}
+        pos: dict[int, tuple[int, int]] = {}
         named = named_at(record, q)
         for i, values in markers.items():
             found = [p for v in values if _occurrences(q, v) == 1 and (p := _position(q, v)) is not None]
-            if found:
-                pos[i] = min(found)
-            elif i in reads and (at := named[i]) is not None:
-                pos[i] = at  # a look-up with no value of its own: the sentence that asks for it
-        backward = bool(BACKWARD_CUES.search(q))
+            if i in reads and (at := named[i]) is not None:
+                pos[i] = stated_order(q, at)  # a look-up is where the query asks for it
+            elif found:
+                pos[i] = stated_order(q, min(found))
         for i, j in pairs:
-            if i in pos and j in pos and pos[i] != pos[j] and (pos[i] > pos[j]) != backward:
+            if i in pos and j in pos and pos[i] != pos[j] and pos[i] > pos[j]:
                 findings.append(
                     _f(
                         "order_contradiction",
@@ -471,58 +561,44 @@ def _unrequested(
 def hardening(
     record: Record, easy: str, hard: str, named: tuple[list[bool], list[bool]] | None = None
 ) -> list[str]:
-    """The hardening operations the hard query applies relative to the easy one (``named``: the
-    ``explicit_steps`` of easy and hard, when the caller has them already)."""
+    """What the hard query leaves the reader to work out that the easy one states, one entry per
+    instance: ``implicit_lookup:<step>`` (a look-up easy asks for, hard leaves to the reader although its
+    result is needed), ``id_withheld:<id>`` (a record id easy states, hard describes instead),
+    ``relative_date:<date>`` (a date easy states that hard gives only relative to today). Stating values
+    as facts and adding distracting detail are not here: they change nothing an agent must infer."""
     ops = []
     named_easy, named_hard = named or (explicit_steps(record, easy), explicit_steps(record, hard))
-    if sum(named_hard) < sum(named_easy):
-        ops.append("implicit_steps")
-    reworded = False
+    for i in range(len(record.gt)):
+        spec = _spec(record, i)
+        if (
+            spec is not None
+            and spec.op in READ_OPS
+            and named_easy[i]
+            and not named_hard[i]
+            and _necessary(record, i, hard)
+        ):
+            ops.append(f"implicit_lookup:{i}")
+    ids = _ids_in_play(record)
+    stated_ids = {
+        str(v)
+        for step in record.gt
+        for v in resolve.leaves(step.call.arguments)
+        if isinstance(v, str) and v in ids and _position(easy, v) is not None
+    }
+    ops += [f"id_withheld:{v}" for v in sorted(stated_ids) if _position(hard, v) is None]
+    seen: set[str] = set()
+    anchor = resolve.find_anchor(hard)
     for step in record.gt:
         for leaf in resolve.leaves(step.call.arguments):
-            if isinstance(leaf, bool) or not resolve.is_checkable(leaf):
-                continue
             text = str(leaf)
-            if _position(easy, text) is not None and _position(hard, text) is None:
-                reworded = True
-    if reworded:
-        ops.append("values_by_reasoning")
-    if _fact_sentences(record, hard) > _fact_sentences(record, easy):
-        ops.append("values_as_facts")
-    dom = _domain(record.domain)
-    if any(x.strip().rstrip(".") in hard and x.strip().rstrip(".") not in easy for x in dom.distractors):
-        ops.append("distractors")
+            if text in seen or not isinstance(leaf, str) or not resolve.ISO_DATE.match(text[:10]):
+                continue
+            seen.add(text)
+            day = dt.date.fromisoformat(text[:10])
+            absolute = resolve.absolute_dates(hard, default_year=anchor.year if anchor else None)
+            if resolve.recoverable(leaf, easy) and resolve.recoverable(leaf, hard) and day not in absolute:
+                ops.append(f"relative_date:{text}")
     return ops
-
-
-_REQUEST = re.compile(r"\b(?:please|can you|could you|would you|i'd like|i need|kindly|go ahead)\b", re.I)
-_IMPERATIVE = re.compile(
-    r"^(?:\d+\)\s*|step \d+:\s*|[^,:]{0,30}[,:]\s*)?(?:and |also |then |plus, )?"
-    r"(?:set|change|update|create|open|raise|add|log|record|send|notify|alert|assign|hand|make|message|"
-    r"let|schedule|book|mark|move|work out|calculate)\b",
-    re.I,
-)
-_STATES = re.compile(r"\b(?:is|are|concerns|about)\b|:", re.I)
-
-
-def _fact_sentences(record: Record, query: str) -> int:
-    """Sentences that state a value the user supplies without asking for anything ("The hostname is
-    WS-1.", "This is about case CAS-2."): a step's input given as a fact about the situation."""
-    values = [str(v) for step in record.gt for v in resolve.leaves(step.call.arguments) if isinstance(v, str)]
-    dom = _domain(record.domain)
-    text = mentions.blank(query, [*dom.scenarios, *dom.distractors, record.scenario])
-    count = 0
-    for sentence in _SENTENCE.split(text):
-        asks = (
-            LOOKUP.search(sentence.lower())
-            or _REQUEST.search(sentence)
-            or _IMPERATIVE.match(sentence.strip())
-        )
-        if asks or not _STATES.search(sentence):
-            continue
-        if any(_position(sentence, v) is not None for v in values):
-            count += 1
-    return count
 
 
 def _not_harder(
@@ -537,10 +613,127 @@ def _not_harder(
     return [
         _f(
             "not_harder",
-            f"hard applies {ops or 'no'} hardening relative to easy; needs {MIN_HARDENING}",
+            f"hard leaves {len(ops)} thing(s) to infer that easy states ({', '.join(ops) or 'none'}); "
+            f"needs {MIN_HARDENING}",
             "hard",
         )
     ]
+
+
+# ---------------------------------------------------------------- how the query reads
+
+
+def _written_texts(record: Record) -> list[str]:
+    """Texts the user dictates into a record: a note, a notification's subject, a new record's free-text
+    field (a ticket summary). Each must be marked off by quotes."""
+    dom = _domain(record.domain)
+    out: list[str] = []
+    for i, step in enumerate(record.gt):
+        spec = _spec(record, i)
+        if spec is None:
+            continue
+        fields = dom.entities[spec.entity].fields
+        for arg, value in step.call.arguments.items():
+            if not isinstance(value, str) or " " not in value.strip():
+                continue
+            if (
+                spec.op in ("annotate", "notify")
+                and arg in ("note", "subject")
+                or spec.op == "create"
+                and arg in fields
+                and fields[arg].gen == "choice"
+            ):
+                out.append(value)
+    return list(dict.fromkeys(out))  # a loop writes the same note on every record: one text
+
+
+def _unquoted(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
+    findings = []
+    texts = _written_texts(record)
+    for d, q in queries.items():
+        for text in texts:
+            for m in re.finditer(re.escape(text), q):
+                before, after = q[max(0, m.start() - 1) : m.start()], q[m.end() : m.end() + 1]
+                if before not in ('"', "“", "'") or after not in ('"', "”", "'"):
+                    findings.append(_f("unquoted_text", f"{text!r} is not in quotes", d))
+                    break
+    return findings
+
+
+def _title(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
+    title = _domain(record.domain).title
+    rx = re.compile(r"(?<![\w-])" + re.escape(title) + r"(?![\w-])")
+    return [
+        _f("domain_title", f"names the domain's internal title {title!r}", d)
+        for d, q in queries.items()
+        if rx.search(q)
+    ]
+
+
+_TODAYISH = re.compile(
+    r"(?<!last )(?<!next )(?<!since )(?<!on )(?<!from )(?<!until )(?<!by )(?<!before )(?<!after )"
+    r"(?<!every )(?<!coming )\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+    r"(?: (?:morning|afternoon|evening|night))\b",
+    re.I,
+)
+
+
+def _dates(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
+    """The scenario must fit the record's "today", and a weekday the query gives for today ("Monday
+    morning at the service desk") must be the weekday of the date it states."""
+    findings = []
+    dom = _domain(record.domain)
+    fit = dom.scenario_dates.get(record.scenario)
+    if fit is not None:
+        from agentjudge.dataset.engine import make_environment
+
+        env = make_environment(record)
+        today = dt.date.fromisoformat(env.state["reference_date"]) if env is not None else None
+        if today is not None and not fit.allows(today):
+            for d, q in queries.items():
+                if record.scenario.rstrip(".") in q:
+                    findings.append(
+                        _f(
+                            "date_contradiction",
+                            f"{record.scenario!r} cannot be said on {today:%A, %B %d}",
+                            d,
+                        )
+                    )
+    for d, q in queries.items():
+        anchor = resolve.find_anchor(q)
+        if anchor is None:
+            continue
+        named = resolve.WEEKDAYS[anchor.weekday()]
+        for m in _TODAYISH.finditer(q):
+            if m.group(1).lower() != named:
+                findings.append(
+                    _f("date_contradiction", f"{m.group(0)!r} but the query says today is a {named}", d)
+                )
+                break
+    return findings
+
+
+@cache
+def _field_nouns(slug: str) -> tuple[str, ...]:
+    dom = _domain(slug)
+    nouns = {f.noun for ent in dom.entities.values() for f in ent.fields.values()}
+    return tuple(sorted(nouns, key=len, reverse=True))
+
+
+def _agreement(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
+    from agentjudge.dataset.grammar import be
+
+    findings = []
+    for d, q in queries.items():
+        low = q.lower()
+        for noun in _field_nouns(record.domain):
+            for m in re.finditer(r"\b" + re.escape(noun.lower()) + r" (is|are)\b", low):
+                if m.group(1) != be(noun):
+                    findings.append(
+                        _f("agreement", f"{q[m.start() : m.end()]!r}: {noun!r} takes {be(noun)!r}", d)
+                    )
+                    break
+    return findings
 
 
 def semantic_findings(record: Record) -> tuple[list[GateFinding], bool]:
@@ -555,5 +748,9 @@ def semantic_findings(record: Record) -> tuple[list[GateFinding], bool]:
         + _order(record, queries)
         + _unrequested(record, queries, named_by)
         + _not_harder(record, queries, named_by)
+        + _unquoted(record, queries)
+        + _title(record, queries)
+        + _dates(record, queries)
+        + _agreement(record, queries)
     )
     return findings, True

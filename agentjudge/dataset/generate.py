@@ -141,6 +141,9 @@ def run_jobs(
     jobs: list[Job], seed: int, keep_plans: bool = False, processes: int | None = None
 ) -> list[Outcome]:
     """Outcomes in job order (``imap`` keeps order, so parallelism never changes the bytes)."""
+    from agentjudge.dataset import grammar, rewrite  # noqa: F401  (imported and warmed once, before forking)
+
+    grammar.warm()
     work = [(job, seed, keep_plans) for job in jobs]
     procs = processes if processes is not None else min(2, mp.cpu_count())
     if len(jobs) <= PARALLEL_ABOVE or procs <= 1:

@@ -36,10 +36,14 @@ _DEFINITE = re.compile(r"\bthe\s+$")
 _IDENTIFYING = re.compile(
     r"^(?:(?i:'s\s+[\w -]{1,40}?(?:\s+is\b|:))"  # the passenger's email address is x / … email: x
     r"|(?i:(?:\s+(?!so\b|to\b|and\b)[\w-]+){1,3}(?:\s+is\b|:)\s)"  # the room code is RC-1
-    r"|(?i:\s+(?:record\s+)?(?:with|whose|for|named|called|of|on|linked to|in question|i mean)\b)"
+    r"|(?i:\s+(?:record\s+)?(?:with|whose|for|named|called|of|on|at|in|linked to|in question|i mean)\b)"
     r"|(?i:\s+id\b|\s+number\b)"
-    r"|\s+[A-Z][A-Z0-9]*-[A-Z0-9-]+)"  # production line LIN-47453
+    r"|\s+[A-Z][A-Z0-9]*-[A-Z0-9-]+"  # production line LIN-47453
+    r"|\s+[A-Z][a-z]+)"  # the customer contact Carla Okafor (a name masked by ``mask`` reads "Xxxxx")
 )
+_NAMED_BEFORE = re.compile(
+    r"\bthe\s+[A-Z][\w'-]*\s+(?:(?:[A-Z][\w'-]*|[a-z]{1,3})\s+)*$"
+)  # the Lyon to Porto flight
 _THEM = re.compile(r"\b(?:for|of|to|on|about) them\b")
 
 
@@ -51,6 +55,7 @@ class Vocab:
     relations: dict[str, frozenset[str]]  # relation (ref field) noun -> kinds it introduces
     plurals: frozenset[str]
     pattern: re.Pattern[str]
+    fields: frozenset[str] = frozenset()  # field nouns that start with a record noun ("device status")
 
 
 @cache
@@ -70,13 +75,25 @@ def vocab(slug: str) -> Vocab:
                 relations.setdefault(f.noun.lower(), set()).add(f.entity)
             elif f.gen == "ref" and f.entity:
                 relations.setdefault(f.noun.lower(), set())
-    forms = sorted(set(kinds) | set(relations), key=lambda s: (-len(s), s))
+    # "the device status" names a field, not a device: matched as one form and skipped
+    fields = (
+        {
+            f.noun.lower()
+            for ent in dom.entities.values()
+            for f in ent.fields.values()
+            if f.gen != "ref" and any(f.noun.lower().startswith(k + " ") for k in kinds)
+        }
+        - set(kinds)
+        - set(relations)
+    )
+    forms = sorted(set(kinds) | set(relations) | fields, key=lambda s: (-len(s), s))
     pattern = re.compile(r"\b(" + "|".join(re.escape(f) for f in forms) + r")\b")
     return Vocab(
         kinds={k: frozenset(v) for k, v in kinds.items()},
         relations={k: frozenset(v) for k, v in relations.items()},
         plurals=frozenset(plurals),
         pattern=pattern,
+        fields=frozenset(fields),
     )
 
 
@@ -92,7 +109,7 @@ class Dangling:
     start: int
     end: int
     phrase: str
-    why: str  # "demonstrative" | "never_introduced" | "pronoun"
+    why: str  # "demonstrative" | "before_introduction" | "never_introduced" | "pronoun"
 
 
 def blank(text: str, spans: list[str]) -> str:
@@ -103,6 +120,16 @@ def blank(text: str, spans: list[str]) -> str:
         if len(s) >= 8:  # also as a sentence opens it: "the client does not want …" → "The client …"
             for form in {s, s[:1].upper() + s[1:]}:
                 text = text.replace(form, " " * len(form))
+    return text
+
+
+def mask(text: str, values: list[str]) -> str:
+    """``text`` with each occurrence of the user's own values (a name, a note) turned into a same-length
+    placeholder of the same shape ("Beacon Hill" → "Xxxxxx Xxxx"): their words are no record nouns, yet
+    "the substation Beacon Hill" still reads as a record named by a proper name."""
+    for v in sorted({v.strip() for v in values if len(v.strip()) >= 3}, key=len, reverse=True):
+        shape = re.sub(r"[A-Z]", "X", re.sub(r"[a-z0-9]", "x", v))
+        text = text.replace(v, shape)
     return text
 
 
@@ -136,6 +163,8 @@ def dangling(text: str, voc: Vocab) -> list[Dangling]:
     plural_at: list[int] = []
     for m in voc.pattern.finditer(low):
         form = m.group(1)
+        if form in voc.fields:
+            continue
         before, after = low[max(0, m.start() - 40) : m.start()], text[m.end() : m.end() + 60]
         rel = voc.relations.get(form)
         possessive = before.endswith("'s ") or re.search(r"\b(?:its|their|his|her)\s+$", before)
@@ -151,19 +180,21 @@ def dangling(text: str, voc: Vocab) -> list[Dangling]:
                 out.append(Dangling(m.start(), m.end(), phrase, "demonstrative"))
                 introduced |= kinds  # reported once per kind
             continue
-        if _INDEFINITE.search(before) or _IDENTIFYING.match(after):
+        named_before = _NAMED_BEFORE.search(text[max(0, m.start() - 60) : m.start()])
+        if _INDEFINITE.search(before) or _IDENTIFYING.match(after) or named_before:
             introduced |= kinds
             continue
         if kinds & introduced:
             continue
-        if _DEFINITE.search(before):
+        if _DEFINITE.search(before):  # "the X" needs an X introduced before it
             pending.append((m.start(), m.end(), text[max(0, m.start() - 4) : m.end()], kinds))
     for t in _THEM.finditer(low):
         if not any(p < t.start() for p in plural_at):
             out.append(Dangling(t.start(), t.end(), t.group(0), "pronoun"))
     reported: set[frozenset[str]] = set()
     for start, end, phrase, kinds in pending:
-        if not kinds & introduced and kinds not in reported:
+        if kinds not in reported:
             reported.add(kinds)
-            out.append(Dangling(start, end, phrase, "never_introduced"))
+            why = "before_introduction" if kinds & introduced else "never_introduced"
+            out.append(Dangling(start, end, phrase, why))
     return sorted(out, key=lambda d: d.start)

@@ -1,9 +1,11 @@
 """The seam between *what* a scenario asks for and *how* it is said.
 
 The builder (``build.py``) decides tools, state and the executed GT trace, and describes the request as a
-``QueryPlan``: per GT step an intent with alternative phrasings and the argument values the user must
-supply. The rewriter (``rewrite.py``) renders a plan into easy/medium/hard queries. Gate 2 checks the
-rendered text, not the plan, so an LLM rewrite is checked the same way as a deterministic one.
+``QueryPlan``: the records the request is about (``Referent``: how the person knows each one — a value
+they can search by, an id they quote, a relation of another record, the children of one, a record made
+on the way) and per GT step what is done to which of them, with the argument values the user must supply.
+The rewriter (``rewrite.py``) renders a plan into easy/medium/hard queries. Gate 2 checks the rendered
+text, not the plan, so an LLM rewrite is checked the same way as a deterministic one.
 """
 
 from __future__ import annotations
@@ -11,6 +13,20 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from agentjudge.types import Strict
+
+Op = Literal[
+    "search",
+    "get",
+    "list",
+    "update",
+    "assign",
+    "create",
+    "notify",
+    "annotate",
+    "message",
+    "aggregate",
+    "get_each",
+]
 
 
 class Slot(Strict):
@@ -24,10 +40,33 @@ class Slot(Strict):
     kind: Literal["text", "id", "number", "date", "enum", "bool", "list"] = "text"
 
 
+class Referent(Strict):
+    """A record (or a set of records) the request is about, and how the person knows it.
+
+    ``how``: ``search`` — by a value of one of its fields (``field_noun``/``value``: "the employee with
+    email address x"); ``stated`` — by its id, which the person quotes ("order ORD-1"); ``relation`` — as
+    ``source``'s ``relation`` ("the customer's personal shopper"); ``children`` — every record of its kind
+    that points at ``source`` ("every work order of the substation"); ``created`` — made by a step of the
+    request ("the new access request")."""
+
+    key: str
+    noun: str
+    plural: str
+    how: Literal["search", "stated", "relation", "children", "created"]
+    step: int | None = None  # the GT step that finds, lists or makes it (None: stated)
+    value: Any = None
+    field_noun: str = ""
+    field_gen: str = ""
+    phrases: list[str] = []  # the domain's own ways to name a record by this field ("the {value} substation")
+    source: str | None = None
+    relation: str = ""
+    names_kind: bool = False  # the relation noun says the kind ("desk-side technician" is a technician)
+    person: bool = False  # a person ("their line manager"), not a thing ("its line code")
+
+
 class Relation(Strict):
     """A look-up that follows a reference: the employee's (``source``) desk-side technician (``noun``), a
-    technician (``target``). A hard query that leaves the look-up implicit still names the relation, so
-    the one right recipient is the one the query describes."""
+    technician (``target``)."""
 
     source: str
     noun: str
@@ -44,14 +83,19 @@ class Listing(Strict):
 
 class PlanStep(Strict):
     step: int  # index into Record.gt
-    phrasings: list[str]  # alternative imperative phrasings with {arg} placeholders, e.g. "look up {email}"
+    phrasings: list[str]  # plain imperative phrasings with {arg} placeholders (the GT step description)
     slots: list[Slot]
     conditional: bool = False  # optional_enrichment's extra step
     relation: Relation | None = None
     listing: Listing | None = None
-    # phrasings without the stated id, for a hard query that states the id as a fact ("Case CAS-1 is the
-    # one.") and then asks "check that case's details"
-    fact_phrasings: list[str] = []
+    # what the step does to which referent (the realiser's input)
+    op: Op = "get"
+    target: str | None = None  # the referent acted on (a set for list-wide ops)
+    yields: str | None = None  # the referent it finds, lists or makes
+    about: list[str] = []  # notify: the referents the notification is about; create: the records it links
+    field_noun: str = ""  # update / aggregate / assign: the field's noun
+    field_gen: str = ""
+    each: bool = False  # loop_like's body: once per listed record
 
 
 class QueryPlan(Strict):
@@ -61,6 +105,7 @@ class QueryPlan(Strict):
     scenario: str  # one or two sentences of context
     reference_date: str  # ISO date "today" for the request; hard queries may express dates relative to it
     steps: list[PlanStep]
+    referents: list[Referent] = []
     # optional_enrichment: the condition as said to the user, and whether it holds in this record
     condition_text: str | None = None
     condition_holds: bool | None = None

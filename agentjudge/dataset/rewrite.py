@@ -1,355 +1,83 @@
 """Render a QueryPlan into the easy / medium / hard user queries (SPEC §5), deterministically.
 
 The three queries share tools and GT; only the wording changes, so difficulty effects are attributable.
-- easy: every step stated in order, values written plainly (ISO dates, digits).
-- medium: paraphrased (another phrasing), steps out of order with logical cues, some values indirect
-  ("March 17, 2026", "five").
-- hard: look-ups implicit (their inputs become facts about the situation), values only recoverable by
-  reasoning (dates relative to a stated "today", repeated values as "the same one"), distracting detail.
-Variety comes from a seeded RNG choosing among the builder's phrasings and this module's openings,
-connectives and closings, so no single template dominates. Every value form emitted here is one that
-``resolve.recoverable`` reads back; Gate 2 then checks the rendered text, so a wording bug is caught,
-not shipped.
+Each is one request a person would write, planned before it is worded:
+
+- what the person knows: every record the request is about is a ``Referent`` — found by a value they
+  know ("the employee with email address x"), quoted by id ("order ORD-1"), a relation of another record
+  ("the customer's personal shopper"), the children of one ("every work order of the Beacon Hill
+  substation") or made on the way ("the new access request");
+- what they want: the changes (and any read they want to see) — the *goal*;
+- what they mention first: a record is introduced by its description the first time it is named and
+  referred to briefly after that ("the employee", "its", "those tickets"), never the other way round.
+
+easy: every step asked for in the GT's order, values plain (ISO dates, digits).
+medium: the goal first, then the look-ups it needs behind an explicit dependency cue ("Before that,
+you'll need to …", "… once you've looked up …"); dates written out, small numbers in words.
+hard: only the goal is asked for; each look-up whose result it needs is left to the reader, who gets the
+record's description instead ("send the personal shopper of the customer on order ORD-1 …"); dates are
+given relative to a stated "today" (stated only then); one true but irrelevant detail may be added.
+
+Texts written into a note, message subject or notification are always in quotes. Phrase banks are sized
+so that no sentence appears in more than 5 % of one difficulty's queries (``bench/query_stats.py``
+prints the most frequent one). Every value form emitted here is one that ``resolve.recoverable`` reads
+back, and Gate 2 checks the rendered text, so a wording bug is caught, not shipped.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import random
 import re
 import string
 from typing import Any
 
-from agentjudge.dataset import mentions, resolve
-from agentjudge.dataset.plan import PlanStep, QueryPlan, Relation, Slot
+from agentjudge.dataset import grammar, mentions, resolve
+from agentjudge.dataset.grammar import join, sentence
+from agentjudge.dataset.plan import PlanStep, QueryPlan, Referent, Slot
 from agentjudge.types import Difficulty
 
-LOOKUP_VERBS = (
-    "look up",
-    "find",
-    "get",
-    "fetch",
-    "retrieve",
-    "search",
-    "check",
-    "pull up",
-    "list",
-    "see",
-    "locate",
-    "identify",
-    "read",
-    "query",
-    "show",
-)
-
-
 SHORT_WORDS = frozenset({"low", "new", "raw", "red", "off", "on", "yes", "no", "all", "any", "top"})
+READS = ("search", "get", "list")
 
 
 class RenderError(ValueError):
-    """A plan that cannot be worded (a phrasing names a placeholder with no slot)."""
+    """A plan that cannot be worded (a phrasing names a placeholder with no slot, a step with no referent)."""
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _sentence(text: str) -> str:
-    text = text.strip()
-    if not text:
-        return text
-    text = text[0].upper() + text[1:]
-    return text if text[-1] in ".!?" else text + "."
+def _placeholders(phrasing: str) -> list[str]:
+    """Placeholder names in order of appearance (a list: set order changes with PYTHONHASHSEED)."""
+    return list(dict.fromkeys(name for _, name, _, _ in string.Formatter().parse(phrasing) if name))
 
 
 def _strip_article(text: str) -> str:
     return re.sub(r"^(a|an|the)\s+", "", text.strip(), flags=re.IGNORECASE)
 
 
-def _placeholders(phrasing: str) -> list[str]:
-    """Placeholder names in order of appearance (a list, not a set: the order in which values are
-    rendered consumes the RNG, and set order changes with PYTHONHASHSEED between processes)."""
-    return list(dict.fromkeys(name for _, name, _, _ in string.Formatter().parse(phrasing) if name))
+# ---------------------------------------------------------------- phrase banks
+# Every fixed phrase is one of many, so none reaches 5 % of one difficulty's queries.
 
-
-def _join(items: list[str]) -> str:
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
-
-
-class _Renderer:
-    """State for one query: the RNG, which values were already said (for "the same one")."""
-
-    def __init__(self, plan: QueryPlan, difficulty: Difficulty, rng: random.Random) -> None:
-        self.plan = plan
-        self.difficulty = difficulty
-        self.rng = rng
-        self.today = dt.date.fromisoformat(plan.reference_date[:10])
-        self.said: dict[str, str] = {}
-        self.chosen: dict[int, str] = {}  # step -> template used, so medium can pick another
-        # look-ups of a role relation ("area supervisor", a crew lead) whose result a later request names
-        # by that relation: every one in easy and medium, the ones a hard query asks for explicitly (an
-        # implicit one leaves a fact "the crew lead in question is …" instead)
-        self.linked: dict[int, Relation] = {}
-        if difficulty != "hard":
-            for s in plan.steps:
-                self.link(s)
-
-    def link(self, step: PlanStep) -> None:
-        """Remember a look-up of a relation whose noun does not say what it points at ("its desk-side
-        technician" already introduces a technician; "its area supervisor" does not introduce a crew lead)."""
-        rel = step.relation
-        if rel is not None and not mentions.names_kind(rel.noun, rel.target):
-            self.linked[step.step] = rel
-
-    # ------------------------------------------------------------ values
-
-    def value(self, slot: Slot) -> str:
-        """A query-sourced value in this difficulty's form. Hard: a date or number said before becomes
-        "that same day" / "the same number" (a reference the reader must resolve)."""
-        value = slot.value
-        key = repr(value)
-        if self.difficulty == "hard" and key in self.said:
-            return self.said[key]
-        text = self._format(value, slot.kind)
-        if self.difficulty == "hard" and (self._is_date(value) or _is_number(value)):
-            noun = "day" if self._is_date(value) else "number"
-            self.said[key] = self.rng.choice([f"that same {noun}", f"the same {noun}"])
-        return text
-
-    @staticmethod
-    def _is_date(value: Any) -> bool:
-        return isinstance(value, str) and bool(
-            resolve.ISO_DATE.match(value) or resolve.ISO_DATETIME.match(value)
-        )
-
-    def _format(self, value: Any, kind: str) -> str:
-        if isinstance(value, bool):
-            return "yes" if value else "no"
-        if isinstance(value, list):
-            return _join([self._format(item, kind) for item in value])
-        if isinstance(value, dict):
-            return _join([self._format(item, kind) for item in value.values()])
-        if isinstance(value, int | float):
-            return self._number(value)
-        text = str(value)
-        if resolve.ISO_DATE.match(text):
-            return self._date(dt.date.fromisoformat(text))
-        if (m := resolve.ISO_DATETIME.match(text)) is not None:
-            date = self._date(dt.date.fromisoformat(m.group(1)))
-            return f"{date} at {resolve.format_time(int(m.group(2)), int(m.group(3)))}"
-        if kind == "enum" and len(text) <= 3 and text.isalnum() and text.lower() not in SHORT_WORDS:
-            return text.upper()  # "set the business unit to it" reads as a pronoun; "to IT" does not
-        if kind == "enum" and self.difficulty != "easy":
-            return text.replace("_", " ")
-        return text
-
-    def _number(self, value: float) -> str:
-        if isinstance(value, float) and not value.is_integer():
-            return f"{value:,}" if self.difficulty != "easy" else str(value)
-        n = int(value)
-        if self.difficulty == "easy" or n < 0:
-            return str(n)
-        words = resolve.number_to_words(n)
-        idioms = [k for k, v in resolve.NUMBER_IDIOMS.items() if v == n]
-        if self.difficulty == "hard" and idioms and self.rng.random() < 0.7:
-            return self.rng.choice(idioms)
-        if words and n <= (20 if self.difficulty == "medium" else 99) and self.rng.random() < 0.7:
-            return words
-        return f"{n:,}"
-
-    def _date(self, date: dt.date) -> str:
-        if self.difficulty == "easy":
-            return date.isoformat()
-        if self.difficulty == "medium":
-            return resolve.format_date_long(date, with_weekday=self.rng.random() < 0.3)
-        options = resolve.relative_phrases(date, self.today)
-        if options and self.rng.random() < 0.85:
-            return REL_OPEN + self.rng.choice(options) + REL_CLOSE
-        return resolve.format_date_long(date, with_year=False)
-
-    # ------------------------------------------------------------ steps
-
-    def reference(self, slot: Slot) -> str:
-        """How a value produced by an earlier step is referred to (never its literal value)."""
-        return slot.noun.strip()
-
-    def phrase(self, step: PlanStep, avoid: str | None = None) -> tuple[str, str]:
-        """(chosen template, rendered clause). Prefers phrasings that mention every query-sourced value."""
-        if not step.phrasings:
-            raise RenderError(f"step {step.step} has no phrasings")
-        needed = {s.arg for s in step.slots if s.source == "query"}
-        complete = [p for p in step.phrasings if needed <= set(_placeholders(p))] or list(step.phrasings)
-        choices = [p for p in complete if p != avoid] or complete
-        template = self.rng.choice(choices)
-        self.chosen[step.step] = template
-        by_arg = {s.arg: s for s in step.slots}
-        values: dict[str, str] = {}
-        for name in _placeholders(template):
-            slot = by_arg.get(name)
-            if slot is None:
-                raise RenderError(
-                    f"step {step.step}: phrasing {template!r} names {{{name}}} but no slot {name!r}"
-                )
-            values[name] = self.value(slot) if slot.source == "query" else self.reference(slot)
-        clause = self._link(step, template.format(**values))
-        missing = [s for s in step.slots if s.source == "query" and s.arg not in _placeholders(template)]
-        for slot in missing:
-            clause += f", with {_strip_article(slot.noun)} {self.value(slot)}"
-        return template, clause
-
-    def _found_by(self, slot: Slot) -> list[int]:
-        """The linked look-ups whose result this slot's record may be: the recipient itself, or the same
-        record passed on by a later step ("about the asset owner" after the owner's record was opened). A
-        look-up's result is the id of its relation's kind that a later step takes from it; only a clause
-        naming that kind ("the asset owner") is reworded, so a candidate that is not meant changes nothing."""
-        if slot.source != "step" or slot.kind not in ("id", "list"):  # the recipient, or what it is about
-            return []
-        out: list[int] = []
-        direct = self.linked.get(slot.from_step) if slot.from_step is not None else None
-        if direct is not None and (slot.kind == "list" or slot.noun == f"the {direct.target} id"):
-            out.append(slot.from_step or 0)
-        value = slot.value[0] if isinstance(slot.value, list) and len(slot.value) == 1 else slot.value
-        for src, rel in self.linked.items():
-            for other in self.plan.steps:
-                for x in other.slots:
-                    if x.from_step == src and x.noun == f"the {rel.target} id" and x.value == value:
-                        out.append(src)
-        return list(dict.fromkeys(out))
-
-    def _link(self, step: PlanStep, clause: str) -> str:
-        """A record found through a relation is named by that relation: "send the substation's area
-        supervisor a notification", never "send the crew lead …" after "find its area supervisor" (the
-        reader is never told the supervisor is a crew lead, nor which crew lead is meant)."""
-        for slot in step.slots:
-            for src in self._found_by(slot):
-                rel = self.linked[src]
-                named = f"{self._record(src, rel)}'s {rel.noun}"
-                pattern = rf"\b(?:[Tt]he|[Tt]hat) {re.escape(rel.target)}\b(?! id\b)"
-                clause = re.sub(pattern, named.replace("\\", "\\\\"), clause)
-        return clause
-
-    def _record(self, step: int, rel: Relation) -> str:
-        """How the source record of a relation look-up is named: "the substation", or by its own linked
-        relation when it was found through one ("the host's owner", then "the host's owner's security
-        contact")."""
-        by_step = {s.step: s for s in self.plan.steps}
-        for slot in by_step[step].slots if step in by_step else []:
-            for src in self._found_by(slot) if slot.kind == "id" else []:
-                if src != step and self.linked[src].target == rel.source:
-                    return f"{self._record(src, self.linked[src])}'s {self.linked[src].noun}"
-        return f"the {rel.source}"
-
-    def fact(self, slot: Slot) -> str:
-        """A query-sourced value stated as a fact about the situation (hard: the look-up stays implicit)."""
-        noun, value = slot.noun.strip(), self.value(slot)
-        return f"{noun} is {value}" if self.rng.random() < 0.7 else f"{noun}: {value}"
-
-
-def _dependents(plan: QueryPlan) -> dict[int, set[int]]:
-    """step -> steps that consume its output, from the plan's step-sourced slots."""
-    out: dict[int, set[int]] = {s.step: set() for s in plan.steps}
-    for step in plan.steps:
-        for slot in step.slots:
-            if slot.source == "step" and slot.from_step is not None and slot.from_step in out:
-                out[slot.from_step].add(step.step)
-    return out
-
-
-def _ancestors(plan: QueryPlan) -> dict[int, set[int]]:
-    """step -> every step it really depends on (transitively): through a value the user does not state.
-    "Look up order ORD-1 and change its quantity" has no real dependency (the id is given), so a
-    medium query must not list the change before the look-up."""
-    stated = {repr(x.value) for p in plan.steps for x in p.slots if x.source == "query"}
-    direct = {
-        s.step: {
-            x.from_step
-            for x in s.slots
-            if x.source == "step" and x.from_step is not None and repr(x.value) not in stated
-        }
-        for s in plan.steps
-    }
-    out: dict[int, set[int]] = {}
-    for step in sorted(direct):
-        out[step] = set()
-        for u in direct[step]:
-            out[step] |= {u} | out.get(u, set())
-    return out
-
-
-def _needed(plan: QueryPlan, step: PlanStep) -> bool:
-    """A look-up is needed when a later step takes from its output a value the user does not state (an
-    id the user gives needs no look-up; the hard query then asks for that look-up or leaves it out)."""
-    stated = {repr(s.value) for p in plan.steps for s in p.slots if s.source == "query"}
-    return any(
-        slot.source == "step" and slot.from_step == step.step and repr(slot.value) not in stated
-        for other in plan.steps
-        for slot in other.slots
-    )
-
-
-def _is_lookup(step: PlanStep) -> bool:
-    first = step.phrasings[0].strip().lower() if step.phrasings else ""
-    return any(first.startswith(verb) for verb in LOOKUP_VERBS)
-
-
-def _condition_clause(plan: QueryPlan, r: _Renderer, clause: str) -> str:
-    """The extra step of optional_enrichment, tied to the condition that makes it necessary."""
-    cond = (plan.condition_text or "").strip().rstrip(".")
-    if not cond:
-        return clause
-    # The condition trails the request: the clause is also embedded after leads such as "I need you to ...",
-    # where a leading "since ..." would break the sentence.
-    return r.rng.choice([f"{clause}, because {cond}", f"{clause}, since {cond}", f"{clause}, as {cond}"])
-
-
-def _condition_note(plan: QueryPlan, r: _Renderer) -> str | None:
-    """optional_enrichment whose condition does not hold: the query still states the condition (every
-    difficulty), so the reader can tell that the extra step is not needed."""
-    if not plan.condition_text or any(s.conditional for s in plan.steps):
-        return None
-    cond = plan.condition_text.strip().rstrip(".")
-    return _sentence(r.rng.choice([cond, f"note that {cond}", f"for what it's worth, {cond}"]))
-
-
-def _merge_loops(plan: QueryPlan) -> list[PlanStep]:
-    """loop_like unrolls one request per item ("update each of those tickets"); say it once. Consecutive
-    steps with the same phrasings and the same user-supplied values are one request."""
-    merged: list[PlanStep] = []
-    for step in plan.steps:
-        if merged and _loop_key(merged[-1]) == _loop_key(step):
-            continue
-        merged.append(step)
-    return merged
-
-
-def _loop_key(step: PlanStep) -> tuple[Any, ...]:
-    values = tuple(sorted((s.arg, repr(s.value)) for s in step.slots if s.source == "query"))
-    return (tuple(step.phrasings), values, step.conditional)
-
-
-# Phrase banks. Every fixed phrase is one of many, so none reaches 5 % of queries (tests/test_rewrite.py
-# prints the most frequent openers and closers with their shares and checks the bound).
 GREETINGS = (
     "Hi, {persona} here.",
     "Hello, this is {persona_a}.",
     "Hey there, {persona} speaking.",
     "Good morning, {persona} here.",
     "Quick one from {persona_a}.",
-    "Writing as {persona_a} in {title}.",
-    "I'm {persona_a} in {title}.",
-    "I'm {persona_a} on the {title} side.",
-    "{persona_A} in {title} here.",
-    "This is {persona_a} from {title}.",
-)
-SELF_TAGS = (
-    "(I work as {persona_a}.)",
-    "(I'm {persona_a} here.)",
-    "(For context, I'm {persona_a}.)",
-    "(My role: {persona}.)",
-    "(Asking as {persona_a}.)",
+    "{persona_A} here.",
+    "Hi, I'm {persona_a}.",
+    "Hello from {persona_a}.",
+    "Hi there, I work as {persona_a}.",
+    "Hello, {persona} here with a request.",
+    "Hey, {persona} here.",
+    "Hi, it's {persona_a}.",
+    "Morning! {persona_A} here.",
+    "{persona_A} writing in.",
+    "Hi all, {persona} here.",
+    "Hello again, {persona} here.",
 )
 CLOSINGS = (
     "Thanks!",
@@ -380,16 +108,12 @@ CLOSINGS = (
 ANCHORS = (  # each must be read back by resolve.find_anchor ("today is", "it's", "it is", "today's date is")
     "Today is {day}.",
     "For reference, today is {day}.",
-    "(It's {day}.)",
-    "It is {day} as I write this.",
-    "Today's date is {day}.",
     "It's {day} today.",
-    "(Today: {day}.)",
-    "Note that today is {day}.",
-    "Bear in mind it's {day}.",
-    "Context: it is {day}.",
-    "For the dates below, today is {day}.",
+    "Today's date is {day}.",
+    "It is {day} as I write this.",
     "Just so you know, today is {day}.",
+    "As of now it's {day}.",
+    "Bear in mind it's {day}.",
 )
 EASY_LEADS = (
     "Please do the following in order:",
@@ -401,73 +125,36 @@ EASY_LEADS = (
     "In sequence, please:",
     "The to-do list, in order:",
 )
-EASY_FIRSTS = ("First", "To start", "To begin", "Start here:", "First of all", "Step one")
-EASY_THENS = (
-    "Then",
-    "Next",
-    "After that",
-    "Once that's done",
-    "Following that",
-    "After this",
-    "Then, please",
-)
-EASY_LASTS = ("Finally", "Lastly", "To finish", "Last of all", "At the end", "To wrap up")
+EASY_FIRSTS = ("First", "To start", "To begin", "First of all", "Before anything else")
+EASY_THENS = ("Then", "Next", "After that", "Once that's done", "Following that", "After this")
+EASY_LASTS = ("Finally", "Lastly", "To finish", "Last of all", "To wrap up")
+EASY_PROSE = ("Please ", "Could you ", "I'd like you to ", "Can you ", "I need you to ")
+# medium: the goal, then what it needs behind a dependency cue (gates_semantic.BACKWARD_CUES reads each)
 MEDIUM_GOALS = (
-    "What I need is to ",
-    "Main thing: ",
+    "Please ",
     "I need you to ",
+    "Could you ",
+    "Can you ",
+    "I'd like you to ",
     "The goal is to ",
-    "Ultimately I want to ",
-    "End result: please ",
-    "The point is to ",
-    "What matters is that you ",
-    "In the end, please ",
-    "Bottom line: ",
+    "What I'm after: ",
+    "Would you ",
+    "Main thing: ",
+    "Go ahead and ",
+    "",
+    "",
 )
-MEDIUM_FIRST_CUES = (
-    "Before that, ",
-    "To get there, first ",
-    "Prior to that, ",
-    "Before doing that, ",
-    "Ahead of that, ",
+MEDIUM_BEFORE = (
+    "Before that, you'll need to ",
+    "To do that, you'll first have to ",
     "For that, first ",
-    "As a first step toward that, ",
-    "Leading up to that, ",
+    "Before you can do that, ",
+    "To get there, you'll have to ",
+    "You'll need to do some groundwork first: ",
+    "That means you'll first need to ",
+    "Ahead of that, ",
 )
-MEDIUM_MORE_CUES = (  # every cue here and above is one gates_semantic.BACKWARD_CUES reads as "reverse order"
-    "And before that, ",
-    "Even earlier, ",
-    "Earlier still, ",
-    "Preceding that, ",
-    "And ahead of that, ",
-    "Going back one more step, ",
-    "Before that step, ",
-    "And prior to that, ",
-)
-MEDIUM_JOINS = (
-    "Also, ",
-    "And ",
-    "Oh, and ",
-    "Plus, ",
-    "On top of that, ",
-    "Besides that, ",
-    "As well, ",
-    "In addition, ",
-    "Alongside that, ",
-    "And also ",
-    "Additionally, ",
-    "Another thing: ",
-)
-MEDIUM_TAILS = (
-    "Do them in whatever order makes sense.",
-    "Please sort out the right order yourself.",
-    "Work out the sequence yourself.",
-    "The sequence is up to you where it matters.",
-    "You'll know which has to come first.",
-    "",
-    "",
-    "",
-)
+MEDIUM_ONCE = ("once you've ", "after you've ", "as soon as you've ")
 HARD_LEADS = (
     "Can you ",
     "I'd like you to ",
@@ -476,43 +163,448 @@ HARD_LEADS = (
     "Would you ",
     "Is it possible to ",
     "Go ahead and ",
-    "Can I ask you to ",
     "If you could, ",
     "Kindly ",
     "I'm hoping you can ",
-    "Could I get you to ",
+    "I need you to ",
+    "",
 )
-HARD_MORE = ("and ", "also ", "then ", "after that, ", "and then ", "on top of that, ")
-QUESTION_LEADS = (
-    "Can you ",
-    "Could you ",
-    "Would you ",
-    "Can I ask you to ",
-    "Could I get you to ",
-    "Is it possible to ",
-)
+QUESTION_LEADS = ("Can you ", "Could you ", "Would you ", "Is it possible to ")
+ABSENT_FORMS = ("{cond}.", "{cond}, by the way.", "Also, {cond}.", "Just so you know, {cond}.")
+HOLDS_FORMS = ("{cond}, so {ask}", "since {cond}, {ask}", "given that {cond}, {ask}", "as {cond}, {ask}")
+
+
+# ---------------------------------------------------------------- the renderer
+
+
+class _Renderer:
+    """One query in the making: the RNG, the records named so far (and how), the values said so far."""
+
+    def __init__(self, plan: QueryPlan, difficulty: Difficulty, rng: random.Random) -> None:
+        self.plan = plan
+        self.difficulty = difficulty
+        self.rng = rng
+        self.today = dt.date.fromisoformat(plan.reference_date[:10])
+        self.refs: dict[str, Referent] = {r.key: r for r in plan.referents}
+        self.mentioned: set[str] = set()
+        self.focus: str | None = None  # the record the last clause was about ("its" points at it)
+        self.said: dict[str, str] = {}
+        self.relative = False  # a date was said relative to today: the query must say what today is
+        nouns = [r.noun for r in plan.referents if r.how != "children"]
+        self.shared = {n for n in nouns if nouns.count(n) > 1}
+
+    # ------------------------------------------------------------ values
+
+    def value(self, slot: Slot) -> str:
+        """A user-supplied value in this difficulty's form; at hard a date or number said before becomes
+        "that same day" / "the same number" (a reference the reader must resolve)."""
+        value = slot.value
+        key = repr(value)
+        if self.difficulty == "hard" and key in self.said:
+            return self.said[key]
+        text = self._format(value, slot.kind)
+        if self.difficulty == "hard" and (self._is_date(value) or _is_number(value)):
+            noun = "day" if self._is_date(value) else "number"
+            self.said[key] = self.rng.choice([f"that same {noun}", f"the same {noun}"])
+        return text
+
+    @staticmethod
+    def _is_date(value: Any) -> bool:
+        return isinstance(value, str) and bool(
+            resolve.ISO_DATE.match(value) or resolve.ISO_DATETIME.match(value)
+        )
+
+    def _format(self, value: Any, kind: str) -> str:
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if isinstance(value, list):
+            return join([self._format(item, kind) for item in value])
+        if isinstance(value, dict):
+            return join([self._format(item, kind) for item in value.values()])
+        if isinstance(value, int | float):
+            return self._number(value)
+        text = str(value)
+        if resolve.ISO_DATE.match(text):
+            return self._date(dt.date.fromisoformat(text))
+        if (m := resolve.ISO_DATETIME.match(text)) is not None:
+            date = self._date(dt.date.fromisoformat(m.group(1)))
+            return f"{date} at {resolve.format_time(int(m.group(2)), int(m.group(3)))}"
+        if kind == "enum" and len(text) <= 3 and text.isalnum() and text.lower() not in SHORT_WORDS:
+            return text.upper()  # "set the business unit to it" reads as a pronoun; "to IT" does not
+        if kind == "enum":  # "postal mail", "one shift": a person does not type the underscore
+            return text.replace("_", " ")
+        return text
+
+    def _number(self, value: float) -> str:
+        if isinstance(value, float) and not value.is_integer():
+            return f"{value:,}" if self.difficulty != "easy" else str(value)
+        n = int(value)
+        if self.difficulty == "easy" or n < 0:
+            return str(n)
+        words = resolve.number_to_words(n)
+        if words and n <= (20 if self.difficulty == "medium" else 99) and self.rng.random() < 0.7:
+            return words
+        return f"{n:,}"
+
+    def _date(self, date: dt.date) -> str:
+        if self.difficulty == "easy":
+            return date.isoformat()
+        if self.difficulty == "medium":
+            return resolve.format_date_long(date, with_weekday=self.rng.random() < 0.3)
+        options = resolve.relative_phrases(date, self.today)
+        if not options:
+            return resolve.format_date_long(date)
+        self.relative = True
+        return REL_OPEN + self.rng.choice(options) + REL_CLOSE
+
+    def date_attribute(self, noun: str, slot: Slot) -> str:
+        """A dated attribute of a new record: "a needed-by date of March 3, 2026", "a needed-by date
+        three days from today" (never "needed-by date in three days")."""
+        said = self.value(slot)
+        if said.startswith(REL_OPEN):
+            phrase = said[1:-1]
+            if phrase.startswith("in "):
+                return f"{grammar.a(noun)} {REL_OPEN}{_from_today(phrase)}{REL_CLOSE}"
+            if phrase.endswith(" ago"):
+                return f"the {noun} set to {said}"
+            if phrase.endswith(" from today"):
+                return f"{grammar.a(noun)} {said}"
+            return f"{grammar.a(noun)} of {said}"
+        if said.startswith(("that same", "the same")):
+            return f"{grammar.a(noun)} on {said}"
+        return f"{grammar.a(noun)} of {said}"
+
+    def slot(self, step: PlanStep, arg: str) -> Slot:
+        for s in step.slots:
+            if s.arg == arg:
+                return s
+        raise RenderError(f"step {step.step}: no slot {arg!r}")
+
+    def query_slots(self, step: PlanStep) -> list[Slot]:
+        return [s for s in step.slots if s.source == "query" and s.kind != "id"]
+
+    # ------------------------------------------------------------ referring expressions
+
+    def ref(self, key: str | None) -> Referent:
+        if key is None or key not in self.refs:
+            raise RenderError(f"no referent {key!r} in the plan")
+        return self.refs[key]
+
+    def np(self, key: str | None) -> str:
+        """How the record is named here: introduced by its description the first time, briefly after."""
+        r = self.ref(key)
+        if r.key in self.mentioned and r.noun not in self.shared:
+            return self.short(r)
+        text = self.intro(r)
+        self.mentioned.add(r.key)
+        return text
+
+    def intro(self, r: Referent) -> str:
+        rng = self.rng
+        if r.how == "stated":
+            return f"{r.noun} {r.value}"
+        if r.how == "search":
+            forms = list(r.phrases) or _search_forms(r)
+            value = r.value if r.field_gen != "enum" else self._format(r.value, "enum")
+            return rng.choice(forms).format(value=value, noun=r.noun, field=r.field_noun)
+        if r.how == "relation":
+            src = self.ref(r.source)
+            if src.key in self.mentioned and src.noun not in self.shared:
+                return f"{self.short(src)}'s {r.relation}"
+            inner = self.np(src.key)
+            if r.relation.lower() == r.noun.lower():  # "the customer on order ORD-1", "the owner of …"
+                return f"the {r.noun} {'on' if src.how == 'stated' else 'of'} {inner}"
+            return f"the {r.relation} of {inner}"
+        if r.how == "children":
+            src = self.ref(r.source)
+            inner = self.np(src.key)
+            return rng.choice(
+                [
+                    f"every {r.noun} of {inner}",
+                    f"all the {r.plural} linked to {inner}",
+                    f"every {r.noun} linked to {inner}",
+                ]
+            )
+        return grammar.a(f"new {r.noun}")  # created: named in the clause that makes it
+
+    def short(self, r: Referent) -> str:
+        if r.how == "relation" and not r.names_kind and r.relation.lower() != r.noun.lower():
+            return f"the {r.relation}"
+        if r.how == "relation":
+            return f"the {r.relation}"
+        if r.how == "children":
+            return f"those {r.plural}"
+        if r.how == "created":
+            return f"the new {r.noun}"
+        return f"the {r.noun}"
+
+    def poss(self, key: str | None, head: str) -> str:
+        """ "the employee's email" after the employee was named, "its email" when it is the focus, "the
+        email of <description>" before."""
+        r = self.ref(key)
+        if r.key in self.mentioned and r.noun not in self.shared:
+            if self.focus == r.key and r.how != "children":
+                return f"{'their' if r.person else 'its'} {head}"
+            return f"{self.short(r)}'s {head}"
+        return f"the {head} of {self.np(r.key)}"
+
+    def each(self, key: str | None) -> str:
+        """The records of a listed set, one by one: "each of those tickets" / "every ticket of …"."""
+        r = self.ref(key)
+        if r.key in self.mentioned:
+            return self.rng.choice([f"each of those {r.plural}", f"every one of those {r.plural}"])
+        return self.np(r.key)
+
+    # ------------------------------------------------------------ clauses
+
+    def clause(self, step: PlanStep) -> str:
+        """The imperative for one step (loop bodies once), naming its records as ``np`` decides."""
+        rng = self.rng
+        op = step.op
+        text: str
+        if op == "search":
+            text = rng.choice(["look up ", "find ", "locate "]) + self.np(step.yields)
+        elif op == "get" and step.yields is None:
+            verb, head = rng.choice([("pull up", "full record"), ("check", "details"), ("open", "record")])
+            text = f"{verb} {self.poss(step.target, head)}"
+        elif op == "get":
+            rel = self.ref(step.yields)
+            about = self.poss(step.target, rel.relation)
+            self.mentioned.add(rel.key)
+            text = rng.choice([f"look up {about}", f"find {about}", f"find out {about}"])
+        elif op == "list":
+            text = rng.choice(["list ", "pull up ", "find "]) + self.np(step.yields)
+        elif op == "get_each":
+            text = rng.choice(["pull up the full record of ", "open the record of "]) + self.each(step.target)
+        elif op == "aggregate":
+            set_ = self.np(step.target)
+            field = step.field_noun
+            forms = [f"add up the {field} of {set_}", f"work out the combined {field} of {set_}"]
+            if "total" not in field:
+                forms.append(f"work out the total {field} of {set_}")
+            text = rng.choice(forms)
+        elif op == "update":
+            text = self._update(step)
+        elif op == "annotate":
+            note = f'"{self.slot(step, "note").value}"'
+            where = self.each(step.target) if step.each else self.np(step.target)
+            text = rng.choice(
+                [
+                    f"add a note to {where} saying {note}",
+                    f"put the note {note} on {where}",
+                    f"log a note on {where}: {note}",
+                ]
+            )
+        elif op == "message":
+            template = self.value(self.slot(step, "template"))
+            channel = self.value(self.slot(step, "channel"))
+            who = self.np(step.target)
+            text = rng.choice(
+                [
+                    f"send {who} the {template} message by {channel}",
+                    f"message {who} by {channel} using the {template} template",
+                    f"send {who} {grammar.a(template)} message via {channel}",
+                ]
+            )
+        elif op == "notify":
+            text = self._notify(step)
+        elif op == "create":
+            text = self._create(step)
+        elif op == "assign":
+            text = self._assign(step)
+        else:  # pragma: no cover - Op is a closed Literal
+            raise RenderError(f"step {step.step}: unknown op {op!r}")
+        if op in ("list", "get", "get_each", "aggregate"):  # a filter the user gives ("open orders only")
+            extra = [f"{_strip_article(x.noun)} {self.value(x)}" for x in self.query_slots(step)]
+            text += f" with {join(extra)}" if extra else ""
+        # "its" points at the record the clause was about; after a listing the nearest noun is the parent
+        # while the clause was about its children, so nothing is in focus
+        self.focus = step.yields if op in ("search", "create") else None if op == "list" else step.target
+        return text
+
+    def _update(self, step: PlanStep) -> str:
+        slot = next(iter(self.query_slots(step)), None)
+        if slot is None:
+            raise RenderError(f"step {step.step}: an update with no value")
+        field = step.field_noun
+        said = self.value(slot)
+        if step.each:
+            where = self.each(step.target)
+            return self.rng.choice(
+                [
+                    f"set the {field} of {where} to {said}",
+                    f"change the {field} of {where} to {said}",
+                    f"update {where} so the {field} {grammar.be(field)} {said}",
+                ]
+            )
+        whose = self.poss(step.target, field)
+        return self.rng.choice(
+            [
+                f"set {whose} to {said}",
+                f"change {whose} to {said}",
+                f"update {whose} to {said}",
+                f"make sure {whose} {grammar.be(field)} {said}",
+            ]
+        )
+
+    def _notify(self, step: PlanStep) -> str:
+        subject = f'"{self.slot(step, "subject").value}"'
+        about_key = step.about[0] if step.about else None
+        first_about = about_key is not None and _found_before(self.plan, about_key, step.target, self.refs)
+        if first_about:  # the record it is about was found first: name it first
+            about = self.np(about_key)
+            who = self.np(step.target)
+            return self.rng.choice(
+                [
+                    f"send a notification titled {subject} about {about} to {who}",
+                    f"flag {about} to {who} in a notification titled {subject}",
+                ]
+            )
+        who = self.np(step.target)
+        about = self.np(about_key) if about_key else "it"
+        return self.rng.choice(
+            [
+                f"notify {who} about {about} with the subject {subject}",
+                f"send {who} a notification titled {subject} about {about}",
+                f"let {who} know about {about} in a notification titled {subject}",
+            ]
+        )
+
+    def _create(self, step: PlanStep) -> str:
+        r = self.ref(step.yields)
+        links = sorted(step.about, key=lambda k: _found_at(self.refs.get(k)))
+        for_ = join([self.np(k) for k in links])
+        attrs = []
+        for s in self.query_slots(step):
+            noun = _strip_article(s.noun)
+            if s.kind == "date":
+                attrs.append(self.date_attribute(noun, s))
+            elif s.kind == "text" and " " in str(s.value).strip():  # a text the user dictates: quoted
+                attrs.append(f'{noun} "{s.value}"')
+            else:
+                attrs.append(f"{noun} {self.value(s)}")
+        self.mentioned.add(r.key)
+        verb = self.rng.choice(["create ", "open ", "set up ", "raise "])
+        new = grammar.a(f"new {r.noun}") if verb != "raise " else grammar.a(r.noun)
+        body = f"{verb}{new}" + (f" for {for_}" if for_ else "")
+        if attrs:
+            body += self.rng.choice([f" with {join(attrs)}", f" ({join(attrs)})"])
+        return body
+
+    def _assign(self, step: PlanStep) -> str:
+        who_key = step.about[0] if step.about else None
+        if who_key is not None and _found_before(self.plan, who_key, step.target, self.refs):
+            who = self.np(who_key)
+            what = self.np(step.target)
+            return f"make {who} the {step.field_noun} of {what}"
+        what = self.np(step.target)
+        who = self.np(who_key)
+        return self.rng.choice([f"assign {what} to {who}", f"hand {what} over to {who}"])
+
+
+def _found_at(r: Referent | None) -> int:
+    return -1 if r is None or r.step is None else r.step
+
+
+def _found_before(plan: QueryPlan, a: str, b: str | None, refs: dict[str, Referent]) -> bool:
+    """Whether record ``a`` is found by an earlier step than record ``b`` and independently of it (two
+    branches of a fan-in): then a query that names both must name ``a`` first, as the GT finds it first."""
+    ra, rb = refs.get(a), refs.get(b or "")
+    if not (ra and rb and ra.step is not None and rb.step is not None and ra.step < rb.step):
+        return False
+    deps = {
+        p.step: {x.from_step for x in p.slots if x.source == "step" and x.from_step is not None}
+        for p in plan.steps
+    }
+    seen, todo = set(), [rb.step]
+    while todo:  # does b's finder depend on a's?
+        for u in deps.get(todo.pop(), set()):
+            if u not in seen:
+                seen.add(u)
+                todo.append(u)
+    return ra.step not in seen
+
+
+def _search_forms(r: Referent) -> list[str]:
+    """Generic ways to name a record by a field value, per kind of value."""
+    if r.field_gen == "email":
+        return ["the {noun} with email address {value}", "the {noun} whose email address is {value}"]
+    if r.field_gen == "person":
+        return ["the {noun} named {value}", "the {noun} {value}", "our {noun} {value}"]
+    if r.field_gen == "phone":
+        return ["the {noun} with phone number {value}", "the {noun} whose phone number is {value}"]
+    field = r.field_noun
+    if field.lower().startswith(r.noun.lower() + " "):  # "room code" of a room
+        return [
+            "the {noun} with {field} {value}",
+            "the {noun} whose {field} " + grammar.be(field) + " {value}",
+        ]
+    return [
+        "the {noun} with {field} {value}",
+        "the {noun} whose {field} " + grammar.be(field) + " {value}",
+        "the {noun} with the {field} {value}",
+    ]
+
+
+def _from_today(phrase: str) -> str:
+    """ "in three days" → "three days from today", "in a week" → "a week from today"."""
+    return phrase[3:] + " from today"
+
+
+# ---------------------------------------------------------------- which steps are said
+
+
+def _merge_loops(plan: QueryPlan) -> list[PlanStep]:
+    """loop_like unrolls one request per item; say it once (consecutive steps on the same set)."""
+    merged: list[PlanStep] = []
+    for step in plan.steps:
+        if (
+            merged
+            and step.each
+            and merged[-1].each
+            and merged[-1].target == step.target
+            and merged[-1].op == step.op
+        ):
+            continue
+        merged.append(step)
+    return merged
+
+
+def _needed(plan: QueryPlan, step: PlanStep) -> bool:
+    """A look-up is needed when a later step takes from its output a value the user does not state."""
+    stated = {repr(s.value) for p in plan.steps for s in p.slots if s.source == "query"}
+    return any(
+        slot.source == "step" and slot.from_step == step.step and repr(slot.value) not in stated
+        for other in plan.steps
+        for slot in other.slots
+    )
+
+
+def _lookup(plan: QueryPlan, step: PlanStep) -> bool:
+    """A read whose result the request needs: a hard query leaves it to the reader (unless the user has a
+    value of their own to give it, such as a filter, which only a request for the read can carry)."""
+    own = [s for s in step.slots if s.source == "query" and s.kind != "id" and step.op != "search"]
+    return step.op in READS and not step.conditional and _needed(plan, step) and not own
+
+
+# ---------------------------------------------------------------- context sentences
 
 
 def _persona_forms(plan: QueryPlan) -> dict[str, str]:
     persona_a = plan.persona.strip()
-    persona = _strip_article(persona_a)
     return {
-        "persona": persona,
+        "persona": _strip_article(persona_a),
         "persona_a": persona_a,
         "persona_A": persona_a[:1].upper() + persona_a[1:],
-        "title": plan.domain_title,
     }
 
 
-def _opening(plan: QueryPlan, r: _Renderer) -> str:
-    scenario = _sentence(plan.scenario.strip())
-    forms = _persona_forms(plan)
-    style = r.rng.randrange(4)
-    if style == 0:
-        return scenario
-    if style == 1:
-        return r.rng.choice(GREETINGS).format(**forms) + " " + scenario
-    return scenario + " " + r.rng.choice(SELF_TAGS).format(**forms)
+def _opening(plan: QueryPlan, r: _Renderer) -> list[str]:
+    """Who is asking and what is going on: greeting (with the persona) first, then the scenario."""
+    scenario = sentence(plan.scenario)
+    if r.rng.random() < 0.45:
+        return [scenario]
+    return [r.rng.choice(GREETINGS).format(**_persona_forms(plan)), scenario]
 
 
 def _anchor(r: _Renderer) -> str:
@@ -524,166 +616,198 @@ def _closing(r: _Renderer) -> str:
     return "" if r.rng.random() < 0.3 else r.rng.choice(CLOSINGS)
 
 
+def _reason_adds(plan: QueryPlan, step: PlanStep) -> bool:
+    """Whether the condition says more than the text the step writes ("the consignee is closed on Fridays"
+    adds nothing to the note "consignee closed on Fridays"; "the policyholder wants any settlement offer in
+    writing" says why a settlement-offer letter goes out)."""
+    cond = set(re.findall(r"[a-z]+", (plan.condition_text or "").lower())) - _STOP
+    written = " ".join(str(s.value) for s in step.slots if s.source == "query" and s.kind == "text")
+    words = set(re.findall(r"[a-z]+", written.lower().replace("_", " "))) - _STOP
+    return not words or len(words & cond) / len(words) < 0.6
+
+
+_STOP = frozenset(
+    {
+        "the",
+        "a",
+        "an",
+        "is",
+        "are",
+        "has",
+        "have",
+        "was",
+        "to",
+        "of",
+        "on",
+        "at",
+        "for",
+        "and",
+        "by",
+        "in",
+        "any",
+        "be",
+        "been",
+        "their",
+        "they",
+        "we",
+        "our",
+        "it",
+    }
+)
+
+
+def _conditional(plan: QueryPlan, r: _Renderer, step: PlanStep, ask: str) -> str:
+    """optional_enrichment's extra step with the condition that asks for it, the condition first (a
+    reason that only repeats the note is left out: the quoted note says it)."""
+    cond = (plan.condition_text or "").strip().rstrip(".")
+    if not cond or not _reason_adds(plan, step):
+        return ask
+    return r.rng.choice(HOLDS_FORMS).format(cond=cond, ask=ask)
+
+
+def _absent(plan: QueryPlan, r: _Renderer) -> str | None:
+    """optional_enrichment whose condition does not hold: the query says so (every difficulty)."""
+    if not plan.condition_text or any(s.conditional for s in plan.steps):
+        return None
+    cond = plan.condition_text.strip().rstrip(".")
+    return sentence(r.rng.choice(ABSENT_FORMS).format(cond=cond))
+
+
+# ---------------------------------------------------------------- the three difficulties
+
+
 def _render_easy(plan: QueryPlan, r: _Renderer) -> str:
-    clauses: list[str] = []
+    clauses = []
     for step in _merge_loops(plan):
-        _, clause = r.phrase(step)
-        clauses.append(_condition_clause(plan, r, clause) if step.conditional else clause)
-    style = r.rng.randrange(3)
+        clause = r.clause(step)
+        clauses.append(_conditional(plan, r, step, clause) if step.conditional else clause)
+    style = r.rng.randrange(4)
     if style == 0:
-        body = " ".join(f"{i + 1}) {_sentence(c)}" for i, c in enumerate(clauses))
-        body = r.rng.choice(EASY_LEADS) + " " + body
+        body = (
+            r.rng.choice(EASY_LEADS)
+            + " "
+            + " ".join(f"{i + 1}) {sentence(c)}" for i, c in enumerate(clauses))
+        )
     elif style == 1:
-        body = " ".join(f"Step {i + 1}: {_sentence(c)}" for i, c in enumerate(clauses))
-    else:
-
-        def cue(word: str) -> str:
-            return word if word.endswith(":") else word + ","
-
-        parts = [f"{cue(r.rng.choice(EASY_FIRSTS))} {clauses[0]}"] if clauses else []
-        parts += [f"{cue(r.rng.choice(EASY_THENS))} {c}" for c in clauses[1:-1]]
+        body = " ".join(f"Step {i + 1}: {sentence(c)}" for i, c in enumerate(clauses))
+    elif style == 2 or len(clauses) > 3:
+        parts = [f"{r.rng.choice(EASY_FIRSTS)}, {clauses[0]}"]
+        parts += [f"{r.rng.choice(EASY_THENS)}, {c}" for c in clauses[1:-1]]
         if len(clauses) > 1:
-            parts.append(f"{cue(r.rng.choice(EASY_LASTS))} {clauses[-1]}")
-        body = " ".join(_sentence(p) for p in parts)
-    note = _condition_note(plan, r)
-    return " ".join(x for x in (_opening(plan, r), body, note, _closing(r)) if x)
-
-
-def _render_medium(plan: QueryPlan, r: _Renderer, easy_choice: dict[int, str]) -> str:
-    steps = _merge_loops(plan)
-    rendered: dict[int, str] = {}
-    for step in steps:
-        _, clause = r.phrase(step, avoid=easy_choice.get(step.step))
-        rendered[step.step] = _condition_clause(plan, r, clause) if step.conditional else clause
-    order = [s.step for s in steps]
-    if r.rng.random() < 0.5 and len(order) > 1:  # goal first, then its prerequisites backwards
-        goal, rest = order[-1], order[-2::-1]
-        body = _sentence(r.rng.choice(MEDIUM_GOALS) + rendered[goal])
-        cues = [r.rng.choice(MEDIUM_FIRST_CUES)]
-        cues += [r.rng.choice(MEDIUM_MORE_CUES) for _ in rest[1:]]
-        body += " " + " ".join(_sentence(cue + rendered[s]) for cue, s in zip(cues, rest, strict=True))
+            parts.append(f"{r.rng.choice(EASY_LASTS)}, {clauses[-1]}")
+        body = " ".join(sentence(p) for p in parts)
     else:
-        shuffled = _out_of_order(plan, order, r.rng)
-        parts = [_sentence(rendered[shuffled[0]])]
-        parts += [_sentence(r.rng.choice(MEDIUM_JOINS) + rendered[s]) for s in shuffled[1:]]
-        body = " ".join(parts) + " " + r.rng.choice(MEDIUM_TAILS)
-    note = _condition_note(plan, r)
-    return " ".join(x for x in (_opening(plan, r), body.strip(), note, _closing(r)) if x)
+        lead = r.rng.choice(EASY_PROSE)
+        body = lead + join(clauses[:-1], ",") + (", and then " if len(clauses) > 1 else "") + clauses[-1]
+        body = sentence(body + ("?" if lead in ("Could you ", "Can you ") else ""))
+    parts = [*_opening(plan, r), body, _absent(plan, r) or "", _closing(r)]
+    return " ".join(p for p in parts if p)
 
 
-def _out_of_order(plan: QueryPlan, order: list[int], rng: random.Random) -> list[int]:
-    """A mention order other than the GT's that never swaps two steps which do not depend on each other:
-    a listed order is read as the order to follow, and the GT of independent calls is what it is."""
-    anc = _ancestors(plan)
+def _split(plan: QueryPlan, steps: list[PlanStep]) -> int:
+    """Where the goal starts: after the look-ups the GT does first (at least one, and a goal left)."""
+    k = 0
+    while k < len(steps) - 1 and steps[k].op in READS and _needed(plan, steps[k]):
+        k += 1
+    return k
 
-    def keeps_independent(perm: tuple[int, ...]) -> bool:
-        return all(
-            perm.index(a) < perm.index(b)
-            for a, b in itertools.combinations(order, 2)
-            if a not in anc.get(b, set())
+
+def _render_medium(plan: QueryPlan, r: _Renderer) -> str:
+    steps = _merge_loops(plan)
+    k = _split(plan, steps)
+    if k == 0:  # nothing to put behind a dependency cue: goal-first is the only reordering (rare)
+        k = 1
+    prereqs, goals = steps[:k], steps[k:]
+    # the goal names its records by description, so it introduces them; the look-ups then refer back
+    plain = [s for s in goals if not s.conditional] or goals[:1]
+    goal_clauses = [_conditional(plan, r, s, r.clause(s)) if s.conditional else r.clause(s) for s in plain]
+    lead = r.rng.choice(MEDIUM_GOALS)
+    goal = lead + join(goal_clauses)
+    before = [r.clause(step) for step in prereqs]
+    extra = [sentence(_conditional(plan, r, s, r.clause(s))) for s in goals if s not in plain]
+    if r.rng.random() < 0.35 and all(
+        b.split()[0] in ("look", "find", "locate", "pull", "list", "check", "open") for b in before
+    ):
+        try:
+            done = join([grammar.participle(b) for b in before], "and then")
+            body = sentence(
+                goal.rstrip("?")
+                + ", "
+                + r.rng.choice(MEDIUM_ONCE)
+                + done
+                + ("?" if lead in QUESTION_LEADS else "")
+            )
+        except KeyError:
+            body = ""
+    else:
+        body = ""
+    if not body:
+        cue = r.rng.choice(MEDIUM_BEFORE)
+        body = (
+            sentence(goal + ("?" if lead in QUESTION_LEADS else ""))
+            + " "
+            + sentence(cue + join(before, "and then"))
         )
-
-    perms = [list(p) for p in itertools.permutations(order) if list(p) != order and keeps_independent(p)]
-    return rng.choice(perms) if perms else order
-
-
-def _relation_fact(plan: QueryPlan, step: PlanStep, r: _Renderer) -> str | None:
-    """What an implicit look-up contributes in words: which record the later request is about."""
-    if step.relation is not None:
-        rel = step.relation
-        if rel.noun.lower() == rel.target.lower():
-            what = f"the {rel.target} on that {rel.source}'s record"
-        else:
-            what = f"the {rel.source}'s {rel.noun}"
-        return r.rng.choice(
-            [
-                f"the {rel.target} in question is {what}",
-                f"the {rel.target} I mean is {what}",
-                f"by the {rel.target} I mean {what}",
-            ]
-        )
-    if step.listing is not None:
-        ls = step.listing
-        return r.rng.choice(
-            [
-                f"the {ls.plural} in question are all the {ls.plural} linked to that {ls.parent}",
-                f"the {ls.plural} I mean are every {ls.child} linked to that {ls.parent}",
-                f"by the {ls.plural} I mean all of that {ls.parent}'s {ls.plural}",
-            ]
-        )
-    return None
-
-
-def _id_fact(slot: Slot, r: _Renderer) -> str:
-    noun = slot.noun.strip()
-    record = noun[4:-3] if noun.startswith("the ") and noun.endswith(" id") else noun
-    return r.rng.choice(
-        [
-            f"{noun} is {slot.value}",
-            f"this is about {record} {slot.value}",
-            f"it concerns {record} {slot.value}",
-        ]
-    )
+    parts = [*_opening(plan, r), body, *extra, _absent(plan, r) or "", _closing(r)]
+    return " ".join(p for p in parts if p)
 
 
 def _render_hard(plan: QueryPlan, r: _Renderer) -> str:
-    dependents = _dependents(plan)
-    facts: list[str] = []
-    asks: list[str] = []
+    asks = []
     for step in _merge_loops(plan):
-        implicit = (
-            not step.conditional and dependents.get(step.step) and _is_lookup(step) and _needed(plan, step)
-        )
-        if implicit:
-            facts += [r.fact(s) for s in step.slots if s.source == "query"]
-            if (relation := _relation_fact(plan, step, r)) is not None:
-                facts.append(relation)
-            continue
-        r.link(step)  # asked for in words: later requests name its result by the relation
-        if step.fact_phrasings and all(s.kind == "id" for s in step.slots if s.source == "query"):
-            # an id the user gives is said as a fact, and the request refers back to it
-            facts += [_id_fact(s, r) for s in step.slots if s.source == "query"]
-            kept = [s for s in step.slots if not (s.source == "query" and s.kind == "id")]
-            step = step.model_copy(update={"phrasings": step.fact_phrasings, "slots": kept})
-        _, clause = r.phrase(step)
-        asks.append(_condition_clause(plan, r, clause) if step.conditional else clause)
-    sentences = [_sentence(f) for f in facts]
-    if asks:
+        if _lookup(plan, step):
+            continue  # the reader works it out from the description the goal gives
+        clause = r.clause(step)
+        asks.append((step, clause))
+    sentences: list[str] = []
+    plain = [c for s, c in asks if not s.conditional]
+    extra = [(s, c) for s, c in asks if s.conditional]
+    if plain:
         lead = r.rng.choice(HARD_LEADS)
-        ask = lead + _join(asks[:2]) + ("?" if lead in QUESTION_LEADS else "")
-        sentences.append(_sentence(ask))
-        sentences += [_sentence(r.rng.choice(HARD_MORE) + a) for a in asks[2:]]
-    note = _condition_note(plan, r)
-    if note:
-        sentences.insert(r.rng.randint(0, len(sentences)), note)
+        first = plain[:2] if len(plain) > 2 else plain
+        sentences.append(sentence(lead + join(first) + ("?" if lead in QUESTION_LEADS else "")))
+        if len(plain) > 2:
+            sentences.append(
+                sentence(r.rng.choice(["and ", "also ", "then ", "after that, "]) + join(plain[2:]))
+            )
+    for step, clause in extra:
+        sentences.append(sentence(_conditional(plan, r, step, clause)))
+    if (note := _absent(plan, r)) is not None:
+        sentences.append(note)
+    context = _opening(plan, r)
+    if r.relative:  # a date said relative to today: say what today is, after the greeting and scenario
+        context.append(_anchor(r))
     distractors = [d for d in plan.distractors if d.strip()]
-    r.rng.shuffle(distractors)
-    for extra in distractors[: r.rng.randint(1, 2)]:
-        sentences.insert(r.rng.randint(0, len(sentences)), _sentence(extra))
-    # Always say what "today" is: relative dates (ours or a distractor's "last Thursday") need it.
-    parts = [_opening(plan, r)]
-    parts.insert(r.rng.randint(0, 1), _anchor(r))
-    return " ".join(x for x in (*parts, " ".join(sentences), _closing(r)) if x)
+    if distractors and r.rng.random() < 0.75:
+        extra_detail = sentence(r.rng.choice(distractors))
+        if r.rng.random() < 0.5:
+            context.append(extra_detail)
+        else:
+            sentences.append(extra_detail)
+    return " ".join(x for x in (*context, *sentences, _closing(r)) if x)
 
 
 def render_queries(plan: QueryPlan, seed: int) -> dict[Difficulty, str]:
     """The three queries of one plan. Same (plan, seed) → same text; another seed → other wording."""
-    easy = _Renderer(plan, "easy", random.Random(f"{seed}:easy"))
-    easy_text = _render_easy(plan, easy)
-    medium_text = _render_medium(
-        plan, _Renderer(plan, "medium", random.Random(f"{seed}:medium")), easy.chosen
-    )
-    hard_text = _render_hard(plan, _Renderer(plan, "hard", random.Random(f"{seed}:hard")))
-    return {
-        "easy": _resolve_references(plan, _tidy(easy_text)),
-        "medium": _resolve_references(plan, _tidy(medium_text)),
-        "hard": _resolve_references(plan, _tidy(hard_text)),
-    }
+    if not plan.referents:
+        raise RenderError("the plan names no records (build it with build_scenario)")
+    keys = {r.key for r in plan.referents}
+    for step in plan.steps:
+        for key in [step.target, step.yields, *step.about]:
+            if key is not None and key not in keys:
+                raise RenderError(
+                    f"step {step.step} ({step.op}) is about {key!r}, a record the plan does not name"
+                )
+    out: dict[Difficulty, str] = {}
+    for d, render in (("easy", _render_easy), ("medium", _render_medium), ("hard", _render_hard)):
+        text = render(plan, _Renderer(plan, d, random.Random(f"{seed}:{d}")))  # type: ignore[arg-type]
+        out[d] = _resolve_references(plan, _tidy(text))  # type: ignore[index]
+    return out
 
 
 def _resolve_references(plan: QueryPlan, text: str) -> str:
-    """ "that X" / "those Xs" said before any X was introduced (a goal-first medium query names the goal
-    before its prerequisites) becomes "the X" / "the Xs", which a reader resolves from what follows."""
+    """ "that X" / "those Xs" said before any X was introduced becomes "the X" / "the Xs" (a safety net:
+    the realiser introduces before it refers)."""
     if not plan.domain:
         return text
     voc = mentions.vocab(plan.domain)
@@ -714,11 +838,11 @@ def _resolve_references(plan: QueryPlan, text: str) -> str:
 REL_OPEN, REL_CLOSE = "\x02", "\x03"
 _ON_RELATIVE = re.compile(r"\b(?:on|for) (?=\x02(?!this coming))")
 _A_AN = re.compile(r"\b([Aa])(?= (?:(?!one\b|once\b)[aeioAEIO][a-z]|u(?:p|rg|nder|n(?!i))[a-z]))")
-_TO_IN = re.compile(r"\b(to|by|until|before) \x02in (a|\w+(?:-\w+)?) (days?|weeks?)\x03")
+_TO_IN = re.compile(r"\b(to|by|until|before|is|are) \x02in (a|\w+(?:-\w+)?) (days?|weeks?)\x03")
 
 
 def _tidy(text: str) -> str:
-    """Whitespace, punctuation spacing, and "on in three days" → "in three days"."""
+    """Whitespace, punctuation spacing, and "to in three days" → "to three days from today"."""
     text = _ON_RELATIVE.sub("", text)
     text = _TO_IN.sub(
         lambda m: f"{m.group(1)} {'one' if m.group(2) == 'a' else m.group(2)} {m.group(3)} from today", text
@@ -731,4 +855,5 @@ def _tidy(text: str) -> str:
     )
     text = re.sub(r"\s+", " ", text).strip()
     text = re.sub(r"\s+([,.;:?!])", r"\1", text)
+    text = re.sub(r"\?\.", "?", text)
     return re.sub(r"\.\.+", ".", text)

@@ -8,6 +8,7 @@ checked for cross-references here, so a typo fails loudly with the file and the 
 
 from __future__ import annotations
 
+from datetime import date
 from functools import cache
 from pathlib import Path
 from typing import Literal
@@ -35,6 +36,9 @@ class FieldSpec(Strict):
     prefix: str | None = None  # code: "LT" -> "LT-4821"
     min: float = 0.0  # amount / int / date (days from the reference date)
     max: float = 100.0
+    # how a person names a record by this field, with {value} ("the {value} substation"); the realiser's
+    # generic forms ("the substation with substation name X") are used when a field has none
+    phrases: list[str] = []
 
 
 class EntitySpec(Strict):
@@ -73,6 +77,23 @@ class ToolSpec(Strict):
     condition: ConditionSpec | None = None  # usable as optional_enrichment's conditional step
 
 
+class DateFit(Strict):
+    """The days a scenario sentence can be said on ("Monday morning at the service desk": Mondays only);
+    an empty list allows every value."""
+
+    weekdays: list[Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]] = []
+    months: list[int] = []
+    days: list[int] = []  # [first, last] day of the month
+
+    def allows(self, day: date) -> bool:
+        names = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+        return (
+            (not self.weekdays or names[day.weekday()] in self.weekdays)
+            and (not self.months or day.month in self.months)
+            and (not self.days or self.days[0] <= day.day <= self.days[-1])
+        )
+
+
 class DomainSpec(Strict):
     slug: str
     title: str
@@ -80,12 +101,24 @@ class DomainSpec(Strict):
     system_prompt: str
     email_domain: str
     scenarios: list[str]
+    # scenario text -> the dates it fits (a scenario with no entry fits every date); the builder picks only
+    # a scenario that fits the record's "today", so the context never contradicts the date
+    scenario_dates: dict[str, DateFit] = {}
     distractors: list[str]
     entities: dict[str, EntitySpec]
     tools: list[ToolSpec]
 
+    def scenarios_for(self, day: date) -> list[str]:
+        """The scenario sentences that can be said on ``day``."""
+        return [
+            s for s in self.scenarios if s not in self.scenario_dates or self.scenario_dates[s].allows(day)
+        ]
+
     @model_validator(mode="after")
     def _cross_references(self) -> DomainSpec:
+        unknown = sorted(set(self.scenario_dates) - set(self.scenarios))
+        if unknown:
+            raise ValueError(f"scenario_dates names a scenario that is not in scenarios: {unknown[0]!r}")
         seen: list[str] = []
         for kind, ent in self.entities.items():
             for fname, f in ent.fields.items():
