@@ -1,8 +1,10 @@
-"""Per topology and difficulty: the share of GT steps a query names explicitly, and the semantic findings.
+"""Per topology and difficulty: how explicit each query is, and the semantic findings.
 
-Issue 10 asks that hard be really harder than easy; this prints, for a records file, how many GT steps
-each difficulty's query asks for in words (``gates_semantic.explicit_steps``), per topology, and the count
-of each semantic reason code (run on the unchanged builder's output, that count is the "before" figure).
+Issues 10 and 37 ask that hard be really harder than easy; this prints, for a records file, per topology
+and difficulty: the share of GT steps the query asks for in words (``gates_semantic.explicit_steps``), the
+share of look-ups (search/get/list steps whose output a later step needs) it leaves implicit, and the share
+of the GT's record ids it does not state (ids withheld); then the count of each semantic reason code (run
+on an unchanged builder's output, that count is the "before" figure).
 
     python bench/explicit_steps.py data/full/records.jsonl
 """
@@ -14,20 +16,44 @@ import multiprocessing as mp
 from collections import Counter
 from pathlib import Path
 
-from agentjudge.dataset.gates_semantic import SEMANTIC_CODES, explicit_steps, semantic_findings
+from agentjudge.dataset import resolve
+from agentjudge.dataset.gates_semantic import (
+    READ_OPS,
+    SEMANTIC_CODES,
+    _ids_in_play,
+    _necessary,
+    _spec,
+    explicit_steps,
+    semantic_findings,
+)
 from agentjudge.dataset.layout import read_records
 from agentjudge.types import DIFFICULTIES, TOPOLOGIES, Record
 
-Row = tuple[str, dict[str, tuple[int, int]], list[tuple[str, str | None]]]
+Counts = dict[str, tuple[int, int]]
+Row = tuple[str, Counts, list[tuple[str, str | None]], Counts, Counts]
 
 
 def _one(record: Record) -> Row:
-    named = {}
+    named: Counts = {}
+    implicit: Counts = {}
+    withheld: Counts = {}
+    lookups = [
+        i
+        for i in range(len(record.gt))
+        if (sp := _spec(record, i)) is not None and sp.op in READ_OPS and _necessary(record, i, "")
+    ]
+    ids = _ids_in_play(record)
+    gt_ids = {
+        str(v) for s in record.gt for v in resolve.leaves(s.call.arguments) if isinstance(v, str) and v in ids
+    }
     for d in DIFFICULTIES:
-        flags = explicit_steps(record, record.queries.get(d, ""))
+        query = record.queries.get(d, "")
+        flags = explicit_steps(record, query)
         named[d] = (sum(flags), len(flags))
+        implicit[d] = (sum(1 for i in lookups if not flags[i]), len(lookups))
+        withheld[d] = (sum(1 for v in gt_ids if v not in query), len(gt_ids))
     findings, _ = semantic_findings(record)
-    return record.topology, named, [(f.code, f.difficulty) for f in findings]
+    return record.topology, named, [(f.code, f.difficulty) for f in findings], implicit, withheld
 
 
 def main() -> None:
@@ -39,13 +65,21 @@ def main() -> None:
         rows = pool.map(_one, records, chunksize=64)
     named: Counter[tuple[str, str]] = Counter()
     total: Counter[tuple[str, str]] = Counter()
+    shares: dict[str, tuple[Counter[tuple[str, str]], Counter[tuple[str, str]]]] = {
+        "look-ups left implicit": (Counter(), Counter()),
+        "record ids withheld": (Counter(), Counter()),
+    }
     findings: Counter[str] = Counter()
     records_with: Counter[str] = Counter()
     by_difficulty: Counter[tuple[str, str | None]] = Counter()
-    for topology, per_d, found in rows:
+    for topology, per_d, found, implicit, withheld in rows:
         for d, (k, n) in per_d.items():
             named[(topology, d)] += k
             total[(topology, d)] += n
+        for what, per in (("look-ups left implicit", implicit), ("record ids withheld", withheld)):
+            for d, (k, n) in per.items():
+                shares[what][0][(topology, d)] += k
+                shares[what][1][(topology, d)] += n
         findings.update(code for code, _ in found)
         records_with.update({code for code, _ in found})
         by_difficulty.update(found)
@@ -63,6 +97,16 @@ def main() -> None:
             n = sum(total[(x, d)] for x in keys)
             cells.append(f"{k / n:10.1%}" if n else f"{'-':>10s}")
         print(f"{t:22s}" + "".join(cells))
+    for what, (part, whole) in shares.items():
+        print(f"\n{'topology':22s}" + "".join(f"{d:>10s}" for d in DIFFICULTIES) + f"   (share of {what})")
+        for t in [*TOPOLOGIES, "all"]:
+            keys = TOPOLOGIES if t == "all" else [t]
+            cells = []
+            for d in DIFFICULTIES:
+                k = sum(part[(x, d)] for x in keys)
+                n = sum(whole[(x, d)] for x in keys)
+                cells.append(f"{k / n:10.1%}" if n else f"{'-':>10s}")
+            print(f"{t:22s}" + "".join(cells))
     print(
         f"\n{'reason code':22s}{'findings':>10s}{'records':>10s}" + "".join(f"{d:>8s}" for d in DIFFICULTIES)
     )

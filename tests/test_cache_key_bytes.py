@@ -38,8 +38,9 @@ SETTINGS = [
 ]
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
 EXPECTED = {
-    # sha256 of the keys below, one per line, as 43297d2 computed them
-    "mini": "632856b3032579fea6cb18b585375dbb5de15ef4b09de7792ffc03d21b45779e",
+    # sha256 of the keys below, one per line, as 43297d2 computed them (``_reference_key``); re-pinned for
+    # issue 37's regenerated data/mini: that definition gives this on the new file (632856b3… on the old)
+    "mini": "558d628e3d83c01cb1025fd7b2842a9bdd83347daa39ee0ac1e427250f04fe29",
     # one small request, spelled out
     "small": "16892b6b71247ff61d084a3c728864cdc976c045547cbe2385b56d7817cd30e8",
 }

@@ -401,6 +401,9 @@ def test_audit_prints_a_topology_stratified_gradable_sample(tmp_path) -> None:  
         "[ambiguous]",
         "[no-antecedent]",
         "[order-contradiction]",
+        "[unrequested-step]",
+        "[unnatural]",
+        "[not-harder]",
     ):
         assert result.output.count(key) == 12, key
     again = runner.invoke(

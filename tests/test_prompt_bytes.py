@@ -32,7 +32,9 @@ VARIANTS = [
 CONDITIONS = ("with_gt", "without_gt", "swapped_gt")
 # sha256 of every prompt below, one JSON line per build, as the code before the memos made them
 EXPECTED = {
-    "mini": "8e0b61fddcf59c61327a9ffce26e39b29dcb8133423472bd3443d4b62eb81f5a",
+    # re-pinned for issue 37's regenerated data/mini: dda81e3's code gives this on the new file (and gave
+    # 8e0b61fd… on the previous one)
+    "mini": "771a5e4cfc01c1284fb761d9b8c9b0ada07ecbdf1f08a2bbc41e2cc45dde11cc",
     "delimiters": "0cc498935292ec6ae45160644907439aaa4167a3accab5eebf5e4e1520a18302",
 }
 
