@@ -41,24 +41,24 @@ CHECKLIST = (
     ),
     (
         "unnatural",
-        "Would a person not write it this way? E.g. steps shuffled into a list joined by 'Plus, … Besides "
-        "that, … Another thing:'; a record referred to before it is introduced ('update each work order' "
-        "before any work order was named); a note or message text not in quotes ('record on the shipment "
-        "that consignee closed on Fridays'); a reason clause that repeats what it explains ('…, because the "
-        "consignee is closed on Fridays'); a parameter name used as a phrase ('to due date in twenty-nine "
-        "days'); wrong agreement ('its payment terms is net 45'); context that contradicts itself or the date "
-        "('today is Saturday' and 'Monday morning at the service desk'); an internal label ('a rep in Retail "
-        "and e-commerce'); a date stated that nothing in the request uses; a greeting after the date, or two "
-        "parentheticals in a row.",
+        "Would a person not write it this way? E.g. steps shuffled into a list joined by 'Plus, … Besides"
+        " that, … Another thing:'; a record referred to before it is introduced ('update each work order'"
+        " before any work order was named); a note or message text not in quotes ('record on the shipment"
+        " that consignee closed on Fridays'); a reason clause that repeats what it explains ('…, because "
+        "the consignee is closed on Fridays'); a parameter name used as a phrase ('to due date in "
+        "twenty-nine days'); wrong agreement ('its payment terms is net 45'); context that contradicts "
+        "itself or the date ('today is Saturday' and 'Monday morning at the service desk'); an internal "
+        "label ('a rep in Retail and e-commerce'); a date stated that nothing in the request uses; a "
+        "greeting after the date, or two parentheticals in a row.",
     ),
     (
         "not-harder",
-        "(hard only) Is the query no harder for an agent than the easy one? It must leave at least two things "
-        "to infer that easy states: a look-up left implicit, a record given by description or relation "
-        "instead of its id, a value recoverable only by reasoning (a date relative to today, an earlier "
-        "output). Values stated as facts and distracting details do not count. E.g. insurance-0199: 'It "
-        "concerns claim CLM-546572. Kindly pull up the full claim record and set the claim's reserve amount "
-        "to 25,000 …' gives the id, every step and every value, as easy does.",
+        "(hard only) Is the query no harder for an agent than the easy one? It must leave at least two "
+        "things to infer that easy states: a look-up left implicit, a record given by description or "
+        "relation instead of its id, a value recoverable only by reasoning (a date relative to today, an "
+        "earlier output). Values stated as facts and distracting details do not count. E.g. "
+        "insurance-0199: 'It concerns claim CLM-546572. Kindly pull up the full claim record and set the "
+        "claim's reserve amount to 25,000 …' gives the id, every step and every value, as easy does.",
     ),
 )
 
