@@ -294,3 +294,50 @@ def test_check_shape_rejects_real_records_under_other_shapes(built: list[tuple[R
 def test_unknown_domain_is_a_clear_error() -> None:
     with pytest.raises(KeyError, match="unknown domain 'nope'"):
         build_scenario("nope", "linear", 0, 0)
+
+
+def test_a_notification_subject_fits_what_it_is_about() -> None:
+    """ "reserve change needs sign-off" goes with a claim, never with a new inspection: a subject the
+    domain ties to some kinds is only used for notifications about those kinds."""
+    from agentjudge.dataset.domains import load_domain
+
+    checked = 0
+    for domain in ("insurance", "mfg", "logistics", "supply"):
+        dom = load_domain(domain)
+        notify = next(t for t in dom.tools if t.op == "notify")
+        for topology in ("diamond", "fan_in", "linear"):
+            for index in range(8):
+                record, _ = build_scenario(domain, topology, 500 + index, index)  # type: ignore[arg-type]
+                for step in record.gt:
+                    if step.call.name != notify.name:
+                        continue
+                    subject = step.call.arguments["subject"]
+                    kinds = {
+                        k
+                        for k, e in dom.entities.items()
+                        for r in step.call.arguments["reference_ids"]
+                        if r.startswith(e.prefix + "-")
+                    }
+                    if subject in notify.about:
+                        assert kinds <= set(notify.about[subject]), (record.id, subject, kinds)
+                    checked += 1
+    assert checked > 20
+
+
+def test_amounts_are_said_as_amounts_not_as_field_names() -> None:
+    """ "number of customers affected 4,051" / "number of days 5" read as a form; say "4,051 customers
+    affected", "5 days", "a weight of 12 kg"."""
+    from agentjudge.dataset.rewrite import _amount
+
+    assert _amount("number of customers affected", "4,051", 4051) == "4,051 customers affected"
+    assert _amount("number of days", "one", 1) == "one day"
+    assert _amount("weight in kg", "12", 12) == "a weight of 12 kg"
+    assert _amount("minutes lost", "45", 45) == "45 minutes lost"
+    assert _amount("quantity", "388", 388) == "a quantity of 388"
+    for domain in ("grid", "hr", "mfg"):
+        for index in range(6):
+            record, plan = build_scenario(domain, "fan_in", 700 + index, index)
+            from agentjudge.dataset.rewrite import render_queries
+
+            for text in render_queries(plan, index).values():
+                assert not re.search(r"\bnumber of [a-z ]+ [\d,]+\b", text), text

@@ -481,7 +481,9 @@ def do_notify(
     ctx: Ctx, t: ToolSpec, sid: str, sfrm: int | None, refs: list[str], rfrm: int, about: str
 ) -> None:
     ent = ctx.dom.entities[t.entity]
-    subject = ctx.rng.choice(t.texts)
+    kinds = {k for k, e in ctx.dom.entities.items() for r in refs if r.startswith(e.prefix + "-")}
+    fitting = [x for x in t.texts if x not in t.about or kinds <= set(t.about[x])]
+    subject = ctx.rng.choice(fitting or t.texts)
     slots = [
         _id_slot(ent, sid, sfrm),
         Slot(arg="subject", value=subject, source="query", noun="the notification subject", kind="text"),

@@ -41,6 +41,12 @@ def is_plural(noun: str) -> bool:
     return bool(lemmas) and lemmas[0] != word.lower()
 
 
+def singular(word: str) -> str:
+    """ "days" → "day" (for "1 day")."""
+    lemmas = lemminflect.getLemma(word.lower(), upos="NOUN")
+    return lemmas[0] if lemmas else word
+
+
 def be(noun: str) -> str:
     """ "is" or "are", agreeing with ``noun``."""
     return "are" if is_plural(noun) else "is"

@@ -73,11 +73,9 @@ GREETINGS = (
     "Hi there, I work as {persona_a}.",
     "Hello, {persona} here with a request.",
     "Hey, {persona} here.",
-    "Hi, it's {persona_a}.",
-    "Morning! {persona_A} here.",
+    "Morning, {persona} here.",
     "{persona_A} writing in.",
     "Hi all, {persona} here.",
-    "Hello again, {persona} here.",
 )
 CLOSINGS = (
     "Thanks!",
@@ -104,6 +102,14 @@ CLOSINGS = (
     "Let me know how it goes.",
     "Send me a short note when it's done.",
     "That's it from me.",
+    "Thanks so much.",
+    "Let me know if you need anything else from me.",
+    "Ping me if anything is unclear.",
+    "Thanks for sorting this out.",
+    "Happy to answer questions.",
+    "Reply here once it's done.",
+    "Cheers, and thanks.",
+    "Thank you for your help.",
 )
 ANCHORS = (  # each must be read back by resolve.find_anchor ("today is", "it's", "it is", "today's date is")
     "Today is {day}.",
@@ -428,6 +434,8 @@ class _Renderer:
             raise RenderError(f"step {step.step}: an update with no value")
         field = step.field_noun
         said = self.value(slot)
+        if (m := re.match(r"(.+) in (\w+)$", field)) is not None and slot.kind == "number":
+            field, said = m.group(1), f"{said} {m.group(2)}"  # "set the load limit … to 10 MW"
         if step.each:
             where = self.each(step.target)
             return self.rng.choice(
@@ -481,6 +489,8 @@ class _Renderer:
                 attrs.append(self.date_attribute(noun, s))
             elif s.kind == "text" and " " in str(s.value).strip():  # a text the user dictates: quoted
                 attrs.append(f'{noun} "{s.value}"')
+            elif s.kind == "number":  # "2,455 customers affected", "a weight of 12 kg", "a quantity of 388"
+                attrs.append(_amount(noun, self.value(s), s.value))
             else:
                 attrs.append(f"{noun} {self.value(s)}")
         self.mentioned.add(r.key)
@@ -544,6 +554,27 @@ def _search_forms(r: Referent) -> list[str]:
         "the {noun} whose {field} " + grammar.be(field) + " {value}",
         "the {noun} with the {field} {value}",
     ]
+
+
+_UNITS = frozenset({"minutes", "hours", "days", "weeks"})
+
+
+def _amount(noun: str, said: str, value: Any) -> str:
+    """A number said with its field the way a person says an amount, never "number of days 5"."""
+    one = _is_number(value) and float(value) == 1
+
+    def count(words: str) -> str:
+        first, _, rest = words.partition(" ")
+        return f"{said} {grammar.singular(first) if one else first}" + (f" {rest}" if rest else "")
+
+    if (m := re.match(r"number of (.+)", noun)) is not None:  # "number of customers affected"
+        return count(m.group(1))
+    if (m := re.match(r"(.+) in (\w+)$", noun)) is not None:  # "weight in kg", "duration in minutes"
+        unit = m.group(2)
+        return f"{grammar.a(m.group(1))} of {said} {grammar.singular(unit) if one else unit}"
+    if noun.split()[0] in _UNITS:  # "minutes lost", "hours logged"
+        return count(noun)
+    return f"{grammar.a(noun)} of {said}"
 
 
 def _from_today(phrase: str) -> str:

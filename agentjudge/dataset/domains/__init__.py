@@ -73,6 +73,9 @@ class ToolSpec(Strict):
     fields: list[str] = []  # create: the fields the caller supplies
     desc: str
     texts: list[str] = []  # annotate notes / notify subjects a user might dictate
+    # notify: a subject that only fits notifications about some kinds ("reserve change needs sign-off" is
+    # about a claim, never about an inspection); a subject not listed fits any
+    about: dict[str, list[str]] = {}
     choices: list[str] = []  # message: template names
     condition: ConditionSpec | None = None  # usable as optional_enrichment's conditional step
 
@@ -163,6 +166,11 @@ def _check_tool(dom: DomainSpec, t: ToolSpec) -> None:
         raise ValueError(f"{where}: create fields must name fields of {t.entity!r}")
     if t.op in ("annotate", "notify") and not t.texts:
         raise ValueError(f"{where}: {t.op} needs texts")
+    for text, kinds in t.about.items():
+        if text not in t.texts or any(k not in dom.entities for k in kinds):
+            raise ValueError(f"{where}: about names {text!r} -> {kinds}: not one of its texts and kinds")
+    if t.about and set(t.about) >= set(t.texts):
+        raise ValueError(f"{where}: every text is tied to kinds by about; one must fit any record")
     if t.op == "message" and not t.choices:
         raise ValueError(f"{where}: message needs choices (template names)")
 
