@@ -56,6 +56,19 @@ def _one(record: Record) -> Row:
     return record.topology, named, [(f.code, f.difficulty) for f in findings], implicit, withheld
 
 
+def _table(what: str, part: Counter[tuple[str, str]], whole: Counter[tuple[str, str]]) -> None:
+    """One share per topology and difficulty (and over all topologies)."""
+    print(f"{'topology':22s}" + "".join(f"{d:>10s}" for d in DIFFICULTIES) + f"   (share of {what})")
+    for t in [*TOPOLOGIES, "all"]:
+        keys = TOPOLOGIES if t == "all" else [t]
+        cells = []
+        for d in DIFFICULTIES:
+            k = sum(part[(x, d)] for x in keys)
+            n = sum(whole[(x, d)] for x in keys)
+            cells.append(f"{k / n:10.1%}" if n else f"{'-':>10s}")
+        print(f"{t:22s}" + "".join(cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("records", type=Path)
@@ -84,29 +97,10 @@ def main() -> None:
         records_with.update({code for code, _ in found})
         by_difficulty.update(found)
     print(f"{args.records}: {len(records)} records\n")
-    print(
-        f"{'topology':22s}"
-        + "".join(f"{d:>10s}" for d in DIFFICULTIES)
-        + "   (share of GT steps named explicitly)"
-    )
-    for t in [*TOPOLOGIES, "all"]:
-        keys = TOPOLOGIES if t == "all" else [t]
-        cells = []
-        for d in DIFFICULTIES:
-            k = sum(named[(x, d)] for x in keys)
-            n = sum(total[(x, d)] for x in keys)
-            cells.append(f"{k / n:10.1%}" if n else f"{'-':>10s}")
-        print(f"{t:22s}" + "".join(cells))
+    _table("GT steps named explicitly", named, total)
     for what, (part, whole) in shares.items():
-        print(f"\n{'topology':22s}" + "".join(f"{d:>10s}" for d in DIFFICULTIES) + f"   (share of {what})")
-        for t in [*TOPOLOGIES, "all"]:
-            keys = TOPOLOGIES if t == "all" else [t]
-            cells = []
-            for d in DIFFICULTIES:
-                k = sum(part[(x, d)] for x in keys)
-                n = sum(whole[(x, d)] for x in keys)
-                cells.append(f"{k / n:10.1%}" if n else f"{'-':>10s}")
-            print(f"{t:22s}" + "".join(cells))
+        print()
+        _table(what, part, whole)
     print(
         f"\n{'reason code':22s}{'findings':>10s}{'records':>10s}" + "".join(f"{d:>8s}" for d in DIFFICULTIES)
     )
