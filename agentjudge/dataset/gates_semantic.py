@@ -369,7 +369,8 @@ def named_at(record: Record, query: str) -> list[int | None]:
         else:
             values = _stated_values(record, i)
             found = [p for v in values if (p := _position(original, v)) is not None]
-            if values:
+            dated = all(resolve.ISO_DATE.match(v[:10]) for v in values)  # "June 6, 2026": not literal
+            if values and (found or not dated):
                 out.append(min(found) if found else None)
             else:
                 out.append(next((m.start() for n in nouns if (m := _word_rx(n).search(low))), None))
