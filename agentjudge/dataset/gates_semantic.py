@@ -418,6 +418,12 @@ def _clauses(text: str) -> list[tuple[int, str, str]]:
     return out
 
 
+@lru_cache(maxsize=4096)
+def _object_rx(noun: str) -> re.Pattern[str]:
+    """The noun as a whole word and not a possessive ("the asset owner's record" is no asset owner)."""
+    return re.compile(r"(?<![\w-])" + re.escape(noun) + r"(?![\w-])(?!'s)")
+
+
 def _has_word(text: str, word: str) -> bool:
     return _word_rx(word).search(text) is not None
 
@@ -444,7 +450,7 @@ def _names_lookup(
         head = re.split(r"\s(?:linked|of|for|with|whose|on|to|at|in|named|called|that|from|about)\b", rest)[0]
         # "pull up the asset owner's full record" looks up the record, not the asset owner
         head = " ".join(head.split()[:6])
-        named = any(re.search(r"(?<![\w-])" + re.escape(n) + r"(?![\w-])(?!'s)", head) for n in nouns)
+        named = any(_object_rx(n).search(head) for n in nouns)
     else:
         named = any(_has_word(clause, n) for n in nouns) or bool(
             pronoun and re.search(r"\b(?:its|their)\b", clause)
@@ -661,9 +667,14 @@ def _unquoted(record: Record, queries: dict[Difficulty, str]) -> list[GateFindin
     return findings
 
 
+@cache
+def _title_rx(slug: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w-])" + re.escape(_domain(slug).title) + r"(?![\w-])")
+
+
 def _title(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
     title = _domain(record.domain).title
-    rx = re.compile(r"(?<![\w-])" + re.escape(title) + r"(?![\w-])")
+    rx = _title_rx(record.domain)
     return [
         _f("domain_title", f"names the domain's internal title {title!r}", d)
         for d, q in queries.items()
@@ -715,25 +726,25 @@ def _dates(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
 
 
 @cache
-def _field_nouns(slug: str) -> tuple[str, ...]:
+def _field_nouns_rx(slug: str) -> re.Pattern[str]:
+    """Every field noun of the domain followed by "is" or "are" (longest nouns first)."""
     dom = _domain(slug)
-    nouns = {f.noun for ent in dom.entities.values() for f in ent.fields.values()}
-    return tuple(sorted(nouns, key=len, reverse=True))
+    nouns = sorted({f.noun.lower() for ent in dom.entities.values() for f in ent.fields.values()}, key=len)
+    alternatives = "|".join(re.escape(n) for n in reversed(nouns))
+    return re.compile(r"\b(" + alternatives + r") (is|are)\b")
 
 
 def _agreement(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
     from agentjudge.dataset.grammar import be
 
     findings = []
+    rx = _field_nouns_rx(record.domain)
     for d, q in queries.items():
-        low = q.lower()
-        for noun in _field_nouns(record.domain):
-            for m in re.finditer(r"\b" + re.escape(noun.lower()) + r" (is|are)\b", low):
-                if m.group(1) != be(noun):
-                    findings.append(
-                        _f("agreement", f"{q[m.start() : m.end()]!r}: {noun!r} takes {be(noun)!r}", d)
-                    )
-                    break
+        for m in rx.finditer(q.lower()):
+            noun, verb = m.group(1), be(m.group(1))
+            if m.group(2) != verb:
+                findings.append(_f("agreement", f"{q[m.start() : m.end()]!r}: {noun!r} takes {verb!r}", d))
+                break
     return findings
 
 
