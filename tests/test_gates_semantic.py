@@ -393,6 +393,7 @@ def test_audit_prints_a_topology_stratified_gradable_sample(tmp_path) -> None:  
     assert Counter(t for _, _, t, _ in headers) == Counter({t: 2 for t in TOPOLOGIES})
     assert Counter(d for _, d, _, _ in headers) == Counter({"hard": 6, "medium": 6})
     assert len({rid for rid, _, _, _ in headers}) == 12  # drawn without replacement
+    assert result.output.count("EASY VERSION (for the not-harder question):") == 6  # beside each hard one
     for key in (
         "QUERY:",
         "TOOLS:",

@@ -90,7 +90,10 @@ def _short(value: Any, limit: int = 220) -> str:
 
 def render(record: Record, d: Difficulty, number: int) -> str:
     lines = [f"## {number}. {record.record_id(d)}  ({record.topology}, {record.domain})", "", "QUERY:"]
-    lines += [record.queries.get(d, "(missing)"), "", "TOOLS:"]
+    lines += [record.queries.get(d, "(missing)"), ""]
+    if d == "hard" and record.queries.get("easy"):  # what "not harder" compares with
+        lines += ["EASY VERSION (for the not-harder question):", record.queries["easy"], ""]
+    lines += ["TOOLS:"]
     for t in record.tools:
         params = t.parameters.get("properties", {})
         required = set(t.parameters.get("required", []))
