@@ -1,7 +1,7 @@
 """Run a pipeline with ``judge_tool_rendering: full`` and ``compact`` and compare the judges' alignment.
 
     python bench/ablation_compact_tools.py pipelines/ablation_compact_tools.yaml --out runs/compact-tools \
-        [--judge MODEL ...] [--api-base URL] [--resamples 1000] [--seed 0]
+        [--judge MODEL ...] [--api-base URL] [--resamples 1000] [--seed 0] [--ci expanded|percentile]
 
 Writes two run folders (OUT/full, OUT/compact) with the ordinary runner, then prints per judge and overall
 the paired alignment difference compact − full with its 95 % bootstrap CI over base scenarios, the number of
@@ -36,6 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-base")
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--ci",
+        choices=("expanded", "percentile"),
+        default="expanded",
+        help="the interval (the report's --ci)",
+    )
     args = parser.parse_args(argv)
 
     raw = yaml.safe_load(args.pipeline.read_text(encoding="utf-8"))
@@ -58,12 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     judges = args.judge or [m.model for m in pipe.judges]
     reading = [j for j in judges if model_kind(j) not in ("sim", "baseline")]
     mode = "strict" if "strict" in set(runs["full"].scoring_mode) else None
-    print(f"alignment, compact - full (scoring {mode or 'as run'}), 95% CI over base scenarios:")
+    print(f"alignment, compact - full (scoring {mode or 'as run'}), 95% {args.ci} CI over base scenarios:")
     names = sorted(set(runs["full"].judge))
     for judge in [*names, None]:
         a = runs["full"] if judge is None else runs["full"][runs["full"].judge == judge]
         b = runs["compact"] if judge is None else runs["compact"][runs["compact"].judge == judge]
-        d = paired_alignment_delta(a, b, resamples=args.resamples, seed=args.seed, scoring_mode=mode)
+        d = paired_alignment_delta(
+            a, b, resamples=args.resamples, seed=args.seed, scoring_mode=mode, interval=args.ci
+        )
         print(
             f"  {judge or 'all judges':<20} full {d.mu_a:.4f}  compact {d.mu_b:.4f}  "
             f"delta {d.delta:+.4f} [{d.ci_lo:+.4f}, {d.ci_hi:+.4f}]  "

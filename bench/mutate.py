@@ -522,6 +522,132 @@ MUTATIONS: tuple[Mutation, ...] = (
         "tests/test_resume_cache.py::test_a_run_digests_its_predictions_from_their_stored_text_and_a_caller_with_objects_agrees",
         ("tests/test_resume_cache.py",),
     ),
+    # ---- the money and routing paths (issue 42): each passed every test before its test was written
+    Mutation(
+        "cost-cap-completion-at-input-rate",
+        "--max-cost reserves max_tokens of completion at the input price (a quarter of gpt-4o-mini's real "
+        "worst case): a judge that writes long answers overspends the cap",
+        (
+            Edit(
+                "agentjudge/models/client.py",
+                "        worst += out_tokens * prices[1]\n",
+                "        worst += out_tokens * prices[0]\n",
+            ),
+        ),
+        "tests/test_client.py::test_answers_of_max_tokens_never_take_spending_past_the_cap",
+        ("tests/test_client.py",),
+    ),
+    Mutation(
+        "batch-answer-without-usage-costs-nothing",
+        "under --max-cost a batch answer that reports no usage settles at $0 instead of its worst case: "
+        "the cap stops counting what such a provider bills",
+        (
+            Edit(
+                "agentjudge/models/client.py",
+                "await self.cost_gate.settle(reserved, cost if usage.prompt_tokens else reserved, held=True)",
+                "await self.cost_gate.settle(reserved, cost, held=True)",
+            ),
+        ),
+        "tests/test_batch.py::test_a_batch_answer_without_usage_counts_its_worst_case_as_spent",
+        ("tests/test_batch.py",),
+    ),
+    Mutation(
+        "fleet-routes-by-fewest-sent",
+        "a fleet routes each call to the replica sent the fewest calls, not the one with the fewest in "
+        "flight: calls pile up behind a slow replica while another is idle",
+        (
+            Edit(
+                "agentjudge/models/fleet.py",
+                "key=lambda e: (e.in_flight, e.sent, self.endpoints.index(e))",
+                "key=lambda e: (e.sent, e.in_flight, self.endpoints.index(e))",
+            ),
+        ),
+        "tests/test_fleet.py::test_calls_avoid_the_replica_holding_a_slow_request",
+        ("tests/test_fleet.py",),
+    ),
+    Mutation(
+        "fleet-cool-down-does-not-grow",
+        "a failing replica's cool-down stays at its base however often it fails: a dead replica is sent a "
+        "request every second for the whole run",
+        (
+            Edit(
+                "agentjudge/models/fleet.py",
+                "cooldown = self.cooldown_base_s * 2 ** min(endpoint.failures_in_a_row - 1, 16)",
+                "cooldown = self.cooldown_base_s",
+            ),
+        ),
+        "tests/test_fleet.py::test_a_failing_endpoints_cool_down_doubles_honours_retry_after_and_is_capped",
+        ("tests/test_fleet.py",),
+    ),
+    Mutation(
+        "fleet-ignores-retry-after",
+        "a replica that answered 429 with Retry-After is asked again after its own short cool-down: "
+        "rate-limited requests, retried into more 429s",
+        (
+            Edit(
+                "agentjudge/models/fleet.py",
+                "cooldown = min(max(cooldown, retry_after or 0.0), MAX_COOLDOWN_S)",
+                "cooldown = min(cooldown, MAX_COOLDOWN_S)",
+            ),
+        ),
+        "tests/test_fleet.py::test_a_failing_endpoints_cool_down_doubles_honours_retry_after_and_is_capped",
+        ("tests/test_fleet.py",),
+    ),
+    Mutation(
+        "bfcl-drops-falsy-first-value",
+        "a BFCL argument whose first accepted value is 0, False or [] is left out of the GT call, as if it "
+        'were the "" that means optional',
+        (
+            Edit(
+                "agentjudge/dataset/bfcl.py",
+                '        if alternatives[0] != "":\n',
+                "        if alternatives[0]:\n",
+            ),
+        ),
+        "tests/test_bfcl.py::test_a_first_accepted_value_that_is_falsy_stays_in_the_gt_call",
+        ("tests/test_bfcl.py",),
+    ),
+    Mutation(
+        "bfcl-nested-drops-falsy-first-value",
+        "the same inside a dict argument's accepted alternatives",
+        (
+            Edit(
+                "agentjudge/dataset/bfcl.py",
+                'return {k: first_value(alts[0]) for k, alts in alternative.items() if alts[0] != ""}',
+                "return {k: first_value(alts[0]) for k, alts in alternative.items() if alts[0]}",
+            ),
+        ),
+        "tests/test_bfcl.py::test_a_first_accepted_value_that_is_falsy_stays_in_the_gt_call",
+        ("tests/test_bfcl.py",),
+    ),
+    Mutation(
+        "outcome-ci-ignores-ci-choice",
+        "RQ7's intervals (outcome_predictors, outcome_judges) are the plain percentile interval whatever "
+        "--ci says: too narrow with few scenarios under the default expanded interval",
+        (
+            Edit(
+                "agentjudge/stats/outcome.py",
+                "lo, hi = percentile_ci(d, boot.alpha)",
+                "lo, hi = percentile_ci(d)",
+            ),
+        ),
+        "tests/test_outcome_stats.py::test_the_intervals_follow_the_plans_ci_choice",
+        ("tests/test_outcome_stats.py", "tests/test_rq7_outcome.py"),
+    ),
+    Mutation(
+        "paired-runs-ci-ignores-ci-choice",
+        "the paired difference of two runs (the compact-tools ablation) reads the plain percentile "
+        "interval whatever interval was asked",
+        (
+            Edit(
+                "agentjudge/stats/paired_runs.py",
+                "    lo, hi = percentile_ci(draws[:, None], alpha)",
+                "    lo, hi = percentile_ci(draws[:, None])",
+            ),
+        ),
+        "tests/test_paired_runs.py::test_the_interval_follows_ci_expanded_by_default",
+        ("tests/test_paired_runs.py",),
+    ),
 )
 
 

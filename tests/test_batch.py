@@ -743,3 +743,38 @@ def test_a_queued_request_failed_by_fail_open_is_not_sent_until_the_next_invocat
     answer = _settle_once(tmp_path / "run.sqlite", settings)  # the re-run sends it, and reads it fresh
     assert answer.state == "done" and answer.fresh and answer.submissions == 1
     assert fake_llm.batches_created == 1
+
+
+def test_a_batch_answer_without_usage_counts_its_worst_case_as_spent(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    """Issue 42 (money paths): a batch answer that reports no usage may still have been billed in full, so
+    under ``--max-cost`` it is settled at its reserved worst case, never at $0: each of the 16 requests
+    holds at least 100 completion tokens x $4e-6 (the batch price of $8e-6) = $0.0004."""
+    from fakeserver import Reply
+
+    def no_usage(req: dict[str, Any]) -> Reply:
+        envelope = {
+            "id": "chatcmpl-no-usage",
+            "object": "chat.completion",
+            "created": 0,
+            "model": req.get("model", "test-model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": _responder(req)},
+                    "finish_reason": "stop",
+                }
+            ],
+        }
+        return Reply(body=json.dumps(envelope))
+
+    fake_llm.set_responder(no_usage)
+    pipeline = _pipeline(tmp_path / "p", fake_llm, batch=True, judge_fields={"max_tokens": 100})
+    rundir = tmp_path / "run"
+    assert run_cli(pipeline, rundir, max_cost=5.0) == 0
+    assert fake_llm.batches_created == 1 and len(fake_llm.requests) == UNITS
+    last = json.loads((rundir / "meta.json").read_text())["last_invocation"]
+    assert last["spent_usd"] == 0.0  # no usage: no known cost to add up
+    assert last["cost_cap_counted_usd"] >= UNITS * 100 * 4e-6  # but the cap counted every worst case
+    assert read(rundir, "judgments").parse_ok.all()

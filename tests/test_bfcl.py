@@ -606,3 +606,101 @@ def test_import_says_how_many_records_will_fail_validate(
     assert "1 of 3 will fail `agentjudge validate`" in capsys.readouterr().out
     assert import_cli(tasks, _write(tmp_path / "a2.json", ANSWERS), out=tmp_path / "o2", category=None) == 0
     assert "0 of 3 will fail `agentjudge validate`" in capsys.readouterr().out
+
+
+FALSY_TASK: dict[str, Any] = {
+    "id": "simple_falsy",
+    "question": [
+        [{"role": "user", "content": "Search page 0 of archived logs, strictly, no tags, depth 0."}]
+    ],
+    "function": [
+        {
+            "name": "logs.search",
+            "description": "Search the logs.",
+            "parameters": {
+                "type": "dict",
+                "properties": {
+                    "page": {"type": "integer", "description": "Page."},
+                    "archived": {"type": "boolean", "description": "Archived only."},
+                    "tags": {"type": "array", "items": {"type": "string"}, "description": "Tags."},
+                    "query": {"type": "string", "description": "Text."},
+                    "options": {
+                        "type": "dict",
+                        "description": "Options.",
+                        "properties": {
+                            "depth": {"type": "integer"},
+                            "strict": {"type": "boolean"},
+                            "label": {"type": "string"},
+                            "fields": {"type": "array", "items": {"type": "string"}},
+                        },
+                    },
+                },
+                "required": ["page", "archived", "tags"],
+            },
+        }
+    ],
+}
+FALSY_ANSWER: dict[str, Any] = {
+    "id": "simple_falsy",
+    "ground_truth": [
+        {
+            "logs.search": {
+                "page": [0, 1],
+                "archived": [False, True],
+                "tags": [[], ["all"]],
+                "query": ["", "*"],  # "" first: the argument may be left out, so the GT call leaves it out
+                "options": [{"depth": [0], "strict": [False, True], "label": ["", "x"], "fields": [[]]}],
+            }
+        }
+    ],
+}
+
+
+def test_a_first_accepted_value_that_is_falsy_stays_in_the_gt_call(tmp_path: Path) -> None:
+    """Issue 42: 0, False and [] as the first accepted value (36 tasks of the shipped files, at the levels
+    the importer reads) are values, not "left out"; only "" first means the argument may be omitted
+    (FIDELITY row 33), at the top level and inside a dict's alternatives alike."""
+    (record,) = import_bfcl(
+        _write(tmp_path / "BFCL_v4_simple.json", [FALSY_TASK]), _write(tmp_path / "a.json", [FALSY_ANSWER])
+    )
+    (step,) = record.gt
+    assert step.call.arguments == {
+        "page": 0,
+        "archived": False,
+        "tags": [],
+        "options": {"depth": 0, "strict": False, "fields": []},
+    }
+    assert type(step.call.arguments["page"]) is int and step.call.arguments["archived"] is False
+    assert step.accepted == FALSY_ANSWER["ground_truth"][0]["logs.search"]  # every alternative kept
+    # the generator that sends exactly these values reproduces every GT value; one that drops the falsy
+    # ones (what a GT call without them would reward) does not
+    exact = ToolCall(name="logs.search", arguments=dict(step.call.arguments))
+    dropped = ToolCall(name="logs.search", arguments={"options": {}})
+    pred = Prediction(
+        record_id="simple_falsy:easy", base_id="simple_falsy", difficulty="easy", generator="g", calls=[exact]
+    )
+    assert score_prediction(record, pred, "strict").p_value == 1.0
+    assert score_prediction(record, pred.model_copy(update={"calls": [dropped]}), "strict").p_value < 0.5
+    # written and read back in the published layout, the falsy values survive
+    out = tmp_path / "records.jsonl"
+    write_records(out, [record], layout="published")
+    assert read_records(out)[0].gt[0].call.arguments == step.call.arguments
+
+
+@needs_shared
+def test_the_shipped_files_falsy_first_values_reach_the_gt_calls() -> None:
+    """Every argument of the shipped answers whose first accepted value is 0, False or [] (not "") is in
+    the imported GT call with that very value (type included: False is not 0)."""
+    seen = 0
+    for answers in sorted(SHARED.glob("BFCL_v4_*.possible_answer.json")):
+        tasks = answers.with_name(answers.name.replace(".possible_answer", ""))
+        for record in import_bfcl(tasks, answers):
+            for step in record.gt:
+                for param, alternatives in (step.accepted or {}).items():
+                    first = alternatives[0]
+                    if isinstance(first, str) or first not in (0, False, []):
+                        continue
+                    seen += 1
+                    got = step.call.arguments[param]
+                    assert got == first and type(got) is type(first), (record.id, param, got)
+    assert seen == 43  # arguments at the top level of a call (35 tasks) in the v4 files shipped here

@@ -743,3 +743,56 @@ async def test_a_call_litellm_never_ends_is_given_up_as_a_timeout(
     assert (err.value.kind, err.value.attempts) == ("timeout", 2)
     assert len(cancelled) == 2
     assert time.monotonic() - started < 30  # given up, not waited for an hour
+
+
+# ------------------------------------------------------------------ the cost cap's worst case (issue 42)
+# gpt-4o-mini's list prices stand in the ratio 1 : 4 (input : output); a completion priced at the input
+# rate would reserve a quarter of the real worst case and let a long-answering judge overspend the cap
+PRICE_IN, PRICE_OUT, MAX_OUT = 1e-6, 4e-6, 200
+
+
+def _capped_settings(fake_llm: FakeLLM) -> ModelSettings:
+    return fake_llm.settings(  # type: ignore[no-any-return]
+        max_tokens=MAX_OUT, input_cost_per_token=PRICE_IN, output_cost_per_token=PRICE_OUT, max_retries=0
+    )
+
+
+async def test_the_reserved_worst_case_prices_prompt_and_completion_at_their_own_rates(
+    fake_llm: FakeLLM,
+) -> None:
+    from agentjudge.models.client import prompt_token_bound
+
+    settings = _capped_settings(fake_llm)
+    # the prompt bound of MSG: 42 characters of JSON -> 42 // 3 + 1 = 15 tokens (litellm counts fewer)
+    assert prompt_token_bound(settings, MSG, None) == 15
+    client = fast_client(max_cost_usd=1.0)
+    gate = client.cost_gate
+    assert gate is not None
+    fake_llm.hang_next(seconds=0.6)
+    call = asyncio.create_task(client.complete(settings, MSG))
+    await asyncio.sleep(0.3)  # the request is in flight: its worst case is held
+    assert gate.reserved == pytest.approx(15 * 1e-6 + 200 * 4e-6)  # $0.000815
+    await call
+    assert gate.reserved == pytest.approx(0.0)
+
+
+async def test_answers_of_max_tokens_never_take_spending_past_the_cap(fake_llm: FakeLLM) -> None:
+    """Every answer is as long as ``max_tokens`` allows, so each call really costs its worst case
+    ($0.000815): a cap of $0.003 pays for three and the other seven are refused unsent, however many are
+    asked at once."""
+    settings = _capped_settings(fake_llm)
+    fake_llm.set_responder(
+        lambda req: {"text": "long answer", "usage": {"prompt_tokens": 15, "completion_tokens": MAX_OUT}}
+    )
+    fake_llm.latency = 0.05
+    client = fast_client(max_cost_usd=0.003)
+    gate = client.cost_gate
+    assert gate is not None
+    questions = [[{"role": "user", "content": f"question {i}"}] for i in range(10)]  # 40 chars of JSON each
+    out = await asyncio.gather(*(client.complete(settings, q) for q in questions), return_exceptions=True)
+    refused = [e for e in out if isinstance(e, ModelCallError)]
+    assert all(e.kind == "cost_cap" for e in refused)
+    answered = [c for c in out if isinstance(c, Completion)]
+    assert len(answered) == 3 and len(refused) == 7 and len(fake_llm.requests) == 3
+    assert all(c.usage.cost_usd == pytest.approx(0.000815) for c in answered)
+    assert gate.spent == pytest.approx(3 * 0.000815) and gate.spent <= 0.003

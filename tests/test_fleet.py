@@ -436,3 +436,78 @@ def test_a_key_in_an_endpoint_url_reaches_no_file(tmp_path: Path, servers: list[
     for path in tmp_path.rglob("*"):
         if path.is_file() and path != pipeline:
             assert secret.encode() not in path.read_bytes(), path
+
+
+# ----------------------------------------------------------------------------------- routing (issue 42)
+def test_fleet_picks_fewest_in_flight_before_fewest_sent() -> None:
+    """Hand-computed: A holds one call, B has answered two; the next call goes to B (0 in flight), though
+    B has been sent more. Choosing by calls sent first would pick A, behind its slow request."""
+    from agentjudge.models.fleet import Fleet
+
+    fleet = Fleet.of(["http://a/v1", "http://b/v1"], concurrency=4, endpoint_concurrency=2, base_s=1.0)
+    a, b = fleet.endpoints
+    a.in_flight, a.sent = 1, 1
+    b.in_flight, b.sent = 0, 2
+    assert fleet._pick(set()) is b
+    b.in_flight = 1  # both one in flight: the fewest sent breaks the tie
+    assert fleet._pick(set()) is a
+    a.sent = 2  # and then list order
+    assert fleet._pick(set()) is a
+
+
+def test_calls_avoid_the_replica_holding_a_slow_request(servers: list[FakeLLM]) -> None:
+    """A real slow replica: while A holds the first call, the next three calls (each awaited in turn) all
+    go to the idle B, with endpoint_concurrency 2 leaving A room for more."""
+    a, b, _ = servers
+    a.hang_next(seconds=1.0)  # A's first request stalls (the client's timeout is 2 s)
+    settings = ModelSettings(**_fleet([a.base_url, b.base_url], concurrency=4, endpoint_concurrency=2))
+    client = ModelClient(backoff_base_s=0.01)
+
+    async def go() -> None:
+        slow = asyncio.create_task(client.complete(settings, [{"role": "user", "content": "slow"}]))
+        while not a.requests:  # the first call is on A (the tie goes to the first listed)
+            await asyncio.sleep(0.01)
+        for i in range(3):
+            await client.complete(settings, [{"role": "user", "content": f"q{i}"}])
+            assert len(a.requests) == 1  # A is still holding "slow": nothing more was sent there
+        await slow
+
+    asyncio.run(go())
+    assert [r["messages"][0]["content"] for r in a.requests] == ["slow"]
+    assert [r["messages"][0]["content"] for r in b.requests] == ["q0", "q1", "q2"]
+
+
+def test_a_failing_endpoints_cool_down_doubles_honours_retry_after_and_is_capped() -> None:
+    """Hand-computed cool-downs with a 1 s base: 1, 2, 4 s for failures in a row; a Retry-After longer than
+    that wins; nothing lasts beyond MAX_COOLDOWN_S (60 s); one success makes the endpoint whole again. A
+    cool-down that did not grow would send a dead replica a paid-for request every second."""
+    from agentjudge.models.fleet import MAX_COOLDOWN_S, Fleet
+
+    async def go() -> list[float]:
+        fleet = Fleet.of(["http://a/v1", "http://b/v1"], concurrency=2, endpoint_concurrency=1, base_s=1.0)
+        a = fleet.endpoints[0]
+        waits = []
+
+        async def fail(retry_after: float | None = None) -> None:
+            a.in_flight += 1
+            before = time.monotonic()
+            await fleet.release(a, down=True, retry_after=retry_after)
+            waits.append(a.down_until - before)
+            a.down_until = 0.0  # the cool-down ends: the next failure starts from now
+
+        for _ in range(3):
+            await fail()
+        await fail(retry_after=30.0)  # the fourth (8 s) is lengthened by the server's Retry-After
+        await fail()  # the fifth: 16 s
+        for _ in range(3):
+            await fail()  # 32 s, then 64 s and 128 s capped at 60 s
+        await fail(retry_after=500.0)  # a Retry-After past the cap is capped too
+        a.in_flight += 1
+        await fleet.release(a, down=False)
+        assert (a.failures_in_a_row, a.down_until) == (0, 0.0)
+        assert MAX_COOLDOWN_S == 60.0
+        return waits
+
+    waits = asyncio.run(go())
+    expected = [1.0, 2.0, 4.0, 30.0, 16.0, 32.0, 60.0, 60.0, 60.0]
+    assert waits == [pytest.approx(e, abs=0.05) for e in expected]

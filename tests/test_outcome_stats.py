@@ -56,3 +56,27 @@ def test_missing_verdicts_are_counted_and_continuous_scores_rank() -> None:
     assert row["n_missing"] == 1 and row["n"] == n - 1
     assert row["auc"] == pytest.approx(roc_auc_score(df.loc[ok, "outcome"], df.loc[ok, "s"]))
     assert row["auc_lo"] < row["auc"] < row["auc_hi"]
+
+
+@pytest.mark.parametrize("interval", ["expanded", "percentile"])
+def test_the_intervals_follow_the_plans_ci_choice(interval: str) -> None:
+    """``--ci`` reaches RQ7's tables: each CI is read at the plan's tails (``boot.alpha``), computed here
+    independently from the same seeded resamples with numpy's percentile (issue 42: the plain interval
+    was used whatever ``--ci`` said)."""
+    df = frame()
+    boot = ClusterBootstrap(df["base_id"], resamples=400, seed=7, interval=interval)
+    row = outcome_agreement(df, boot, ["judge"], "verdict").iloc[0]
+    # the accuracy of each resample by hand: the drawn scenarios' rows, counted with multiplicity
+    correct = ((df["verdict"] > 0.5) == df["outcome"]).to_numpy(float)
+    order = boot.cluster_codes(df["base_id"])
+    per_cluster = np.zeros(len(boot.clusters))
+    per_cluster[order] = correct
+    draws = (boot.weights @ per_cluster) / boot.weights.sum(axis=1)
+    n = 6  # scenarios: the expanded tails are 2*Phi(-sqrt(n/(n-1)) * t_{n-1, .975}) / 2 each
+    from scipy import stats as sps
+
+    tail = sps.norm.cdf(-np.sqrt(n / (n - 1)) * sps.t.ppf(0.975, n - 1)) if interval == "expanded" else 0.025
+    lo, hi = np.percentile(draws, [100 * tail, 100 * (1 - tail)])
+    assert (row["accuracy_lo"], row["accuracy_hi"]) == (pytest.approx(lo), pytest.approx(hi))
+    if interval == "expanded":  # six scenarios: the expanded interval reads tails well beyond 2.5 %
+        assert tail < 0.01

@@ -782,6 +782,11 @@ class _Grid:
                 "per_model": summary_rows(self.pipe, self.tallies, self.client.stats),
                 "spent_usd": self.budget.spent,
                 "cost_cap_usd": self.budget.cap,
+                # what the cap counted as spent: the known costs plus, for an answer that may have been
+                # billed unseen (a timeout, no usage reported), its worst case; null without a cap
+                "cost_cap_counted_usd": None
+                if self.client.cost_gate is None
+                else self.client.cost_gate.spent,
                 "units_not_run_at_cost_cap": self.budget.skipped,
             },
         }

@@ -194,9 +194,10 @@ def slow_ratio_reference(
     return out
 
 
-def paired_difference(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """95 % CI of draws a − b (same resamples → paired)."""
-    lo, hi = percentile_ci(np.asarray(a) - np.asarray(b))
+def paired_difference(a: np.ndarray, b: np.ndarray, *, alpha: float) -> tuple[float, float]:
+    """95 % CI of draws a − b (same resamples → paired). ``alpha``: the plan's tails (``boot.alpha``);
+    required, so no caller can fall back to the plain percentile interval when ``--ci`` asked otherwise."""
+    lo, hi = percentile_ci(np.asarray(a) - np.asarray(b), alpha)
     return float(lo[0]), float(hi[0])
 
 

@@ -40,8 +40,9 @@ def outcome_agreement(
     df: pd.DataFrame, boot: ClusterBootstrap, by: Sequence[str], score: str, outcome: str = "outcome"
 ) -> pd.DataFrame:
     """Per ``by`` group: accuracy, κ and AUC of ``score`` (in [0, 1]) against the boolean ``outcome``,
-    each with its 95 % cluster-bootstrap CI; rows whose score or outcome is missing are left out and counted
-    (``n_missing``). Columns: *by, n, n_missing, positives, accuracy, kappa, auc (+ _lo/_hi each)."""
+    each with its 95 % cluster-bootstrap CI (the interval ``boot`` was built for: ``boot.alpha``, so
+    ``--ci`` holds here as in every other table); rows whose score or outcome is missing are left out and
+    counted (``n_missing``). Columns: *by, n, n_missing, positives, accuracy, kappa, auc (+ _lo/_hi each)."""
     s = pd.to_numeric(df[score], errors="coerce").to_numpy(float)
     y = df[outcome].astype("boolean")
     keep = ~np.isnan(s) & y.notna().to_numpy()
@@ -66,6 +67,6 @@ def outcome_agreement(
     out["n_missing"] = np.bincount(gcodes, minlength=n_groups) - out["n"].to_numpy()
     out["positives"] = total[..., 1].sum(-1).astype(int)
     for name, e, d in zip(("accuracy", "kappa", "auc"), est[:3], draws[:3], strict=True):
-        lo, hi = percentile_ci(d)
+        lo, hi = percentile_ci(d, boot.alpha)
         out[name], out[f"{name}_lo"], out[f"{name}_hi"] = e, lo, hi
     return out

@@ -3,8 +3,9 @@
 Why a separate comparison: settings such as ``judge_tool_rendering`` are one value per run (they change
 how every prompt is rendered, not a coordinate of the grid), so their ablation is two runs of one pipeline.
 The rows of the two ``judgments.parquet`` files are paired on their full coordinates; the interval is a
-percentile bootstrap over base scenarios (the clusters every table of the report resamples), so the
-correlated rows of one scenario move together.
+bootstrap over base scenarios (the clusters every table of the report resamples), so the correlated rows
+of one scenario move together; its interval is the report's (``interval``: "expanded" by default, the plain
+"percentile" interval on request), read with the same tails as ``ClusterBootstrap`` would.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from agentjudge.stats.align import mu
-from agentjudge.stats.bootstrap import draw_indices, multiplicities, percentile_ci
+from agentjudge.stats.bootstrap import ALPHA, draw_indices, expanded_alpha, multiplicities, percentile_ci
 
 PAIR_COLUMNS = (
     "record_id", "base_id", "generator", "generator_trial", "judge", "condition", "prompt_format", "cot",
@@ -38,9 +39,18 @@ class PairedDelta:
 
 
 def paired_alignment_delta(
-    a: pd.DataFrame, b: pd.DataFrame, *, resamples: int = 1000, seed: int = 0, scoring_mode: str | None = None
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    scoring_mode: str | None = None,
+    interval: str = "expanded",
 ) -> PairedDelta:
-    """Paired alignment difference b − a of two judgments tables of the same grid."""
+    """Paired alignment difference b − a of two judgments tables of the same grid; ``interval`` as
+    ``--ci``: "expanded" (default) or "percentile"."""
+    if interval not in ("expanded", "percentile"):
+        raise ValueError(f"interval must be 'expanded' or 'percentile', not {interval!r}")
     if scoring_mode is not None:
         a, b = a[a.scoring_mode == scoring_mode], b[b.scoring_mode == scoring_mode]
     keys = list(PAIR_COLUMNS)
@@ -62,7 +72,8 @@ def paired_alignment_delta(
     counts = np.bincount(codes, minlength=len(clusters)).astype(float)
     weights = multiplicities(draw_indices(len(clusters), resamples, seed), len(clusters))
     draws = (weights @ sums) / (weights @ counts)
-    lo, hi = percentile_ci(draws[:, None])
+    alpha = expanded_alpha(len(clusters)) if interval == "expanded" else ALPHA
+    lo, hi = percentile_ci(draws[:, None], alpha)
     return PairedDelta(
         mu_a=float(mu_a.mean()),
         mu_b=float(mu_b.mean()),
