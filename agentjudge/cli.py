@@ -78,6 +78,15 @@ def _guarded(call: Callable[[], int]) -> int:
         return 130
 
 
+def _at_least(**flags: tuple[int, int]) -> None:
+    """Numeric flags checked before a verb starts: ``--flag VALUE`` below its minimum is exit 2 with one line
+    and nothing written (a bootstrap seed must be >= 0, a count or a number of resamples >= 1)."""
+    for name, (value, minimum) in flags.items():
+        if value < minimum:
+            typer.echo(f"error: --{name.replace('_', '-')} {value}: must be >= {minimum}", err=True)
+            raise typer.Exit(2)
+
+
 cache_app = typer.Typer(
     cls=_FlagHelpGroup, help="Inspect or clear the model-call cache.", no_args_is_help=True
 )
@@ -210,13 +219,21 @@ def run(
     pipeline: Annotated[Path, typer.Argument(help="Pipeline YAML, e.g. pipelines/quickstart.yaml")],
     out: Annotated[Path, typer.Option(help="Run folder (resumable).")],
     judge: Annotated[
-        list[str] | None, typer.Option(help="Replace the pipeline's judges (repeatable).")
+        list[str] | None,
+        typer.Option(help="REPLACE the pipeline's judges with this one (repeatable); see --add-judge."),
+    ] = None,
+    add_judge: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Add a judge to the pipeline's (repeatable); also into an existing run folder of the "
+            "pipeline, where only the added judges' units run."
+        ),
     ] = None,
     generator: Annotated[
         list[str] | None, typer.Option(help="Replace the pipeline's generators (repeatable).")
     ] = None,
     api_base: Annotated[
-        str | None, typer.Option(help="API base for models given with --judge/--generator.")
+        str | None, typer.Option(help="API base for models given with --judge/--add-judge/--generator.")
     ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Count calls and estimate cost; spend nothing.", metavar=FLAG)
@@ -245,6 +262,7 @@ def run(
                 pipeline=pipeline,
                 out=out,
                 judges=judge,
+                add_judges=add_judge,
                 generators=generator,
                 api_base=api_base,
                 dry_run=dry_run,
@@ -270,6 +288,8 @@ def report(
 ) -> None:
     """Write RUNDIR/report/: report.md, report.html, tables/*.csv, figures/*.png."""
     from agentjudge.report.build import report_cli
+
+    _at_least(resamples=(resamples, 1), seed=(seed, 0))
 
     raise typer.Exit(_guarded(lambda: report_cli(rundir=rundir, resamples=resamples, seed=seed, ci=ci)))
 
@@ -301,6 +321,8 @@ def compare(
     """One first screen across runs (judges labelled by run), with paired deltas where records overlap."""
     from agentjudge.report.compare import compare_cli
 
+    _at_least(resamples=(resamples, 1), seed=(seed, 0))
+
     raise typer.Exit(
         _guarded(lambda: compare_cli(rundirs=rundirs, out=out, resamples=resamples, seed=seed, ci=ci))
     )
@@ -319,6 +341,8 @@ def human_sample(
     """Write a stratified sample of scored predictions for human annotators."""
     from agentjudge.human import sample_cli
 
+    _at_least(n=(n, 1), seed=(seed, 0))
+
     raise typer.Exit(
         _guarded(lambda: sample_cli(rundir=rundir, n=n, seed=seed, out=out, difficulty=difficulty))
     )
@@ -333,6 +357,8 @@ def human_agree(
 ) -> None:
     """Agreement of the programmatic reference with human labels, per metric and topology, with CIs."""
     from agentjudge.human import agree_cli
+
+    _at_least(resamples=(resamples, 1), seed=(seed, 0))
 
     raise typer.Exit(
         _guarded(lambda: agree_cli(rundir=rundir, labels=labels, resamples=resamples, seed=seed))

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from agentjudge import strict_json
 from agentjudge.columns import SCORE_COLUMNS
 from agentjudge.generators.interactive import read_trajectory
 from agentjudge.types import DIFFICULTIES, Prediction, Record, ScoringMode, ToolCall
@@ -215,7 +216,9 @@ def score_cli(
         write_scores(rows, out)
         if value_matches_out is not None:
             value_matches_out.parent.mkdir(parents=True, exist_ok=True)
-            text = "".join(json.dumps(line, ensure_ascii=False, default=str) + "\n" for line in matches)
+            text = "".join(
+                strict_json.dumps(line, ensure_ascii=False, default=str) + "\n" for line in matches
+            )
             value_matches_out.write_text(text, encoding="utf-8")
     except ValueError as exc:  # LayoutError, ScoreInputError, a broken GT trace
         print(f"error: {exc}", file=sys.stderr)

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
+from agentjudge import strict_json
 from agentjudge.types import (
     METRICS,
     Condition,
@@ -550,7 +551,7 @@ def taubench_cli(
     out.mkdir(parents=True, exist_ok=True)
     ep_table.to_parquet(out / "episodes.parquet", index=False)
     judgments.to_parquet(out / "judgments.parquet", index=False)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    (out / "summary.json").write_text(strict_json.dumps(summary, indent=2, sort_keys=True) + "\n")
     (out / "summary.md").write_text(_markdown(summary, data))
     console.print(_markdown(summary, data), markup=False, highlight=False)
     failed = int(judgments["verdict"].isna().sum())

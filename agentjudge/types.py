@@ -237,8 +237,11 @@ class ModelSettings(Strict):
     """How to call one model. Keys come from the environment (``api_key_env``, ``headers_env``: names).
 
     ``model`` is a litellm string ("openai/gpt-4o-mini", "hosted_vllm/x", "ollama/llama3"), "sim/<profile>",
-    "baseline/<name>", a registered entry-point name, or "package.module:factory".
+    "baseline/<name>", a registered entry-point name, or "package.module:factory". No number may be NaN
+    or infinite, nor a count or price negative: the pipeline is refused naming the key.
     """
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model: str
     name: str | None = None  # display name in results; defaults to ``model``
@@ -249,10 +252,10 @@ class ModelSettings(Strict):
     api_key_env: str | None = None
     headers_env: dict[str, str] = Field(default_factory=dict)  # HTTP header -> NAME of the env var holding it
     temperature: float | None = None
-    max_tokens: int | None = None
-    timeout_s: float = 120.0
-    max_retries: int = 4
-    concurrency: int = 8
+    max_tokens: int | None = Field(default=None, ge=1)
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=4, ge=0)
+    concurrency: int = Field(default=8, ge=1)
     drop_params: bool = False
     native_tools: bool = True  # generators: function calling; False = ask for a raw JSON array of calls
     generation: Generation = "single_shot"  # generators: interactive = calls executed, outputs shown
@@ -261,8 +264,10 @@ class ModelSettings(Strict):
     # send the answer's JSON Schema as response_format: true/"json_schema" (OpenAI, vLLM, Ollama, llama.cpp's
     # llama-server) or "json_object" ({"type": "json_object", "schema": ...}: llama-cpp-python's server)
     structured_output: bool | Literal["json_schema", "json_object"] = False
-    input_cost_per_token: float | None = None  # USD; overrides litellm's price (needed for --max-cost
-    output_cost_per_token: float | None = None  # on models litellm has no price for)
+    input_cost_per_token: float | None = Field(default=None, ge=0)  # USD; overrides litellm's price (needed
+    output_cost_per_token: float | None = Field(
+        default=None, ge=0
+    )  # for --max-cost on models it cannot price)
     extra: dict[str, Any] = Field(default_factory=dict)  # passed through to litellm.acompletion
     batch: bool = False  # send through the provider's batch API (OpenAI, Azure OpenAI; runner.batches)
 

@@ -24,6 +24,7 @@ LAYERS: list[list[str]] = [
         "agentjudge.fserrors",
         "agentjudge.memo",
         "agentjudge.quickvalid",
+        "agentjudge.strict_json",
     ],
     ["agentjudge.models", "agentjudge.stats"],
     ["agentjudge.dataset"],

@@ -22,13 +22,13 @@ What an imported record is, and is not:
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from agentjudge import strict_json
 from agentjudge.dataset.layout import json_object_line
 from agentjudge.dataset.resolve import is_nested_alternative
 from agentjudge.types import GTStep, Record, Strict, ToolCall, ToolSchema, Topology
@@ -287,7 +287,7 @@ def import_cli(tasks: Path, answers: Path, out: Path, category: str | None) -> i
     text = records_text(dumps_record(r) for r in records)
     manifest = import_manifest(records, tasks, answers, name, text)
     write_text_atomic(out / "records.jsonl", text)
-    write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomic(out / "manifest.json", strict_json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     shapes = ", ".join(f"{k} {v}" for k, v in manifest["counts"]["dag_type"].items())
     console.print(
         f"{len(records)} BFCL {name} tasks → {out / 'records.jsonl'} ({shapes}); human-written queries, "

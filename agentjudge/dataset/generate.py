@@ -10,7 +10,6 @@ processes. Both files are written only when every scenario passed, each via temp
 from __future__ import annotations
 
 import hashlib
-import json
 import multiprocessing as mp
 import time
 from collections import Counter
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentjudge import DATASET_VERSION, __version__
+from agentjudge import DATASET_VERSION, __version__, strict_json
 from agentjudge.types import TOPOLOGIES, Topology
 
 FULL_COUNTS: dict[Topology, int] = {
@@ -240,7 +239,7 @@ def generate(
     manifest = build_manifest(size, seed, text, outcomes, llm, rewrite_failed)
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "records.jsonl", text)
-    write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomic(out / "manifest.json", strict_json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return manifest
 
 

@@ -29,6 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError, field_validator
 
+from agentjudge import strict_json
 from agentjudge.memo import exact_key
 from agentjudge.types import (
     Difficulty,
@@ -268,7 +269,7 @@ def gt_turns(steps: Sequence[GTStep]) -> list[dict[str, Any]]:
                     "role": "tool",
                     "tool_call_id": f"call_{i}",
                     "name": steps[i].call.name,
-                    "content": json.dumps(steps[i].output, ensure_ascii=False),
+                    "content": strict_json.dumps(steps[i].output, ensure_ascii=False),
                 }
             )
         batch.clear()
@@ -400,7 +401,7 @@ def to_published(record: Record, layout: LayoutChoice = "ours") -> dict[str, Any
 
 def dumps_record(record: Record, layout: LayoutChoice = "ours") -> str:
     """One JSONL line (no newline): deterministic bytes for the same record."""
-    return json.dumps(to_published(record, layout), ensure_ascii=False, separators=(",", ":"))
+    return strict_json.dumps(to_published(record, layout), ensure_ascii=False, separators=(",", ":"))
 
 
 # ---------------------------------------------------------------- published -> Record

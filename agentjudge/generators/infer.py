@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from agentjudge import strict_json
 from agentjudge.columns import LATER_PREDICTION_COLUMNS, PREDICTION_COLUMNS
 from agentjudge.dataset.validate import gate1_failures, gate1_message
 from agentjudge.fserrors import out_path_problem
@@ -44,7 +45,9 @@ MAX_IN_FLIGHT = 64  # tasks scheduled at once; the client's per-model semaphore 
 def prediction_row(pred: Prediction) -> dict[str, Any]:
     """One Prediction → one flat row (the predictions file format)."""
     calls = (
-        None if pred.calls is None else json.dumps([c.model_dump() for c in pred.calls], ensure_ascii=False)
+        None
+        if pred.calls is None
+        else strict_json.dumps([c.model_dump() for c in pred.calls], ensure_ascii=False)
     )
     return {
         "record_id": pred.record_id,
@@ -138,7 +141,7 @@ def write_predictions(path: Path, predictions: Iterable[Prediction]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
         for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            fh.write(strict_json.dumps(row, ensure_ascii=False) + "\n")
     tmp.replace(path)
 
 
@@ -259,7 +262,7 @@ def infer_cli(
         done.append(pred)
         progress.advance(bar)
         if append is not None:  # JSONL: every finished prediction is on disk at once (crash-safe resume)
-            append.write(json.dumps(prediction_row(pred), ensure_ascii=False) + "\n")
+            append.write(strict_json.dumps(prediction_row(pred), ensure_ascii=False) + "\n")
             append.flush()
 
     try:

@@ -9,7 +9,6 @@ not meaningful results.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agentjudge import strict_json
 from agentjudge.columns import JUDGMENT_COLUMNS
 from agentjudge.types import DIFFICULTIES, METRICS, TOPOLOGIES
 
@@ -217,5 +217,5 @@ def write_run(rundir: Path, spec: SyntheticSpec) -> pd.DataFrame:
         },
         "generators": {g: {"tier": None, "kind": "simulated", "simulated": True} for g in spec.generators},
     }
-    (rundir / "meta.json").write_text(json.dumps(meta, indent=2))
+    (rundir / "meta.json").write_text(strict_json.dumps(meta, indent=2))
     return jd

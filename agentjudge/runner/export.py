@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from agentjudge import strict_json
 from agentjudge.columns import JUDGMENT_COLUMNS, JUDGMENT_OPTIONAL_COLUMNS, PREDICTION_COLUMNS, SCORE_COLUMNS
 from agentjudge.generators.interactive import trajectory_fields
 from agentjudge.memo import remembered
@@ -113,7 +114,7 @@ def write_table(path: Path, rows: list[dict[str, Any]], schema: pa.Schema) -> No
 
 
 def write_json(path: Path, data: Any) -> None:
-    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    text = strict_json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     _atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
@@ -125,7 +126,7 @@ def prediction_rows(units: dict[UnitKey, UnitRow], simulated: dict[str, bool]) -
         pred = Prediction.model_validate(unit.result) if unit.result is not None else None
         calls = None
         if unit.status == "done" and pred is not None and pred.calls is not None:
-            calls = json.dumps([c.model_dump(mode="json") for c in pred.calls], sort_keys=True)
+            calls = strict_json.dumps([c.model_dump(mode="json") for c in pred.calls], sort_keys=True)
         usage = pred.usage if pred is not None else None
         rows.append(
             {

@@ -22,7 +22,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from agentjudge import __version__
+from agentjudge import __version__, strict_json
 from agentjudge.fserrors import FS_ERRORS, describe
 from agentjudge.memo import remembered
 from agentjudge.models.fleet import redact_model_urls
@@ -35,6 +35,7 @@ from agentjudge.runner.pipeline import (
     Pipeline,
     PipelineError,
     config_hash,
+    flag_value,
     forget_digests,
     hashed_config,
     load_pipeline,
@@ -153,32 +154,53 @@ def run_cli(
     probe: bool = False,
     skip_invalid: bool = False,
     lean_export: bool = False,
+    add_judges: list[str] | None = None,
 ) -> int:
     """Exit code: 0 everything done, 1 some units failed or were not run (re-run to resume), 2 bad input
-    (the pipeline, the dataset, a model's set-up found by the preflight, or the output folder).
+    (the pipeline, the dataset, a model's set-up found by the preflight, the output folder, or another
+    invocation holding it: ``runner/rundir_lock.py``).
+    ``add_judges`` (``--add-judge``): judges run beside the pipeline's, also into a run folder that holds the
+    pipeline without them (``_open_store``).
     ``lean_export``: write the files without importing pandas or numpy (``runner/lean_export.py``; only for a
     process that ends after this call: the ``agentjudge run`` command)."""
+    from agentjudge.runner.rundir_lock import RunFolderBusy, RunFolderLock
+
     forget_digests()  # the dataset is hashed once per invocation (pipeline.file_digest)
     console = Console()
     if not console.is_terminal:  # logs and pipes: wide enough that model names are not truncated
         console = Console(width=160)
+    lock = RunFolderLock(Path(out))
     try:  # the models first: a placeholder or a missing key is reported before the dataset is read
-        pipe = override_models(load_pipeline(Path(pipeline)), judges, generators, api_base)
+        cost_cap = flag_value("max_cost_usd", "--max-cost", max_cost)  # before anything is read
+        loaded = load_pipeline(Path(pipeline))
+        pipe = override_models(loaded, judges, generators, api_base, add_judges)
         prefetch_digest(pipe.dataset)  # hashed on the other core while the models and records are checked
-        if max_cost is not None:
-            pipe = pipe.model_copy(update={"max_cost_usd": max_cost})
-        problems = _preflight(pipe, Path(pipeline), judges, generators, Path(out), probe)
+        if cost_cap is not None:
+            pipe = pipe.model_copy(update={"max_cost_usd": cost_cap})
+        problems = _preflight(pipe, Path(pipeline), judges, generators, Path(out), probe, add_judges)
+        if not problems and not dry_run and Path(out).is_dir():
+            lock.acquire()  # an existing folder: refused at once when another run holds it
+        if not problems and judges and loaded.judges:
+            replaced = ", ".join(j.display_name for j in loaded.judges)
+            console.print(
+                f"--judge replaces the pipeline's {len(loaded.judges)} judge(s) ({escape(replaced)}); "
+                "--add-judge keeps them and adds yours",
+                highlight=False,
+                soft_wrap=True,
+            )
         if not problems and not dry_run and not force_new and _finished(pipe, Path(out), skip_invalid):
             console.print(
                 f"nothing to do: every unit of this configuration is done and the files in "
                 f"{escape(str(out))} are current (--force-new starts over)",
                 soft_wrap=True,
             )
+            lock.release()
             return 0
         if not problems:
             data = load_dataset(pipe, skip_invalid, None if force_new else Path(out))  # starting over
             partners = swap_partners(data.records) if "swapped_gt" in pipe.conditions else {}
-    except (PipelineError, GridError) as exc:
+    except (PipelineError, GridError, RunFolderBusy) as exc:
+        lock.release()
         forget_digests()  # a dataset hash started above and not needed: its thread ends here
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
@@ -194,6 +216,32 @@ def run_cli(
         from agentjudge.runner.dryrun import dry_run_report
 
         return dry_run_report(pipe, data, Path(out), console, partners, start_over=force_new)
+    try:
+        if not lock.held:  # a new folder: made, then held before anything is written into it
+            Path(out).mkdir(parents=True, exist_ok=True)
+            lock.acquire()
+        return _run_locked(
+            pipe, data, partners, Path(out), force_new, no_cache, console, lean_export, add_judges or []
+        )
+    except RunFolderBusy as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return 2
+    finally:
+        lock.release()
+
+
+def _run_locked(
+    pipe: Pipeline,
+    data: Dataset,
+    partners: dict[str, str],
+    out: Path,
+    force_new: bool,
+    no_cache: bool,
+    console: Console,
+    lean_export: bool,
+    added: list[str],
+) -> int:
+    """The run itself, while this process holds the run folder."""
     if any(model_kind(m.model) == "litellm" for m in [*pipe.generators, *pipe.judges]):
         from agentjudge.models.client import load_litellm
 
@@ -202,7 +250,7 @@ def run_cli(
     pool = _fork_workers(pipe, data, no_cache)
     try:
         return asyncio.run(
-            _run(pipe, data, partners, Path(out), force_new, no_cache, console, pool, lean_export)
+            _run(pipe, data, partners, Path(out), force_new, no_cache, console, pool, lean_export, added)
         )
     except KeyboardInterrupt:
         console.print(
@@ -315,6 +363,7 @@ def _preflight(
     generators: list[str] | None,
     out: Path,
     probe: bool,
+    add_judges: list[str] | None = None,
 ) -> list[str]:
     """Every model of the run and the output folder, checked before any unit (``models.preflight``)."""
     from agentjudge.fserrors import out_path_problem
@@ -323,11 +372,17 @@ def _preflight(
     def where(flag: str, key: str, i: int) -> str:
         return f"{flag}[{i}]" if flag else f"{pipeline_path}: {key}[{i}]"
 
+    added = len(add_judges or [])
+    named = len(pipe.judges) - added  # the pipeline's judges (or those of --judge), then --add-judge's
     uses = [
         ModelUse("generator", s, where("--generator" if generators else "", "generators", i))
         for i, s in enumerate(pipe.generators)
     ] + [
-        ModelUse("judge", s, where("--judge" if judges else "", "judges", i))
+        ModelUse(
+            "judge",
+            s,
+            where("--judge" if judges else "", "judges", i) if i < named else f"--add-judge[{i - named}]",
+        )
         for i, s in enumerate(pipe.judges)
     ]
     problems = preflight(uses, max_cost=pipe.max_cost_usd, probe=probe)
@@ -335,7 +390,31 @@ def _preflight(
     return [*problems, *([f"--out {out_problem}"] if out_problem else [])]
 
 
-def _open_store(rundir: Path, pipe: Pipeline, force_new: bool, console: Console) -> RunStore | None:
+def _judges_added(meta: dict[str, str], pipe: Pipeline, added: list[str]) -> list[ModelSettings] | None:
+    """The judges ``--add-judge`` adds to the run a folder holds: those of ``added`` not in its stored
+    configuration, when the pipeline without them is exactly the stored one (the same config hash); None
+    when the pipeline differs in anything else (then the folder is refused with the diff, as any change).
+    A judge added to the folder earlier and given again is part of the stored configuration already."""
+    if not added:
+        return None
+    stored = json.loads(meta.get("hashed_config", "{}")).get("judges", [])
+    entries = json.loads(json.dumps(hashed_config(pipe)["judges"]))  # as stored: through JSON
+    new = [
+        judge
+        for judge, entry in zip(pipe.judges, entries, strict=True)
+        if judge.display_name in added and entry not in stored
+    ]
+    base = pipe.model_copy(update={"judges": [j for j in pipe.judges if j not in new]})
+    return new if new and config_hash(base) == meta.get("config_hash") else None
+
+
+def _open_store(
+    rundir: Path, pipe: Pipeline, force_new: bool, console: Console, added: list[str] | None = None
+) -> RunStore | None:
+    """The run folder's store, holding this configuration: a new folder is given it; a folder holding
+    another is refused with the diff, unless it differs only by judges of ``added`` (``--add-judge``), whose
+    units are then planned beside the stored ones (the stored configuration becomes this one, and meta
+    ``added_judges`` lists what was added when)."""
     rundir.mkdir(parents=True, exist_ok=True)
     if force_new:
         archived = archive_run(rundir)
@@ -345,30 +424,58 @@ def _open_store(rundir: Path, pipe: Pipeline, force_new: bool, console: Console)
     meta = store.meta()
     new_hash, new_config = config_hash(pipe), hashed_config(pipe)
     commit = git_commit()
-    if meta and meta.get("config_hash") != new_hash:
+    extension = (
+        _judges_added(meta, pipe, added or []) if meta and meta.get("config_hash") != new_hash else None
+    )
+    if meta and meta.get("config_hash") != new_hash and extension is None:
         old_config = json.loads(meta.get("hashed_config", "{}"))
+        earlier = [entry["judge"] for entry in json.loads(meta.get("added_judges", "[]"))]
+        hint = (
+            f"This folder's judges were extended with --add-judge {' --add-judge '.join(earlier)}; give the "
+            "same flags to resume it.\n"
+            if earlier
+            else ""
+        )
         store.close()
         console.print(
             f"[red]error:[/red] {escape(str(rundir))} holds a run of a different configuration; "
             "refusing to mix results.\n"
             f"Changes (old -> new):\n{escape(config_diff(old_config, new_config))}\n"
-            "Use another --out folder, restore the pipeline, or pass --force-new to archive the old run.",
+            f"{escape(hint)}"
+            "Use another --out folder, restore the pipeline, or pass --force-new to archive the old run"
+            + (
+                " (--add-judge adds judges only to a folder holding the same pipeline without them)."
+                if added
+                else "."
+            ),
             highlight=False,
             soft_wrap=True,
         )
         return None
-    if not meta:
-        store.set_meta(
-            {
-                "config_hash": new_hash,
-                "hashed_config": json.dumps(new_config, sort_keys=True),
-                "pipeline": json.dumps(redact_model_urls(pipe.model_dump(mode="json"))),
-                "git_commit": commit,
-                "package_version": __version__,
-                "seed": str(pipe.seed),
-            }
+    update: dict[str, str] = {}
+    if extension:
+        predictions, judged = (sum(store.counts(stage).values()) for stage in ("predict", "judge"))
+        names = ", ".join(j.display_name for j in extension)
+        console.print(
+            f"--add-judge: {escape(str(rundir))} holds this pipeline without {escape(names)}; only their "
+            f"units run, the {predictions:,} prediction and {judged:,} judge unit(s) stored are reused",
+            highlight=False,
+            soft_wrap=True,
         )
-    store.set_meta({"git_commit_last": commit, "package_version_last": __version__})
+        record = json.loads(meta.get("added_judges", "[]"))
+        record += [
+            {"judge": j.display_name, "model": j.model, "added_at": now(), "git_commit": commit}
+            for j in extension
+        ]
+        update["added_judges"] = strict_json.dumps(record)
+    if not meta or extension:
+        update["config_hash"] = new_hash
+        update["hashed_config"] = json.dumps(new_config, sort_keys=True)
+        update["pipeline"] = json.dumps(redact_model_urls(pipe.model_dump(mode="json")))
+    if not meta:
+        update |= {"git_commit": commit, "package_version": __version__, "seed": str(pipe.seed)}
+    update |= {"git_commit_last": commit, "package_version_last": __version__}
+    store.set_meta(update)  # one transaction: the configuration and the record of what was added
     return store
 
 
@@ -770,6 +877,7 @@ class _Grid:
             "seed": self.pipe.seed,
             "judges": model_info(self.pipe.judges),
             "generators": model_info(self.pipe.generators),
+            **_added_judges(meta_store),
             "units": {
                 stage: {
                     "planned": len(planned),
@@ -860,6 +968,7 @@ async def _run(
     console: Console,
     pool: WorkerPool | None = None,
     lean_export: bool = False,
+    added: list[str] | None = None,
 ) -> int:
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
@@ -874,7 +983,7 @@ async def _run(
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     try:
-        store = _open_store(rundir, pipe, force_new, console)
+        store = _open_store(rundir, pipe, force_new, console, added or [])
     except FS_ERRORS as exc:
         console.print(f"[red]error:[/red] {escape(describe(exc, rundir / 'run.sqlite'))}", soft_wrap=True)
         return 2
@@ -910,6 +1019,13 @@ async def _run(
         if broker is not None:
             broker.close()
         store.close()
+
+
+def _added_judges(meta_store: dict[str, str]) -> dict[str, Any]:
+    """meta.json's ``added_judges`` (judges added to the folder's run with ``--add-judge``: name, model, when,
+    code), present only when some were."""
+    added = json.loads(meta_store.get("added_judges", "[]"))
+    return {"added_judges": added} if added else {}
 
 
 def _batch_broker(pipe: Pipeline, rundir: Path, console: Console) -> Any:

@@ -17,10 +17,10 @@ import hashlib
 import json
 import threading
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from agentjudge.types import (
     DIFFICULTIES,
@@ -73,7 +73,10 @@ def _model_entry(value: Any) -> Any:
 
 
 class Pipeline(Strict):
-    """One grid run. ``dataset`` and ``cache`` are resolved relative to the pipeline file's folder."""
+    """One grid run. ``dataset`` and ``cache`` are resolved relative to the pipeline file's folder.
+    No number may be NaN or infinite (``.nan``/``.inf`` in YAML): a cap of NaN would mean no cap."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str
     description: str | None = None
@@ -252,26 +255,41 @@ def load_pipeline(path: Path) -> Pipeline:
     return parse_pipeline(data, path)
 
 
+def _cli_model(
+    pipeline: Pipeline, model: str, template: list[ModelSettings], api_base: str | None
+) -> ModelSettings:
+    """A model named on the command line: it inherits the settings of the pipeline's first model of the same
+    role (``_INHERITED_FIELDS``: concurrency, temperature, max_tokens, ...), and never more concurrency than
+    the pipeline's ``concurrency``: swapping the model must not change how hard a server is driven."""
+    inherited = template[0].model_dump(include=set(_INHERITED_FIELDS)) if template else {}
+    inherited["concurrency"] = min(inherited.get("concurrency", 8), pipeline.concurrency)
+    return ModelSettings(model=model, api_base=api_base, **inherited)
+
+
 def override_models(
-    pipeline: Pipeline, judges: list[str] | None, generators: list[str] | None, api_base: str | None
+    pipeline: Pipeline,
+    judges: list[str] | None,
+    generators: list[str] | None,
+    api_base: str | None,
+    add_judges: list[str] | None = None,
 ) -> Pipeline:
-    """Apply ``--judge``/``--generator`` (which replace the pipeline's lists) and ``--api-base``.
-
-    A command-line model inherits the settings of the pipeline's first model of the same role
-    (``_INHERITED_FIELDS``: concurrency, temperature, max_tokens, ...), and never more concurrency than the
-    pipeline's ``concurrency``: swapping the model must not change how hard a server is driven.
-    """
-
-    def cli_model(model: str, template: list[ModelSettings]) -> ModelSettings:
-        inherited = template[0].model_dump(include=set(_INHERITED_FIELDS)) if template else {}
-        inherited["concurrency"] = min(inherited.get("concurrency", 8), pipeline.concurrency)
-        return ModelSettings(model=model, api_base=api_base, **inherited)
-
+    """Apply ``--judge``/``--generator`` (which replace the pipeline's lists), ``--add-judge`` (appended to
+    the judges, after ``--judge`` if both are given) and ``--api-base`` (for the models of those flags).
+    A command-line model inherits settings as ``_cli_model`` says."""
     updates: dict[str, Any] = {}
     if judges:
-        updates["judges"] = [cli_model(m, pipeline.judges) for m in judges]
+        updates["judges"] = [_cli_model(pipeline, m, pipeline.judges, api_base) for m in judges]
     if generators:
-        updates["generators"] = [cli_model(m, pipeline.generators) for m in generators]
+        updates["generators"] = [_cli_model(pipeline, m, pipeline.generators, api_base) for m in generators]
+    if add_judges:
+        kept = updates.get("judges", pipeline.judges)
+        names = {j.display_name for j in kept}
+        problems = [f"--add-judge {m}: already a judge of the pipeline" for m in add_judges if m in names]
+        repeated = sorted({m for m in add_judges if add_judges.count(m) > 1})
+        problems += [f"--add-judge {m}: given more than once" for m in repeated]
+        if problems:
+            raise PipelineError("command line: " + "; ".join(problems))
+        updates["judges"] = [*kept, *(_cli_model(pipeline, m, pipeline.judges, api_base) for m in add_judges)]
     if not updates:
         return pipeline
     try:
@@ -282,6 +300,21 @@ def override_models(
         ) from None
     check_models(new, "command line")
     return new
+
+
+def flag_value(key: str, flag: str, value: Any) -> Any:
+    """A command-line flag that sets pipeline key ``key`` (``--max-cost`` → ``max_cost_usd``), validated by
+    that key's own rule (negative, NaN or infinite refused alike); ``PipelineError`` names the flag."""
+    field = Pipeline.model_fields[key]
+    rule: Any = Annotated[field.annotation, *field.metadata]  # the annotation with its ge/gt/...
+    adapter: TypeAdapter[Any] = TypeAdapter(rule, config=ConfigDict(allow_inf_nan=False))
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as exc:
+        message = exc.errors()[0]["msg"]
+        raise PipelineError(
+            f"{flag} {value}: {message[:1].lower()}{message[1:]} (the rule of the pipeline key `{key}`)"
+        ) from None
 
 
 _DigestKey = tuple[str, int, int, int]
