@@ -50,7 +50,7 @@ def _load_factory(spec: str) -> Callable[..., Any] | None:
     if match is None:
         return None
     module_name, attr = match["module"], match["attr"]
-    from agentjudge.runner.models import add_plugin_folders
+    from agentjudge.model_strings import add_plugin_folders
 
     add_plugin_folders()  # the current folder, as the README's plug-in example expects
     top = module_name.split(".")[0]
@@ -147,7 +147,7 @@ def _interactive_generator(settings: ModelSettings, client: ModelClient) -> Gene
 
 
 def _plugin_name(model: str) -> bool:
-    from agentjudge.runner.models import model_kind
+    from agentjudge.model_strings import model_kind
 
     return model_kind(model) == "plugin"
 

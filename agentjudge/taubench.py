@@ -515,7 +515,7 @@ def taubench_cli(
 
     from agentjudge.fserrors import out_path_problem
     from agentjudge.models.failures import FailureLog
-    from agentjudge.models.preflight import ModelUse, preflight
+    from agentjudge.preflight import ModelUse, preflight
 
     console = Console()
     try:

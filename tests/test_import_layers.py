@@ -30,7 +30,7 @@ LAYERS: list[list[str]] = [
     ["agentjudge.dataset"],
     ["agentjudge.scoring"],
     ["agentjudge.generators", "agentjudge.judges"],
-    ["agentjudge.registry", "agentjudge.runner.models", "agentjudge.models.preflight"],
+    ["agentjudge.registry", "agentjudge.model_strings", "agentjudge.preflight"],
     [
         "agentjudge.runner",
         "agentjudge.report",

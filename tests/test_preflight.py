@@ -14,7 +14,7 @@ from test_runner import _verdict_json, make_records, read, write_pipeline
 
 from agentjudge.dataset.layout import write_records
 from agentjudge.models.failures import FailureLog, reason_of
-from agentjudge.models.preflight import ModelUse, preflight
+from agentjudge.preflight import ModelUse, preflight
 from agentjudge.runner.grid import run_cli
 from agentjudge.types import ModelSettings, ToolSchema
 

@@ -259,7 +259,7 @@ def generate_cli(out: Path, size: str, seed: int, llm: str | None, api_base: str
         console.print(f"[red]error:[/] --out {escape(problem)}")
         return 2
     if llm is not None:  # fail fast on a model that cannot work, never fall back to the deterministic text
-        from agentjudge.models.preflight import ModelUse, preflight
+        from agentjudge.preflight import ModelUse, preflight
         from agentjudge.types import ModelSettings
 
         problems = preflight([ModelUse("generator", ModelSettings(model=llm, api_base=api_base), "--llm")])

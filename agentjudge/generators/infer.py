@@ -26,7 +26,7 @@ from agentjudge.generators.interactive import read_trajectory, trajectory_fields
 from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelClient
 from agentjudge.models.failures import FailureLog
-from agentjudge.models.preflight import ModelUse, preflight
+from agentjudge.preflight import ModelUse, preflight
 from agentjudge.types import (
     DIFFICULTIES,
     Difficulty,

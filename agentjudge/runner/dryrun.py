@@ -30,9 +30,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from agentjudge.judges.templates import needs_cache_breakpoint
+from agentjudge.model_strings import model_kind
 from agentjudge.models.batch import batch_token_prices
 from agentjudge.models.tokens import count_tokens, prices
-from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import Pipeline
 from agentjudge.runner.prefixes import PrefixCache, PromptPieces, split_messages
 from agentjudge.runner.store import UnitKey, open_readonly

@@ -25,12 +25,12 @@ from rich.markup import escape
 from agentjudge import __version__, strict_json
 from agentjudge.fserrors import FS_ERRORS, describe
 from agentjudge.memo import remembered
+from agentjudge.model_strings import model_kind
 from agentjudge.models.fleet import redact_model_urls
 from agentjudge.provenance import git_commit
 from agentjudge.runner import engine, offline
 from agentjudge.runner.heap import collector_paused
 from agentjudge.runner.lean_export import lean_imports
-from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import (
     Pipeline,
     PipelineError,
@@ -365,9 +365,9 @@ def _preflight(
     probe: bool,
     add_judges: list[str] | None = None,
 ) -> list[str]:
-    """Every model of the run and the output folder, checked before any unit (``models.preflight``)."""
+    """Every model of the run and the output folder, checked before any unit (``agentjudge.preflight``)."""
     from agentjudge.fserrors import out_path_problem
-    from agentjudge.models.preflight import ModelUse, preflight
+    from agentjudge.preflight import ModelUse, preflight
 
     def where(flag: str, key: str, i: int) -> str:
         return f"{flag}[{i}]" if flag else f"{pipeline_path}: {key}[{i}]"

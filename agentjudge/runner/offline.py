@@ -65,9 +65,9 @@ from typing import Any
 from rich.markup import escape
 from rich.progress import Progress, TaskID
 
+from agentjudge.model_strings import model_kind
 from agentjudge.models.failures import is_model_fatal
 from agentjudge.runner import engine
-from agentjudge.runner.models import model_kind
 from agentjudge.runner.store import GroupWriter, RunStore, UnitKey, now
 from agentjudge.runner.work import Dataset, ScoreKey, compute_scores, prefix_order
 from agentjudge.types import ModelSettings, Prediction, Score, ScoringMode, Usage

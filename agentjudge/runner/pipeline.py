@@ -204,7 +204,7 @@ def parse_pipeline(data: Any, path: Path) -> Pipeline:
     if pipeline.cache is not None:
         updates["cache"] = (base / pipeline.cache).resolve()
     pipeline = pipeline.model_copy(update=updates)
-    from agentjudge.runner.models import add_plugin_folders
+    from agentjudge.model_strings import add_plugin_folders
 
     add_plugin_folders(base)  # module:factory plugins may sit next to the pipeline file
     check_models(pipeline, str(path))
@@ -213,8 +213,8 @@ def parse_pipeline(data: Any, path: Path) -> Pipeline:
 
 def batch_problem(model: str) -> str | None:
     """Why ``batch: true`` cannot apply to ``model`` (no provider batch API litellm drives), or None."""
+    from agentjudge.model_strings import model_kind
     from agentjudge.models.batch import PROVIDER_LIMITS, batch_provider
-    from agentjudge.runner.models import model_kind
 
     if model_kind(model) == "litellm" and batch_provider(model) is not None:
         return None
@@ -225,7 +225,7 @@ def batch_problem(model: str) -> str | None:
 
 def check_models(pipeline: Pipeline, where: str) -> None:
     """Resolve every model string by the registry's rules without calling anything."""
-    from agentjudge.runner.models import model_problem
+    from agentjudge.model_strings import model_problem
 
     problems = []
     for role in ("generators", "judges"):

@@ -22,10 +22,10 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from agentjudge.model_strings import model_kind
 from agentjudge.models.failures import attempts_of, reason_of
 from agentjudge.models.fleet import redact_url
 from agentjudge.runner.engine import ModelTally
-from agentjudge.runner.models import model_kind
 from agentjudge.runner.pipeline import Pipeline
 from agentjudge.types import ModelSettings
 

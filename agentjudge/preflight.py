@@ -17,7 +17,7 @@ invocation, pipeline and command line alike, without spending anything (unless `
   credential, ``no_password``, and a text token, ``eos_token``, are no credential): ``extra`` is part of the
   configuration written to meta.json and run.sqlite. A model refused for a credential is sent nothing:
   neither ``GET /models`` nor ``probe``'s call (that call would carry it, and an error would echo it);
-* ``sim/``, ``baseline/`` and plugin names resolve (``runner.models.model_problem``);
+* ``sim/``, ``baseline/`` and plugin names resolve (``model_strings.model_problem``);
 * a litellm model: litellm resolves its provider; the key variable it needs is set (named in the message:
   ``api_key_env`` if given, else the provider's own, e.g. ``OPENAI_API_KEY``), and every ``headers_env`` one;
 * an ``api_base``, and every endpoint of ``api_bases``, answers ``GET {api_base}/models`` (any HTTP status
@@ -341,7 +341,7 @@ async def _probe(settings: ModelSettings) -> str | None:
 
 def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: bool = False) -> list[str]:
     """Every problem found, one line each, ``"{where} ({model}): {problem}"``; empty when all is well."""
-    from agentjudge.runner.models import model_kind, model_problem
+    from agentjudge.model_strings import model_kind, model_problem
 
     problems: list[str] = []
     bases_checked: dict[str, str | None] = {}
