@@ -20,8 +20,9 @@ invocation, pipeline and command line alike, without spending anything (unless `
 * ``sim/``, ``baseline/`` and plugin names resolve (``model_strings.model_problem``);
 * a litellm model: litellm resolves its provider; the key variable it needs is set (named in the message:
   ``api_key_env`` if given, else the provider's own, e.g. ``OPENAI_API_KEY``), and every ``headers_env`` one;
-* an ``api_base``, and every endpoint of ``api_bases``, answers ``GET {api_base}/models`` (any HTTP status
-  counts as an answer; the URL is shown without userinfo or query string);
+* an ``api_base``, every endpoint of ``api_bases``, or the provider base URL the environment sets
+  (``OPENAI_BASE_URL``, ...) answers ``GET {api_base}/models`` (any HTTP status counts as an answer; the URL
+  is shown without userinfo or query string);
 * ``probe``: one real 1-token call per litellm model, per endpoint of a fleet (catches a wrong model name,
   a rejected key, or a replica serving another model);
 * ``max_cost``: the model has a price (litellm's, or ``input/output_cost_per_token`` in the pipeline) and a
@@ -294,6 +295,20 @@ def _header_env_problems(settings: ModelSettings) -> list[str]:
     return out
 
 
+def _endpoints_to_check(settings: ModelSettings) -> list[str]:
+    """The endpoints ``GET /models`` checks: ``api_bases``, ``api_base``, or the provider's base URL set in
+    the environment (``OPENAI_BASE_URL``, ...). A provider's own default address is not asked (the preflight
+    stays offline for a dry run): a run that cannot reach it stops after its first call (``unreachable``)."""
+    from agentjudge.models.client import endpoint_override
+
+    if settings.api_bases:
+        return list(settings.api_bases)
+    if settings.api_base:
+        return [settings.api_base]
+    override = endpoint_override(settings.model)
+    return [override] if override else []
+
+
 def _api_base_problem(api_base: str, timeout_s: float = 3.0) -> str | None:
     # without userinfo/query: urllib cannot send user:password@ itself, and any HTTP status is an answer
     url = redact_url(api_base).rstrip("/") + "/models"
@@ -304,7 +319,10 @@ def _api_base_problem(api_base: str, timeout_s: float = 3.0) -> str | None:
         return None  # it answered (401/404 are answers: the server is there)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", None) or exc
-        return f"api_base {redact_url(api_base)} does not answer (GET {url}: {reason})"
+        return (
+            f"api_base {redact_url(api_base)} does not answer: connection failed (GET {url}: {reason}); "
+            "check the URL, that the server is up, and the network"
+        )
 
 
 def _cost_problem(settings: ModelSettings) -> str | None:
@@ -367,7 +385,7 @@ def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: boo
             continue
         found = [_provider_problem(s), *_header_env_problems(s)]
         # a model refused for a credential is sent nothing, not even GET /models (its URL may hold it)
-        for base in [] if credentials else s.api_bases or ([s.api_base] if s.api_base else []):
+        for base in [] if credentials else _endpoints_to_check(s):
             if base not in bases_checked:
                 bases_checked[base] = _api_base_problem(base)
             found.append(bases_checked[base])

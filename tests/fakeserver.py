@@ -116,6 +116,8 @@ class FakeLLM:
         self.max_in_flight = 0
         self.answered = 0  # replies actually sent (a killed server drops the requests it was holding)
         self.dead = False
+        self.dropped = 0  # chat requests whose connection was closed unanswered (``drop_next``)
+        self._drops = 0  # how many more chat requests to drop; -1: every one
         self._refused: dict[str, str] = {}  # lower-cased header name -> value answered with 401
         # batch API state (see the module docstring)
         self.files: dict[str, bytes] = {}
@@ -207,6 +209,7 @@ class FakeLLM:
             self.hold_batches = False
             self.batch_polls = 1
             self._refused.clear()
+            self._drops = self.dropped = 0
 
     # ---- scripting -------------------------------------------------------------------------------
     def queue(
@@ -252,6 +255,12 @@ class FakeLLM:
         """The next requests stall ``seconds`` before answering (use more than the client timeout)."""
         with self._lock:
             self._faults.extend(Reply(text="late answer", delay=seconds) for _ in range(times))
+
+    def drop_next(self, times: int = 1) -> None:
+        """The next ``times`` chat requests (-1: all of them) have their connection closed without any answer,
+        as a proxy or TLS terminator that cannot reach the model would; ``GET /models`` still answers."""
+        with self._lock:
+            self._drops = times
 
     def malformed_next(self, times: int = 1) -> None:
         """The next requests get HTTP 200 with a body that is not valid JSON."""
@@ -513,6 +522,13 @@ class FakeLLM:
                     return
                 if self.path.split("?")[0] not in CHAT_PATHS:
                     self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}), {})
+                    return
+                with fake._lock:
+                    drop = fake._drops != 0
+                    fake._drops -= fake._drops > 0
+                    fake.dropped += drop
+                if drop:
+                    self.close_connection = True  # closed with nothing written: no HTTP answer at all
                     return
                 try:
                     request = json.loads(raw or b"{}")

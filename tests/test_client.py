@@ -488,7 +488,9 @@ async def test_a_model_litellm_cannot_price_is_handed_a_placeholder_price_and_st
     assert model_prices(free) == (0.0, 0.0)
 
 
-async def test_connection_refused_is_retried_then_connection_error() -> None:
+async def test_connection_refused_is_retried_then_unreachable() -> None:
+    """Refused on every attempt, by an endpoint that never answered: ``unreachable`` (a connection failure
+    that stops the model; tests/test_unreachable.py has the rest)."""
     import socket
 
     with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
@@ -498,8 +500,8 @@ async def test_connection_refused_is_retried_then_connection_error() -> None:
     client = fast_client()
     with pytest.raises(ModelCallError) as err:
         await client.complete(settings, MSG)
-    assert (err.value.kind, err.value.attempts) == ("connection", 2)
-    assert client.stats.total.retries == 1
+    assert (err.value.kind, err.value.attempts) == ("unreachable", 2)
+    assert client.stats.total.retries == 1 and client.stats.total.retries_by_kind == {"connection": 1}
 
 
 def test_classify_plain_exceptions() -> None:

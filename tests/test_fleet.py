@@ -333,7 +333,8 @@ def test_every_endpoint_down_is_one_clear_error_without_secrets() -> None:
     client = ModelClient(backoff_base_s=0.01)
     with pytest.raises(ModelCallError) as info:
         asyncio.run(client.complete(settings, [{"role": "user", "content": "hi"}]))
-    assert info.value.kind == "connection" and info.value.attempts == 2
+    # no endpoint ever answered: the fleet is unreachable (every replica down), a model-stopping kind
+    assert info.value.kind == "unreachable" and info.value.attempts == 2
     assert "failed on every endpoint" in info.value.message
     assert redact_url(urls[0]) in info.value.message and urls[1] in info.value.message
     assert secret not in str(info.value)
@@ -402,11 +403,16 @@ def test_grid_with_every_endpoint_dead_fails_each_unit_without_a_verdict(
     # the preflight would refuse this run (rightly: nothing answers); here the servers die after it
     monkeypatch.setattr(grid, "_preflight", lambda *a, **k: [])
     assert run_cli(pipeline, rundir) == 1
-    assert _units(rundir) == [("failed",)] * 8
+    # no replica ever answered: the first calls find the fleet unreachable and stop it; the units already
+    # given out fail (unsent once it is stopped), the rest are left for a re-run
+    units = _units(rundir)
+    assert 0 < len(units) < 8 and set(units) == {("failed",)}
     judg = read(rundir, "judgments")
     assert judg.verdict.isna().all() and (~judg.parse_ok).all()
-    assert judg.judge_error.str.contains("failed on every endpoint").all()
-    assert _meta_endpoints(rundir) == {u: {"ok": 0, "failed": 8} for u in urls}
+    assert judg.judge_error.str.contains("could not connect|the model is stopped").all()
+    assert judg.judge_error.str.contains("failed on every endpoint").any()
+    counts = _meta_endpoints(rundir)
+    assert set(counts) == set(urls) and all(c["ok"] == 0 and 0 < c["failed"] < 8 for c in counts.values())
 
 
 def test_probe_calls_every_endpoint_and_names_the_one_that_refuses(servers: list[FakeLLM]) -> None:

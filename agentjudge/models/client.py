@@ -16,7 +16,9 @@ are easy to get wrong once per call site and easy to get right once. Everything 
 * Errors that no retry can fix (auth: 401/403/missing key; bad_request/not_found: 400/404/422) stop the
   model: every later call to the same target (model, endpoint, api_key_env, headers_env names: ``_target``)
   fails at once with the first error, unsent (a fleet is stopped only when every endpoint refused it:
-  ``_call_fleet``).
+  ``_call_fleet``). So does a call whose every attempt failed to connect to a target that has never
+  answered (``unreachable``: a wrong or dead endpoint, named in the message), after that one call's retries;
+  calls of that target already retrying give up at their next attempt.
 * ``cost_cap`` (``--max-cost``) is a hard cap: each call reserves its worst-case price (prompt tokens by
   litellm's tokenizer + ``max_tokens``) before it is sent; a call that does not fit is not sent.
 * A model with ``batch: true`` is not called here while the runner has attached a batch queue
@@ -44,7 +46,13 @@ from pydantic import Field, ValidationError, model_validator
 from agentjudge.models import http_shares
 from agentjudge.models.cache import CallCache, cache_key
 from agentjudge.models.credentials import MissingCredentialError, env_headers, required_env_headers
-from agentjudge.models.fleet import ENDPOINT_DOWN_KINDS, ENDPOINT_REFUSED_KINDS, EndpointCount, Fleet
+from agentjudge.models.fleet import (
+    ENDPOINT_DOWN_KINDS,
+    ENDPOINT_REFUSED_KINDS,
+    EndpointCount,
+    Fleet,
+    redact_url,
+)
 from agentjudge.models.litellm_import import litellm_module
 from agentjudge.models.tokens import cache_saving
 from agentjudge.types import ModelSettings, Strict, Usage
@@ -52,11 +60,17 @@ from agentjudge.types import ModelSettings, Strict, Usage
 log = logging.getLogger(__name__)
 
 RETRYABLE_KINDS = frozenset({"rate_limit", "server_error", "timeout", "connection", "malformed_response"})
-MODEL_FATAL_KINDS = frozenset({"auth", "bad_request", "not_found"})  # never retried; stop the model
+MODEL_FATAL_KINDS = frozenset({"auth", "bad_request", "not_found", "unreachable"})  # these stop the model
+# "unreachable": connection failures (refused, DNS, TLS, dropped) on every attempt of a call to a target none
+# of whose calls has ever connected (no HTTP answer of any status, ever): the endpoint is wrong or down, and
+# every other call would spend its retries finding that out again. A target that answered once keeps its
+# retries: a blip mid-run must not stop a grid.
 # an attempt that ended so may have been billed with no usage counted (the server computed, or may have
 # computed, an answer; an empty one's usage is not kept). Under --max-cost its worst case is counted as spent,
 # before a retry or when the call fails; its unit's cost is unknown (``ModelCallError.unseen_cost``)
 MAYBE_BILLED_KINDS = frozenset({"timeout", "malformed_response", "empty_response"})
+# kinds of a failed attempt that got no HTTP answer (they say nothing of whether the endpoint is there)
+NOT_AN_ANSWER_KINDS = frozenset({"connection", "timeout", "other"})
 _AUTH_MARKERS = ("api_key client option must be set", "missing credentials", "no api key", "invalid api key")
 MAX_BACKOFF_S = 30.0  # cap for one sleep, Retry-After included
 BASE_BACKOFF_S = 0.5
@@ -228,6 +242,49 @@ def _target(settings: ModelSettings) -> Target:
     not stop the other."""
     endpoint = ",".join(settings.api_bases) if settings.api_bases else settings.api_base
     return settings.model, endpoint, settings.api_key_env, tuple(sorted(settings.headers_env.items()))
+
+
+# where litellm sends a provider's calls when no api_base is given: the environment's override, else the
+# provider's own address (what an "unreachable" message names; models/preflight checks an override)
+DEFAULT_ENDPOINTS = {
+    "openai": (("OPENAI_BASE_URL", "OPENAI_API_BASE"), "https://api.openai.com/v1"),
+    "anthropic": (("ANTHROPIC_BASE_URL", "ANTHROPIC_API_BASE"), "https://api.anthropic.com"),
+    "azure": (("AZURE_API_BASE",), None),
+    "gemini": (("GEMINI_API_BASE",), "https://generativelanguage.googleapis.com"),
+    "mistral": (("MISTRAL_API_BASE",), "https://api.mistral.ai/v1"),
+    "groq": (("GROQ_API_BASE",), "https://api.groq.com/openai/v1"),
+    "together_ai": (("TOGETHERAI_API_BASE",), "https://api.together.xyz/v1"),
+    "openrouter": (("OPENROUTER_API_BASE",), "https://openrouter.ai/api/v1"),
+    "hosted_vllm": (("HOSTED_VLLM_API_BASE",), None),
+    "ollama": (("OLLAMA_API_BASE",), "http://localhost:11434"),
+}
+
+
+def provider_of(model: str) -> str:
+    """The provider prefix of a litellm model string (``openai/gpt-4o`` → ``openai``; bare names: openai)."""
+    return model.split("/", 1)[0] if "/" in model else "openai"
+
+
+def endpoint_override(model: str) -> str | None:
+    """The base URL the environment sets for the model's provider (``OPENAI_BASE_URL``, ...), if any."""
+    names, _ = DEFAULT_ENDPOINTS.get(provider_of(model), ((), None))
+    return next((os.environ[n] for n in names if os.environ.get(n)), None)
+
+
+def endpoint_of(settings: ModelSettings) -> str:
+    """Where the model's calls go, for a message: ``api_base``/``api_bases`` (redacted), else the
+    environment's override for the provider, else the provider's default address."""
+    if settings.api_bases:
+        return ", ".join(redact_url(u) for u in settings.api_bases)
+    if settings.api_base:
+        return redact_url(settings.api_base)
+    override = endpoint_override(settings.model)
+    provider = provider_of(settings.model)
+    if override:
+        names = " / ".join(DEFAULT_ENDPOINTS[provider][0])
+        return f"{redact_url(override)} (from {names})"
+    default = DEFAULT_ENDPOINTS.get(provider, ((), None))[1]
+    return f"{default} (the {provider} default)" if default else f"the {provider} provider's endpoint"
 
 
 def _count_retry(stats: ModelStats, kind: str) -> None:
@@ -599,6 +656,7 @@ class ModelClient:
         self.read_cache = read_cache
         self.cost_gate = None if max_cost_usd is None else CostGate(max_cost_usd)
         self.stopped: dict[Target, ModelCallError] = {}  # model-fatal errors
+        self.connected: set[Target] = set()  # targets that have answered (any HTTP status) at least once
         self.backoff_base_s = backoff_base_s  # first retry waits ~this long, doubling; tests use a few ms
         self.stats = ClientStats()
         self._semaphores: dict[tuple[int, Target], asyncio.Semaphore] = {}
@@ -857,6 +915,31 @@ class ModelClient:
         self.stopped.setdefault(_target(settings), exc)
         return exc
 
+    def _unreachable(self, settings: ModelSettings, attempts: int, message: str) -> ModelCallError:
+        """The error of a call none of whose attempts connected, to a target that never answered: it names
+        the endpoint (redacted) and the cause, and says how to check the set-up; ``_send`` stops the model."""
+        where = endpoint_of(settings)
+        return ModelCallError(
+            "unreachable",
+            attempts,
+            f"could not connect to {where} on any of {attempts} attempt(s), and no call of "
+            f"{settings.display_name} has ever connected (last: {message}); the model is stopped. Check the "
+            "endpoint, the network and any proxy, e.g. with `agentjudge run PIPELINE --out RUNDIR --dry-run "
+            "--probe`",
+        )
+
+    def _give_up_if_stopped(
+        self, settings: ModelSettings, stats: ModelStats, attempts: int, unseen: bool
+    ) -> None:
+        """Before a retry: a call of a target another call has stopped since (it was found unreachable, or
+        refused the key) is not sent again; it fails with that error."""
+        earlier = self.stopped.get(_target(settings))
+        if earlier is not None:
+            stats.failures += 1
+            raise ModelCallError(
+                earlier.kind, attempts, f"not retried, the model is stopped: {earlier.message}", unseen
+            )
+
     def _batch_replay(self, key: str) -> bool:
         from agentjudge.models.batch import current_unit
 
@@ -1027,6 +1110,7 @@ class ModelClient:
                     http_shares.SLOT.reset(token)
                     if slot is not None:
                         self._learn_http(settings, slot)
+                self.connected.add(_target(settings))
                 completion = self._to_completion(litellm, response, secrets, settings)
             except ModelCallError as exc:  # empty answer: retrying a deterministic call will not help
                 stats.failures += 1
@@ -1035,9 +1119,13 @@ class ModelClient:
             except Exception as exc:  # noqa: BLE001 - every provider error is classified below
                 kind = classify(exc)
                 message = _scrub(f"{type(exc).__name__}: {exc}", secrets)[:2000]
+                if kind not in NOT_AN_ANSWER_KINDS:  # an HTTP status came back: the endpoint is there
+                    self.connected.add(_target(settings))
                 unseen = _note_unseen(stats, kind) or unseen
                 if kind not in RETRYABLE_KINDS or attempts > settings.max_retries:
                     stats.failures += 1
+                    if kind == "connection" and _target(settings) not in self.connected:
+                        raise self._unreachable(settings, attempts, message) from None
                     raise ModelCallError(kind, attempts, message, unseen) from None
                 _count_retry(stats, kind)
                 if rebill is not None and kind in MAYBE_BILLED_KINDS:
@@ -1048,6 +1136,7 @@ class ModelClient:
                 )
                 log.info("%s: %s (attempt %d), retry in %.2fs", settings.display_name, kind, attempts, delay)
                 await asyncio.sleep(delay)
+                self._give_up_if_stopped(settings, stats, attempts, unseen)
                 continue
             _account(stats, completion)
             return _with_unseen(completion) if unseen else completion
@@ -1086,8 +1175,11 @@ class ModelClient:
                         timeout=settings.timeout_s + HANG_GUARD_S,
                     )
                     answered = True
+                    self.connected.add(_target(settings))
                 except Exception as exc:  # noqa: BLE001 - classified as in _call_with_retries
                     kind, error = classify(exc), exc
+                    if kind not in NOT_AN_ANSWER_KINDS:
+                        self.connected.add(_target(settings))
                 finally:  # also when the unit is cancelled: the slot goes back
                     count.ok += answered  # a cancelled request counts as neither
                     count.failed += error is not None
@@ -1129,6 +1221,8 @@ class ModelClient:
                 if kind in RETRYABLE_KINDS:
                     where = ", ".join(f"{fleet.label(url)}: {k}" for url, k in failed_on.items())
                     message = f"failed on every endpoint ({where}); last: {message}"
+                if set(failed_on.values()) == {"connection"} and _target(settings) not in self.connected:
+                    raise self._unreachable(settings, attempts, message) from None  # every replica down
                 raise ModelCallError(kind, attempts, message, unseen) from None
             _count_retry(stats, kind)
             if rebill is not None and kind in MAYBE_BILLED_KINDS:
@@ -1137,6 +1231,7 @@ class ModelClient:
                 delay = min(_backoff(self.backoff_base_s, attempts), MAX_BACKOFF_S)
                 log.info("%s: %s on every endpoint, retry in %.2fs", settings.display_name, kind, delay)
                 await asyncio.sleep(delay)
+                self._give_up_if_stopped(settings, stats, attempts, unseen)
 
     @staticmethod
     def _every_endpoint_refused(fleet: Fleet, attempts: int) -> ModelCallError:

@@ -13,12 +13,17 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-REASONS = ("auth", "bad_request", "rate_limit", "server", "timeout", "parse", "cost_cap", "batch", "other")
+REASONS = (
+    "auth", "bad_request", "connection", "rate_limit", "server", "timeout", "parse", "cost_cap", "batch",
+    "other",
+)  # fmt: skip
 REASON_HELP = {
     "auth": "401/403 or a missing key: check the key variable; never retried",
     "bad_request": "400/404/422: the model name or a parameter is wrong; never retried",
     "rate_limit": "429 after every retry",
-    "server": "5xx, refused connection or a broken/empty answer after every retry",
+    "connection": "could not connect (refused, host not found, TLS, dropped) after every retry; a model that "
+    "never connected is stopped: check its endpoint with --probe",
+    "server": "5xx or a broken answer after every retry",
     "timeout": "no answer within timeout_s after every retry",
     "parse": "the answer could not be read",
     "cost_cap": "not sent: over --max-cost",
@@ -33,7 +38,8 @@ _KIND_TO_REASON = {
     "not_found": "bad_request",
     "rate_limit": "rate_limit",
     "server_error": "server",
-    "connection": "server",
+    "connection": "connection",
+    "unreachable": "connection",
     "malformed_response": "server",
     "timeout": "timeout",
     "empty_response": "parse",
@@ -54,17 +60,12 @@ _ATTEMPTS_RE = re.compile(r"\b(?P<kind>\w+) after (?P<n>\d+) attempt\(s\):")
 
 def reason_of(error: str | None) -> str:
     """The reason (one of ``REASONS``) of a stored failure text."""
-    if not error:
-        return "other"
-    match = _KIND_RE.match(error)
-    kind = (match["bracket"] or match["plain"]) if match else ""
-    return _KIND_TO_REASON.get(kind, "other")
+    return _KIND_TO_REASON.get(kind_of(error), "other")
 
 
 def is_batch_pending(error: str | None) -> bool:
     """The unit's call was queued for a provider batch (not a failure: the unit runs again on its answer)."""
-    match = _KIND_RE.match(error or "")
-    return match is not None and (match["bracket"] or match["plain"]) == "batch_pending"
+    return kind_of(error) == "batch_pending"
 
 
 def attempts_of(error: str | None) -> int | None:
@@ -74,9 +75,16 @@ def attempts_of(error: str | None) -> int | None:
     return int(match["n"]) if match else None
 
 
+def kind_of(error: str | None) -> str:
+    """The model client's error kind a stored failure text starts with ("" when it names none)."""
+    match = _KIND_RE.match(error or "")
+    return (match["bracket"] or match["plain"]) if match else ""
+
+
 def is_model_fatal(error: str | None) -> bool:
-    """A failure that no retry can fix and that every other call to the same model would repeat."""
-    return reason_of(error) in ("auth", "bad_request")
+    """A failure that no retry can fix and that every other call to the same model would repeat: a refused
+    key or request, or an endpoint no call has ever reached (``unreachable``)."""
+    return reason_of(error) in ("auth", "bad_request") or kind_of(error) == "unreachable"
 
 
 @dataclass
