@@ -40,7 +40,10 @@ def _settings(api_base: str, **kw: object) -> ModelSettings:
 
 @pytest.mark.parametrize(
     "api_base",
-    [pytest.param("refused", id="connection-refused"), pytest.param("http://no-such-host.invalid/v1", id="dns")],
+    [
+        pytest.param("refused", id="connection-refused"),
+        pytest.param("http://no-such-host.invalid/v1", id="dns"),
+    ],
 )
 async def test_a_model_that_never_connected_is_stopped_after_one_calls_retries(api_base: str) -> None:
     if api_base == "refused":
@@ -73,7 +76,7 @@ async def test_calls_already_retrying_give_up_once_the_model_is_stopped() -> Non
     assert client.stats.model(settings.display_name).requests <= 8 * 5
 
 
-async def test_a_model_that_answered_before_keeps_its_retries_through_a_short_outage(fake_llm: FakeLLM) -> None:
+async def test_a_model_that_answered_before_keeps_its_retries_through_an_outage(fake_llm: FakeLLM) -> None:
     fake_llm.set_responder(lambda req: "ok")
     settings = _settings(fake_llm.base_url)
     client = ModelClient(backoff_base_s=0.01)
@@ -83,7 +86,7 @@ async def test_a_model_that_answered_before_keeps_its_retries_through_a_short_ou
     assert out.text == "ok" and fake_llm.dropped == 2
     stats = client.stats.model(settings.display_name)
     assert stats.retries_by_kind == {"connection": 2}
-    fake_llm.drop_next(-1)  # a longer outage: the call fails as a connection failure, the model is not stopped
+    fake_llm.drop_next(-1)  # a longer outage: the call fails as a connection failure, the model goes on
     with pytest.raises(ModelCallError) as failed:
         await client.complete(settings, [{"role": "user", "content": "during the outage"}])
     assert failed.value.kind == "connection" and not client.stopped
