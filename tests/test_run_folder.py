@@ -372,3 +372,41 @@ def test_run_files_parse_as_strict_json(tmp_path: Path) -> None:
     assert run_cli(pipeline, rundir) == 0
     assert _strict(rundir / "meta.json")["pipeline"]["max_cost_usd"] == 1.5
     _strict(rundir / "run_summary.json")
+
+
+# ------------------------------------------------------------------------------------------ Ctrl-C (issue 36)
+def test_a_ctrl_c_after_the_run_said_done_keeps_exit_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Ctrl-C that lands while a finished run is being torn down (here: in the teardown's last step) is
+    exit 0 with "done", never also "interrupted"."""
+    import gc
+
+    pipeline = write_pipeline(tmp_path)
+
+    def late_ctrl_c() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gc, "unfreeze", late_ctrl_c)  # runs in _run_locked's finally, after "done"
+    assert run_cli(pipeline, tmp_path / "run") == 0
+    out = capsys.readouterr().out
+    assert "done:" in out and "interrupted" not in out
+    assert not (tmp_path / "run" / "run.lock").exists()
+
+
+def test_a_ctrl_c_during_the_work_is_130_and_interrupted_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentjudge.runner import grid
+
+    pipeline = write_pipeline(tmp_path)
+
+    def ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(grid._Grid, "export", ctrl_c)  # the work is done, its files are not written yet
+    assert grid.run_cli(pipeline, tmp_path / "run") == 130
+    out = capsys.readouterr().out
+    assert "interrupted" in out and "done:" not in out
+    monkeypatch.undo()
+    assert grid.run_cli(pipeline, tmp_path / "run") == 0  # the re-run resumes and finishes

@@ -16,6 +16,7 @@ import hashlib
 import json
 import sqlite3
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -216,18 +217,48 @@ def run_cli(
         from agentjudge.runner.dryrun import dry_run_report
 
         return dry_run_report(pipe, data, Path(out), console, partners, start_over=force_new)
+    ending = _Ending()
     try:
         if not lock.held:  # a new folder: made, then held before anything is written into it
             Path(out).mkdir(parents=True, exist_ok=True)
             lock.acquire()
         return _run_locked(
-            pipe, data, partners, Path(out), force_new, no_cache, console, lean_export, add_judges or []
+            pipe,
+            data,
+            partners,
+            Path(out),
+            force_new,
+            no_cache,
+            console,
+            lean_export,
+            add_judges or [],
+            ending,
         )
     except RunFolderBusy as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
+    except KeyboardInterrupt:  # while the run was being torn down (after _run_locked's own handler)
+        return ending.interrupted(console, Path(out))
     finally:
         lock.release()
+
+
+@dataclass
+class _Ending:
+    """How the run ended, once it has said so (``done: ...`` or its failures): a Ctrl-C after that point
+    finds nothing left to lose, so the run keeps its own exit code instead of claiming an interruption."""
+
+    code: int | None = None
+
+    def interrupted(self, console: Console, out: Path) -> int:
+        if self.code is not None:
+            return self.code
+        console.print(
+            f"interrupted: finished units are saved in {escape(str(out / 'run.sqlite'))}; "
+            "re-run the same command to resume.",
+            soft_wrap=True,
+        )
+        return 130
 
 
 def _run_locked(
@@ -240,6 +271,7 @@ def _run_locked(
     console: Console,
     lean_export: bool,
     added: list[str],
+    ending: _Ending,
 ) -> int:
     """The run itself, while this process holds the run folder."""
     if any(model_kind(m.model) == "litellm" for m in [*pipe.generators, *pipe.judges]):
@@ -250,15 +282,22 @@ def _run_locked(
     pool = _fork_workers(pipe, data, no_cache)
     try:
         return asyncio.run(
-            _run(pipe, data, partners, Path(out), force_new, no_cache, console, pool, lean_export, added)
+            _run(
+                pipe,
+                data,
+                partners,
+                Path(out),
+                force_new,
+                no_cache,
+                console,
+                pool,
+                lean_export,
+                added,
+                ending,
+            )
         )
     except KeyboardInterrupt:
-        console.print(
-            f"interrupted: finished units are saved in {escape(str(Path(out) / 'run.sqlite'))}; "
-            "re-run the same command to resume.",
-            soft_wrap=True,
-        )
-        return 130
+        return ending.interrupted(console, Path(out))
     finally:
         if pool is not None:
             pool.abandon()  # after an interruption or an early exit: workers see their pipe close
@@ -969,6 +1008,7 @@ async def _run(
     pool: WorkerPool | None = None,
     lean_export: bool = False,
     added: list[str] | None = None,
+    ending: _Ending | None = None,
 ) -> int:
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
@@ -1011,7 +1051,10 @@ async def _run(
         failed_rows = _write_run_summary(grid, rundir)
         stamp = _export_stamp(store.version, data.skipped_invalid > 0) if complete else ""
         store.set_meta({"exported_complete": stamp})  # read by _finished on the next invocation
-        return _closing(grid, rundir, failed, missing, console, failed_rows)
+        code = _closing(grid, rundir, failed, missing, console, failed_rows)
+        if ending is not None:
+            ending.code = code  # said and written: a Ctrl-C from here on interrupts nothing
+        return code
     except FS_ERRORS as exc:
         console.print(f"[red]error:[/red] {escape(describe(exc, rundir))}", highlight=False, soft_wrap=True)
         return 2
