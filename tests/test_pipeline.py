@@ -320,3 +320,34 @@ def test_a_prefetched_digest_is_the_files_and_a_stale_one_is_not_used(tmp_path: 
     prefetch_digest(missing)
     with pytest.raises(FileNotFoundError):
         file_digest(missing)
+
+
+def test_a_misspelt_key_gets_a_suggestion_at_every_depth(tmp_path: Path) -> None:
+    """Issue 36: "did you mean" from the keys valid at that place (the pipeline, a model entry, a prompt
+    variant); a key like nothing valid gets none."""
+    path = write_pipeline(
+        tmp_path,
+        dificulties=["easy"],
+        judges=[{"model": "baseline/rule", "temprature": 0.2}],
+        prompt_variants=[{"cott": True}],
+        zzzz=1,
+    )
+    with pytest.raises(PipelineError) as info:
+        load_pipeline(path)
+    lines = str(info.value).splitlines()
+    assert any(
+        line.endswith("key `dificulties`: unknown key (did you mean `difficulties`?)") for line in lines
+    )
+    assert any(
+        line.endswith("key `judges[0].temprature`: unknown key (did you mean `temperature`?)")
+        for line in lines
+    )
+    assert any(
+        line.endswith("key `prompt_variants[0].cott`: unknown key (did you mean `cot`?)") for line in lines
+    )
+    assert any(line.endswith("key `zzzz`: unknown key") for line in lines)
+
+
+def test_a_misspelt_verb_gets_a_suggestion() -> None:
+    result = CliRunner().invoke(app, ["reprot", "runs/x"])
+    assert result.exit_code == 2 and "Did you mean 'report'?" in result.output

@@ -13,14 +13,24 @@ two different configurations in one run folder.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import hashlib
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from agentjudge.types import (
     DIFFICULTIES,
@@ -154,6 +164,39 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The pydantic model whose keys are written at ``loc`` of a pipeline (``()``: the pipeline itself;
+    ``("judges", 0)``: a model entry), found by walking the field annotations; None when it is not one."""
+    model: Any = Pipeline
+    for part in loc:
+        if isinstance(part, int):
+            continue  # an item of the list the previous key named: its type was taken from the list already
+        field = (
+            model.model_fields.get(part) if isinstance(model, type) and issubclass(model, BaseModel) else None
+        )
+        if field is None:
+            return None
+        model = next(_models_in(field.annotation), None)
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _models_in(annotation: Any) -> Iterator[type[BaseModel]]:
+    """The pydantic models an annotation holds (``list[ModelSettings] | None`` → ModelSettings)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield annotation
+    for arg in get_args(annotation):
+        yield from _models_in(arg)
+
+
+def _did_you_mean(loc: tuple[Any, ...]) -> str:
+    """`` (did you mean `difficulties`?)`` for a misspelt key, from the keys valid at that place."""
+    model = _model_at(tuple(loc[:-1]))
+    if model is None or not isinstance(loc[-1], str):
+        return ""
+    close = difflib.get_close_matches(loc[-1], list(model.model_fields), n=1, cutoff=0.7)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
 def _yaml_error(path: Path, exc: yaml.YAMLError) -> PipelineError:
     mark = getattr(exc, "problem_mark", None)
     where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
@@ -186,6 +229,8 @@ def parse_pipeline(data: Any, path: Path) -> Pipeline:
         lines = []
         for err in exc.errors():
             msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+            if err["type"] == "extra_forbidden":
+                msg += _did_you_mean(err["loc"])
             if err["type"] == "extra_forbidden" and err["loc"][-1] == "api_key":  # never its value
                 msg += " (keys are read from the environment: name the variable with api_key_env)"
             msg = msg.removeprefix("Value error, ")  # pydantic's wording around our own messages
