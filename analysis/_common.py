@@ -58,14 +58,17 @@ def with_labels(ctx: Context, table: pd.DataFrame) -> pd.DataFrame:
 
 
 def judge_kind(ctx: Context, judge: str) -> str:
-    """oracle / constant (calibration, never ranked), baseline, simulated (planted effects), or judge."""
+    """oracle / constant (calibration, never ranked), baseline, simulated (planted effects), plugin (a
+    ``module:factory`` or entry-point judge: the name the run table gives it too), or judge (a model)."""
     if ctx.is_oracle(judge):
         return "oracle"
     if ctx.is_constant(judge):
         return "constant"
     if ctx.is_baseline(judge):
         return "baseline"
-    return "simulated" if ctx.is_simulated_judge(judge) else "judge"
+    if ctx.is_simulated_judge(judge):
+        return "simulated"
+    return "plugin" if ctx.meta.get("judges", {}).get(judge, {}).get("kind") == "plugin" else "judge"
 
 
 def run_of(main: pd.DataFrame) -> dict[str, str]:
