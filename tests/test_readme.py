@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import sys
 from pathlib import Path
 
+from test_plugin_example import example_block
+
 from agentjudge.models.client import ModelClient
 from agentjudge.registry import make_judge
-from agentjudge.types import JudgeRequest, ModelSettings, Task, ToolCall, ToolSchema
+from agentjudge.types import GTStep, JudgeRequest, ModelSettings, Task, ToolCall, ToolSchema
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def test_readme_plugin_example_runs_through_the_registry(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    text = README.read_text(encoding="utf-8")
-    block = re.search(r"```python\n(# mypkg/judges\.py\n.*?)```", text, re.S)
-    assert block, "README lost its plug-in example"
-    (tmp_path / "mypkg_readme_judges.py").write_text(block.group(1), encoding="utf-8")
+    _, code = example_block()
+    (tmp_path / "mypkg_readme_judges.py").write_text(code, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "mypkg_readme_judges", raising=False)
 
@@ -29,10 +28,16 @@ def test_readme_plugin_example_runs_through_the_registry(tmp_path: Path, monkeyp
     )
     calls = [ToolCall(name="get_user"), ToolCall(name="delete_all")]
     result = asyncio.run(judge(JudgeRequest(task=task, calls=calls, gt=None, condition="without_gt")))
-    assert judge.name == "names"
-    assert result.verdicts == {"tool": 0.5, "param": None, "seq": None, "cov": 1.0}
-    assert not result.parse_ok
-    assert "delete_all" in result.rationales["tool"]
+    assert judge.name == "names" and result.parse_ok
+    # one of two calls to an offered tool and well formed; the look-up before the change; a change made
+    assert result.verdicts == {"tool": 0.5, "param": 0.5, "seq": 1.0, "cov": 1.0}
+    gt = [
+        GTStep(call=ToolCall(name="get_user"), output=None),
+        GTStep(call=ToolCall(name="update_user"), output=None),
+    ]
+    result = asyncio.run(judge(JudgeRequest(task=task, calls=calls, gt=gt, condition="with_gt")))
+    # tools: 1 shared of 3 named; the one expected tool called comes in order; 1 of 2 expected calls made
+    assert result.verdicts == {"tool": 0.5, "param": 0.5, "seq": 1.0, "cov": 0.5}
 
 
 def test_readme_plugin_example_followed_literally_as_a_user(tmp_path: Path) -> None:
@@ -43,11 +48,9 @@ def test_readme_plugin_example_followed_literally_as_a_user(tmp_path: Path) -> N
 
     import yaml
 
-    text = README.read_text(encoding="utf-8")
-    block = re.search(r"```python\n(# mypkg/judges\.py\n.*?)```", text, re.S)
-    assert block, "README lost its plug-in example"
+    _, code = example_block()
     (tmp_path / "mypkg").mkdir()
-    (tmp_path / "mypkg" / "judges.py").write_text(block.group(1), encoding="utf-8")
+    (tmp_path / "mypkg" / "judges.py").write_text(code, encoding="utf-8")
     records = README.parent / "data" / "mini" / "records.jsonl"
     pipeline = {
         "name": "plugin",
