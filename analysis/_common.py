@@ -146,9 +146,20 @@ def _same_mask(series: pd.Series, value: object) -> np.ndarray:
     return np.asarray((series == value).to_numpy(), dtype=bool)
 
 
-def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: str, explain: str) -> Section:
-    """RQ4–RQ6 share one shape: paired deltas (level − baseline level) per judge and condition.
+def variant_section(
+    ctx: Context,
+    key: str,
+    title: str,
+    factor: str,
+    lacking: str,
+    explain: str,
+    first: object | None = None,
+) -> Section:
+    """RQ4–RQ6 share one shape: paired deltas per judge and condition, each level against the baseline level.
 
+    The sign: level − baseline level, unless ``first`` names the level that always comes first (RQ6 reads
+    JSON − free-form, the published direction, whichever format the run's baseline variant has); every table
+    says it in its ``direction`` column, and the text and figure say the same.
     Every delta, per judge and pooled, is taken over verdicts that exist at both levels for the same judge
     (see ``paired_rows``); judges or scenarios with one side only are left out and counted."""
     sec = Section(key=key, title=title)
@@ -165,14 +176,21 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
     pooled: list[pd.DataFrame] = []
     pooled_na: list[str] = []
     for lev in others:
+        minuend, subtrahend = (base, lev) if first is not None and _is(base, first) else (lev, base)
+        direction = f"{level_name(minuend)} − {level_name(subtrahend)}"
         paired = paired_rows(df, factor, lev, base)
         unpaired = sorted(readers & set(df["judge"].astype(str)) - set(paired["judge"].astype(str)))
         if len(paired):
             t = diff_table(
-                draws(ctx, paired, ["condition", "judge", factor]), ["condition", "judge"], factor, lev, base
+                draws(ctx, paired, ["condition", "judge", factor]),
+                ["condition", "judge"],
+                factor,
+                minuend,
+                subtrahend,
             )
             t.insert(0, "level", level_name(lev))
             t.insert(1, "baseline_level", level_name(base))
+            t.insert(2, "direction", direction)
             parts.append(t)
         ranked = prompt_reading_rows(ctx, paired)
         if ranked.empty:
@@ -181,13 +199,17 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
                 "that reads the prompt has verdicts at both levels on the same scenarios)"
             )
             continue
-        t = diff_table(draws(ctx, ranked, ["condition", factor]), ["condition"], factor, lev, base)
+        t = diff_table(draws(ctx, ranked, ["condition", factor]), ["condition"], factor, minuend, subtrahend)
         t.insert(0, "level", level_name(lev))
         t.insert(1, "baseline_level", level_name(base))
+        t.insert(2, "direction", direction)
         t["n_judges"] = ranked["judge"].nunique()
         t["judges_left_out"] = ", ".join(unpaired)
         pooled.append(t)
-    cols = ["level", "baseline_level", "condition", "judge", "delta", "ci_lo", "ci_hi", "n_level", "n_base"]
+    cols = [
+        "level", "baseline_level", "direction", "condition", "judge", "delta", "ci_lo", "ci_hi", "n_level",
+        "n_base",
+    ]  # fmt: skip
     deltas = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
     pooled_t = (
         pd.concat(pooled, ignore_index=True)
@@ -213,7 +235,7 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
     for r in pooled_t.itertuples(index=False):
         left_out = f"; left out, one side only: {r.judges_left_out}" if r.judges_left_out else ""
         sec.text.append(
-            f"- {r.condition}: {factor} {r.level} vs {r.baseline_level}: "
+            f"- {r.condition}: {factor} {r.direction}: "
             f"{fmt_pp(r.delta, r.ci_lo, r.ci_hi)} (paired, pooled over {r.n_judges} rankable "
             f"judge{'s' if r.n_judges != 1 else ''} with both levels{left_out}{no_baselines})"
         )
@@ -241,16 +263,17 @@ def variant_section(ctx: Context, key: str, title: str, factor: str, lacking: st
     shown = deltas[deltas["judge"].astype(str).isin(readers).to_numpy()]
     if shown.empty:
         return sec
-    plot = shown.assign(cell=shown["condition"].astype(str) + " · " + shown["level"].astype(str))
+    plot = shown.assign(cell=shown["condition"].astype(str) + " · " + shown["direction"].astype(str))
     sec.figures[f"{key}_deltas"] = grouped_bars(
         plot,
         group="cell",
         hue="judge",
         value="delta",
         colors=ctx.colors,
-        title=f"{title}\nΔ vs {factor} = {level_name(base)}, paired 95 % CI",
+        title=f"{title}\nΔ alignment ({factor}: {' ; '.join(pd.unique(shown['direction'].astype(str)))}), "
+        "paired 95 % CI",
         ylabel="Δ alignment (pp)",
-        xlabel=f"condition · {factor}",
+        xlabel=f"condition · {factor} Δ",
         labels=figure_labels(ctx, sorted(readers)),
     )
     return sec

@@ -1,9 +1,10 @@
 """The first screen of a report: what a researcher reads before deciding whether to scroll.
 
 Blocks, in order: a banner when anything is simulated or a baseline; what was run (prompt family, scoring
-mode, what a row is, counts); the ranking of the rankable judges with CIs and skill; the calibration block
-(oracle and constant judges, which are never ranked); the paper-style main table; GT gain per judge and per
-metric with paired CIs; the decision guide's recommendation; the published reference figures beside ours.
+mode, what a row is, counts); the ranking of the rankable judges with CIs and skill, the calibration judges
+(oracle and constants, never ranked) as rows under it; the paper-style main table; GT gain per judge and per
+metric with paired CIs; the decision guide's recommendation; the published reference figures beside ours
+when a real judge is in the run (else one line saying why).
 
 It summarises the other analyses (their tables are passed in) and computes only the ranking and the two
 wide tables itself. Every number uses the shared bootstrap plan of the context, so deltas are paired.
@@ -156,9 +157,10 @@ def ranking(ctx: Context, main: pd.DataFrame) -> pd.DataFrame:
         for cond in ("with_gt", "without_gt"):
             try:
                 j = per_cond.lookup(judge=judge, condition=cond)
-                row[cond] = per_cond.estimate[j]
+                c_lo, c_hi = per_cond.interval(per_cond.draws[:, j])
+                row[cond], row[f"{cond}_ci_lo"], row[f"{cond}_ci_hi"] = per_cond.estimate[j], c_lo[0], c_hi[0]
             except KeyError:
-                row[cond] = np.nan
+                row[cond] = row[f"{cond}_ci_lo"] = row[f"{cond}_ci_hi"] = np.nan
         rows.append(row)
     t = pd.DataFrame(rows).sort_values("align", ascending=False, na_position="last").reset_index(drop=True)
     order = [int(align.lookup(judge=j)) for j in t["judge"]]
@@ -199,8 +201,13 @@ def _ranking_shown(t: pd.DataFrame) -> pd.DataFrame:
             "judge": t["judge"],
             "kind": t["kind"],
             "alignment % [95 % CI]": [_ci(*v) for v in zip(t["align"], t["ci_lo"], t["ci_hi"], strict=True)],
-            "with GT %": [_pct(v) for v in t["with_gt"]],
-            "without GT %": [_pct(v) for v in t["without_gt"]],
+            "with GT % [CI]": [
+                _ci(*v) for v in zip(t["with_gt"], t["with_gt_ci_lo"], t["with_gt_ci_hi"], strict=True)
+            ],
+            "without GT % [CI]": [
+                _ci(*v)
+                for v in zip(t["without_gt"], t["without_gt_ci_lo"], t["without_gt_ci_hi"], strict=True)
+            ],
             "skill [CI]": [
                 f"{s:.2f} [{lo:.2f}, {hi:.2f}]"
                 if np.isfinite(s)
@@ -258,10 +265,10 @@ def _ranking_notes(rank: pd.DataFrame) -> list[str]:
             )
     for r in rank[rank["skill"].notna() & rank["skill_ci_hi"].notna()].itertuples(index=False):
         skill = f"{r.skill:.2f} [{r.skill_ci_lo:.2f}, {r.skill_ci_hi:.2f}]"
-        if r.skill_ci_hi < 0:
+        if r.skill_ci_hi < 0 or (r.skill < 0 and r.skill_ci_hi < 0.005):  # CI up to (a rounded) 0 at most
             out.append(
-                f"- {r.judge}: skill {skill} is below 0 — worse than a constant judge that always answers "
-                f"{r.best_constant}."
+                f"- {r.judge}: skill {skill} is below the base rate — worse than a constant judge that "
+                f"always answers {r.best_constant}."
             )
         elif r.skill_ci_lo <= 0 <= r.skill_ci_hi:
             out.append(f"- {r.judge}: skill {skill} ≈ 0 — no better than the base rate (a constant judge).")
@@ -277,6 +284,29 @@ def calibration(ctx: Context, main: pd.DataFrame) -> pd.DataFrame:
     t = gd.table("align")
     t.insert(1, "kind", [judge_kind(ctx, str(j)) for j in t["judge"]])
     return t
+
+
+def _calibration_rows(
+    ctx: Context, main: pd.DataFrame, cal: pd.DataFrame, columns: list[str]
+) -> pd.DataFrame:
+    """The calibration judges as rows of the shown ranking (rank "—"), under the ranked judges: the oracle
+    and the constants are what the figures above them mean against (e.g. always-1 on these rows)."""
+    df = main[main["judge"].isin(ctx.calibration_judges()).to_numpy()]
+    pooled = draws(ctx, df, ["judge"]).table("align").set_index("judge")
+    by_cond = cal.set_index(["judge", "condition"])
+    rows = []
+    for judge in pooled.index:
+        p = pooled.loc[judge]
+        row = dict.fromkeys(columns, "—")
+        row["judge"] = str(judge)
+        row["kind"] = f"{judge_kind(ctx, str(judge))} (calibration)"
+        row["alignment % [95 % CI]"] = _ci(p["align"], p["ci_lo"], p["ci_hi"])
+        for cond, col in (("with_gt", "with GT % [CI]"), ("without_gt", "without GT % [CI]")):
+            if (judge, cond) in by_cond.index:
+                c = by_cond.loc[(judge, cond)]
+                row[col] = _ci(c["align"], c["ci_lo"], c["ci_hi"])
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
 
 
 def main_table(ctx: Context, main: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -401,10 +431,10 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
                     PUBLISHED["guide_without_gt_hard"],
                 )
             )
-    for key, sec_key, label, flip in (
-        ("temperature", "rq4", "temperature effect (largest |Δ| pooled)", False),
-        ("cot", "rq5", "chain-of-thought − none", False),
-        ("json_vs_freeform", "rq6", "JSON − free-form prompt", True),
+    for key, sec_key, label in (
+        ("temperature", "rq4", "temperature effect (largest |Δ| pooled)"),
+        ("cot", "rq5", "chain-of-thought"),
+        ("json_vs_freeform", "rq6", "prompt format"),
     ):
         pooled = sections.get(sec_key, Section(sec_key, "")).tables.get(f"{sec_key}_deltas_pooled")
         if pooled is None or not len(pooled):
@@ -419,10 +449,14 @@ def published_rows(ctx: Context, sections: dict[str, Section], rank: pd.DataFram
                 )
             )
             continue
-        for r in pooled.itertuples(index=False):
-            sign = -1 if flip else 1
-            lo, hi = (-r.ci_hi, -r.ci_lo) if flip else (r.ci_lo, r.ci_hi)
-            rows.append((f"{label} ({r.condition})", f"{_pp(sign * r.delta, lo, hi)} pp", PUBLISHED[key]))
+        for r in pooled.itertuples(index=False):  # the sign as the section's own table has it
+            rows.append(
+                (
+                    f"{label}, {r.direction} ({r.condition})",
+                    f"{_pp(r.delta, r.ci_lo, r.ci_hi)} pp",
+                    PUBLISHED[key],
+                )
+            )
     d05 = sections.get("rq3", Section("rq3", "")).tables.get("rq3_default_mode")
     if d05 is not None and len(d05):
         part = d05[d05["condition"].astype(str) == "without_gt"].sort_values("strength")
@@ -475,7 +509,9 @@ TERMS = (
     "**κ** = Cohen's kappa, agreement beyond chance (verdicts snapped to 0 / 0.5 / 1). **ρ** = Spearman rank "
     "correlation. **soft jury** = the mean verdict of the rankable judges. **0.5-default** = a prompt that "
     "tells the judge to answer 0.5 when unsure. **expanded percentile interval** = a bootstrap percentile "
-    "interval with its tails narrowed, so the interval widens, for a small number of resampled scenarios."
+    "interval that reads its bounds further out in the tails when few scenarios are resampled (e.g. the "
+    "2.18th and 97.82nd percentiles for 60), so it is wider than the plain 2.5–97.5 one and keeps 95 % "
+    "coverage."
 )
 
 
@@ -511,7 +547,8 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
     )
     s.p(TERMS)
     rank = ranking(ctx, main)
-    s.blocks.append(("h", "Judge ranking (rankable judges)"))
+    cal = calibration(ctx, main)
+    s.blocks.append(("h", "Judge ranking, with the calibration points under it"))
     if rank.empty:
         s.p("No rankable judge in this run (only the oracle and/or constant judges): nothing to rank.")
     else:
@@ -520,23 +557,31 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
             "without GT. Skill = (alignment − best constant judge) / (ceiling − best constant judge) on the "
             "same rows: 0 = no better than always answering one level, 1 = the oracle. Lead over next: "
             "paired CI of the difference to the judge ranked below; a CI containing 0 means the order is not "
-            "settled."
+            "settled. Calibration rows (never ranked, pooled, on a jury or in κ) give the scale: "
+            + "; ".join(f"{k}: {v}" for k, v in MEANING.items() if not cal.empty and k in set(cal["kind"]))
+            + (
+                "."
+                if not cal.empty
+                else "none in this run; skill uses constants computed from the reference."
+            )
         )
-        s.table("first_ranking", _ranking_shown(rank), rank)
+        shown = _ranking_shown(rank)
+        if not cal.empty:
+            shown = pd.concat(
+                [shown, _calibration_rows(ctx, main, cal, list(shown.columns))], ignore_index=True
+            )
+        s.table("first_ranking", shown, rank)
         s.p(*_ranking_notes(rank))
-    cal = calibration(ctx, main)
-    s.blocks.append(("h", "Calibration points (never ranked, pooled, on a jury or in κ)"))
-    if cal.empty:
-        s.p(
-            "This run has no oracle or constant judge; skill above uses constants computed from the "
-            "reference."
-        )
-    else:
-        s.p(*(f"- {k}: {v}." for k, v in MEANING.items() if k in set(cal["kind"])))
-        shown = cal.pivot_table(index=["judge", "kind"], columns="condition", values="align", observed=True)
-        shown = shown.map(_pct).reset_index()
-        shown.columns.name = None
-        s.table("first_calibration", shown, cal)
+    if not cal.empty:
+        s.csv["first_calibration"] = cal
+        if rank.empty:
+            shown = cal.pivot_table(
+                index=["judge", "kind"], columns="condition", values="align", observed=True
+            )
+            shown = shown.map(_pct).reset_index()
+            shown.columns.name = None
+            s.p(*(f"- {k}: {v}." for k, v in MEANING.items() if k in set(cal["kind"])))
+            s.table("first_calibration", shown, cal)
     if set(main["condition"].astype(str)) >= {"with_gt", "without_gt"} and not rank.empty:
         full, shown = main_table(ctx, main)
         s.blocks.append(("h", "Main table: alignment % with GT / without GT / GT gain (pp), per difficulty"))
@@ -569,8 +614,24 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
     pub = published_rows(ctx, sections, rank)
     if len(pub):
         s.blocks.append(("h", f"Beside the paper ({PUBLISHED_LABEL})"))
-        s.table("first_published", pub)
+        if real_judges(ctx):
+            s.table("first_published", pub)
+        else:
+            s.csv["first_published"] = pub
+            s.p(
+                "Not shown: every judge of this run is simulated or a baseline, and the paper's figures "
+                "measure real models, so setting them side by side would compare unlike things "
+                "(`tables/first_published.csv` has the rows)."
+            )
     return s
+
+
+def real_judges(ctx: Context) -> list[str]:
+    """Judges that are neither simulated nor a baseline (nor the oracle or a constant): models, plug-ins,
+    judgments imported from a publication. The published figures are shown beside a run that has one."""
+    return [
+        j for j in ctx.judges if judge_kind(ctx, j) not in ("simulated", "baseline", "oracle", "constant")
+    ]
 
 
 def _recommendation(ctx: Context, sections: dict[str, Section], rank: pd.DataFrame) -> list[str]:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from agentjudge.report.context import Context, Section, fmt_ci, fmt_pp
-from agentjudge.report.figures import grouped_bars
+from agentjudge.report.figures import ranked_dots
 from agentjudge.stats import alignment_table, diff_table
 from agentjudge.stats.codes import values_of
 
@@ -88,14 +88,30 @@ def analyze(ctx: Context) -> Section:
         sec.text.append(
             "Some cells have no parsed verdict at all (alignment n/a); see the parse-failure table."
         )
-    sec.figures["headline"] = grouped_bars(
+    sec.figures["headline"] = ranked_dots(
         prim,
-        group="condition",
-        hue="judge",
-        value="align",
-        colors=ctx.colors,
-        title=f"Alignment by judge and GT condition ({ctx.scoring_mode} reference, 95 % CI)",
-        ylabel="alignment (%)",
+        order=_by_rank(ctx),
+        apart=ctx.calibration_judges(),
+        title=f"Alignment by judge, best first ({ctx.scoring_mode} reference, 95 % CI)",
+        xlabel="alignment (%)",
         labels=figure_labels(ctx, ctx.judges),
-    )  # from 0: bar heights are alignments, read as such
+    )
     return sec
+
+
+def _by_rank(ctx: Context) -> list[str]:
+    """The rankable judges in the first screen's order (alignment pooled over with and without GT, on the
+    main rows), then the calibration judges, best first too."""
+    main = ctx.main
+    order = []
+    for judges in (ctx.rankable_judges(), ctx.calibration_judges()):
+        part = main[main["judge"].isin(judges).to_numpy()]
+        if part.empty:
+            order += sorted(judges)
+            continue
+        pooled = draws(ctx, part, ["judge"]).table("align")
+        ranked = (
+            pooled.sort_values("align", ascending=False, na_position="last")["judge"].astype(str).tolist()
+        )
+        order += ranked + sorted(set(judges) - set(ranked))
+    return order

@@ -1,4 +1,5 @@
-"""RQ6: structured JSON prompt with rubric vs free-form prompt. Paired deltas free-form − JSON.
+"""RQ6: structured JSON prompt with rubric vs free-form prompt. Paired deltas JSON − free-form (the published
+direction: a positive delta means the JSON prompt aligns better), whichever is the run's baseline variant.
 
 Note: the free-form variant returns continuous verdicts, so it is not bound by the three-level ceiling.
 """
@@ -17,8 +18,10 @@ def analyze(ctx: Context) -> Section:
         "RQ6: prompt format (JSON vs free-form)",
         "prompt_format",
         lacking="RQ6: this run has one prompt format; " + variant_advice("prompt_format"),
-        explain="Alignment with the free-form prompt minus the structured JSON prompt, paired bootstrap CI. "
+        explain="Alignment with the structured JSON prompt minus the free-form prompt (JSON − free-form: "
+        "positive = JSON aligns better), paired bootstrap CI. "
         "Free-form verdicts are continuous (clamped to [0,1]), so they are not capped by the three-level "
         "ceiling. Published: JSON is the largest lever (+4.8 to +6.5 pp) but can reverse.",
+        first="json",
     )
     return sec

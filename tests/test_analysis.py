@@ -153,7 +153,10 @@ def test_variant_deltas_are_paired_differences(full: Context, name: str, factor:
     def mu(rows: pd.DataFrame) -> float:
         return float((1 - (rows["reference"] - rows["verdict"]).abs()).mean())
 
-    assert r["delta"] == pytest.approx(mu(on.loc[both]) - mu(off.loc[both]))
+    # the sign each table names: level − baseline, except RQ6's published JSON − free-form
+    sign = -1 if factor == "prompt_format" else 1
+    assert r["direction"] == ("json − freeform" if sign < 0 else f"{r['level']} − {r['baseline_level']}")
+    assert r["delta"] == pytest.approx(sign * (mu(on.loc[both]) - mu(off.loc[both])))
     assert r["ci_lo"] <= r["delta"] <= r["ci_hi"]
     # the alignment table keeps each level over its own answered rows
     a = align[(align["judge"] == "judge-b") & (align["condition"] == "without_gt")]

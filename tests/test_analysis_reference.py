@@ -153,6 +153,9 @@ def test_rq4_to_rq6_deltas_from_plain_groupby(
     assert len(both) < len(df[df[factor] == level])  # the fixture's 5 % failures leave pairs out
     for table, by in ((f"{key}_deltas", ["condition", "judge"]), (f"{key}_deltas_pooled", ["condition"])):
         want = at_level.groupby(by)["mu"].mean() - at_base.groupby(by)["mu"].mean()
+        if factor == "prompt_format":  # RQ6 reads JSON − free-form (the published direction)
+            want = -want
+            assert set(sec.tables[table]["direction"]) == {"json − freeform"}
         if len(by) == 1:
             got = (
                 sec.tables[table]

@@ -235,16 +235,18 @@ def test_skill_notes_distinguish_below_zero_from_base_rate() -> None:
 
     rank = pd.DataFrame(
         {
-            "judge": ["bad", "flat", "good"],
-            "skill": [-0.31, 0.02, 0.05],
-            "skill_ci_lo": [-0.55, -0.04, 0.01],
-            "skill_ci_hi": [-0.10, 0.08, 0.09],
-            "best_constant": ["1", "1", "1"],
+            "judge": ["bad", "edge", "flat", "good"],
+            "skill": [-0.31, -0.89, 0.02, 0.05],
+            "skill_ci_lo": [-0.55, -2.67, -0.04, 0.01],
+            "skill_ci_hi": [-0.10, -0.001, 0.08, 0.09],  # edge: the issue's [-2.67, 0.00], not "≈ 0"
+            "best_constant": ["1", "1", "1", "1"],
         }
     )
     notes = _ranking_notes(rank)
+    below = "is below the base rate — worse than a constant judge that always answers 1."
     assert notes == [
-        "- bad: skill -0.31 [-0.55, -0.10] is below 0 — worse than a constant judge that always answers 1.",
+        f"- bad: skill -0.31 [-0.55, -0.10] {below}",
+        f"- edge: skill -0.89 [-2.67, -0.00] {below}",
         "- flat: skill 0.02 [-0.04, 0.08] ≈ 0 — no better than the base rate (a constant judge).",
     ]
 
@@ -298,10 +300,8 @@ def test_small_wording_fixes(tmp_path: Path) -> None:
     code, md, html = _report(tmp_path, SyntheticSpec(n_base=12, judges=judges), 50)
     assert code == 0
     ctx = load_context(tmp_path, resamples=20, seed=0)
-    legend = [
-        t.get_text() for t in headline.analyze(ctx).figures["headline"].axes[0].get_legend().get_texts()
-    ]
-    assert set(legend) == {
+    ticks = [t.get_text() for t in headline.analyze(ctx).figures["headline"].axes[0].get_yticklabels()]
+    assert set(ticks) == {
         "simjudge/lenient (simulated)",
         "judge-b",
         "baseline/always-1 (constant, calibration)",
@@ -490,3 +490,34 @@ def test_a_run_whose_only_rankable_judges_are_baselines_says_prompt_effects_are_
     assert "pooled delta n/a (no rankable judge that reads the prompt has verdicts at both levels" in html
     assert pd.read_csv(tmp_path / "report" / "tables" / "rq5_deltas_pooled.csv").empty
     assert not (tmp_path / "report" / "figures" / "rq5_deltas.png").exists()
+
+
+def test_ranking_carries_per_condition_cis_and_the_calibration_rows(normal: tuple[Path, str, str]) -> None:
+    """Issue 36: with-GT and without-GT columns with their CIs; the calibration judges as unranked rows of
+    the same table (the scale the figures are read on), the ranking CSV still rankable judges only."""
+    d, md, _ = normal
+    head = "| rank | judge | kind | alignment % [95 % CI] | with GT % [CI] | without GT % [CI] |"
+    assert head in md
+    rank = pd.read_csv(d / "report" / "tables" / "first_ranking.csv").set_index("judge")
+    a = rank.loc["judge-a"]
+    assert a["with_gt_ci_lo"] < a["with_gt"] < a["with_gt_ci_hi"]
+    assert (
+        f"| {100 * a['with_gt']:.1f} [{100 * a['with_gt_ci_lo']:.1f}, {100 * a['with_gt_ci_hi']:.1f}] |" in md
+    )
+    assert "| — | baseline/ceiling | oracle (calibration) |" in md
+    assert "| — | baseline/always-1 | constant (calibration) |" in md
+    assert "baseline/ceiling" not in rank.index
+    assert md.index("| — | baseline/ceiling") < md.index("Main table")
+
+
+def test_published_figures_only_beside_a_real_judge(tmp_path: Path) -> None:
+    """A run of simulated and baseline judges only says in one line why the paper's real-model figures are
+    not set beside its own; the rows stay in the CSV."""
+    spec = SyntheticSpec(
+        n_base=12, judges={"simjudge/lenient": 1, "baseline/rule": 2, "baseline/always-1": 3}
+    )
+    code, md, _ = _report(tmp_path, spec)
+    assert code == 0
+    assert "Not shown: every judge of this run is simulated or a baseline" in md
+    assert "| statistic | this run |" not in md
+    assert (tmp_path / "report" / "tables" / "first_published.csv").exists()

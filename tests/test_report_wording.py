@@ -61,14 +61,26 @@ def test_score_says_what_state_match_counts(tmp_path: Path, capsys: pytest.Captu
     ) in out
 
 
-def test_headline_bars_start_at_zero_and_a_zoomed_axis_says_where_it_starts(tmp_path: Path) -> None:
+def test_headline_dots_by_rank_calibration_apart_and_a_zoomed_axis_says_where_it_starts(
+    tmp_path: Path,
+) -> None:
+    """Issue 36: headline.png lists judges by rank (best on top), the calibration judges under a rule in grey,
+    on an axis that spans the values (dots, not bars: a start above 0 is said in the label)."""
     from agentjudge.report.context import load_context
     from analysis import headline, robustness
+    from analysis.first_screen import ranking
 
-    write_run(tmp_path, SyntheticSpec(n_base=12, judges={"judge-a": 1, "judge-b": 2, "judge-c": 3}))
+    judges = {"judge-a": 1, "judge-b": 2, "judge-c": 3, "baseline/always-1": 3, "baseline/ceiling": 3}
+    write_run(tmp_path, SyntheticSpec(n_base=12, judges=judges))
     ctx = load_context(tmp_path, resamples=20, seed=0)
     ax = headline.analyze(ctx).figures["headline"].axes[0]
-    assert ax.get_ylim()[0] == 0.0 and ax.get_ylabel() == "alignment (%)"
+    ticks = [t.get_text() for t in ax.get_yticklabels()]
+    ranked = list(ranking(ctx, ctx.main)["judge"])
+    assert ticks[: len(ranked)] == ranked  # the first screen's order, best first
+    assert {t.split(" (")[0] for t in ticks[len(ranked) :]} == {"baseline/ceiling", "baseline/always-1"}
+    assert all(t.get_color() != "black" for t in ax.get_yticklabels()[len(ranked) :])
+    assert ax.yaxis_inverted() and ax.get_xlim()[0] > 0
+    assert ax.get_xlabel() == f"alignment (%) (axis from {ax.get_xlim()[0]:.0f} %, not 0: dots, not bars)"
     zoomed = robustness.analyze(ctx).figures["robust_binary"].axes[0]  # all bars well above 15 %
     bottom = zoomed.get_ylim()[0]
     assert bottom > 0 and zoomed.get_ylabel() == f"alignment (%) — axis starts at {bottom:.0f}, not 0"

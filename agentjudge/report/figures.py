@@ -78,6 +78,77 @@ def grouped_bars(
     return fig
 
 
+def ranked_dots(
+    table: pd.DataFrame,
+    order: Sequence[str],
+    apart: Sequence[str],
+    title: str,
+    xlabel: str,
+    labels: dict[str, str] | None = None,
+) -> Figure:
+    """One row per judge, best at the top, in ``order``; per row a dot with its CI whisker for each
+    condition (``table``: judge, condition, align, ci_lo, ci_hi, as fractions). Judges in ``apart``
+    (calibration points) sit under a rule, in grey. Dots, not bars, so the axis spans the values alone and
+    differences of a point or two stay visible; the axis label says where it starts."""
+    rows = list(order)
+    conds = list(dict.fromkeys(table["condition"].astype(str)))
+    palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b")
+    fig, ax = _subplots(1, 1, figsize=(8.0, 1.4 + 0.42 * len(rows)))
+    step = 0.5 / max(1, len(conds))
+    for k, cond in enumerate(conds):
+        part = table[table["condition"].astype(str) == cond].set_index(
+            table["judge"].astype(str)[table["condition"].astype(str) == cond]
+        )
+        part = part.reindex(rows)
+        y = np.arange(len(rows)) + (k - (len(conds) - 1) / 2) * step
+        x = part["align"].to_numpy(float) * 100
+        err = np.vstack([x - part["ci_lo"].to_numpy(float) * 100, part["ci_hi"].to_numpy(float) * 100 - x])
+        err = np.where(np.isnan(err), 0, err)
+        ax.errorbar(x, y, xerr=err, fmt="o", markersize=5, capsize=2.5, color=palette[k % len(palette)],
+                    label=cond.replace("_", " "))  # fmt: skip
+    ax.set_yticks(np.arange(len(rows)), [(labels or {}).get(r, r) for r in rows], fontsize=8)
+    ax.invert_yaxis()  # the best judge on top
+    for tick, judge in zip(ax.get_yticklabels(), rows, strict=True):
+        if judge in apart:
+            tick.set_color("0.45")
+    ranked = [r for r in rows if r not in apart]
+    if ranked and len(ranked) < len(rows):
+        ax.axhline(len(ranked) - 0.5, color="0.5", linewidth=0.8, linestyle="--")
+        where = ax.get_yaxis_transform()
+        ax.text(1.0, len(ranked) - 0.45, "calibration points (never ranked) ",
+                transform=where, ha="right", va="top", fontsize=7, color="0.35")  # fmt: skip
+    # the axis spans the ranked judges; a calibration point far from them (always-0.5) would squeeze their
+    # differences into a sliver, so it is drawn at the edge with its value written out
+    core = table[~table["judge"].astype(str).isin(apart)] if ranked else table
+    vals = np.concatenate([core[c].to_numpy(float) * 100 for c in ("align", "ci_lo", "ci_hi")])
+    if np.isfinite(vals).any():
+        left, right = float(np.nanmin(vals)), float(np.nanmax(vals))
+        near = table[["align", "ci_lo", "ci_hi"]].to_numpy(float).ravel() * 100
+        near = near[np.isfinite(near) & (near > left - 12) & (near < right + 12)]
+        left, right = min(left, float(near.min(initial=left))), max(right, float(near.max(initial=right)))
+        pad = max(1.0, 0.05 * (right - left))
+        lo_x, hi_x = max(0.0, left - pad), min(100.0, right + pad)
+        ax.set_xlim(lo_x, hi_x)
+        for k, cond in enumerate(conds):
+            part = table[table["condition"].astype(str) == cond]
+            for judge, value in zip(
+                part["judge"].astype(str), part["align"].to_numpy(float) * 100, strict=True
+            ):
+                if judge in rows and np.isfinite(value) and not lo_x <= value <= hi_x:
+                    y = rows.index(judge) + (k - (len(conds) - 1) / 2) * step
+                    at, mark = (lo_x, "◀") if value < lo_x else (hi_x, "▶")
+                    ax.annotate(f"{mark} {value:.1f}" if value < lo_x else f"{value:.1f} {mark}", (at, y),
+                                ha="left" if value < lo_x else "right", va="center", fontsize=7,
+                                color=palette[k % len(palette)])  # fmt: skip
+        xlabel = f"{xlabel} (axis from {lo_x:.0f} %, not 0: dots, not bars)"
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    ax.grid(axis="x", color="0.9", linewidth=0.6)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, title="condition")
+    fig.tight_layout()
+    return fig
+
+
 def _mark_axis_break(ax: Any) -> None:
     """The usual broken-axis sign: two short diagonal strokes across the foot of the y axis."""
     for dy in (0.0, 0.025):
