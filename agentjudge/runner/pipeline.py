@@ -229,10 +229,10 @@ def parse_pipeline(data: Any, path: Path) -> Pipeline:
         lines = []
         for err in exc.errors():
             msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-            if err["type"] == "extra_forbidden":
-                msg += _did_you_mean(err["loc"])
             if err["type"] == "extra_forbidden" and err["loc"][-1] == "api_key":  # never its value
                 msg += " (keys are read from the environment: name the variable with api_key_env)"
+            elif err["type"] == "extra_forbidden":
+                msg += _did_you_mean(err["loc"])
             msg = msg.removeprefix("Value error, ")  # pydantic's wording around our own messages
             lines.append(f"{path}: key `{_loc(err['loc'])}`: {msg}")
         raise PipelineError("\n".join(lines)) from None
