@@ -135,9 +135,9 @@ def ranked_dots(
                 part["judge"].astype(str), part["align"].to_numpy(float) * 100, strict=True
             ):
                 if judge in rows and np.isfinite(value) and not lo_x <= value <= hi_x:
-                    y = rows.index(judge) + (k - (len(conds) - 1) / 2) * step
+                    row_y = rows.index(judge) + (k - (len(conds) - 1) / 2) * step
                     at, mark = (lo_x, "◀") if value < lo_x else (hi_x, "▶")
-                    ax.annotate(f"{mark} {value:.1f}" if value < lo_x else f"{value:.1f} {mark}", (at, y),
+                    ax.annotate(f"{mark} {value:.1f}" if value < lo_x else f"{value:.1f} {mark}", (at, row_y),
                                 ha="left" if value < lo_x else "right", va="center", fontsize=7,
                                 color=palette[k % len(palette)])  # fmt: skip
         xlabel = f"{xlabel} (axis from {lo_x:.0f} %, not 0: dots, not bars)"
