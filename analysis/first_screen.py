@@ -532,6 +532,43 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
             for k, v in ctx.baseline_variant.items()
         )
         + ".",
+    )
+    rank = ranking(ctx, main)
+    cal = calibration(ctx, main)
+    s.blocks.append(("h", "Judge ranking, with the calibration points under it"))
+    if rank.empty:
+        s.p("No rankable judge in this run (only the oracle and/or constant judges): nothing to rank.")
+    else:  # the table first, on the first screen; how to read it right under it
+        shown = _ranking_shown(rank)
+        if not cal.empty:
+            shown = pd.concat(
+                [shown, _calibration_rows(ctx, main, cal, list(shown.columns))], ignore_index=True
+            )
+        s.table("first_ranking", shown, rank)
+        s.p(*_ranking_notes(rank))
+        s.p(
+            "Alignment = mean of 1 − |reference − verdict| over metrics and records, pooled over with and "
+            "without GT. Skill = (alignment − best constant judge) / (ceiling − best constant judge) on the "
+            "same rows: 0 = no better than always answering one level, 1 = the oracle. Lead over next: "
+            "paired CI of the difference to the judge ranked below; a CI containing 0 means the order is not "
+            "settled. Calibration rows (never ranked, pooled, on a jury or in κ) give the scale: "
+            + (
+                "; ".join(f"{k}: {v}" for k, v in MEANING.items() if k in set(cal["kind"])) + "."
+                if not cal.empty
+                else "none in this run; skill uses constants computed from the reference."
+            )
+        )
+    if not cal.empty:
+        s.csv["first_calibration"] = cal
+        if rank.empty:
+            shown = cal.pivot_table(
+                index=["judge", "kind"], columns="condition", values="align", observed=True
+            )
+            shown = shown.map(_pct).reset_index()
+            shown.columns.name = None
+            s.p(*(f"- {k}: {v}." for k, v in MEANING.items() if k in set(cal["kind"])))
+            s.table("first_calibration", shown, cal)
+    s.p(
         "A **verdict row** is one judge's verdict on one metric of one generator output under one "
         f"condition, prompt variant, temperature and trial. This run has {len(prim):,} verdict rows in the "
         f"{ctx.scoring_mode} mode ({n_failed:,} failed: unparseable or transport error, excluded and "
@@ -544,44 +581,8 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
             if ctx.boot.interval == "expanded"
             else "plain percentile interval)."
         ),
+        TERMS,
     )
-    s.p(TERMS)
-    rank = ranking(ctx, main)
-    cal = calibration(ctx, main)
-    s.blocks.append(("h", "Judge ranking, with the calibration points under it"))
-    if rank.empty:
-        s.p("No rankable judge in this run (only the oracle and/or constant judges): nothing to rank.")
-    else:
-        s.p(
-            "Alignment = mean of 1 − |reference − verdict| over metrics and records, pooled over with and "
-            "without GT. Skill = (alignment − best constant judge) / (ceiling − best constant judge) on the "
-            "same rows: 0 = no better than always answering one level, 1 = the oracle. Lead over next: "
-            "paired CI of the difference to the judge ranked below; a CI containing 0 means the order is not "
-            "settled. Calibration rows (never ranked, pooled, on a jury or in κ) give the scale: "
-            + "; ".join(f"{k}: {v}" for k, v in MEANING.items() if not cal.empty and k in set(cal["kind"]))
-            + (
-                "."
-                if not cal.empty
-                else "none in this run; skill uses constants computed from the reference."
-            )
-        )
-        shown = _ranking_shown(rank)
-        if not cal.empty:
-            shown = pd.concat(
-                [shown, _calibration_rows(ctx, main, cal, list(shown.columns))], ignore_index=True
-            )
-        s.table("first_ranking", shown, rank)
-        s.p(*_ranking_notes(rank))
-    if not cal.empty:
-        s.csv["first_calibration"] = cal
-        if rank.empty:
-            shown = cal.pivot_table(
-                index=["judge", "kind"], columns="condition", values="align", observed=True
-            )
-            shown = shown.map(_pct).reset_index()
-            shown.columns.name = None
-            s.p(*(f"- {k}: {v}." for k, v in MEANING.items() if k in set(cal["kind"])))
-            s.table("first_calibration", shown, cal)
     if set(main["condition"].astype(str)) >= {"with_gt", "without_gt"} and not rank.empty:
         full, shown = main_table(ctx, main)
         s.blocks.append(("h", "Main table: alignment % with GT / without GT / GT gain (pp), per difficulty"))
