@@ -295,8 +295,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             Edit(
                 "analysis/_common.py",
-                '["condition", "judge"], factor, lev, base',
-                '["condition", "judge"], factor, base, lev',
+                "_is(base, first) else (lev, base)",
+                "_is(base, first) else (base, lev)",
             ),
         ),
         "tests/test_analysis_reference.py::test_rq4_to_rq6_deltas_from_plain_groupby",
