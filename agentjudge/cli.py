@@ -1,8 +1,8 @@
 """Command-line interface. Each verb is a thin shell over one library function, imported lazily so
 ``agentjudge --help`` stays fast and never imports litellm.
 
-Exit codes (README, "Exit codes"): 0 success; 1 the work ran but some units/records failed or the cost cap
-stopped it; 2 bad input, a failed preflight or a file-system error (one line naming the path, never a
+Exit codes (docs/cli.md, "Exit codes"): 0 success; 1 the work ran but some units/records failed or the cost
+cap stopped it; 2 bad input, a failed preflight or a file-system error (one line naming the path, never a
 traceback); 130 interrupted.
 """
 
@@ -283,7 +283,8 @@ def report(
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples (>= 1000 for publication).")] = 1000,
     seed: Annotated[int, typer.Option()] = 0,
     ci: Annotated[
-        str, typer.Option(help="Interval: expanded percentile (default) or the plain percentile of SPEC §8.")
+        str,
+        typer.Option(help="Interval: expanded percentile (default) or the plain percentile (the paper's)."),
     ] = "expanded",
 ) -> None:
     """Write RUNDIR/report/: report.md, report.html, tables/*.csv, figures/*.png."""
@@ -315,7 +316,8 @@ def compare(
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 1000,
     seed: Annotated[int, typer.Option()] = 0,
     ci: Annotated[
-        str, typer.Option(help="Interval: expanded percentile (default) or the plain percentile of SPEC §8.")
+        str,
+        typer.Option(help="Interval: expanded percentile (default) or the plain percentile (the paper's)."),
     ] = "expanded",
 ) -> None:
     """One first screen across runs (judges labelled by run), with paired deltas where records overlap."""
@@ -423,7 +425,9 @@ def import_bfcl(
 
 @cache_app.command("stats")
 def cache_stats(
-    path: Annotated[Path | None, typer.Option(help="Cache file (default: see README).")] = None,
+    path: Annotated[
+        Path | None, typer.Option(help="Cache file (default: $AGENTJUDGE_CACHE, else ~/.cache/agentjudge).")
+    ] = None,
 ) -> None:
     """Entries, size and hit counts of the call cache."""
     from agentjudge.models.cache import stats_cli

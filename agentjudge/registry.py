@@ -52,7 +52,7 @@ def _load_factory(spec: str) -> Callable[..., Any] | None:
     module_name, attr = match["module"], match["attr"]
     from agentjudge.model_strings import add_plugin_folders
 
-    add_plugin_folders()  # the current folder, as the README's plug-in example expects
+    add_plugin_folders()  # the current folder, as the plug-in example of docs/plugins.md expects
     top = module_name.split(".")[0]
     if importlib.util.find_spec(top) is None:
         raise ModelResolutionError(

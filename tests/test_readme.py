@@ -1,4 +1,4 @@
-"""The README's plug-in example is real code: load it as a module and run it through the registry."""
+"""The plug-in example of docs/plugins.md is real code: loaded as a module, run through the registry."""
 
 from __future__ import annotations
 

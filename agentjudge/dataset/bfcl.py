@@ -298,7 +298,7 @@ def import_cli(tasks: Path, answers: Path, out: Path, category: str | None) -> i
     failing = sum(not report.passed for report in check_records(records, processes=1))
     console.print(
         f"{failing} of {len(records)} will fail `agentjudge validate` (an answer its query does not ground, "
-        "or one that breaks its own schema: README, 'Real human-written tasks (BFCL)'); "
+        "or one that breaks its own schema: docs/tracks.md, 'Real human-written tasks (BFCL)'); "
         f"see them with: agentjudge validate {out / 'records.jsonl'}"
     )
     return 0
