@@ -10,7 +10,7 @@ Every group is evaluated on the SAME resampled scenarios, so differences of draw
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -117,18 +117,31 @@ class ClusterBootstrap:
         resamples: int,
         seed: int,
         interval: Literal["expanded", "percentile"] = "expanded",
+        scale: Mapping[str, float] | None = None,
+        alpha_clusters: int | None = None,
+        weight_col: str | None = None,
     ) -> None:
+        """``scale``, ``alpha_clusters`` and ``weight_col`` serve a sampled run (``stats.sampling``): a
+        cluster's multiplicity M enters as 1 + scale·(M − 1) (the finite-population correction,
+        ``sampling.fpc_scale``), the expanded tails are those of ``alpha_clusters`` scenarios (its smallest
+        cell) rather than of every cluster, and every ratio multiplies its weights by the column
+        ``weight_col`` of the frame when it has one (the design weights)."""
         if resamples < 1:
             raise ValueError("resamples must be >= 1")
         if interval not in ("expanded", "percentile"):
             raise ValueError(f"interval must be 'expanded' or 'percentile', not {interval!r}")
         self.clusters = pd.Index(pd.unique(np.asarray(clusters, dtype=object))).sort_values()
         self.interval = interval
-        self.alpha = expanded_alpha(len(self.clusters)) if interval == "expanded" else ALPHA
+        n_alpha = len(self.clusters) if alpha_clusters is None else alpha_clusters
+        self.alpha = expanded_alpha(n_alpha) if interval == "expanded" else ALPHA
         self.resamples = resamples
         self.seed = seed
         self.idx = draw_indices(len(self.clusters), resamples, seed)
         self.weights = multiplicities(self.idx, len(self.clusters))
+        if scale is not None:
+            g = np.array([float(scale[str(c)]) for c in self.clusters])
+            self.weights = 1.0 + g[None, :] * (self.weights - 1.0)
+        self.weight_col = weight_col
 
     def cluster_codes(self, cluster_ids: pd.Series) -> np.ndarray:
         codes = codes_for(cluster_ids, self.clusters)
@@ -148,6 +161,8 @@ class ClusterBootstrap:
         """Σ w·value / Σ w per group (w = 1 by default), NaN values excluded, with B paired draws."""
         vals = df[value].to_numpy(dtype=float) if isinstance(value, str) else np.asarray(value, float)
         w = np.ones(len(df)) if weight is None else np.asarray(weight, dtype=float)
+        if self.weight_col is not None and self.weight_col in df.columns:
+            w = w * df[self.weight_col].to_numpy(dtype=float)
         keep = ~np.isnan(vals) & (w != 0)
         gcodes, keys = group_codes(df, by)
         n_groups = len(keys)
