@@ -252,6 +252,15 @@ def run(
     ] = False,
     probe: Annotated[bool, PROBE] = False,
     skip_invalid: Annotated[bool, SKIP_INVALID] = False,
+    target_ci: Annotated[
+        float | None,
+        typer.Option(
+            "--target-ci",
+            metavar="PP",
+            help="Sample: judge as few base scenarios as give every cell a 95 % CI of half-width <= PP "
+            "percentage points (pipeline key `sampling`).",
+        ),
+    ] = None,
 ) -> None:
     """Infer, score and judge every cell of a pipeline grid; resumes where it stopped."""
     from agentjudge.runner.grid import run_cli
@@ -271,6 +280,7 @@ def run(
                 no_cache=no_cache,
                 probe=probe,
                 skip_invalid=skip_invalid,
+                target_ci=target_ci,
                 lean_export=_STANDALONE,  # only when this process ends with the verb (runner/lean_export.py)
             )
         )

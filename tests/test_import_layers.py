@@ -33,6 +33,7 @@ LAYERS: list[list[str]] = [
     ["agentjudge.registry", "agentjudge.model_strings", "agentjudge.preflight"],
     [
         "agentjudge.runner",
+        "agentjudge.sampling",
         "agentjudge.report",
         "agentjudge.human",
         "agentjudge.taubench",

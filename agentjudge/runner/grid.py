@@ -42,6 +42,7 @@ from agentjudge.runner.pipeline import (
     load_pipeline,
     override_models,
     prefetch_digest,
+    with_target,
 )
 from agentjudge.runner.resume_cache import cached_scores, save_gate1, stored_digest
 from agentjudge.runner.store import (
@@ -156,6 +157,7 @@ def run_cli(
     skip_invalid: bool = False,
     lean_export: bool = False,
     add_judges: list[str] | None = None,
+    target_ci: float | None = None,
 ) -> int:
     """Exit code: 0 everything done, 1 some units failed or were not run (re-run to resume), 2 bad input
     (the pipeline, the dataset, a model's set-up found by the preflight, the output folder, or another
@@ -178,6 +180,8 @@ def run_cli(
         prefetch_digest(pipe.dataset)  # hashed on the other core while the models and records are checked
         if cost_cap is not None:
             pipe = pipe.model_copy(update={"max_cost_usd": cost_cap})
+        if target_ci is not None:
+            pipe = with_target(pipe, target_ci)
         problems = _preflight(pipe, Path(pipeline), judges, generators, Path(out), probe, add_judges)
         if not problems and not dry_run and Path(out).is_dir():
             lock.acquire()  # an existing folder: refused at once when another run holds it
@@ -353,19 +357,20 @@ def _fork_workers(pipe: Pipeline, data: Dataset, no_cache: bool) -> WorkerPool |
 _OUTPUT_FILES = ("meta.json", "predictions.parquet", "scores.parquet", "judgments.parquet")
 
 
-def _export_stamp(version: int, skip_invalid: bool) -> str:
+def _export_stamp(version: int, skip_invalid: bool, pipe: Pipeline) -> str:
     """What the run folder's files were built from: the store's version (it grows with every committed
     group), the code, and whether records failing Gate 1 were left out (``--skip-invalid``): a re-run
-    without that flag must refuse them again rather than call the run finished."""
-    return json.dumps(
-        {
-            "store_version": version,
-            "skip_invalid": skip_invalid,
-            "git_commit": git_commit(),
-            "version": __version__,
-        },
-        sort_keys=True,
-    )
+    without that flag must refuse them again rather than call the run finished. A sampled run adds its
+    design (a re-run with another target has work to do although the config hash leaves it out)."""
+    stamp: dict[str, Any] = {
+        "store_version": version,
+        "skip_invalid": skip_invalid,
+        "git_commit": git_commit(),
+        "version": __version__,
+    }
+    if pipe.sampling is not None:
+        stamp["sampling"] = pipe.sampling.model_dump(mode="json", exclude={"prior_run"})
+    return json.dumps(stamp, sort_keys=True)
 
 
 def _finished(pipe: Pipeline, rundir: Path, skip_invalid: bool) -> bool:
@@ -388,8 +393,8 @@ def _finished(pipe: Pipeline, rundir: Path, skip_invalid: bool) -> bool:
         return False
     version = int(meta.get("store_version", "0"))
     if complete not in (
-        _export_stamp(version, False),
-        _export_stamp(version, True) if skip_invalid else None,
+        _export_stamp(version, False, pipe),
+        _export_stamp(version, True, pipe) if skip_invalid else None,
     ):
         return False
     return meta.get("config_hash") == config_hash(pipe)
@@ -606,6 +611,7 @@ class _Grid:
         self._alike: dict[tuple[str, str], engine.Outcome] = {}  # see judge_offline
         self._blind: dict[tuple[Any, ...], engine.Outcome] = {}  # see judge_offline
         self.unplanned: dict[str, int] = {}  # per stage, when known: stored units not planned (``_stage``)
+        self.sampler: Any = None  # agentjudge.sampling.stages.SampledGrid of a sampled run
 
     async def close_workers(self) -> None:
         """Let the workers finish and add their call statistics to this process's."""
@@ -618,7 +624,14 @@ class _Grid:
                     self.client.stats.model(name).add(model_stats)
 
     async def _stage(
-        self, name: str, units: list[UnitKey], model_of: Any, work: Any, progress: Any, offline_work: Any
+        self,
+        name: str,
+        units: list[UnitKey],
+        model_of: Any,
+        work: Any,
+        progress: Any,
+        offline_work: Any,
+        label: str = "",
     ) -> None:
         status = self.store.statuses(units[0].stage) if units else {}
         pending = [u for u in units if status.get(u) != "done"]
@@ -628,8 +641,10 @@ class _Grid:
             )
         del status  # ~10^6 keys on a paper grid: not kept while the stage runs
         if self.log.console is not None and not self.log.console.is_terminal:  # no progress bar: say it
-            self.log.console.print(f"{name}: {len(pending)} unit(s) to run of {len(units)}")
-        bar = progress.add_task(name, total=len(pending))  # one bar for the stage, offline units or not
+            self.log.console.print(f"{name}{label}: {len(pending)} unit(s) to run of {len(units)}")
+        bar = progress.add_task(
+            name + label, total=len(pending)
+        )  # one bar for the stage, offline units or not
         in_chunks = [u for u in pending if model_of(u) in self.offline]
         if in_chunks:  # simulated models and baselines: chunks on every core (runner/offline.py)
             pending = [u for u in pending if model_of(u) not in self.offline]
@@ -841,46 +856,99 @@ class _Grid:
         return ask()
 
     async def run(self, console: Console) -> tuple[list[UnitKey], list[UnitKey]]:
-        """predict -> score -> judge; returns the planned units of both stages."""
+        """predict -> score -> judge; returns the planned units of both stages. A sampled run
+        (``self.sampler``) goes round once per stage of its design."""
         self.log.console = console
         if self.pool is not None:
             await self.pool.start()
-        wanted = predict_units(self.pipe, self.data)
+        everything = predict_units(self.pipe, self.data)
         with engine.make_progress(console) as progress:
-            await self._stage(
-                "predict", wanted, lambda u: u.generator, self.predict, progress, self.predict_offline
-            )
-            wanted_set = set(wanted)
-            self.predictions = {}
-            digests: dict[UnitKey, str] = {}  # each prediction's stored_digest, for the score cache
-            with collector_paused():  # the judge stage's input: lives until the export (runner/heap.py)
-                for key, status, text, _, _ in self.store.iter_raw("predict"):
-                    if status == "done" and key in wanted_set:
-                        self.predictions[key] = from_stored(Prediction, text or "")
-                        digests[key] = stored_digest(text or "")
-            bar = progress.add_task("score", total=len(self.predictions))
-            workers = self.pipe.workers
-            self.scores = cached_scores(  # read from run.sqlite what a previous invocation scored
-                self.store.path,
-                self.data,
-                self.predictions,
-                self.pipe.scoring_modes,
-                self.pipe.lenient,
-                on_scored=lambda: progress.advance(bar),
-                compute=lambda data, preds, modes, lenient: offline.scores_in_chunks(
-                    data, preds, modes, lenient, workers, advance=lambda n: progress.advance(bar, n)
-                ),
-                digests=digests,
-            )
-            del digests
-            gc.freeze()  # what exists now lives until the export: not scanned by every collection again
-            with collector_paused():
-                jwanted = judge_units(self.pipe, sorted(self.predictions))
-            await self._stage("judge", jwanted, lambda u: u.judge, self.judge, progress, self.judge_offline)
+            if self.sampler is None:
+                wanted, jwanted = everything, await self._round(everything, progress)
+            else:
+                wanted, jwanted = await self._sampled(everything, progress, console)
         await self.close_workers()
         self.predictions = {}  # the judge stage's input; the export reads predictions from the store
         self._shown_ids, self._shown_of = {}, {}
         return wanted, jwanted
+
+    async def _round(
+        self, wanted: list[UnitKey], progress: Any, keep: Any = None, label: str = ""
+    ) -> list[UnitKey]:
+        """One round of the grid over the predict units ``wanted``: predict, score, judge (the judge units
+        of the successful predictions, those ``keep`` keeps); returns the judge units planned."""
+        await self._stage(
+            "predict", wanted, lambda u: u.generator, self.predict, progress, self.predict_offline, label
+        )
+        wanted_set = set(wanted)
+        self.predictions = {}
+        digests: dict[UnitKey, str] = {}  # each prediction's stored_digest, for the score cache
+        with collector_paused():  # the judge stage's input: lives until the export (runner/heap.py)
+            for key, status, text, _, _ in self.store.iter_raw("predict"):
+                if status == "done" and key in wanted_set:
+                    self.predictions[key] = from_stored(Prediction, text or "")
+                    digests[key] = stored_digest(text or "")
+        bar = progress.add_task(f"score{label}", total=len(self.predictions))
+        workers = self.pipe.workers
+        self.scores = cached_scores(  # read from run.sqlite what a previous invocation scored
+            self.store.path,
+            self.data,
+            self.predictions,
+            self.pipe.scoring_modes,
+            self.pipe.lenient,
+            on_scored=lambda: progress.advance(bar),
+            compute=lambda data, preds, modes, lenient: offline.scores_in_chunks(
+                data, preds, modes, lenient, workers, advance=lambda n: progress.advance(bar, n)
+            ),
+            digests=digests,
+        )
+        del digests
+        gc.freeze()  # what exists now lives until the export: not scanned by every collection again
+        with collector_paused():
+            jwanted = judge_units(self.pipe, sorted(self.predictions))
+            if keep is not None:
+                jwanted = keep(jwanted)
+        await self._stage(
+            "judge", jwanted, lambda u: u.judge, self.judge, progress, self.judge_offline, label
+        )
+        return jwanted
+
+    async def _sampled(
+        self, everything: list[UnitKey], progress: Any, console: Console
+    ) -> tuple[list[UnitKey], list[UnitKey]]:
+        """The stages of a sampled run (``agentjudge.sampling.stages``): a round over the current plan,
+        then each cell's prefix decided from what is stored; again while some cell grows. Nothing is
+        decided while a planned unit has not run (a cost cap, a stopped model): the next invocation
+        finishes the stage and decides then."""
+        from agentjudge.sampling.stages import RECORD_KEY, cell_sums
+
+        sampler = self.sampler
+        while True:
+            stage = len(sampler.history)
+            wanted = sampler.predict_units(everything)
+            label = f" · stage {stage}"
+            jwanted = await self._round(wanted, progress, sampler.judge_units, label)
+            self.store.flush()
+            if not self._all_ran(wanted, jwanted):
+                return wanted, jwanted
+            sums = cell_sums(sampler, self.pipe, self.store.iter_raw("judge"), self.scores)
+            if not sampler.decide(sums):
+                return wanted, jwanted
+            self.store.set_meta({RECORD_KEY: sampler.dump()})
+            grown = sum(1 for c, n in sampler.history[-1].items() if n > sampler.history[-2].get(c, 0))
+            console.print(
+                f"sampling: stage {stage} done; {grown} cell(s) need more scenarios for the "
+                f"±{sampler.spec.target_ci_pp:g} pp target: stage {stage + 1}",
+                highlight=False,
+            )
+
+    def _all_ran(self, wanted: list[UnitKey], jwanted: list[UnitKey]) -> bool:
+        """Every planned unit of the round has a stored outcome (done or failed)."""
+        for stage, units in (("predict", wanted), ("judge", jwanted)):
+            status = self.store.statuses(stage)  # type: ignore[arg-type]
+            if any(status.get(u) not in ("done", "failed") for u in units):
+                return False
+        return True
 
     def export(self, rundir: Path, wanted: list[UnitKey], jwanted: list[UnitKey]) -> tuple[int, int]:
         """Write the run folder's files from the store; returns (failed units, units not run)."""
@@ -937,6 +1005,20 @@ class _Grid:
                 "units_not_run_at_cost_cap": self.budget.skipped,
             },
         }
+        from agentjudge.sampling.record import build_record, write_record
+
+        record = None
+        if self.sampler is not None:
+            record = build_record(self.sampler, self.pipe, len(wanted), len(jwanted))
+            meta["sampling"] = {
+                "file": "sampling.json",
+                "target_ci_pp": record.target_ci_pp,
+                "fpc": record.fpc,
+                "stages": record.stages,
+                "judge_units": record.judge_units.model_dump(),
+                "predict_units": record.predict_units.model_dump(),
+            }
+        write_record(rundir, record)  # or remove a sampled run's, in a folder now judged in full
         simulated = {name: bool(info["simulated"]) for name, info in model_info(self.pipe.generators).items()}
         from agentjudge.runner import resume_cache
         from agentjudge.runner.export import (  # pyarrow: not for a no-op re-run
@@ -1031,9 +1113,22 @@ async def _run(
         return 2
     if data.gate1 is not None:
         save_gate1(store.path, data.gate1)  # after the store accepted this configuration
+    sampler = None
+    if pipe.sampling is not None:
+        from agentjudge.sampling.stages import RECORD_KEY, SampledGrid
+
+        sampler = SampledGrid.build(pipe.sampling, pipe, data)
+        try:
+            if sampler.open(store.meta(), (key for key, _ in store.iter_statuses("judge"))):
+                store.set_meta({RECORD_KEY: sampler.dump()})
+        except GridError as exc:
+            store.close()
+            console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            return 2
     broker = None
     try:
         grid = _Grid(pipe, data, partners, store, client, gens, judges, pool)
+        grid.sampler = sampler
         grid.batches = client.batch = broker = _batch_broker(pipe, rundir, console)
         wanted, jwanted = await grid.run(console)
         if client.cache is not None:  # the call cache's hit counts of this run (models/cache.py)
@@ -1049,7 +1144,7 @@ async def _run(
         if fleets is not None:
             _print_table(console, fleets)
         failed_rows = _write_run_summary(grid, rundir)
-        stamp = _export_stamp(store.version, data.skipped_invalid > 0) if complete else ""
+        stamp = _export_stamp(store.version, data.skipped_invalid > 0, pipe) if complete else ""
         store.set_meta({"exported_complete": stamp})  # read by _finished on the next invocation
         code = _closing(grid, rundir, failed, missing, console, failed_rows)
         if ending is not None:

@@ -29,9 +29,11 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
+from agentjudge.sampling.spec import Sampling
 from agentjudge.types import (
     DIFFICULTIES,
     Condition,
@@ -46,10 +48,12 @@ ScoringChoice = Literal["paper", "strict", "both"]
 
 # Fields that change how a run is carried out but not what its results mean. They are left out of the
 # config hash so that e.g. raising concurrency, moving a local server to another port, or renaming the
-# pipeline does not force a fresh run folder.
+# pipeline does not force a fresh run folder. `sampling` chooses which units run, not what a unit's
+# result is: a re-run with a tighter target continues in the same folder (the design's order and pilot are
+# checked by agentjudge/sampling/stages.py instead).
 _COSMETIC_PIPELINE_FIELDS = (
     "name", "description", "concurrency", "max_cost_usd", "cache", "batch_poll_s", "batch_poll_max_s",
-    "batch_max_requests", "batch_max_bytes", "workers",
+    "batch_max_requests", "batch_max_bytes", "workers", "sampling",
 )  # fmt: skip
 _COSMETIC_MODEL_FIELDS = (
     "api_base", "api_key_env", "headers_env", "timeout_s", "max_retries", "concurrency",
@@ -121,6 +125,17 @@ class Pipeline(Strict):
     batch_max_bytes: int | None = Field(default=None, gt=0)
     # processes making litellm calls (runner/workers.py); None: the cores (at most 8) for >= 200 calls
     workers: int | None = Field(default=None, gt=0, le=64)
+    # judge a prefix of a random order of base scenarios per cell, as long as a CI target needs
+    # (agentjudge/sampling/); None: every scenario, as always
+    sampling: Sampling | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_sampling(self, handler: Any) -> Any:
+        """An unsampled pipeline dumps as it did before the key existed (meta.json, the store's meta)."""
+        data = handler(self)
+        if self.sampling is None and isinstance(data, dict):
+            data.pop("sampling", None)
+        return data
 
     @field_validator("generators", "judges", mode="before")
     @classmethod
@@ -248,6 +263,9 @@ def parse_pipeline(data: Any, path: Path) -> Pipeline:
     updates: dict[str, Any] = {"dataset": dataset}
     if pipeline.cache is not None:
         updates["cache"] = (base / pipeline.cache).resolve()
+    if pipeline.sampling is not None and pipeline.sampling.prior_run is not None:
+        prior = (base / pipeline.sampling.prior_run).resolve()
+        updates["sampling"] = pipeline.sampling.model_copy(update={"prior_run": prior})
     pipeline = pipeline.model_copy(update=updates)
     from agentjudge.model_strings import add_plugin_folders
 
@@ -455,3 +473,15 @@ def config_hash(pipeline: Pipeline) -> str:
     """sha256 over ``hashed_config`` serialised canonically (sorted keys, no whitespace)."""
     blob = json.dumps(hashed_config(pipeline), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def with_target(pipeline: Pipeline, target_ci_pp: float) -> Pipeline:
+    """``--target-ci PP``: the pipeline's ``sampling`` with this target (a sampling of its own when it has
+    none); a target that is not a number above 0 and at most 100 is a PipelineError naming the flag."""
+    current = pipeline.sampling.model_dump() if pipeline.sampling is not None else {}
+    try:
+        sampling = Sampling.model_validate({**current, "target_ci_pp": target_ci_pp})
+    except ValidationError as exc:
+        problem = "; ".join(e["msg"] for e in exc.errors())
+        raise PipelineError(f"--target-ci {target_ci_pp}: {problem}") from None
+    return pipeline.model_copy(update={"sampling": sampling})
