@@ -34,6 +34,47 @@ def draws(ctx: Context, df: pd.DataFrame, by: Sequence[str], value: str = "mu") 
     return ctx.boot.ratio(df, list(by), value)
 
 
+def paired(ctx: Context, df: pd.DataFrame, factor: str) -> pd.DataFrame:
+    """The rows a paired comparison along ``factor`` (a cell coordinate: judge, generator, difficulty or
+    condition) may use. A sampled run (``ctx.design``) judged each cell on a prefix of one order of
+    scenarios: the comparison keeps, in every slice of the other coordinates, the prefix all the levels of
+    ``factor`` in ``df`` judged, with that prefix's design weights, so both sides stand on the same
+    scenarios and one finite-population fraction (stats.sampling). An unsampled run: ``df`` itself."""
+    if ctx.design is None or df.empty:
+        return df
+    from agentjudge.stats.sampling import shared_lengths
+
+    lengths = ctx.design.cell_lengths(df)
+    n = shared_lengths(df, ctx.design, factor, lengths)
+    ranks = df["_rank"].to_numpy()
+    keep = ranks < n
+    out = df[keep].copy()
+    out["design_weight"] = ctx.design.weight(ranks[keep], n[keep])
+    return out
+
+
+def group_mean(ctx: Context, df: pd.DataFrame, by: Sequence[str], cols: Sequence[str]) -> pd.DataFrame:
+    """Means of ``cols`` per ``by`` group (NaN values left out), design-weighted in a sampled run: a
+    pooled figure then weighs each cell as the full grid would, whatever its prefix. Unsampled: pandas'
+    own means, as before."""
+    by, cols = list(by), list(cols)
+    if ctx.design is None or "design_weight" not in df.columns:
+        return df.groupby(by, observed=True)[cols].mean()
+    w = df["design_weight"].to_numpy(dtype=float)
+    parts = {}
+    tmp = df[by].reset_index(drop=True)
+    for col in cols:
+        v = df[col].to_numpy(dtype=float)
+        ok = ~np.isnan(v)
+        tmp[f"_n_{col}"] = np.where(ok, w * np.nan_to_num(v), 0.0)
+        tmp[f"_d_{col}"] = np.where(ok, w, 0.0)
+    sums = tmp.groupby(by, observed=True).sum()
+    for col in cols:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            parts[col] = sums[f"_n_{col}"] / sums[f"_d_{col}"].where(sums[f"_d_{col}"] > 0)
+    return pd.DataFrame(parts)
+
+
 def align_ci(ctx: Context, df: pd.DataFrame, by: Sequence[str], value: str = "mu") -> pd.DataFrame:
     """Alignment per group with its 95 % cluster-bootstrap CI, next to the parse-failure count and rate."""
     return draws(ctx, df, list(by), value).table("align")

@@ -24,7 +24,7 @@ from agentjudge.report.context import Context, Section, fmt_ci, fmt_pp
 from agentjudge.stats import diff_table
 from agentjudge.types import DIFFICULTIES, METRICS
 
-from ._common import draws, judge_kind, rankable_rows, run_of, share_rows
+from ._common import draws, judge_kind, paired, rankable_rows, run_of, share_rows
 from .guide import tied_txt
 from .rq2_agreement import JURY_NA, distinct_pairs
 
@@ -109,6 +109,13 @@ def banner(ctx: Context) -> list[str]:
         )
     if base:
         out.append(f"BASELINE judges (fixed rules, constants or the oracle; not models): {', '.join(base)}.")
+    rec = ctx.sampling
+    if rec is not None:
+        share = rec.judge_units.planned / max(rec.judge_units.full_grid, 1)
+        out.append(
+            f"SAMPLED run: {100 * share:.1f} % of the full grid's judge units, sized for 95 % CIs of "
+            f"±{rec.target_ci_pp:g} pp (how, below)."
+        )
     if out:
         out.append("No figure in this report measures a real model unless its name is a real model's.")
     return out
@@ -182,7 +189,11 @@ def ranking(ctx: Context, main: pd.DataFrame) -> pd.DataFrame:
             g_lo.append(np.nan)
             g_hi.append(np.nan)
             continue
-        d = align.draws[:, i] - align.draws[:, order[pos + 1]]
+        if ctx.design is None:
+            d = align.draws[:, i] - align.draws[:, order[pos + 1]]
+        else:  # a sampled run: the two judges on the scenarios both judged (each cell's shorter prefix)
+            pair = draws(ctx, paired(ctx, df[df["judge"].isin([a, b]).to_numpy()], "judge"), by)
+            d = pair.draws[:, pair.lookup(judge=a)] - pair.draws[:, pair.lookup(judge=b)]
         lo, hi = align.interval(d)
         g_lo.append(lo[0])
         g_hi.append(hi[0])
@@ -315,6 +326,8 @@ def main_table(ctx: Context, main: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataF
     by = ["judge", "generator", "difficulty"]
     gd = draws(ctx, df, [*by, "condition"])
     cells = gd.table("align")
+    if ctx.design is not None:  # a sampled run: the gain on the scenarios both conditions judged
+        gd = draws(ctx, paired(ctx, df, "condition"), [*by, "condition"])
     gain = diff_table(gd, by, "condition", "with_gt", "without_gt", name="gt_gain")
     wide = cells.pivot_table(index=by, columns="condition", values="align", observed=True)
     wide.columns = [f"align_{c}" for c in wide.columns]
@@ -337,13 +350,13 @@ def main_table(ctx: Context, main: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataF
 
 
 def gt_gain_per_judge(ctx: Context, main: pd.DataFrame) -> pd.DataFrame:
-    df = rankable_rows(ctx, main)
+    df = paired(ctx, rankable_rows(ctx, main), "condition")
     gd = draws(ctx, df, ["judge", "condition"])
     return diff_table(gd, ["judge"], "condition", "with_gt", "without_gt", name="gt_gain")
 
 
 def gt_gain_per_metric(ctx: Context, main: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    df = rankable_rows(ctx, main)
+    df = paired(ctx, rankable_rows(ctx, main), "condition")
     by = ["judge", "difficulty", "metric"]
     gd = draws(ctx, df, [*by, "condition"])
     full = diff_table(gd, by, "condition", "with_gt", "without_gt", name="gt_gain")
@@ -533,6 +546,8 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
         )
         + ".",
     )
+    if ctx.sampling is not None:
+        s.p(sampling_text(ctx, sections))
     rank = ranking(ctx, main)
     cal = calibration(ctx, main)
     s.blocks.append(("h", "Judge ranking, with the calibration points under it"))
@@ -633,6 +648,43 @@ def real_judges(ctx: Context) -> list[str]:
     return [
         j for j in ctx.judges if judge_kind(ctx, j) not in ("simulated", "baseline", "oracle", "constant")
     ]
+
+
+def sampling_text(ctx: Context, sections: dict[str, Section]) -> str:
+    """What a sampled run judged and how its CIs account for it, in one paragraph."""
+    rec = ctx.sampling
+    assert rec is not None
+    sampled = [c.n for c in rec.sampled_cells()]
+    full = len(rec.cells) - len(sampled)
+    n_txt = f"{min(sampled):,}–{max(sampled):,} (median {int(np.median(sampled)):,})" if sampled else "every"
+    ju, pu = rec.judge_units, rec.predict_units
+    cells = sections.get("headline", Section("headline", "")).tables.get("headline_cells")
+    widest = ""
+    if cells is not None and len(cells):
+        half = 100 * (cells["ci_hi"] - cells["ci_lo"]) / 2
+        if half.notna().any():
+            widest = f" Widest headline-cell CI: ±{half.max():.2f} pp."
+    target = {"cells": "every cell", "gt_gain": "every with/without-GT gain"}
+    correction = (
+        f"CIs are for the full grid's value on these {rec.population:,} scenarios: finite-population "
+        "corrected (a scenario of rank r enters each resample with weight 1 + g·(M − 1), "
+        "g² = 1 − (2r + 1)/N)"
+        if rec.fpc
+        else "CIs are for the population of scenarios the dataset stands for (no finite-population "
+        "correction), like an unsampled run's"
+    )
+    return (
+        f"**Sampled run** (pipeline key `sampling`): 95 % CI target ±{rec.target_ci_pp:g} pp for "
+        + " and ".join(target.get(a, a) for a in rec.applies_to)
+        + f" (judge × generator × difficulty × condition). Each cell judged the first {n_txt} of the "
+        f"{rec.population:,} base scenarios in one seeded order stratified by topology ({rec.stages} "
+        f"stages from a pilot of {rec.pilot:,}"
+        + (f"; {full} cells judged in full before" if full else "")
+        + f"): {ju.planned:,} of the full grid's {ju.full_grid:,} judge units "
+        f"({100 * ju.planned / max(ju.full_grid, 1):.1f} %), {pu.planned:,} of {pu.full_grid:,} "
+        f"predictions. {correction}; pooled figures weigh each row by N_h / n_h (topology h in its cell's "
+        "prefix); paired deltas use the scenarios both sides judged (sampling.json)." + widest
+    )
 
 
 def _recommendation(ctx: Context, sections: dict[str, Section], rank: pd.DataFrame) -> list[str]:

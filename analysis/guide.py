@@ -11,7 +11,7 @@ from agentjudge.report.context import Context, Section, fmt_pp
 from agentjudge.stats.codes import codes_for
 from agentjudge.types import DIFFICULTIES
 
-from ._common import draws, run_of, share_rows
+from ._common import draws, paired, run_of, share_rows
 
 
 def tied_txt(row: Any) -> str:
@@ -42,7 +42,14 @@ def analyze(ctx: Context) -> Section:
         i, j = part.index[0], part.index[1]
         a, b = str(part.loc[i, "judge"]), str(part.loc[j, "judge"])
         comparable = runs.get(a) == runs.get(b) or share_rows(df, a, b)
-        if comparable:
+        if comparable and ctx.design is not None:  # a sampled run: the pair on the scenarios both judged
+            rows_ab = df[(df["condition"] == cond).to_numpy() & (df["difficulty"] == diff).to_numpy()]
+            pair = draws(
+                ctx, paired(ctx, rows_ab[rows_ab["judge"].isin([a, b]).to_numpy()], "judge"), ["judge"]
+            )
+            d = pair.draws[:, pair.lookup(judge=a)] - pair.draws[:, pair.lookup(judge=b)]
+            (lo,), (hi,) = gd.interval(d)
+        elif comparable:
             d = gd.draws[:, i] - gd.draws[:, j]
             (lo,), (hi,) = gd.interval(d)  # NaN (no warning) when every resample is undefined
         else:  # judges of different runs that graded different outputs: no paired margin

@@ -13,10 +13,12 @@ from agentjudge.report.figures import ranked_dots
 from agentjudge.stats import alignment_table, diff_table
 from agentjudge.stats.codes import values_of
 
-from ._common import align_ci, draws, figure_labels, with_labels
+from ._common import align_ci, draws, figure_labels, group_mean, paired, with_labels
 
 
-def _ceiling(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+def _ceiling(ctx: Context, df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    if ctx.design is not None:  # a sampled run: design-weighted, as every other figure of it
+        return group_mean(ctx, df, by, ["mu_ceiling"]).reset_index().rename(columns={"mu_ceiling": "ceiling"})
     c = alignment_table(df, by, "mu_ceiling")[[*by, "align"]].rename(columns={"align": "ceiling"})
     return c
 
@@ -29,10 +31,10 @@ def analyze(ctx: Context) -> Section:
         df = ctx.vary(None, mode=mode)
         if df.empty:
             continue
-        t = align_ci(ctx, df, by).merge(_ceiling(df, by), on=by)
+        t = align_ci(ctx, df, by).merge(_ceiling(ctx, df, by), on=by)
         t["normalised"] = t["align"] / t["ceiling"]
         tables.append(t)
-        gd = draws(ctx, df, by)
+        gd = draws(ctx, paired(ctx, df, "condition"), by)  # a sampled run: on the scenarios both judged
         g = diff_table(gd, ["scoring_mode", "judge"], "condition", "with_gt", "without_gt", name="gt_gain")
         gains.append(g)
     head = with_labels(ctx, pd.concat(tables, ignore_index=True))
@@ -42,10 +44,10 @@ def analyze(ctx: Context) -> Section:
 
     main = ctx.main
     cell_by = ["judge", "generator", "difficulty", "condition"]
-    cells = align_ci(ctx, main, cell_by).merge(_ceiling(main, cell_by), on=cell_by)
+    cells = align_ci(ctx, main, cell_by).merge(_ceiling(ctx, main, cell_by), on=cell_by)
     cells["normalised"] = cells["align"] / cells["ceiling"]
     sec.tables["headline_cells"] = with_labels(ctx, cells)
-    cell_gd = draws(ctx, main, cell_by)
+    cell_gd = draws(ctx, paired(ctx, main, "condition"), cell_by)
     sec.tables["gt_gain_cells"] = with_labels(
         ctx,
         diff_table(

@@ -39,7 +39,13 @@ def _judges(ctx: Context, sec: Section) -> None:
     tmp = df[TASK + ["trial"]].copy()
     tmp["hit"] = hit
     per_trial = tmp.groupby(TASK + ["trial"], observed=True, dropna=False)["hit"].all().reset_index()
-    counts = success_counts(per_trial, TASK, "hit")
+    weight = None
+    if ctx.design is not None:  # a sampled run: each task weighs as its cell's prefix says (stats.sampling)
+        tmp["design_weight"] = df["design_weight"].to_numpy()
+        w = tmp.groupby(TASK + ["trial"], observed=True, dropna=False)["design_weight"].first()
+        per_trial["design_weight"] = w.to_numpy()
+        weight = "design_weight"
+    counts = success_counts(per_trial, TASK, "hit", weight)
     curve = passk_curve(counts, ["judge", "condition"])
     sec.tables["passk_judges"] = curve
     for (j, c), part in curve.groupby(["judge", "condition"], observed=True):
@@ -80,7 +86,11 @@ def _generators(ctx: Context, sec: Section) -> None:
             "ok": np.all(sc[[f"p_{m}" for m in METRICS]].to_numpy(float) == 1.0, axis=1),
         }
     )
-    counts = success_counts(tmp, ["generator", "record_id"], "ok")
+    weight = None
+    if ctx.design is not None and "design_weight" in sc.columns:  # a sampled run's prediction prefixes
+        tmp["design_weight"] = sc["design_weight"].to_numpy()
+        weight = "design_weight"
+    counts = success_counts(tmp, ["generator", "record_id"], "ok", weight)
     curve = passk_curve(counts, ["generator"])
     sec.tables["passk_generators"] = curve
     sec.figures["passk_generators"] = passk_lines(

@@ -62,7 +62,8 @@ def analyze(ctx: Context) -> Section:
             f"Rankings below are within each run ({', '.join(runs)}): a judge is ranked only against the "
             "judges of its own run, and ρ compares two rankings of the same judges."
         )
-    long, rho = weighting_rankings(ranked, by=by)
+    design = "design_weight" if ctx.design is not None else None  # a sampled run's (stats.sampling)
+    long, rho = weighting_rankings(ranked, by=by, design=design)
     sec.tables["robust_weightings"] = with_labels(ctx, long)
     sec.tables["robust_weighting_rho"] = rho
     if len(runs) > 1:
@@ -81,7 +82,7 @@ def analyze(ctx: Context) -> Section:
     else:
         sec.text.append("Weighting ρ undefined (fewer than two judges, or all judges tied).")
 
-    topo = _with_topology_cis(ctx, main, topology_balanced(main))
+    topo = _with_topology_cis(ctx, main, topology_balanced(main, design=design))
     for col in ("shift_pp", "shift_pp_ci_lo", "shift_pp_ci_hi"):  # two sums of one set: a float's last bit
         topo[col] = topo[col].mask(topo[col].abs() < 1e-9, 0.0)
     sec.tables["robust_topology_weighting"] = with_labels(ctx, topo)
@@ -99,7 +100,7 @@ def analyze(ctx: Context) -> Section:
         f"record-weighted alignment: largest shift {shift_txt} (published ≤1.5 pp).{balanced}"
     )
 
-    bc, bc_rho = binary_collapse_table(ranked, by=by)
+    bc, bc_rho = binary_collapse_table(ranked, by=by, design=design)
     sec.tables["robust_binary_collapse"] = with_labels(ctx, bc)
     sec.tables["robust_binary_rho"] = bc_rho
     for r in bc_rho.itertuples(index=False):

@@ -12,9 +12,10 @@ from agentjudge.stats import (
     kappa_tier_correlation,
     pairwise_agreement,
     soft_jury,
+    verdict_matrix,
 )
 
-from ._common import align_ci, draws, figure_labels, rankable_rows
+from ._common import align_ci, draws, figure_labels, paired, rankable_rows
 
 
 def _kappa_matrix(pairs: pd.DataFrame, judges: list[str]) -> pd.DataFrame:
@@ -59,8 +60,16 @@ def _jury(ctx: Context, sec: Section) -> None:
     if len(jurors) < 2:
         sec.text.append("Jury: needs at least two judges.")
         return
-    jury = add_alignment_columns(soft_jury(main, jurors, name="jury"))
     cols = ["base_id", "condition", "judge", "mu", "ok", "metric", "verdict", "reference"]
+    if ctx.design is not None:
+        # a sampled run: the jury exists where every juror judged (each slice's shortest prefix), and
+        # the judges beside it are read on the same scenarios, so the jury − best judge delta is paired
+        main = paired(ctx, main[main["judge"].isin(jurors).to_numpy()], "judge")
+        cols.append("design_weight")
+    jury = add_alignment_columns(soft_jury(main, jurors, name="jury"))
+    if ctx.design is not None:
+        weight = verdict_matrix(main, jurors, "design_weight")[1]
+        jury["design_weight"] = np.nanmax(weight, axis=1) if len(weight) else np.zeros(0)
     judge_type = pd.CategoricalDtype([*ctx.judges, "jury"])
     both = pd.concat(
         [main[cols].astype({"judge": judge_type}), jury[cols].astype({"judge": judge_type})],
@@ -72,6 +81,12 @@ def _jury(ctx: Context, sec: Section) -> None:
     sec.text.append(
         f"Soft jury = mean verdict of {', '.join(jurors)} (a coordinate where a juror failed is a "
         "jury failure, counted, never filled)."
+        + (
+            " Sampled run: the jury and the judges beside it are read on the scenarios every juror judged "
+            "(each cell's shortest prefix), design-weighted."
+            if ctx.design is not None
+            else ""
+        )
     )
     rows = []
     for cond, part in table[table["judge"] != "jury"].groupby("condition", observed=True):
@@ -119,11 +134,12 @@ def analyze(ctx: Context) -> Section:
         "κ and the jury use rankable judges only (" + ", ".join(judges) + "); κ is n/a where it is "
         "undefined (a judge that gives one verdict level on every shared row has no variance to agree on)."
     )
-    pairs = pairwise_agreement(main, by=("condition",))
+    design = "design_weight" if ctx.design is not None else None  # a sampled run (stats.sampling)
+    pairs = pairwise_agreement(main, by=("condition",), design=design)
     if pairs.empty:  # e.g. a comparison of runs whose judges graded different outputs
         sec.lacking = "RQ2: no two rankable judges share a verdict row (same record, output and variant)."
         return sec
-    lin = pairwise_agreement(main, by=("condition",), weights="linear")
+    lin = pairwise_agreement(main, by=("condition",), weights="linear", design=design)
     pairs["kappa_linear"] = lin["kappa"].to_numpy()
     tiers = ctx.tiers()
     rho_rows = []

@@ -12,6 +12,8 @@ from ._common import (
     align_ci,
     draws,
     figure_labels,
+    group_mean,
+    paired,
     prompt_reading_rows,
     rankable_rows,
     variant_advice,
@@ -30,13 +32,16 @@ def _distributions(ctx: Context, sec: Section) -> None:
     tmp["ref1"] = snap(ok["reference"].to_numpy(float)) == 1.0
     for name in LEVELS:
         tmp[name] = (tmp["lev"] == float(name)).astype(float)
-    g = tmp.groupby(["judge", "condition", "difficulty"], observed=True)
-    dist = g[list(LEVELS)].mean()
-    dist["reference_share_1.0"] = g["ref1"].mean()
+    if ctx.design is not None:  # a sampled run: shares pooled over generators weigh each cell as in full
+        tmp["design_weight"] = ok["design_weight"].to_numpy()
+        tmp["ref1"] = tmp["ref1"].astype(float)
+    by = ["judge", "condition", "difficulty"]
+    g = tmp.groupby(by, observed=True)
+    dist = group_mean(ctx, tmp, by, [*LEVELS, "ref1"]).rename(columns={"ref1": "reference_share_1.0"})
     dist["verdicts"] = g.size()
     dist = dist.reset_index()
     sec.tables["rq3_verdict_distribution"] = with_labels(ctx, dist)
-    pooled = tmp.groupby(["judge", "condition"], observed=True)[list(LEVELS)].mean().reset_index()
+    pooled = group_mean(ctx, tmp, ["judge", "condition"], list(LEVELS)).reset_index()
     sec.figures["rq3_verdict_distribution"] = stacked_shares(
         pooled.assign(
             judge=pooled["judge"]
@@ -71,7 +76,7 @@ def _default_mode(ctx: Context, sec: Section) -> None:
             "rules the prompt never reaches, and calibration judges are never pooled)."
         )
         return
-    strength = ctx.main.groupby("generator", observed=True)["reference"].mean().rename("strength")
+    strength = group_mean(ctx, ctx.main, ["generator"], ["reference"])["reference"].rename("strength")
     gd = draws(ctx, readers, ["condition", "generator", "default_mode"])
     t = diff_table(gd, ["condition", "generator"], "default_mode", "0.5", "1.0")
     t = t.merge(strength.reset_index(), on="generator", how="left").sort_values(["condition", "strength"])
@@ -110,7 +115,7 @@ def _anchoring(ctx: Context, sec: Section) -> None:
     # one set of draws for both deltas: the second, against no GT at all, tells a judge misled by the wrong
     # GT from one that read past it
     three = ctx.vary(None, conditions=("with_gt", "swapped_gt", "without_gt"))
-    gd = draws(ctx, three, ["judge", "condition"])
+    gd = draws(ctx, paired(ctx, three, "condition"), ["judge", "condition"])  # sampled: shared prefix
     t = diff_table(gd, ["judge"], "condition", "swapped_gt", "with_gt", name="swapped_minus_true")
     if "without_gt" in set(values_of(three["condition"])):
         versus = diff_table(

@@ -18,7 +18,7 @@ from agentjudge.report.figures import grouped_bars
 from agentjudge.stats import diff_table, passk_curve, success_counts
 from agentjudge.stats.outcome import outcome_agreement
 from agentjudge.types import DIFFICULTIES, TRAJECTORY_CONDITIONS
-from analysis._common import draws, figure_labels, with_labels
+from analysis._common import draws, figure_labels, group_mean, paired, with_labels
 
 
 def _difficulty_order(col: pd.Series) -> pd.Series:
@@ -58,7 +58,7 @@ def _state_tables(ctx: Context, sec: Section, sc: pd.DataFrame) -> None:
     keys = ["generator", "generation", "difficulty"]
     table = ctx.boot.ratio(sc, keys, "state").table("state_match_rate")
     table = table.sort_values(["generator", "difficulty"], key=_difficulty_order, ignore_index=True)
-    writes = sc.groupby(keys, observed=True)["writes_done"].mean()
+    writes = group_mean(ctx, sc, keys, ["writes_done"])["writes_done"]  # design-weighted when sampled
     table = table.merge(writes.rename("writes_done").reset_index(), on=keys)
     # a read-only GT's state_match is true whatever was done: the rate again without them, beside the count
     changing = sc.assign(state_changing=sc["state"].where(~sc["read_only"]))
@@ -173,7 +173,7 @@ def _judge_tables(ctx: Context, sec: Section) -> None:
         delta = fmt_pp(r.outcome_minus_structural, r.ci_lo, r.ci_hi)
         sec.text.append(f"- {ctx.judge_label(str(r.judge))}, {r.condition}: {delta}")
     if {"trajectory_with_gt", "trajectory_without_gt"} <= set(out["condition"].astype(str)):
-        gd_o = draws(ctx, out, ["judge", "condition"], value="agree")
+        gd_o = draws(ctx, paired(ctx, out, "condition"), ["judge", "condition"], value="agree")
         gap = diff_table(
             gd_o, ["judge"], "condition", "trajectory_with_gt", "trajectory_without_gt", name="gt_gain"
         )
@@ -207,7 +207,8 @@ def _passk(ctx: Context, sec: Section, sc: pd.DataFrame) -> None:
         sec.text.append("Generator pass^k with state_match as success needs generator_trials ≥ 2.")
         return
     tmp = sc.assign(ok=sc["state_match"].astype(bool), generator=sc["generator"].astype(str))
-    counts = success_counts(tmp, ["generator", "record_id"], "ok")
+    weight = "design_weight" if ctx.design is not None and "design_weight" in tmp.columns else None
+    counts = success_counts(tmp, ["generator", "record_id"], "ok", weight)
     curve = passk_curve(counts, ["generator"])
     sec.tables["outcome_passk"] = curve
     sec.text.append("Generator pass^k (unbiased, τ-bench) with state_match as success:")

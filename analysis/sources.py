@@ -12,7 +12,7 @@ from agentjudge.report.context import Context, Section, fmt_ci
 from agentjudge.stats import alignment_table, diff_table
 from agentjudge.stats.codes import values_of
 
-from ._common import align_ci, draws, with_labels
+from ._common import align_ci, draws, group_mean, paired, with_labels
 
 LABELS = {
     "synthetic": "synthetic (this project's generator; GT executed in typed tool environments)",
@@ -39,11 +39,21 @@ def analyze(ctx: Context) -> Section:
     # the headline's slice (baseline prompt variant, first trials, with/without GT), so the two agree
     main = ctx.main
     table = align_ci(ctx, main, by)
-    ceiling = alignment_table(main, by, "mu_ceiling")[[*by, "align"]].rename(columns={"align": "ceiling"})
+    if ctx.design is None:
+        ceiling = alignment_table(main, by, "mu_ceiling")[[*by, "align"]].rename(columns={"align": "ceiling"})
+    else:  # a sampled run: design-weighted like the alignment beside it
+        ceiling = (
+            group_mean(ctx, main, by, ["mu_ceiling"]).reset_index().rename(columns={"mu_ceiling": "ceiling"})
+        )
     table = with_labels(ctx, table.merge(ceiling, on=by))
     sec.tables["alignment_by_source"] = table
     gain = diff_table(
-        draws(ctx, main, by), ["judge", "source"], "condition", "with_gt", "without_gt", "gt_gain"
+        draws(ctx, paired(ctx, main, "condition"), by),
+        ["judge", "source"],
+        "condition",
+        "with_gt",
+        "without_gt",
+        "gt_gain",
     )
     sec.tables["gt_gain_by_source"] = with_labels(ctx, gain)
     sec.text.append(

@@ -161,6 +161,14 @@ def compare_cli(rundirs: list[Path], out: Path, resamples: int, seed: int, ci: s
     except RunFolderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    sampled = [str(c.rundir) for c in contexts if c.sampling is not None]
+    if sampled:  # their design weights and prefixes are per run: a join would pool them unweighted
+        print(
+            f"error: compare does not join sampled runs ({', '.join(sampled)} judged a sample: "
+            "sampling.json); report each with `agentjudge report`, whose CIs account for its design",
+            file=sys.stderr,
+        )
+        return 2
     labels = _labels([Path(r) for r in rundirs])
     sources_of = {label: _sources(c) for label, c in zip(labels, contexts, strict=True)}
     if len(set().union(*sources_of.values())) > 1:  # report splits by source; compare cannot pool them

@@ -18,8 +18,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from agentjudge.columns import JUDGMENT_COLUMNS
+from agentjudge.sampling.record import RecordError, SamplingRecord, read_record
 from agentjudge.stats import ClusterBootstrap, add_alignment_columns
-from agentjudge.stats.codes import values_of
+from agentjudge.stats.codes import group_codes, values_of
+from agentjudge.stats.sampling import Design, fpc_scale
 from agentjudge.types import CONDITIONS, DIFFICULTIES, METRICS, TOPOLOGIES
 
 CANONICAL_ORDER: dict[str, tuple[str, ...]] = {
@@ -158,6 +160,10 @@ class Context:
     judges: list[str]
     generators: list[str]
     colors: dict[str, tuple[float, float, float, float]]
+    # a sampled run's design (RUNDIR/sampling.json; None when every scenario was judged): rows carry
+    # ``_rank`` and ``design_weight`` (stats.sampling), and paired deltas use ``paired_rows`` of _common
+    design: Design | None = None
+    sampling: SamplingRecord | None = None
 
     @property
     def df(self) -> pd.DataFrame:
@@ -326,7 +332,11 @@ def load_context(
             scores = scores[scores["base_id"].astype(str).isin(kept)].reset_index(drop=True)
         if predictions is not None:
             predictions = predictions[predictions["base_id"].astype(str).isin(kept)].reset_index(drop=True)
-    return make_context(rundir, data, meta, scores, predictions, resamples, seed, ci)
+    try:
+        record = read_record(rundir)
+    except RecordError as exc:
+        raise RunFolderError(str(exc)) from None
+    return make_context(rundir, data, meta, scores, predictions, resamples, seed, ci, record)
 
 
 def make_context(
@@ -338,8 +348,11 @@ def make_context(
     resamples: int,
     seed: int,
     ci: str = "expanded",
+    record: SamplingRecord | None = None,
 ) -> Context:
-    """A context over judgments that already carry the alignment columns (one run, or several joined)."""
+    """A context over judgments that already carry the alignment columns (one run, or several joined).
+    ``record``: a sampled run's design (``sampling.json``): the rows get their design weights and the
+    bootstrap its finite-population correction (``stats.sampling``)."""
     modes = values_of(data["scoring_mode"])
     mode = "strict" if "strict" in modes else modes[0]
     judges = values_of(data["judge"])
@@ -350,11 +363,31 @@ def make_context(
     colors = {j: cmap(i % 10) for i, j in enumerate([*judges, "jury"])}
     if ci not in ("expanded", "percentile"):
         raise RunFolderError(f"--ci must be 'expanded' or 'percentile', not {ci!r}")
+    design = record.design() if record is not None else None
+    extra: dict[str, Any] = {}
+    if design is not None:
+        add_design_columns(data, design)
+        for frame, cols in (
+            (scores, ("generator", "difficulty")),
+            (predictions, ("generator", "difficulty")),
+        ):
+            if frame is not None and len(frame):
+                add_design_columns(frame, design, cols)
+        clusters = data["base_id"].cat.categories
+        ranks = design.ranks_of(pd.Series(clusters.astype(str)))
+        if (ranks < 0).any():
+            bad = str(clusters[int(np.flatnonzero(ranks < 0)[0])])
+            raise RunFolderError(f"{rundir / 'sampling.json'}: base scenario {bad} is not in the order")
+        if design.fpc:
+            extra["scale"] = dict(zip(clusters.astype(str), fpc_scale(ranks, design.population), strict=True))
+        extra["alpha_clusters"] = design.smallest_cell()
+        extra["weight_col"] = "design_weight"
     boot = ClusterBootstrap(
         data["base_id"].cat.categories,
         resamples=resamples,
         seed=seed,
         interval="percentile" if ci == "percentile" else "expanded",
+        **extra,
     )
     return Context(
         rundir=rundir,
@@ -368,7 +401,27 @@ def make_context(
         judges=judges,
         generators=generators,
         colors=colors,
+        design=design,
+        sampling=record,
     )
+
+
+def add_design_columns(frame: pd.DataFrame, design: Design, cols: tuple[str, ...] | None = None) -> None:
+    """``_rank`` (the scenario's place in the order) and ``design_weight`` (N_h / n_h of the row's cell
+    prefix; ``cols`` names the prefix's columns when they are not the judge cell's, e.g. a prediction's
+    generator and difficulty) in place."""
+    ranks = design.ranks_of(frame["base_id"])
+    if cols is None:
+        lengths = design.cell_lengths(frame)
+    else:
+        codes, keys = group_codes(frame, list(cols))
+        per = [
+            design.predictions.get(tuple(str(v) for v in row), design.population)  # type: ignore[arg-type]
+            for row in keys.itertuples(index=False)
+        ]
+        lengths = np.asarray(per, dtype=np.int64)[codes]
+    frame["_rank"] = ranks
+    frame["design_weight"] = design.weight(ranks, lengths)
 
 
 def fmt_pct(x: float) -> str:

@@ -32,8 +32,15 @@ COORDS: tuple[str, ...] = (
 )
 
 
-def cohen_kappa(a: np.ndarray, b: np.ndarray, n_categories: int = 3, weights: str | None = None) -> float:
-    """Cohen's κ of two integer-coded raters (codes 0..k−1); ``weights='linear'`` for linear-weighted κ.
+def cohen_kappa(
+    a: np.ndarray,
+    b: np.ndarray,
+    n_categories: int = 3,
+    weights: str | None = None,
+    sample_weight: np.ndarray | None = None,
+) -> float:
+    """Cohen's κ of two integer-coded raters (codes 0..k−1); ``weights='linear'`` for linear-weighted κ;
+    ``sample_weight``: each pair's weight in the confusion matrix (a sampled run's design weights).
 
     Returns NaN when κ is undefined (no pairs, or both raters constant on the same category).
     """
@@ -42,7 +49,7 @@ def cohen_kappa(a: np.ndarray, b: np.ndarray, n_categories: int = 3, weights: st
     if len(a) == 0:
         return float("nan")
     k = n_categories
-    conf = np.bincount(a * k + b, minlength=k * k).reshape(k, k).astype(float)
+    conf = np.bincount(a * k + b, weights=sample_weight, minlength=k * k).reshape(k, k).astype(float)
     n = conf.sum()
     expected = np.outer(conf.sum(axis=1), conf.sum(axis=0)) / n
     if weights is None:
@@ -59,9 +66,10 @@ def cohen_kappa(a: np.ndarray, b: np.ndarray, n_categories: int = 3, weights: st
 
 
 def verdict_matrix(
-    df: pd.DataFrame, judges: Sequence[str] | None = None
+    df: pd.DataFrame, judges: Sequence[str] | None = None, value: str = "verdict"
 ) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
-    """Pivot verdicts to (coordinates × judges); NaN where a judge has no verdict at a coordinate.
+    """Pivot verdicts (or another column, ``value``) to (coordinates × judges); NaN where a judge has no
+    verdict at a coordinate.
 
     Returns (coordinate keys, matrix, judge order). Uses integer codes, not ``pivot_table``, to stay fast at
     paper scale.
@@ -73,34 +81,47 @@ def verdict_matrix(
     keep = jcode >= 0
     n_coord = int(codes.max()) + 1 if len(codes) else 0
     mat = np.full((n_coord, len(order)), np.nan)
-    mat[codes[keep], jcode[keep]] = df["verdict"].to_numpy(dtype=float, na_value=np.nan)[keep]
+    mat[codes[keep], jcode[keep]] = df[value].to_numpy(dtype=float, na_value=np.nan)[keep]
     first = np.unique(codes, return_index=True)[1]
     keys = df[coords + ["base_id", "reference"]].iloc[first].reset_index(drop=True)
     return keys, mat, order
 
 
 def pairwise_agreement(
-    df: pd.DataFrame, by: Sequence[str] = ("condition",), weights: str | None = None
+    df: pd.DataFrame,
+    by: Sequence[str] = ("condition",),
+    weights: str | None = None,
+    design: str | None = None,
 ) -> pd.DataFrame:
-    """Raw agreement and κ (three categories, verdicts snapped) for every judge pair per ``by`` group."""
+    """Raw agreement and κ (three categories, verdicts snapped) for every judge pair per ``by`` group.
+
+    ``design``: the column of a sampled run's design weights (``stats.sampling``). Two judges share the
+    coordinates of the shorter of their two prefixes, whose weight is the larger of their two rows'; each
+    shared coordinate counts with it, so a pair's figure pooled over cells weighs them as the full grid."""
     rows = []
     groups = df.groupby(list(by), observed=True, dropna=False) if by else [((), df)]
     for key, part in groups:
         key = key if isinstance(key, tuple) else (key,)
         _, mat, order = verdict_matrix(part)
+        wmat = verdict_matrix(part, order, design)[1] if design is not None else None
         cat = snap(mat) * 2  # 0, 1, 2 (NaN kept)
         for i, j in itertools.combinations(range(len(order)), 2):
             both = ~np.isnan(cat[:, i]) & ~np.isnan(cat[:, j])
             a = cat[both, i].astype(np.int64)
             b = cat[both, j].astype(np.int64)
+            w = None if wmat is None else np.maximum(wmat[both, i], wmat[both, j])
+            if w is None:
+                agreement = float((a == b).mean()) if len(a) else np.nan
+            else:
+                agreement = float((w * (a == b)).sum() / w.sum()) if len(a) and w.sum() > 0 else np.nan
             rows.append(
                 {
                     **dict(zip(by, key, strict=True)),
                     "judge_a": order[i],
                     "judge_b": order[j],
                     "n_pairs": int(both.sum()),
-                    "agreement": float((a == b).mean()) if len(a) else np.nan,
-                    "kappa": cohen_kappa(a, b, weights=weights),
+                    "agreement": agreement,
+                    "kappa": cohen_kappa(a, b, weights=weights, sample_weight=w),
                 }
             )
     return pd.DataFrame(rows)

@@ -55,7 +55,10 @@ def outcome_agreement(
     truth = y.to_numpy(dtype=bool, na_value=False)[keep].astype(np.int64)
     flat = ((gcodes[keep] * n_clusters + ccodes[keep]) * n_levels + level) * 2 + truth
     size = n_groups * n_clusters * n_levels * 2
-    hist = np.bincount(flat, minlength=size).reshape(n_groups, n_clusters, -1).astype(float)
+    # a sampled run's design weights (the bootstrap's weight column) weigh each row in the histograms
+    design = boot.weight_col is not None and boot.weight_col in df.columns
+    w = df[str(boot.weight_col)].to_numpy(dtype=float)[keep] if design else None
+    hist = np.bincount(flat, weights=w, minlength=size).reshape(n_groups, n_clusters, -1).astype(float)
     total = hist.sum(axis=1).reshape(n_groups, n_levels, 2)
     drawn = np.einsum("bc,gcx->bgx", boot.weights, hist).reshape(boot.resamples, n_groups, n_levels, 2)
     if not len(present):
@@ -63,9 +66,13 @@ def outcome_agreement(
     out = keys.copy()
     est = _stats(total, hi)
     draws = _stats(drawn, hi)
-    out["n"] = est[3].astype(int)
+    # the counts stay counts of rows when the histograms are weighted
+    out["n"] = np.bincount(gcodes[keep], minlength=n_groups) if design else est[3].astype(int)
     out["n_missing"] = np.bincount(gcodes, minlength=n_groups) - out["n"].to_numpy()
-    out["positives"] = total[..., 1].sum(-1).astype(int)
+    positives = (
+        np.bincount(gcodes[keep], weights=truth, minlength=n_groups) if design else total[..., 1].sum(-1)
+    )
+    out["positives"] = positives.astype(int)
     for name, e, d in zip(("accuracy", "kappa", "auc"), est[:3], draws[:3], strict=True):
         lo, hi = percentile_ci(d, boot.alpha)
         out[name], out[f"{name}_lo"], out[f"{name}_hi"] = e, lo, hi
