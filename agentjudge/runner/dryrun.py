@@ -206,14 +206,18 @@ def _done_units(rundir: Path) -> set[tuple[Any, ...]]:
 
 
 def estimate(
-    pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Path | None
+    pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Path | None, plan: Any = None
 ) -> list[dict[str, Any]]:
     """Per model: calls still to make, prompt/cached/completion tokens and the four prices. An interactive
     generator is counted along the GT's path (one call per GT step plus a final answer), footnoted.
-    ``rundir`` None: every unit (``--force-new`` starts over, so nothing already done counts)."""
+    ``rundir`` None: every unit (``--force-new`` starts over, so nothing already done counts). ``plan``:
+    a sampled grid's (``sampling.stages.SampledGrid``): only the units of its cells' prefixes."""
     done = _done_units(rundir) if rundir is not None else set()
     preds = predict_units(pipe, data)
-    units = [u for u in [*preds, *judge_units(pipe, preds)] if u.row() not in done]
+    judged = judge_units(pipe, preds)
+    if plan is not None:
+        preds, judged = plan.predict_units(preds), plan.judge_units(judged)
+    units = [u for u in [*preds, *judged] if u.row() not in done]
     units.sort(key=prefix_order)  # the order the runner makes the calls in: what the cache sees
     variants = {v.key: v for v in pipe.prompt_variants}
     settings = {("predict", m.display_name): m for m in pipe.generators}
@@ -459,4 +463,94 @@ def dry_run_report(
         notes.append(f"{label[col]}: price unknown for {', '.join(names)} (not counted in the total)")
     for note in notes:
         console.print(escape("- " + note), soft_wrap=True)
+    if pipe.sampling is not None:
+        sampled_report(pipe, data, rundir, console, partners or {}, start_over, rows)
     return 0
+
+
+def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Calls per role and the summed prices (None when some model's price is unknown)."""
+    out: dict[str, Any] = {
+        "judge": sum(r["calls"] for r in rows if r["role"] == "judge"),
+        "generator": sum(r["calls"] for r in rows if r["role"] == "generator"),
+    }
+    for col in _COST_COLUMNS:
+        values = [r[col] for r in rows]
+        out[col] = None if any(v is None for v in values) else sum(values)
+    expected = [r["cost_batch_usd"] if r.get("batch") else r["cost_usd"] for r in rows]
+    out["expected"] = None if any(v is None for v in expected) else sum(expected)
+    return out
+
+
+def sampled_report(
+    pipe: Pipeline,
+    data: Dataset,
+    rundir: Path,
+    console: Console,
+    partners: dict[str, str],
+    start_over: bool,
+    full_rows: list[dict[str, Any]],
+) -> None:
+    """Beside the full grid's estimate: the sampled grid's (``agentjudge.sampling.estimate``), expected
+    from the variances of earlier verdicts of the same judges when there are any, and at most (every
+    cell at the largest variance a mean in [0, 1] can have)."""
+    from agentjudge.sampling.estimate import expected_sizes, prior_variances
+    from agentjudge.sampling.stages import SIZING_MARGIN, SampledGrid
+
+    spec = pipe.sampling
+    assert spec is not None
+    grid = SampledGrid.build(spec, pipe, data)
+    folders = [rundir, *([spec.prior_run] if spec.prior_run is not None else [])]
+    priors = prior_variances(folders, pipe)
+    cases = [("expected", priors), ("at most", {})] if priors else [("at most", {})]
+    table = Table(
+        title=f"Sampled grid: 95 % CIs of ±{spec.target_ci_pp:g} pp per cell (pipeline key sampling)"
+    )
+    for col in ("grid", "judge calls", "generator calls", "list $", "cached $", "batch $", "batch+cache $"):
+        table.add_column(col, justify="left" if col == "grid" else "right")
+    full = _totals(full_rows)
+    lines = []
+
+    def add(label: str, t: dict[str, Any]) -> None:
+        share = f" ({100 * t['judge'] / full['judge']:.0f} %)" if full["judge"] and t is not full else ""
+        table.add_row(
+            label,
+            f"{t['judge']:,}{share}",
+            f"{t['generator']:,}",
+            *(_money(t[c]) for c in _COST_COLUMNS),
+        )
+
+    add("full (every scenario)", full)
+    for label, prior in cases:
+        sizes, sources = expected_sizes(spec, pipe, grid.population, prior)
+        grid.sizes = sizes
+        rows = estimate(pipe, data, partners, None if start_over else rundir, plan=grid)
+        rows.pop()
+        t = _totals(rows)
+        add(f"sampled, {label}", t)
+        used = ", ".join(f"{n} from {k}" for k, n in sources.items() if n)
+        if label == "expected":
+            lines.append(
+                f"sampled, expected: each cell's variance from earlier verdicts of the same judges "
+                f"({', '.join(str(f) for f in folders)}): {used} (cells; 'same judge': its largest); the "
+                "run's own stages decide from its pilot"
+            )
+        else:
+            lines.append(
+                "sampled, at most: every cell at the largest per-scenario variance a mean of values in "
+                "[0, 1] can have (0.25), so no cell needs more scenarios than this (largest prefix "
+                f"{max(sizes.values()):,} of {grid.population:,}): an upper bound, every cell's CI within "
+                f"±{spec.target_ci_pp:g} pp"
+            )
+        if t["expected"] is not None and any(r.get("batch") for r in rows):
+            lines.append(
+                f"sampled, {label}: ~${t['expected']:,.2f} with the pipeline's batch models in batch mode"
+            )
+    console.print(table)
+    lines.append(
+        f"a cell judges a prefix of one seeded order of the {grid.population:,} base scenarios (pilot "
+        f"{min(spec.pilot, grid.population):,}), sized to reach {100 * SIZING_MARGIN:.0f} % of the target "
+        + ("with the finite-population correction" if spec.fpc else "without finite-population correction")
+    )
+    for line in lines:
+        console.print(escape("- " + line), soft_wrap=True)

@@ -1,0 +1,128 @@
+"""What a sampled grid will judge, before it runs (``agentjudge run --dry-run`` of a pipeline with
+``sampling``).
+
+Each cell's prefix is what the design would give it (``stages.next_sizes``' rule: the size that reaches
+``SIZING_MARGIN`` of the target, ``GROWTH`` beyond, never below the pilot) for a per-scenario variance
+taken, in this order, from:
+
+1. verdicts of the same judge, generator, difficulty and condition in the run folder's
+   judgments.parquet (an earlier invocation of this run: the pilot, or a run with another target), then in
+   ``sampling.prior_run``'s; a judge found there on other cells lends its largest variance;
+2. the largest variance a mean of values in [0, 1] can have, 0.25 (Popoviciu's inequality): a bound no
+   cell can exceed, so the sizes and the price it gives are an upper bound, not a guess.
+
+``expected_sizes`` returns the sizes and says, per cell, which source it used.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from agentjudge.runner.pipeline import Pipeline
+from agentjudge.sampling.spec import Sampling
+from agentjudge.sampling.stages import GROWTH, SIZING_MARGIN, CellKey, grid_cells, headline_slice
+from agentjudge.stats.sampling import MAX_VARIANCE, bound_n, required_n
+
+
+def prior_variances(paths: list[Path], pipe: Pipeline) -> dict[CellKey, float]:
+    """Per cell: the per-scenario variance of alignment (largest over scoring modes) in the first of
+    ``paths`` (run folders) whose judgments.parquet has the cell, on the headline slice (the baseline
+    prompt variant, the model's temperature, first trials, as the report reads it). The with/without-GT
+    gain of a judge, generator and difficulty is under the key (judge, generator, difficulty, "gt_gain")."""
+    out: dict[CellKey, float] = {}
+    for folder in paths:
+        for cell, s2 in _variances(folder / "judgments.parquet", pipe).items():
+            out.setdefault(cell, s2)
+    return out
+
+
+def _variances(path: Path, pipe: Pipeline) -> dict[CellKey, float]:
+    import numpy as np
+    import pandas as pd
+
+    from agentjudge.stats.sampling import ratio_variance
+
+    if not path.is_file():
+        return {}
+    cols = [
+        *("base_id", "judge", "generator", "difficulty", "condition", "scoring_mode", "reference"),
+        *("verdict", "prompt_format", "cot", "default_mode", "temperature", "trial", "generator_trial"),
+    ]
+    try:
+        df = pd.read_parquet(path, columns=cols)
+    except Exception:  # noqa: BLE001 - pyarrow raises several types; an unreadable prior is no prior
+        return {}
+    variant, _ = headline_slice(pipe)
+    chosen = next(v for v in pipe.prompt_variants if v.key == variant)
+    mask = (
+        (df["prompt_format"] == chosen.prompt_format)
+        & (df["cot"] == chosen.cot)
+        & (df["default_mode"] == chosen.default_mode)
+        & (df["trial"] == 0)
+        & (df["generator_trial"] == 0)
+    )
+    first = None if None in pipe.temperatures else pipe.temperatures[0]
+    mask &= df["temperature"].isna() if first is None else df["temperature"] == first
+    df = df[mask.to_numpy()].assign(mu=lambda x: 1 - (x["reference"] - x["verdict"]).abs())
+    out: dict[CellKey, float] = {}
+    resid: dict[tuple[str, ...], pd.Series] = {}
+    for key, part in df.groupby(
+        ["judge", "generator", "difficulty", "condition", "scoring_mode"], observed=True
+    ):
+        cell: CellKey = (str(key[0]), str(key[1]), str(key[2]), str(key[3]))
+        per = part.groupby("base_id", observed=True)["mu"].agg(["sum", "count"])
+        sums, counts = per["sum"].to_numpy(), per["count"].to_numpy(dtype=np.float64)
+        s2 = ratio_variance(sums, counts)[1]
+        out[cell] = max(out.get(cell, 0.0), s2)
+        if counts.sum() > 0:
+            r = sums.sum() / counts.sum()
+            resid[(*cell, str(key[4]))] = pd.Series((sums - r * counts) / counts.mean(), index=per.index)
+    for (judge, gen, diff, cond, mode), a in resid.items():
+        b = resid.get((judge, gen, diff, "without_gt", mode))
+        if cond == "with_gt" and b is not None:
+            d = (a - b).dropna()
+            if len(d) > 1:
+                gain: CellKey = (judge, gen, diff, "gt_gain")
+                out[gain] = max(out.get(gain, 0.0), float(d.var(ddof=1)))
+    return out
+
+
+def expected_sizes(
+    spec: Sampling, pipe: Pipeline, population: int, priors: dict[CellKey, float]
+) -> tuple[dict[CellKey, int], dict[str, int]]:
+    """Each cell's expected prefix, and how many cells took their variance from which source ("this
+    cell", "same judge", "bound")."""
+    aim = spec.target * SIZING_MARGIN
+    ceiling = bound_n(population, aim, spec.fpc)
+    by_judge: dict[str, float] = {}
+    for (judge, *_, cond), s2 in priors.items():
+        if cond != "gt_gain":
+            by_judge[judge] = max(by_judge.get(judge, 0.0), s2)
+    sizes: dict[CellKey, int] = {}
+    sources = {"this cell": 0, "same judge": 0, "bound": 0}
+    bound = MAX_VARIANCE * population / max(population - 1, 1)
+    pilot = min(spec.pilot, population)
+
+    def size(s2: float, known: bool) -> int:
+        n = required_n(s2, population, aim, spec.fpc)
+        return max(n, min(math.ceil(GROWTH * n), ceiling)) if known else n
+
+    for cell in grid_cells(pipe):
+        if cell in priors:
+            s2, source = priors[cell], "this cell"
+        elif cell[0] in by_judge:
+            s2, source = by_judge[cell[0]], "same judge"
+        else:
+            s2, source = bound, "bound"
+        n = pilot
+        pair = cell[3] in ("with_gt", "without_gt")
+        if "cells" in spec.applies_to or not pair:
+            n = max(n, size(s2, source != "bound"))
+        if "gt_gain" in spec.applies_to and pair:
+            # the gain's own variance when known, else that of a difference of two such means (4 times)
+            gain = priors.get((*cell[:3], "gt_gain"))
+            n = max(n, size(gain if gain is not None else 4 * s2, gain is not None or source != "bound"))
+        sizes[cell] = min(population, n)
+        sources[source] += 1
+    return sizes, sources
