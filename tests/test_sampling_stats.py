@@ -151,9 +151,18 @@ def test_pairwise_agreement_weighs_each_shared_coordinate_by_the_shorter_prefix(
         for i in range(n):
             verdict = 1.0 if (judge == "a" or i != 1) else 0.0  # b disagrees with a on scenario 1 only
             rows.append(
-                {"record_id": f"s{i}:easy", "base_id": f"s{i}", "generator": "g", "generator_trial": 0,
-                 "condition": "with_gt", "metric": "tool", "judge": judge, "verdict": verdict,
-                 "reference": 1.0, "w": weight}  # fmt: skip
+                {
+                    "record_id": f"s{i}:easy",
+                    "base_id": f"s{i}",
+                    "generator": "g",
+                    "generator_trial": 0,
+                    "condition": "with_gt",
+                    "metric": "tool",
+                    "judge": judge,
+                    "verdict": verdict,
+                    "reference": 1.0,
+                    "w": weight,
+                }  # fmt: skip
             )
     df = pd.DataFrame(rows)
     plain = pairwise_agreement(df)
@@ -175,8 +184,15 @@ def test_paired_rows_and_weighted_means_of_the_report() -> None:
     for judge, n in (("j1", 4), ("j2", 6)):
         for r in range(n):
             rows.append(
-                {"judge": judge, "generator": "g", "difficulty": "easy", "condition": "with_gt",
-                 "base_id": f"s{r}", "_rank": r, "mu": float(r % 2)}  # fmt: skip
+                {
+                    "judge": judge,
+                    "generator": "g",
+                    "difficulty": "easy",
+                    "condition": "with_gt",
+                    "base_id": f"s{r}",
+                    "_rank": r,
+                    "mu": float(r % 2),
+                }  # fmt: skip
             )
     df = pd.DataFrame(rows)
     df["design_weight"] = d.weight(df["_rank"].to_numpy(), d.cell_lengths(df))
@@ -188,3 +204,45 @@ def test_paired_rows_and_weighted_means_of_the_report() -> None:
     # j2's prefix of 6 holds 3 of stratum a (ranks 0, 2, 4: mu 0) and 3 of b (ranks 1, 3, 5: mu 1)
     assert means["j1"] == pytest.approx(0.5) and means["j2"] == pytest.approx(0.5)
     assert paired(SimpleNamespace(design=None), df, "judge") is df  # type: ignore[arg-type]
+
+
+def test_upper_variance_adds_the_standard_error_of_the_variance() -> None:
+    from agentjudge.stats.sampling import upper_variance
+
+    resid = np.array([1.0, -1.0] * 50)  # kurtosis 1: a variance known exactly, nothing added
+    assert upper_variance(resid, 1.0) == pytest.approx(resid.var(ddof=1))
+    rng = np.random.default_rng(0)
+    normal = rng.standard_normal(10_000)  # kurtosis 3: s2 (1 + sd sqrt(2/n))
+    assert upper_variance(normal, 2.0) == pytest.approx(
+        normal.var(ddof=1) * (1 + 2 * np.sqrt(2 / 10_000)), rel=1e-3
+    )
+
+
+def test_next_sizes_keeps_done_cells_grows_short_ones_and_never_shrinks() -> None:
+    from agentjudge.sampling.stages import next_sizes
+    from agentjudge.sampling.spec import Sampling
+
+    spec = Sampling(target_ci_pp=1.0, pilot=200)
+    n, big = 200, 3808
+    quiet = (np.full(n, 4.0), np.full(n, 4.0))  # every verdict right: variance 0, done at the pilot
+    rng = np.random.default_rng(1)
+    noisy = (rng.integers(0, 5, n).astype(float), np.full(n, 4.0))  # sd about 0.35: must grow
+    cells = {
+        ("j", "g", "easy", "with_gt"): n,
+        ("j", "g", "easy", "without_gt"): n,
+        ("j", "g", "hard", "with_gt"): n,
+    }
+    sums = {
+        ("j", "g", "easy", "with_gt"): {"strict": quiet},
+        ("j", "g", "easy", "without_gt"): {"strict": noisy},
+    }
+    new = next_sizes(spec, big, cells, set(), sums)
+    assert new[("j", "g", "easy", "with_gt")] == n
+    assert new[("j", "g", "hard", "with_gt")] == n  # nothing judged yet: nothing decided
+    grown = new[("j", "g", "easy", "without_gt")]
+    assert n < grown <= big
+    assert half_width(np.var(noisy[0] / 4, ddof=1), grown, big) <= 0.92 * 0.01
+    # a complete cell is never touched; a pair under gt_gain gets one prefix
+    assert next_sizes(spec, big, cells, set(cells), sums) == cells
+    pair = next_sizes(Sampling(target_ci_pp=1.0, pilot=200, applies_to=["gt_gain"]), big, cells, set(), sums)
+    assert pair[("j", "g", "easy", "with_gt")] == pair[("j", "g", "easy", "without_gt")] > n

@@ -1,9 +1,9 @@
 """What a sampled grid will judge, before it runs (``agentjudge run --dry-run`` of a pipeline with
 ``sampling``).
 
-Each cell's prefix is what the design would give it (``stages.next_sizes``' rule: the size that reaches
-``SIZING_MARGIN`` of the target, ``GROWTH`` beyond, never below the pilot) for a per-scenario variance
-taken, in this order, from:
+Each cell's prefix is what the design's first decision would give it (``stages.next_sizes``' rule: the
+pilot when the cell's CI is within the target there, else the size that reaches ``SIZING_MARGIN`` of the
+target at the upper variance a pilot would show) for a per-scenario variance taken, in this order, from:
 
 1. verdicts of the same judge, generator, difficulty and condition in the run folder's
    judgments.parquet (an earlier invocation of this run: the pilot, or a run with another target), then in
@@ -18,30 +18,48 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from agentjudge.runner.pipeline import Pipeline
 from agentjudge.sampling.spec import Sampling
-from agentjudge.sampling.stages import GROWTH, SIZING_MARGIN, CellKey, grid_cells, headline_slice
-from agentjudge.stats.sampling import MAX_VARIANCE, bound_n, required_n
+from agentjudge.sampling.stages import (
+    ACCEPT,
+    SIZING_MARGIN,
+    UPPER,
+    CellKey,
+    grid_cells,
+    headline_slice,
+)
+from agentjudge.stats.sampling import MAX_VARIANCE, half_width, required_n
+
+Prior = tuple[float, float]  # a per-scenario variance and its kurtosis
+_NONE: Prior = (0.0, 1.0)
 
 
-def prior_variances(paths: list[Path], pipe: Pipeline) -> dict[CellKey, float]:
-    """Per cell: the per-scenario variance of alignment (largest over scoring modes) in the first of
-    ``paths`` (run folders) whose judgments.parquet has the cell, on the headline slice (the baseline
-    prompt variant, the model's temperature, first trials, as the report reads it). The with/without-GT
-    gain of a judge, generator and difficulty is under the key (judge, generator, difficulty, "gt_gain")."""
-    out: dict[CellKey, float] = {}
+def prior_variances(paths: list[Path], pipe: Pipeline) -> dict[CellKey, Prior]:
+    """Per cell: the per-scenario variance of alignment and its kurtosis (of the scoring mode with the
+    larger variance) in the first of ``paths`` (run folders) whose judgments.parquet has the cell, on the
+    headline slice (the baseline prompt variant, the model's temperature, first trials, as the report
+    reads it). The with/without-GT gain of a judge, generator and difficulty is under the key (judge,
+    generator, difficulty, "gt_gain")."""
+    out: dict[CellKey, Prior] = {}
     for folder in paths:
-        for cell, s2 in _variances(folder / "judgments.parquet", pipe).items():
-            out.setdefault(cell, s2)
+        for cell, prior in _variances(folder / "judgments.parquet", pipe).items():
+            out.setdefault(cell, prior)
     return out
 
 
-def _variances(path: Path, pipe: Pipeline) -> dict[CellKey, float]:
+def _moments(resid: Any) -> Prior:
+    centred = resid - resid.mean()
+    m2 = float((centred**2).mean())
+    return float(resid.var(ddof=1)), (float((centred**4).mean()) / (m2 * m2) if m2 > 0 else 1.0)
+
+
+def _variances(path: Path, pipe: Pipeline) -> dict[CellKey, Prior]:
     import numpy as np
     import pandas as pd
 
-    from agentjudge.stats.sampling import ratio_variance
+    from agentjudge.stats.sampling import ratio_residuals
 
     if not path.is_file():
         return {}
@@ -65,64 +83,67 @@ def _variances(path: Path, pipe: Pipeline) -> dict[CellKey, float]:
     first = None if None in pipe.temperatures else pipe.temperatures[0]
     mask &= df["temperature"].isna() if first is None else df["temperature"] == first
     df = df[mask.to_numpy()].assign(mu=lambda x: 1 - (x["reference"] - x["verdict"]).abs())
-    out: dict[CellKey, float] = {}
+    out: dict[CellKey, Prior] = {}
     resid: dict[tuple[str, ...], pd.Series] = {}
-    for key, part in df.groupby(
-        ["judge", "generator", "difficulty", "condition", "scoring_mode"], observed=True
-    ):
+    keys = ["judge", "generator", "difficulty", "condition", "scoring_mode"]
+    for key, part in df.groupby(keys, observed=True):
         cell: CellKey = (str(key[0]), str(key[1]), str(key[2]), str(key[3]))
         per = part.groupby("base_id", observed=True)["mu"].agg(["sum", "count"])
-        sums, counts = per["sum"].to_numpy(), per["count"].to_numpy(dtype=np.float64)
-        s2 = ratio_variance(sums, counts)[1]
-        out[cell] = max(out.get(cell, 0.0), s2)
-        if counts.sum() > 0:
-            r = sums.sum() / counts.sum()
-            resid[(*cell, str(key[4]))] = pd.Series((sums - r * counts) / counts.mean(), index=per.index)
+        _, r = ratio_residuals(per["sum"].to_numpy(), per["count"].to_numpy(dtype=np.float64))
+        if len(r) > 1:
+            out[cell] = max(out.get(cell, _NONE), _moments(r))
+            resid[(*cell, str(key[4]))] = pd.Series(r, index=per.index)
     for (judge, gen, diff, cond, mode), a in resid.items():
         b = resid.get((judge, gen, diff, "without_gt", mode))
         if cond == "with_gt" and b is not None:
             d = (a - b).dropna()
             if len(d) > 1:
                 gain: CellKey = (judge, gen, diff, "gt_gain")
-                out[gain] = max(out.get(gain, 0.0), float(d.var(ddof=1)))
+                out[gain] = max(out.get(gain, _NONE), _moments(d.to_numpy()))
     return out
 
 
 def expected_sizes(
-    spec: Sampling, pipe: Pipeline, population: int, priors: dict[CellKey, float]
+    spec: Sampling, pipe: Pipeline, population: int, priors: dict[CellKey, Prior]
 ) -> tuple[dict[CellKey, int], dict[str, int]]:
     """Each cell's expected prefix, and how many cells took their variance from which source ("this
     cell", "same judge", "bound")."""
-    aim = spec.target * SIZING_MARGIN
-    ceiling = bound_n(population, aim, spec.fpc)
-    by_judge: dict[str, float] = {}
-    for (judge, *_, cond), s2 in priors.items():
+    aim, accept = spec.target * SIZING_MARGIN, spec.target * ACCEPT
+    pilot = min(spec.pilot, population)
+    by_judge: dict[str, Prior] = {}
+    for (judge, *_, cond), prior in priors.items():
         if cond != "gt_gain":
-            by_judge[judge] = max(by_judge.get(judge, 0.0), s2)
+            by_judge[judge] = max(by_judge.get(judge, _NONE), prior)
+    bound: Prior = (MAX_VARIANCE * population / max(population - 1, 1), 1.0)
     sizes: dict[CellKey, int] = {}
     sources = {"this cell": 0, "same judge": 0, "bound": 0}
-    bound = MAX_VARIANCE * population / max(population - 1, 1)
-    pilot = min(spec.pilot, population)
 
-    def size(s2: float, known: bool) -> int:
-        n = required_n(s2, population, aim, spec.fpc)
-        return max(n, min(math.ceil(GROWTH * n), ceiling)) if known else n
+    def size(prior: Prior, known: bool) -> int:
+        s2, kurtosis = prior
+        if half_width(s2, pilot, population, spec.fpc) <= accept:
+            return pilot
+        if known:  # what a pilot's upper variance would be, never above the bound
+            s2 = min(s2 * (1 + UPPER * math.sqrt(max(kurtosis - 1, 0.0) / pilot)), bound[0])
+        return required_n(s2, population, aim, spec.fpc)
 
     for cell in grid_cells(pipe):
         if cell in priors:
-            s2, source = priors[cell], "this cell"
+            prior, source = priors[cell], "this cell"
         elif cell[0] in by_judge:
-            s2, source = by_judge[cell[0]], "same judge"
+            prior, source = by_judge[cell[0]], "same judge"
         else:
-            s2, source = bound, "bound"
+            prior, source = bound, "bound"
         n = pilot
         pair = cell[3] in ("with_gt", "without_gt")
         if "cells" in spec.applies_to or not pair:
-            n = max(n, size(s2, source != "bound"))
+            n = max(n, size(prior, source != "bound"))
         if "gt_gain" in spec.applies_to and pair:
             # the gain's own variance when known, else that of a difference of two such means (4 times)
             gain = priors.get((*cell[:3], "gt_gain"))
-            n = max(n, size(gain if gain is not None else 4 * s2, gain is not None or source != "bound"))
+            if gain is not None:
+                n = max(n, size(gain, True))
+            else:
+                n = max(n, size((4 * prior[0], prior[1]), source != "bound"))
         sizes[cell] = min(population, n)
         sources[source] += 1
     return sizes, sources

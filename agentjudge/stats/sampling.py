@@ -132,20 +132,40 @@ def bound_n(population: int, target: float, fpc: bool = True) -> int:
     return required_n(MAX_VARIANCE * population / max(population - 1, 1), population, target, fpc)
 
 
-def ratio_variance(sums: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
-    """(estimate, per-scenario variance) of a ratio Σ sums / Σ counts over scenarios (one entry each).
-
-    The variance is that of the linearised residuals (sum − R·count) / mean count, the per-scenario
-    variance S² a mean of n scenarios divides by n (the bootstrap's ratio has the same first-order
-    variance). NaN estimate and variance 0 when nothing was counted."""
+def ratio_residuals(sums: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray]:
+    """(estimate, residuals) of a ratio Σ sums / Σ counts over scenarios (one entry each): the linearised
+    residuals (sum − R·count) / mean count, whose variance S² a mean of n scenarios divides by n (the
+    bootstrap's ratio has the same first-order variance). (NaN, no residuals) when nothing was counted."""
     sums = np.asarray(sums, dtype=float)
     counts = np.asarray(counts, dtype=float)
     total = counts.sum()
     if total <= 0 or len(sums) < 2:
-        return float("nan"), 0.0
+        return float("nan"), np.zeros(0)
     r = sums.sum() / total
-    resid = (sums - r * counts) / counts.mean()
-    return float(r), float(resid.var(ddof=1))
+    return float(r), (sums - r * counts) / counts.mean()
+
+
+def ratio_variance(sums: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
+    """(estimate, per-scenario variance S²) of a ratio (``ratio_residuals``); variance 0 when nothing
+    was counted."""
+    r, resid = ratio_residuals(sums, counts)
+    return r, float(resid.var(ddof=1)) if len(resid) > 1 else 0.0
+
+
+def upper_variance(resid: np.ndarray, sd: float) -> float:
+    """The residuals' variance s² raised by ``sd`` of its own standard errors, s²·(1 + sd·sqrt((κ − 1)/n))
+    with κ their kurtosis: a size computed for it reaches the target even when s² came out low, so the
+    next look finds the cell done whatever that look's own estimate (which keeps the stopping rule from
+    choosing the cells whose variance it underestimated)."""
+    resid = np.asarray(resid, dtype=float)
+    n = len(resid)
+    if n < 2:
+        return MAX_VARIANCE
+    s2 = float(resid.var(ddof=1))
+    centred = resid - resid.mean()
+    m2 = float(np.mean(centred**2))
+    kurtosis = float(np.mean(centred**4)) / (m2 * m2) if m2 > 0 else 1.0
+    return s2 * (1.0 + sd * math.sqrt(max(kurtosis - 1.0, 0.0) / n))
 
 
 def fpc_scale(ranks: np.ndarray, population: int) -> np.ndarray:
