@@ -219,8 +219,8 @@ def test_upper_variance_adds_the_standard_error_of_the_variance() -> None:
 
 
 def test_next_sizes_keeps_done_cells_grows_short_ones_and_never_shrinks() -> None:
-    from agentjudge.sampling.stages import next_sizes
     from agentjudge.sampling.spec import Sampling
+    from agentjudge.sampling.stages import next_sizes
 
     spec = Sampling(target_ci_pp=1.0, pilot=200)
     n, big = 200, 3808
