@@ -48,7 +48,7 @@ RECORD_KEY = "sampling_plan"  # run.sqlite meta: the design's identity and every
 SIZING_MARGIN = 0.92
 UPPER = 1.0
 #: a cell is done when its estimated half-width is at most this share of the target
-ACCEPT = 0.97
+ACCEPT = 0.94
 #: the preferred prompt variant and temperature of the report's headline slice (report.context): the
 #: cells are sized on the units the headline reads
 _PREFERRED = {"prompt_format": "json", "cot": False, "default_mode": "1.0"}
