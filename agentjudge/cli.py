@@ -316,6 +316,26 @@ def batches(
 
 
 @app.command()
+def view(
+    rundir: Annotated[
+        Path, typer.Argument(help="A run folder written by `agentjudge run` (read, never written).")
+    ],
+    port: Annotated[int, typer.Option(help="Port to listen on (0: a free one, printed).")] = 0,
+    host: Annotated[
+        str, typer.Option(help="Address to listen on (127.0.0.1: this machine only).")
+    ] = "127.0.0.1",
+) -> None:
+    """Browse a run item by item in the browser: filter verdicts, open an item, compare judges."""
+    from agentjudge.viewer.server import view_cli
+
+    _at_least(port=(port, 0))
+    if port > 65535:
+        typer.echo(f"error: --port {port}: must be <= 65535", err=True)
+        raise typer.Exit(2)
+    raise typer.Exit(_guarded(lambda: view_cli(rundir=rundir, host=host, port=port)))
+
+
+@app.command()
 def compare(
     rundirs: Annotated[
         list[Path], typer.Argument(help="Two or more run folders written by `agentjudge run`.")

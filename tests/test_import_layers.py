@@ -35,6 +35,7 @@ LAYERS: list[list[str]] = [
         "agentjudge.runner",
         "agentjudge.sampling",
         "agentjudge.report",
+        "agentjudge.viewer",
         "agentjudge.human",
         "agentjudge.taubench",
         "agentjudge.scoring_cli",

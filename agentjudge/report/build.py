@@ -21,7 +21,14 @@ from agentjudge import __version__
 from agentjudge.provenance import git_commit
 from agentjudge.report.context import Context, RunFolderError, Section, load_context
 from agentjudge.report.figures import to_png
-from agentjudge.report.html import figure_html, md_table, page, paragraphs_html, table_html
+from agentjudge.report.html import (
+    figure_html,
+    linked_table_html,
+    md_table,
+    page,
+    paragraphs_html,
+    table_html,
+)
 from analysis.first_screen import Screen
 from analysis.first_screen import build as build_screen
 
@@ -141,7 +148,10 @@ def render(
         elif kind == "table":
             name, table = cast(tuple[str, pd.DataFrame], payload)
             md += ["", md_table(table, max_rows=len(table)), "", f"*(`tables/{name}.csv`)*", ""]
-            first = table.to_html(index=False, escape=True, border=0, classes="first")
+            if "judge" in table.columns:  # per-judge and per-cell entries open the items in `agentjudge view`
+                first = linked_table_html(table, classes="first")
+            else:
+                first = table.to_html(index=False, escape=True, border=0, classes="first")
             body.append(f"<div class='wide'>{first}</div>")
     for name, df in screen.csv.items():
         df.to_csv(out / "tables" / f"{name}.csv", index=False)

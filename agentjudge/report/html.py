@@ -76,6 +76,50 @@ def table_html(name: str, df: pd.DataFrame, max_rows: int = MAX_ROWS_INLINE) -> 
     )
 
 
+VIEW_BASE = (
+    "../"  # report.html sits in RUNDIR/report/; `agentjudge view` serves it at /report/ and itself at /
+)
+DIFFICULTY_HEADS = ("easy", "medium", "hard")
+
+
+def view_link(**filters: str) -> str:
+    """The viewer URL (relative to report.html) that lists the verdict rows of these filters."""
+    from urllib.parse import urlencode
+
+    return VIEW_BASE + "?" + urlencode({k: v for k, v in filters.items() if v})
+
+
+def linked_table_html(df: pd.DataFrame, classes: str = "") -> str:
+    """A first-screen table whose judge, generator and per-difficulty cells link to the matching rows of
+    `agentjudge view` (the items behind the figure): judge → that judge's verdicts; a judge × generator ×
+    difficulty cell → that cell's. Cells are escaped; only the links are markup of ours."""
+    columns = list(df.columns)
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+    rows = []
+    for record in df.to_dict("records"):
+        judge = str(record.get("judge", "")) if "judge" in record else ""
+        generator = str(record.get("generator", "")) if "generator" in record else ""
+        cells = []
+        for column in columns:
+            text = html.escape(_cell(record[column]))
+            difficulty = next((d for d in DIFFICULTY_HEADS if str(column).startswith(d + ":")), "")
+            url = ""
+            if column == "judge" and judge:
+                url = view_link(judge=judge)
+            elif column == "generator" and judge and generator:
+                url = view_link(judge=judge, generator=generator)
+            elif difficulty and judge:
+                url = view_link(judge=judge, generator=generator, difficulty=difficulty)
+            cells.append(
+                f"<td><a href='{html.escape(url)}' class='view'>{text}</a></td>"
+                if url
+                else f"<td>{text}</td>"
+            )
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    cls = f" class='{html.escape(classes)}'" if classes else ""
+    return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
 def figure_html(name: str, png: bytes) -> str:
     """The figure inlined (the page stands alone), shrunk to the page's width; a wide figure (RQ1's panels)
     is then small, so a caption links the full-size copy the report writes in figures/ beside the page."""

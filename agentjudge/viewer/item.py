@@ -1,0 +1,345 @@
+"""One item of a run folder with everything said about it: the record (query at that difficulty, tools,
+GT calls with their outputs), the generator's output (calls, trajectory), the programmatic scores in each
+scoring mode, and every judge's verdicts, rationales and raw answers, the reference beside each.
+
+An item is one generator output: (record id at a difficulty, generator, generator trial). Everything is
+read for that item alone: judgments.parquet, predictions.parquet and scores.parquet through pyarrow filters
+(the files are written in record order, so the row groups' statistics skip all but one or two), the
+dataset's one line (found through an index of line offsets built on first use) and the store's judge units
+through a read-only SQLite connection. Nothing is written: the viewer works on a folder it cannot write and
+while a run is writing it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from agentjudge.viewer.index import QueryError, temperature_label, variant_label
+
+_ID = re.compile(rb'"id"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+class RunFolder:
+    """The files of one run folder, opened read-only and on demand."""
+
+    def __init__(self, rundir: Path) -> None:
+        self.rundir = rundir
+        meta_path = rundir / "meta.json"
+        self.meta: dict[str, Any] = (
+            json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
+        )
+        pipeline = self.meta.get("pipeline") if isinstance(self.meta.get("pipeline"), dict) else {}
+        dataset = (pipeline or {}).get("dataset")
+        self.dataset = Path(dataset) if dataset else None
+        self._offsets: dict[str, int] | None = None
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ kinds, scores
+
+    def kinds(self) -> dict[str, str]:
+        """Each judge's and generator's kind as meta.json records it (simulated, baseline, litellm...)."""
+        out: dict[str, str] = {}
+        for role in ("judges", "generators"):
+            for name, info in (self.meta.get(role) or {}).items():
+                if isinstance(info, dict):
+                    out[name] = str(info.get("kind", ""))
+        return out
+
+    def state_match(self) -> dict[tuple[str, str, int], float]:
+        """(record id, generator, trial) -> state_match, from scores.parquet (one scoring mode: it is the
+        same in both)."""
+        import pyarrow.parquet as pq
+
+        path = self.rundir / "scores.parquet"
+        if not path.is_file():
+            return {}
+        table = pq.read_table(
+            path, columns=["record_id", "generator", "trial", "scoring_mode", "state_match"]
+        )
+        if table.num_rows == 0:
+            return {}
+        first = table.column("scoring_mode")[0].as_py()
+        out: dict[tuple[str, str, int], float] = {}
+        cols = [table.column(c).to_pylist() for c in ("record_id", "generator", "trial", "scoring_mode")]
+        for rec, gen, trial, mode, value in zip(*cols, table.column("state_match").to_pylist(), strict=True):
+            if mode == first and value is not None:
+                out[(rec, gen, int(trial))] = float(value)
+        return out
+
+    # ------------------------------------------------------------------ one item
+
+    def item(self, record_id: str, generator: str, generator_trial: int) -> dict[str, Any]:
+        verdict_rows = self._rows(
+            "judgments.parquet",
+            record_id,
+            generator,
+            ("generator_trial", generator_trial),
+            [
+                "judge",
+                "condition",
+                "prompt_format",
+                "cot",
+                "default_mode",
+                "temperature",
+                "trial",
+                "metric",
+                "reference",
+                "verdict",
+                "parse_ok",
+                "scoring_mode",
+                "rationale",
+                "judge_error",
+                "base_id",
+                "difficulty",
+                "topology",
+                "domain",
+            ],
+        )
+        if not verdict_rows:
+            raise QueryError(
+                f"no verdict rows for record {record_id!r}, generator {generator!r}, trial {generator_trial}"
+            )
+        first = verdict_rows[0]
+        prediction = self._rows(
+            "predictions.parquet",
+            record_id,
+            generator,
+            ("trial", generator_trial),
+            ["calls_json", "raw_output", "error", "trajectory_json", "stop_reason", "turns", "generation"],
+        )
+        scores = self._rows(
+            "scores.parquet",
+            record_id,
+            generator,
+            ("trial", generator_trial),
+            [
+                "scoring_mode",
+                "p_tool",
+                "p_param",
+                "p_seq",
+                "p_cov",
+                "p_value",
+                "p_seq_dag",
+                "state_match",
+                "writes_done",
+            ],
+        )
+        return {
+            "record_id": record_id,
+            "base_id": first["base_id"],
+            "difficulty": first["difficulty"],
+            "topology": first["topology"],
+            "domain": first["domain"],
+            "generator": generator,
+            "generator_trial": generator_trial,
+            "kinds": self.kinds(),
+            "record": self.record(first["base_id"], first["difficulty"]),
+            "prediction": _prediction(prediction[0]) if prediction else None,
+            "scores": [_clean(s) for s in scores],
+            "judges": self._judges(verdict_rows, record_id, generator, generator_trial),
+        }
+
+    def _rows(
+        self, name: str, record_id: str, generator: str, trial: tuple[str, int], columns: list[str]
+    ) -> list[dict[str, Any]]:
+        import pyarrow.dataset as ds
+        import pyarrow.parquet as pq
+
+        path = self.rundir / name
+        if not path.is_file():
+            return []
+        present = set(pq.read_schema(path).names)
+        wanted = [c for c in columns if c in present]
+        expr = (ds.field("record_id") == record_id) & (ds.field("generator") == generator)
+        if trial[0] in present:
+            expr &= ds.field(trial[0]) == trial[1]
+        table = ds.dataset(path, format="parquet").to_table(columns=wanted, filter=expr)
+        rows: list[dict[str, Any]] = table.to_pylist()
+        return rows
+
+    def _judges(
+        self, rows: list[dict[str, Any]], record_id: str, generator: str, generator_trial: int
+    ) -> list[dict[str, Any]]:
+        """One entry per judge × condition × prompt variant × temperature × trial: per metric the verdict
+        and the reference in each scoring mode, the rationales, the error and the raw answer."""
+        groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for row in rows:
+            temp = row["temperature"]
+            temp = float("nan") if temp is None else float(temp)
+            key: tuple[Any, ...] = (row["judge"], row["condition"], row["prompt_format"], row["cot"])
+            key += (row["default_mode"], temperature_label(temp), row["trial"])
+            entry = groups.setdefault(
+                key,
+                {
+                    "judge": row["judge"],
+                    "condition": row["condition"],
+                    "variant": variant_label(row["prompt_format"], bool(row["cot"]), row["default_mode"]),
+                    "temperature": temperature_label(temp),
+                    "trial": row["trial"],
+                    "metrics": {},
+                    "error": row.get("judge_error"),
+                    "_store_key": (
+                        row["judge"],
+                        row["condition"],
+                        f"{row['prompt_format']}-cot{int(bool(row['cot']))}-d{row['default_mode']}",
+                        "default" if math.isnan(temp) else repr(temp),
+                        row["trial"],
+                    ),
+                },
+            )
+            metric = entry["metrics"].setdefault(
+                row["metric"],
+                {
+                    "verdict": _num(row["verdict"]),
+                    "parse_ok": row["parse_ok"],
+                    "rationale": row.get("rationale"),
+                },
+            )
+            metric.setdefault("reference", {})[row["scoring_mode"]] = _num(row["reference"])
+        stored = self._stored(record_id, generator, generator_trial)
+        out = []
+        for entry in groups.values():
+            unit = stored.get(entry.pop("_store_key"))
+            entry["raw_output"] = unit.get("raw_output") if unit else None
+            entry["rationales"] = unit.get("rationales") if unit else None
+            out.append(entry)
+        out.sort(key=lambda e: (e["judge"], e["condition"], e["variant"], e["temperature"], e["trial"]))
+        return out
+
+    def _stored(self, record_id: str, generator: str, generator_trial: int) -> dict[tuple[Any, ...], Any]:
+        """The judge units of this item in run.sqlite (raw answers, rationales), read-only; empty when the
+        folder has no store or it cannot be read."""
+        path = self.rundir / "run.sqlite"
+        if not path.is_file():
+            return {}
+        conn = _read_only(path)
+        if conn is None:
+            return {}
+        try:
+            rows = conn.execute(
+                "SELECT judge, condition, variant, temperature, trial, result FROM units "
+                "WHERE stage = 'judge' AND record_id = ? AND generator = ? AND generator_trial = ?",
+                (record_id, generator, generator_trial),
+            ).fetchall()
+        except sqlite3.Error:
+            return {}
+        finally:
+            conn.close()
+        out: dict[tuple[Any, ...], Any] = {}
+        for judge, condition, variant, temperature, trial, result in rows:
+            try:
+                decoded = json.loads(result) if result else {}
+            except ValueError:
+                decoded = {}
+            out[(judge, condition, variant, temperature, trial)] = (
+                decoded if isinstance(decoded, dict) else {}
+            )
+        return out
+
+    # ------------------------------------------------------------------ the record
+
+    def record(self, base_id: str, difficulty: str) -> dict[str, Any]:
+        """The record's query at ``difficulty``, its tools and its GT, or why they cannot be shown."""
+        from agentjudge.dataset.layout import LayoutError, parse_line
+
+        if self.dataset is None or not self.dataset.is_file():
+            return {"missing": f"the dataset file {self.dataset} is not there (moved or deleted)"}
+        offset = self._line_offsets().get(base_id)
+        if offset is None:
+            return {"missing": f"record {base_id!r} is not in {self.dataset}"}
+        with self.dataset.open("rb") as handle:
+            handle.seek(offset)
+            line = handle.readline().decode("utf-8", errors="replace").rstrip("\r\n")
+        try:
+            record = parse_line(line, self.dataset, 0, None)
+        except LayoutError as exc:
+            return {"missing": str(exc)}
+        return {
+            "query": record.queries.get(difficulty),  # type: ignore[call-overload]
+            "queries": dict(record.queries),
+            "system_prompt": record.system_prompt,
+            "scenario": record.scenario,
+            "source": record.source,
+            "tools": [
+                {"name": t.name, "description": t.description, "parameters": t.parameters}
+                for t in record.tools
+            ],
+            "gt": [
+                {
+                    "name": s.call.name,
+                    "arguments": s.call.arguments,
+                    "output": s.output,
+                    "depends_on": s.depends_on,
+                }
+                for s in record.gt
+            ],
+        }
+
+    def _line_offsets(self) -> dict[str, int]:
+        with self._lock:
+            if self._offsets is None:
+                self._offsets = _index_lines(self.dataset) if self.dataset else {}
+            return self._offsets
+
+
+def _index_lines(path: Path) -> dict[str, int]:
+    """Record id -> byte offset of its line (the id read from the line's head; a line whose head does not
+    name it is parsed whole)."""
+    out: dict[str, int] = {}
+    offset = 0
+    with path.open("rb") as handle:
+        for line in handle:
+            match = _ID.search(line, 0, 400)
+            if match:
+                out.setdefault(json.loads(b'"' + match.group(1) + b'"'), offset)
+            elif line.strip():
+                try:
+                    value = json.loads(line)
+                except ValueError:
+                    value = None
+                if isinstance(value, dict) and isinstance(value.get("id"), str):
+                    out.setdefault(value["id"], offset)
+            offset += len(line)
+    return out
+
+
+def _read_only(path: Path) -> sqlite3.Connection | None:
+    """A read-only connection: ``mode=ro`` (works beside a writer), else ``immutable=1`` (a folder the
+    viewer cannot write, where SQLite cannot make the WAL's shared-memory file)."""
+    for flags in ("mode=ro", "immutable=1"):
+        try:
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?{flags}", uri=True, timeout=2.0)
+            conn.execute("SELECT 1 FROM units LIMIT 1")
+            return conn
+        except sqlite3.Error:
+            continue
+    return None
+
+
+def _prediction(row: dict[str, Any]) -> dict[str, Any]:
+    out = dict(row)
+    for key in ("calls_json", "trajectory_json"):
+        text = out.pop(key, None)
+        name = key.removesuffix("_json")
+        try:
+            out[name] = json.loads(text) if text else None
+        except ValueError:
+            out[name] = text
+    return out
+
+
+def _num(value: Any) -> float | None:
+    if value is None:
+        return None
+    v = float(value)
+    return None if math.isnan(v) else v
+
+
+def _clean(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: (_num(v) if isinstance(v, float) else v) for k, v in row.items()}

@@ -1,0 +1,231 @@
+"""The viewer's HTTP server: the standard library's threading server, JSON endpoints, static files.
+
+Endpoints (all GET, all read-only):
+
+- ``/`` — the page (``static/index.html``); its state lives in the URL query, so a link opens the same view;
+- ``/static/<file>`` — the page's script and style sheet, shipped in the package (no CDN: works offline);
+- ``/api/facets`` — the run's name, row count, every filter's values, the judges' and generators' kinds;
+- ``/api/rows?<filters>&sort=&page=&per_page=`` — one page of verdict rows (``index.FACETS`` filters, each
+  repeatable or comma-separated; ``record``, ``min_disagreement``, ``failures=1``, ``outcome``);
+- ``/api/item?record=&generator=&gtrial=`` — one generator output with every judge's verdicts (``item.py``);
+- ``/report/<path>`` — the run's report folder, so report.html's links to the viewer work.
+
+A bad request is a 400 whose JSON says what to fix; a path outside the report folder is a 404.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+import threading
+import time
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from agentjudge.viewer.index import FACETS, MAX_PAGE, QueryError, VerdictIndex
+from agentjudge.viewer.item import RunFolder
+
+STATIC_FILES = {"index.html": "text/html", "app.js": "text/javascript", "app.css": "text/css"}
+
+
+class ViewerError(ValueError):
+    """A folder the viewer cannot open; the message names the file and what is wrong."""
+
+
+class Viewer:
+    """A run folder's index and files, shared by the server's threads (read-only after ``open``)."""
+
+    def __init__(self, rundir: Path) -> None:
+        path = rundir / "judgments.parquet"
+        if not rundir.is_dir():
+            raise ViewerError(f"{rundir}: not a folder (give a run folder written by `agentjudge run`)")
+        if not path.is_file():
+            raise ViewerError(
+                f"{path}: not found (the run has not exported its verdicts yet, or this is not a run folder)"
+            )
+        self.rundir = rundir
+        self.folder = RunFolder(rundir)
+        started = time.perf_counter()
+        try:
+            self.index = VerdictIndex.load(path, self.folder.state_match())
+        except (OSError, ValueError, KeyError) as exc:
+            raise ViewerError(f"{path}: cannot be read ({exc.__class__.__name__}: {exc})") from None
+        self.open_s = time.perf_counter() - started
+
+    def facets(self) -> dict[str, Any]:
+        pipeline = self.folder.meta.get("pipeline") or {}
+        return {
+            "run": str(pipeline.get("name", self.rundir.name))
+            if isinstance(pipeline, dict)
+            else self.rundir.name,
+            "rundir": str(self.rundir),
+            "rows": self.index.rows,
+            "facets": self.index.facets(),
+            "kinds": self.folder.kinds(),
+            "outcome": self.index.outcome is not None,
+            "primary_mode": self.index.primary_mode(),
+            "report": (self.rundir / "report" / "report.html").is_file(),
+        }
+
+    def rows(self, query: dict[str, list[str]]) -> dict[str, Any]:
+        filters = {name: _values(query, name) for name in FACETS}
+        if not filters["mode"]:  # one scoring mode at a time, the report's, unless another is asked for
+            primary = self.index.primary_mode()
+            filters["mode"] = [primary] if primary else []
+        elif filters["mode"] == ["any"]:
+            filters["mode"] = []
+        params = {k: v[-1] for k, v in query.items() if v}
+        page = _int(params, "page", 1, 1, 10**9)
+        per_page = _int(params, "per_page", 50, 1, MAX_PAGE)
+        keep = self.index.mask(filters, params)
+        total, rows = self.index.page(
+            keep, params.get("sort", "disagreement"), (page - 1) * per_page, per_page
+        )
+        return {
+            "total": total,
+            "page": page,
+            "per_page": per_page,
+            "rows": [self.index.describe(int(r)) for r in rows],
+        }
+
+    def item(self, query: dict[str, list[str]]) -> dict[str, Any]:
+        params = {k: v[-1] for k, v in query.items() if v}
+        for key in ("record", "generator"):
+            if not params.get(key):
+                raise QueryError(f"{key}: required (the item is a record at a difficulty and a generator)")
+        gtrial = _int(params, "gtrial", 0, 0, 10**6)
+        return self.folder.item(params["record"], params["generator"], gtrial)
+
+
+def _values(query: dict[str, list[str]], name: str) -> list[str]:
+    out: list[str] = []
+    for value in query.get(name, []):
+        out.extend(v for v in value.split(",") if v)
+    return out
+
+
+def _int(params: dict[str, str], key: str, default: int, low: int, high: int) -> int:
+    if key not in params or params[key] == "":
+        return default
+    try:
+        value = int(params[key])
+    except ValueError:
+        raise QueryError(f"{key}: not a whole number: {params[key]!r}") from None
+    if not low <= value <= high:
+        raise QueryError(f"{key}: {value} is outside [{low}, {high}]")
+    return value
+
+
+def make_handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
+    report_root = (viewer.rundir / "report").resolve()
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "agentjudge-view"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet: the terminal shows the URL only
+            return
+
+        def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+            url = urlsplit(self.path)
+            query = parse_qs(url.query, keep_blank_values=False)
+            try:
+                if url.path in ("/", "/index.html"):
+                    self._static("index.html")
+                elif url.path.startswith("/static/"):
+                    self._static(url.path.removeprefix("/static/"))
+                elif url.path == "/api/facets":
+                    self._json(viewer.facets())
+                elif url.path == "/api/rows":
+                    self._json(viewer.rows(query))
+                elif url.path == "/api/item":
+                    self._json(viewer.item(query))
+                elif url.path == "/report" or url.path.startswith("/report/"):
+                    self._report(unquote(url.path.removeprefix("/report").lstrip("/")) or "report.html")
+                else:
+                    self._error(HTTPStatus.NOT_FOUND, f"no such page: {url.path}")
+            except QueryError as exc:
+                self._error(HTTPStatus.BAD_REQUEST, str(exc))
+            except (BrokenPipeError, ConnectionResetError):
+                return
+
+        def _static(self, name: str) -> None:
+            if name not in STATIC_FILES:
+                self._error(HTTPStatus.NOT_FOUND, f"no such file: {name}")
+                return
+            body = resources.files("agentjudge.viewer").joinpath("static", name).read_bytes()
+            self._send(HTTPStatus.OK, f"{STATIC_FILES[name]}; charset=utf-8", body)
+
+        def _report(self, relative: str) -> None:
+            target = (report_root / relative).resolve()
+            if not target.is_relative_to(report_root) or not target.is_file():
+                self._error(HTTPStatus.NOT_FOUND, f"not in the run's report folder: {relative}")
+                return
+            kind = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+            if kind.startswith("text/"):
+                kind += "; charset=utf-8"
+            self._send(HTTPStatus.OK, kind, target.read_bytes())
+
+        def _json(self, value: Any) -> None:
+            body = json.dumps(value, allow_nan=False, default=str).encode("utf-8")
+            self._send(HTTPStatus.OK, "application/json", body)
+
+        def _error(self, status: HTTPStatus, message: str) -> None:
+            body = json.dumps({"error": message}).encode("utf-8")
+            self._send(status, "application/json", body)
+
+        def _send(self, status: HTTPStatus, kind: str, body: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.end_headers()
+            self.wfile.write(body)
+
+    return Handler
+
+
+def start(rundir: Path, host: str = "127.0.0.1", port: int = 0) -> tuple[ThreadingHTTPServer, Viewer]:
+    """A running server (on its own thread) over ``rundir``; ``port`` 0 picks a free one."""
+    viewer = Viewer(rundir)
+    server = ThreadingHTTPServer((host, port), make_handler(viewer))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="agentjudge-view", daemon=True).start()
+    return server, viewer
+
+
+def view_cli(rundir: Path, host: str, port: int) -> int:
+    """``agentjudge view``: serve until Ctrl-C (exit 0); a folder that cannot be opened exits 2."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console()
+    try:
+        server, viewer = start(rundir, host, port)
+    except ViewerError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return 2
+    except OSError as exc:
+        console.print(
+            f"[red]error:[/red] cannot listen on {host}:{port}: {escape(exc.strerror or str(exc))}",
+            highlight=False,
+        )
+        return 2
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{server.server_address[1]}/"
+    console.print(
+        f"viewing {escape(str(rundir))}: {viewer.index.rows:,} verdict rows, opened in {viewer.open_s:.1f} s",
+        highlight=False,
+    )
+    console.print(f"open {url}  (the report: {url}report/; Ctrl-C stops)", highlight=False, soft_wrap=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.shutdown()
+        console.print("stopped", highlight=False)
+        return 0

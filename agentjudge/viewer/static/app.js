@@ -1,0 +1,251 @@
+// agentjudge view: the page's whole state lives in the URL query, so a link opens the same view.
+// Every piece of run data is put on the page as text (textContent / text nodes), never parsed as HTML.
+"use strict";
+
+const FACETS = ["judge", "generator", "difficulty", "condition", "metric", "topology", "domain", "variant", "temperature", "mode"];
+const ALL_COLUMNS = [
+  ["judge", "judge"], ["generator", "generator"], ["difficulty", "difficulty"], ["condition", "condition"],
+  ["metric", "metric"], ["topology", "topology"], ["variant", "prompt"], ["temperature", "temp."], ["record", "record"],
+  ["reference", "reference"], ["verdict", "verdict"], ["disagreement", "|ref − verdict|"],
+];
+let LIST_COLUMNS = ALL_COLUMNS;
+let FACET_DATA = null;
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = String(v);
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function params() { return new URLSearchParams(location.search); }
+
+function go(next, replace) {
+  const url = "?" + next.toString();
+  if (replace) history.replaceState(null, "", url); else history.pushState(null, "", url);
+  render();
+}
+
+function setParam(key, value) {
+  const p = params();
+  if (value === "" || value === null || value === undefined) p.delete(key); else p.set(key, value);
+  if (key !== "page") p.delete("page");
+  go(p);
+}
+
+async function getJSON(url) {
+  const response = await fetch(url);
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || response.statusText);
+  return body;
+}
+
+function fmt(x) { return x === null || x === undefined ? "—" : (Math.round(x * 1000) / 1000).toString(); }
+
+function kindOf(name) {
+  const k = FACET_DATA && FACET_DATA.kinds[name];
+  return k && k !== "litellm" && k !== "plugin" ? k : "";
+}
+
+function buildFilters() {
+  const form = document.getElementById("filters");
+  form.replaceChildren();
+  const p = params();
+  for (const name of FACETS) {
+    const values = FACET_DATA.facets[name] || [];
+    if (values.length < 2 && name !== "judge") continue;
+    const select = el("select", { name, "aria-label": name, onchange: (e) => setParam(name, e.target.value) });
+    if (name === "mode") {  // one scoring mode at a time: the report's unless another is chosen
+      for (const v of values) select.append(el("option", { value: v === FACET_DATA.primary_mode ? "" : v, text: v + (v === FACET_DATA.primary_mode ? " (the report's)" : "") }));
+      select.append(el("option", { value: "any", text: "both (one row per mode)" }));
+      const current = p.get("mode");
+      select.value = current && current !== FACET_DATA.primary_mode ? current : "";
+      form.append(el("label", {}, "scoring mode", select));
+      continue;
+    }
+    select.append(el("option", { value: "", text: "any" }));
+    for (const v of values) select.append(el("option", { value: v, text: v + (kindOf(v) ? " (" + kindOf(v) + ")" : "") }));
+    select.value = values.includes(p.get(name)) ? p.get(name) : "";
+    form.append(el("label", {}, name, select));
+  }
+  const floor = el("input", { type: "number", name: "min_disagreement", min: 0, max: 1, step: 0.25,
+    value: p.get("min_disagreement") || "", "aria-label": "smallest disagreement",
+    onchange: (e) => setParam("min_disagreement", e.target.value) });
+  form.append(el("label", {}, "|ref − verdict| ≥", floor));
+  const failures = el("input", { type: "checkbox", name: "failures", checked: p.get("failures") === "1",
+    onchange: (e) => setParam("failures", e.target.checked ? "1" : "") });
+  form.append(el("label", { class: "check" }, failures, "parse / transport failures only"));
+  if (FACET_DATA.outcome) {
+    const outcome = el("select", { name: "outcome", onchange: (e) => setParam("outcome", e.target.value) },
+      el("option", { value: "", text: "any" }), el("option", { value: "matched", text: "state matched" }),
+      el("option", { value: "not_matched", text: "state not matched" }));
+    outcome.value = p.get("outcome") || "";
+    form.append(el("label", {}, "outcome", outcome));
+  }
+  const sort = el("select", { name: "sort", onchange: (e) => setParam("sort", e.target.value) },
+    el("option", { value: "disagreement", text: "largest disagreement first" }),
+    el("option", { value: "record", text: "record order" }));
+  sort.value = p.get("sort") || "disagreement";
+  form.append(el("label", {}, "sort", sort));
+  if (p.get("record")) {
+    form.append(el("button", { type: "button", onclick: () => {
+      const q = params(); q.delete("record"); q.delete("gtrial"); go(q);
+    } }, "all records"));
+  }
+  form.append(el("button", { type: "button", onclick: () => go(new URLSearchParams()) }, "clear filters"));
+}
+
+async function renderList() {
+  const p = params();
+  const data = await getJSON("/api/rows?" + p.toString());
+  const table = document.getElementById("rows");
+  table.tHead.replaceChildren(el("tr", {}, ...LIST_COLUMNS.map(([key, label]) =>
+    el("th", { class: ["reference", "verdict", "disagreement"].includes(key) ? "num" : "", text: label }))));
+  const body = el("tbody");
+  for (const row of data.rows) {
+    const open = p.get("record") === row.record && p.get("generator") === row.generator;
+    const tr = el("tr", { class: open ? "open" : "", tabindex: 0, "data-record": row.record });
+    for (const [key] of LIST_COLUMNS) {
+      let value = row[key];
+      if (["reference", "verdict", "disagreement"].includes(key)) value = row.failed && key !== "reference" ? "failed" : fmt(value);
+      const kind = key === "judge" || key === "generator" ? kindOf(row[key]) : "";
+      tr.append(el("td", { class: (["reference", "verdict", "disagreement"].includes(key) ? "num " : "") + (row.failed ? "failed" : "") },
+        String(value), kind ? el("span", { class: "kind", text: " " + kind }) : null));
+    }
+    const openItem = () => {
+      const q = params(); q.set("record", row.record); q.set("generator", row.generator);
+      if (row.generator_trial) q.set("gtrial", row.generator_trial); else q.delete("gtrial");
+      q.delete("page"); go(q);
+    };
+    tr.addEventListener("click", openItem);
+    tr.addEventListener("keydown", (e) => { if (e.key === "Enter") openItem(); });
+    body.append(tr);
+  }
+  table.tBodies[0].replaceWith(body);
+  const pages = Math.max(1, Math.ceil(data.total / data.per_page));
+  document.getElementById("summary").textContent =
+    `${data.total.toLocaleString()} verdict rows match (of ${FACET_DATA.rows.toLocaleString()}); page ${data.page} of ${pages}. Click a row to open its item.`;
+  const pager = document.getElementById("pager");
+  pager.replaceChildren(
+    el("button", { type: "button", disabled: data.page <= 1, onclick: () => setParam("page", data.page - 1) }, "← previous"),
+    el("span", { text: `page ${data.page} / ${pages}` }),
+    el("button", { type: "button", disabled: data.page >= pages, onclick: () => setParam("page", data.page + 1) }, "next →"));
+}
+
+function jsonBlock(value) { return el("pre", {}, typeof value === "string" ? value : JSON.stringify(value, null, 2)); }
+
+function callsList(calls, title) {
+  const box = el("div", {}, el("h3", { text: title }));
+  if (!calls || !calls.length) { box.append(el("p", { class: "note", text: "no calls" })); return box; }
+  calls.forEach((c, i) => {
+    const head = `${i + 1}. ${c.name}` + (c.depends_on && c.depends_on.length ? `  (after ${c.depends_on.map((d) => d + 1).join(", ")})` : "");
+    box.append(el("div", {}, el("strong", { text: head }), jsonBlock(c.arguments || {}),
+      "output" in c ? el("details", {}, el("summary", { text: "output" }), jsonBlock(c.output)) : null));
+  });
+  return box;
+}
+
+function scoresTable(scores) {
+  const metrics = ["p_tool", "p_param", "p_seq", "p_cov", "p_value", "p_seq_dag", "state_match", "writes_done"];
+  const present = metrics.filter((m) => scores.some((s) => s[m] !== null && s[m] !== undefined));
+  return el("table", {}, el("thead", {}, el("tr", {}, el("th", { text: "scoring mode" }), ...present.map((m) => el("th", { class: "num", text: m })))),
+    el("tbody", {}, ...scores.map((s) => el("tr", {}, el("td", { text: s.scoring_mode }), ...present.map((m) => el("td", { class: "num", text: fmt(s[m]) }))))));
+}
+
+function judgesTable(judges, mode) {
+  const metrics = ["tool", "param", "seq", "cov", "outcome"].filter((m) => judges.some((j) => m in j.metrics));
+  const head = el("tr", {}, el("th", { text: "judge" }), el("th", { text: "condition" }), el("th", { text: "prompt" }),
+    el("th", { text: "temp." }), ...metrics.map((m) => el("th", { class: "num", text: `${m}: verdict (reference)` })),
+    el("th", { text: "rationale and raw answer" }));
+  const rows = judges.map((j) => {
+    const cells = metrics.map((m) => {
+      const v = j.metrics[m];
+      if (!v) return el("td", { class: "num", text: "—" });
+      const ref = v.reference[mode] !== undefined ? v.reference[mode] : Object.values(v.reference)[0];
+      const failed = v.verdict === null;
+      const cls = "num " + (failed ? "failed" : Math.abs(ref - v.verdict) > 1e-9 ? "mismatch" : "match");
+      return el("td", { class: cls, text: (failed ? "failed" : fmt(v.verdict)) + ` (${fmt(ref)})` });
+    });
+    const why = el("td", {});
+    const rationales = j.rationales || Object.fromEntries(Object.entries(j.metrics).map(([m, v]) => [m, v.rationale]));
+    const lines = Object.entries(rationales || {}).filter(([, v]) => v).map(([m, v]) => `${m}: ${v}`);
+    if (lines.length) why.append(el("details", {}, el("summary", { text: "rationale" }), el("pre", {}, lines.join("\n"))));
+    if (j.raw_output) why.append(el("details", {}, el("summary", { text: "raw answer" }), el("pre", {}, j.raw_output)));
+    if (j.error) why.append(el("div", { class: "failed", text: j.error }));
+    const kind = kindOf(j.judge);
+    return el("tr", {}, el("td", {}, j.judge, kind ? el("span", { class: "kind", text: " " + kind }) : null),
+      el("td", { text: j.condition }), el("td", { text: j.variant }), el("td", { text: j.temperature }), ...cells, why);
+  });
+  return el("table", { class: "verdicts" }, el("thead", {}, head), el("tbody", {}, ...rows));
+}
+
+async function renderItem() {
+  const p = params();
+  const section = document.getElementById("item");
+  if (!p.get("record") || !p.get("generator")) { section.hidden = true; section.replaceChildren(); return; }
+  const q = new URLSearchParams({ record: p.get("record"), generator: p.get("generator"), gtrial: p.get("gtrial") || "0" });
+  const item = await getJSON("/api/item?" + q.toString());
+  const mode = p.get("mode") || (FACET_DATA.facets.mode.includes("strict") ? "strict" : FACET_DATA.facets.mode[0]);
+  const rec = item.record || {};
+  const parts = [
+    el("h2", { text: `${item.record_id} · ${item.generator}` + (item.generator_trial ? ` (trial ${item.generator_trial})` : "") }),
+    el("p", { class: "note", text: `${item.topology} · ${item.domain} · ${item.difficulty} query · references shown in ${mode} mode` }),
+  ];
+  if (rec.missing) parts.push(el("p", { class: "failed", text: rec.missing }));
+  else {
+    parts.push(el("div", { class: "query", text: rec.query || "(no query at this difficulty)" }));
+    const others = Object.entries(rec.queries || {}).filter(([d]) => d !== item.difficulty);
+    if (others.length) parts.push(el("details", {}, el("summary", { text: "the other difficulties' queries (same GT)" }),
+      ...others.map(([d, text]) => el("p", {}, el("strong", { text: d + ": " }), text))));
+    parts.push(el("details", {}, el("summary", { text: `tools (${(rec.tools || []).length})` }),
+      ...(rec.tools || []).map((t) => el("div", {}, el("strong", { text: t.name }), el("span", { class: "note", text: " " + (t.description || "") }), jsonBlock(t.parameters)))));
+  }
+  parts.push(el("h3", { text: "programmatic scores" }), scoresTable(item.scores));
+  const pred = item.prediction;
+  const calls = el("div", { class: "calls" }, callsList(rec.gt, "GT calls (with their outputs)"),
+    callsList(pred ? pred.calls : null, `${item.generator}'s calls`));
+  parts.push(calls);
+  if (pred && pred.error) parts.push(el("p", { class: "failed", text: "generator error: " + pred.error }));
+  if (pred && pred.trajectory) parts.push(el("details", {}, el("summary", { text: `trajectory (${pred.turns} turns, ${pred.stop_reason})` }), jsonBlock(pred.trajectory)));
+  if (pred && pred.raw_output) parts.push(el("details", {}, el("summary", { text: "generator's raw output" }), el("pre", {}, pred.raw_output)));
+  const narrow = ["condition", "variant", "temperature"].filter((k) => p.get(k));
+  const shown = item.judges.filter((j) => narrow.every((k) => j[k] === p.get(k)));
+  const picked = p.get("judge");
+  if (picked) shown.sort((x, y) => (y.judge === picked) - (x.judge === picked));  // the list's judge first (a stable sort)
+  parts.push(el("h3", { text: `every judge on this item: ${shown.length} verdict sets` }));
+  if (narrow.length) parts.push(el("p", { class: "note", text: `only ${narrow.map((k) => k + " = " + p.get(k)).join(", ")} (the list's filters); ${item.judges.length - shown.length} more with other settings — clear those filters to see them` }));
+  parts.push(judgesTable(shown, mode));
+  section.replaceChildren(...parts);
+  section.hidden = false;
+}
+
+async function render() {
+  const status = document.getElementById("status");
+  status.textContent = "";
+  try {
+    if (!FACET_DATA) {
+      FACET_DATA = await getJSON("/api/facets");
+      LIST_COLUMNS = ALL_COLUMNS.filter(([key]) => !["variant", "temperature"].includes(key) || (FACET_DATA.facets[key] || []).length > 1);
+      document.getElementById("run").textContent = `${FACET_DATA.run} — ${FACET_DATA.rows.toLocaleString()} verdict rows`;
+      document.getElementById("report-link").hidden = !FACET_DATA.report;
+    }
+    buildFilters();
+    await Promise.all([renderList(), renderItem()]);
+    document.body.setAttribute("data-ready", "1");
+  } catch (err) {
+    status.textContent = String(err.message || err);
+    document.body.setAttribute("data-ready", "error");
+  }
+}
+
+window.addEventListener("popstate", render);
+render();
