@@ -172,7 +172,8 @@ function judgesTable(judges, mode) {
       if (!v) return el("td", { class: "num", text: "—" });
       const ref = v.reference[mode] !== undefined ? v.reference[mode] : Object.values(v.reference)[0];
       const failed = v.verdict === null;
-      const cls = "num " + (failed ? "failed" : Math.abs(ref - v.verdict) > 1e-9 ? "mismatch" : "match");
+      const gap = failed ? null : Math.abs(ref - v.verdict);  // green: equal; yellow: under 0.5 apart; red: 0.5 or more
+      const cls = "num " + (failed ? "failed" : gap < 1e-9 ? "match" : gap < 0.5 ? "near" : "mismatch");
       return el("td", { class: cls, text: (failed ? "failed" : fmt(v.verdict)) + ` (${fmt(ref)})` });
     });
     const why = el("td", {});
@@ -210,13 +211,6 @@ async function renderItem() {
       ...(rec.tools || []).map((t) => el("div", {}, el("strong", { text: t.name }), el("span", { class: "note", text: " " + (t.description || "") }), jsonBlock(t.parameters)))));
   }
   parts.push(el("h3", { text: "programmatic scores" }), scoresTable(item.scores));
-  const pred = item.prediction;
-  const calls = el("div", { class: "calls" }, callsList(rec.gt, "GT calls (with their outputs)"),
-    callsList(pred ? pred.calls : null, `${item.generator}'s calls`));
-  parts.push(calls);
-  if (pred && pred.error) parts.push(el("p", { class: "failed", text: "generator error: " + pred.error }));
-  if (pred && pred.trajectory) parts.push(el("details", {}, el("summary", { text: `trajectory (${pred.turns} turns, ${pred.stop_reason})` }), jsonBlock(pred.trajectory)));
-  if (pred && pred.raw_output) parts.push(el("details", {}, el("summary", { text: "generator's raw output" }), el("pre", {}, pred.raw_output)));
   const narrow = ["condition", "variant", "temperature"].filter((k) => p.get(k));
   const shown = item.judges.filter((j) => narrow.every((k) => j[k] === p.get(k)));
   const picked = p.get("judge");
@@ -224,6 +218,13 @@ async function renderItem() {
   parts.push(el("h3", { text: `every judge on this item: ${shown.length} verdict sets` }));
   if (narrow.length) parts.push(el("p", { class: "note", text: `only ${narrow.map((k) => k + " = " + p.get(k)).join(", ")} (the list's filters); ${item.judges.length - shown.length} more with other settings — clear those filters to see them` }));
   parts.push(judgesTable(shown, mode));
+  const pred = item.prediction;
+  const calls = el("div", { class: "calls" }, callsList(rec.gt, "GT calls (with their outputs)"),
+    callsList(pred ? pred.calls : null, `${item.generator}'s calls`));
+  parts.push(calls);
+  if (pred && pred.error) parts.push(el("p", { class: "failed", text: "generator error: " + pred.error }));
+  if (pred && pred.trajectory) parts.push(el("details", {}, el("summary", { text: `trajectory (${pred.turns} turns, ${pred.stop_reason})` }), jsonBlock(pred.trajectory)));
+  if (pred && pred.raw_output) parts.push(el("details", {}, el("summary", { text: "generator's raw output" }), el("pre", {}, pred.raw_output)));
   section.replaceChildren(...parts);
   section.hidden = false;
 }
