@@ -453,6 +453,26 @@ def import_bfcl(
     raise typer.Exit(_guarded(lambda: import_cli(tasks=tasks, answers=answers, out=out, category=category)))
 
 
+@import_app.command("agentjudgebench")
+def import_agentjudgebench(
+    release: Annotated[
+        Path,
+        typer.Argument(
+            help="The release's judge outputs: judge_<judge>.jsonl files or <gen>/judged_by_<judge>/ folders."
+        ),
+    ],
+    records: Annotated[
+        Path, typer.Option(help="The released base records (published layout, records.jsonl).")
+    ],
+    out: Annotated[Path, typer.Option(help="A new run folder for the imported run.")],
+) -> None:
+    """The AgentJudgeBench paper's generator outputs and judge verdicts as a run folder (report, view,
+    --add-judge)."""
+    from agentjudge.importers.agentjudgebench import import_cli
+
+    raise typer.Exit(_guarded(lambda: import_cli(release, records, out)))
+
+
 @cache_app.command("stats")
 def cache_stats(
     path: Annotated[

@@ -3,8 +3,8 @@
 The registry (``agentjudge.registry``) builds generators and judges; this module only answers two
 questions the runner needs *before* anything is spent: is this model string resolvable (so a typo'd
 ``sim/`` profile is a bad-input error at load time, not a failure an hour in), and what kind of model is
-it (``sim``, ``simjudge``, ``baseline``, ``plugin``, ``litellm`` -- written to meta.json so reports can
-label simulated and oracle models as such). The rules mirror the registry's resolution order in
+it (``sim``, ``simjudge``, ``baseline``, ``imported``, ``plugin``, ``litellm`` -- written to meta.json so
+reports can label simulated and oracle models as such). The rules mirror the registry's resolution order in
 ARCHITECTURE.md.
 """
 
@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
-Kind = Literal["sim", "simjudge", "baseline", "plugin", "litellm"]
+Kind = Literal["sim", "simjudge", "baseline", "imported", "plugin", "litellm"]
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
@@ -35,6 +35,8 @@ def model_kind(model: str) -> Kind:
         return "simjudge"
     if model.startswith("baseline/"):
         return "baseline"
+    if model.startswith("imported/"):
+        return "imported"
     if model in _entry_points() or _FACTORY.match(model):
         return "plugin"
     return "litellm"
@@ -84,6 +86,22 @@ def add_plugin_folders(*folders: str | Path) -> None:
             sys.path.append(text)
 
 
+_IMPORT_FOLDERS: list[Path] = []
+
+
+def add_import_folders(*folders: str | Path) -> None:
+    """Where ``imported/`` models find their ``imported.sqlite``: the pipeline file's folder (a run folder
+    written by ``agentjudge import`` holds both)."""
+    for folder in folders:
+        path = Path(folder).resolve()
+        if path not in _IMPORT_FOLDERS:
+            _IMPORT_FOLDERS.insert(0, path)
+
+
+def import_folders() -> list[Path]:
+    return list(_IMPORT_FOLDERS)
+
+
 def _factory_problem(model: str) -> str | None:
     add_plugin_folders()
     module_name, _, attr = model.partition(":")
@@ -122,6 +140,12 @@ def model_problem(model: str, role: Literal["generator", "judge"]) -> str | None
             return "simjudge/ models are simulated judges, not generators"
         if model.removeprefix("simjudge/") not in load_profiles():
             return f"unknown simulated judge profile; known: {', '.join(sorted(load_profiles()))}"
+    elif kind == "imported":
+        if not any((folder / "imported.sqlite").is_file() for folder in _IMPORT_FOLDERS):
+            return (
+                "imported/ models replay a folder written by `agentjudge import`: no imported.sqlite next to "
+                "the pipeline file"
+            )
     elif kind == "plugin" and model not in _entry_points():
         return _factory_problem(model)
     return None

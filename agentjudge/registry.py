@@ -98,12 +98,30 @@ def _check(obj: Any, protocol: type, what: str, settings: ModelSettings) -> Any:
     return obj
 
 
+def _imported(settings: ModelSettings, role: str) -> Any:
+    """An ``imported/<key>`` generator or judge over the run folder's ``imported.sqlite``."""
+    from agentjudge.generators.imported import ImportedGenerator, source_for
+    from agentjudge.model_strings import import_folders
+
+    try:
+        source = source_for(import_folders())
+    except FileNotFoundError as exc:
+        raise ModelResolutionError(f"model {settings.model!r}: {exc}") from exc
+    if role == "generator":
+        return ImportedGenerator(settings, source)
+    from agentjudge.judges.imported import ImportedJudge
+
+    return ImportedJudge(settings, source)
+
+
 def make_generator(settings: ModelSettings, client: ModelClient) -> Generator:
     """The generator named by ``settings.model``."""
     model = settings.model
     if model.startswith(("baseline/", "simjudge/")):
         kind = "baseline" if model.startswith("baseline/") else "simulated"
         raise ModelResolutionError(f"{model!r} is a {kind} judge, not a generator; use it under judges.")
+    if model.startswith("imported/"):
+        return _check(_imported(settings, "generator"), Generator, "Generator", settings)
     if settings.generation == "interactive" or model.startswith("sim/agent-"):
         return _interactive_generator(settings, client)
     if model.startswith("sim/"):
@@ -159,6 +177,8 @@ def make_judge(settings: ModelSettings, client: ModelClient) -> Judge:
         raise ModelResolutionError(
             f"{model!r} is a simulated generator, not a judge; use it under generators."
         )
+    if model.startswith("imported/"):
+        return _check(_imported(settings, "judge"), Judge, "Judge", settings)
     if model.startswith("baseline/"):
         try:
             from agentjudge.judges.baselines import make_baseline_judge

@@ -204,6 +204,9 @@ class Prediction(Strict):
     simulated: bool = False
     usage: Usage = Field(default_factory=Usage)
     trajectory: Trajectory | None = None  # interactive generation only; ``calls`` = every call made
+    # Imported generators only: the source released no output for this task (why); not a failure of a run
+    # (nothing to retry), never judged or scored, its row in predictions.parquet says why in ``error``
+    absent: str | None = None
 
     @classmethod
     def for_task(cls, task: Task, generator: str, trial: int, **fields: Any) -> Prediction:
@@ -320,6 +323,9 @@ class JudgeRequest(Strict):
     reference: dict[ScoringMode, dict[Metric, float]] | None = None
     trajectory: Trajectory | None = None  # trajectory conditions: what the judge is shown
     outcome_reference: bool | None = None  # oracle baselines only: state_match of the prediction
+    # the display name of the generator whose calls these are: only judges that replay recorded verdicts
+    # (imported/*) read it, to find the verdict their source gave to this very output
+    generator: str | None = None
 
 
 class JudgeResult(Strict):

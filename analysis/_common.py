@@ -109,7 +109,8 @@ def judge_kind(ctx: Context, judge: str) -> str:
         return "baseline"
     if ctx.is_simulated_judge(judge):
         return "simulated"
-    return "plugin" if ctx.meta.get("judges", {}).get(judge, {}).get("kind") == "plugin" else "judge"
+    kind = ctx.meta.get("judges", {}).get(judge, {}).get("kind")
+    return "plugin" if kind == "plugin" else "imported" if kind == "imported" else "judge"
 
 
 def run_of(main: pd.DataFrame) -> dict[str, str]:

@@ -36,6 +36,7 @@ LAYERS: list[list[str]] = [
         "agentjudge.sampling",
         "agentjudge.report",
         "agentjudge.viewer",
+        "agentjudge.importers",
         "agentjudge.human",
         "agentjudge.taubench",
         "agentjudge.scoring_cli",

@@ -32,6 +32,8 @@ from agentjudge.report.html import (
 from analysis.first_screen import Screen
 from analysis.first_screen import build as build_screen
 
+# analyses that only apply to some run folders: absent from the report of any other (no "n/a" line)
+ONLY_WHEN = {"published_grid": "imported_cells.csv"}
 ANALYSES: tuple[str, ...] = (
     "headline",
     "sources",
@@ -43,6 +45,7 @@ ANALYSES: tuple[str, ...] = (
     "rq5_cot",
     "rq6_format",
     "robustness",
+    "published_grid",
     "passk",
     "rq7_outcome",
     "failures",
@@ -53,6 +56,8 @@ def _run_analyses(ctx: Context, names: tuple[str, ...] = ANALYSES) -> tuple[list
     sections, failed = [], 0
     nothing_parsed = not bool(ctx.df["ok"].any())
     for name in names:
+        if name in ONLY_WHEN and not (ctx.rundir / ONLY_WHEN[name]).is_file():
+            continue
         if nothing_parsed and name != "failures":  # every statistic would be undefined: say so once
             sec = Section(key=name, title=name)
             sec.lacking = f"{name}: n/a — no verdict of this run could be parsed (see the failures section)."

@@ -118,6 +118,13 @@ def write_json(path: Path, data: Any) -> None:
     _atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
+def _prediction_error(unit: UnitRow, pred: Prediction | None) -> str | None:
+    """A failed unit's error; for a done one, why an imported source has no output for it (else None)."""
+    if unit.status == "done":
+        return pred.absent if pred is not None else None
+    return unit.error or (pred.error if pred else None)
+
+
 def prediction_rows(units: dict[UnitKey, UnitRow], simulated: dict[str, bool]) -> list[dict[str, Any]]:
     """One row per predict unit in the store, failed ones included (``error`` set, ``calls_json`` null)."""
     rows = []
@@ -137,7 +144,7 @@ def prediction_rows(units: dict[UnitKey, UnitRow], simulated: dict[str, bool]) -
                 "trial": key.generator_trial,
                 "calls_json": calls,
                 "raw_output": pred.raw_output if pred else "",
-                "error": None if unit.status == "done" else (unit.error or (pred.error if pred else None)),
+                "error": _prediction_error(unit, pred),
                 "simulated": bool(pred.simulated) if pred else simulated.get(key.generator, False),
                 "prompt_tokens": usage.prompt_tokens if usage else 0,
                 "completion_tokens": usage.completion_tokens if usage else 0,

@@ -772,6 +772,8 @@ class _Grid:
     @staticmethod
     def _predicted(pred: Prediction) -> engine.Outcome:
         result = pred.model_dump(mode="json", exclude_defaults=True)  # compact; see store.py
+        if pred.absent is not None:  # an imported generator's task without a released output: done, unjudged
+            return engine.Outcome("done", result, None, pred.usage)
         if pred.error is not None or pred.calls is None:
             return engine.Outcome("failed", result, pred.error or "prediction has no calls", pred.usage)
         return engine.Outcome("done", result, None, pred.usage)
@@ -886,7 +888,10 @@ class _Grid:
         with collector_paused():  # the judge stage's input: lives until the export (runner/heap.py)
             for key, status, text, _, _ in self.store.iter_raw("predict"):
                 if status == "done" and key in wanted_set:
-                    self.predictions[key] = from_stored(Prediction, text or "")
+                    stored = from_stored(Prediction, text or "")
+                    if stored.calls is None:  # absent from an imported source: nothing to score or judge
+                        continue
+                    self.predictions[key] = stored
                     digests[key] = stored_digest(text or "")
         bar = progress.add_task(f"score{label}", total=len(self.predictions))
         workers = self.pipe.workers

@@ -267,9 +267,10 @@ def parse_pipeline(data: Any, path: Path) -> Pipeline:
         prior = (base / pipeline.sampling.prior_run).resolve()
         updates["sampling"] = pipeline.sampling.model_copy(update={"prior_run": prior})
     pipeline = pipeline.model_copy(update=updates)
-    from agentjudge.model_strings import add_plugin_folders
+    from agentjudge.model_strings import add_import_folders, add_plugin_folders
 
     add_plugin_folders(base)  # module:factory plugins may sit next to the pipeline file
+    add_import_folders(base)  # imported/ models replay the imported.sqlite next to it (agentjudge import)
     check_models(pipeline, str(path))
     return pipeline
 

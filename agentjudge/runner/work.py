@@ -287,4 +287,5 @@ def judge_request(
         reference=ref,
         trajectory=prediction.trajectory if condition in TRAJECTORY_CONDITIONS else None,
         outcome_reference=outcome_ref,
+        generator=key.generator,
     )

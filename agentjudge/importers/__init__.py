@@ -1,0 +1,1 @@
+"""Importers of published results as ordinary run folders (``agentjudge import agentjudgebench``)."""
