@@ -323,8 +323,8 @@ class JudgeRequest(Strict):
     reference: dict[ScoringMode, dict[Metric, float]] | None = None
     trajectory: Trajectory | None = None  # trajectory conditions: what the judge is shown
     outcome_reference: bool | None = None  # oracle baselines only: state_match of the prediction
-    # the display name of the generator whose calls these are: only judges that replay recorded verdicts
-    # (imported/*) read it, to find the verdict their source gave to this very output
+    # the display name of the generator whose calls these are, set only for judges that replay recorded
+    # verdicts (``needs_generator``: imported/*), to find the verdict their source gave to this very output
     generator: str | None = None
 
 

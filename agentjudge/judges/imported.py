@@ -15,6 +15,7 @@ from agentjudge.types import METRICS, JudgeRequest, JudgeResult, ModelSettings
 
 class ImportedJudge:
     needs_reference = False
+    needs_generator = True  # the runner fills JudgeRequest.generator for it
 
     def __init__(self, settings: ModelSettings, source: ImportedSource) -> None:
         self.name = settings.display_name

@@ -797,8 +797,11 @@ class _Grid:
         ref = reference(self.scores[score_key]) if oracle else None
         outcome_ref = next(iter(self.scores[score_key].values())).state_match if oracle else None
         pkey = UnitKey("predict", key.record_id, key.difficulty, key.generator, key.generator_trial)
+        # only a judge that replays recorded verdicts is told whose output it is (imported/*): any other
+        # request stays byte-identical across generators whose outputs are (runner/workers.py meets them)
+        generator = key.generator if getattr(self.judges[key.judge], "needs_generator", False) else None
         return judge_request(
-            key, self.data, self.predictions[pkey], self.variants, self.partners, ref, outcome_ref
+            key, self.data, self.predictions[pkey], self.variants, self.partners, ref, outcome_ref, generator
         )
 
     @staticmethod

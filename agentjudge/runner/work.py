@@ -264,6 +264,7 @@ def judge_request(
     partners: dict[str, str],
     ref: dict[ScoringMode, dict[Metric, float]] | None,
     outcome_ref: bool | None = None,
+    generator: str | None = None,
 ) -> JudgeRequest:
     record, difficulty = data.locate(key.record_id)
     condition: Condition = key.condition  # type: ignore[assignment]
@@ -287,5 +288,5 @@ def judge_request(
         reference=ref,
         trajectory=prediction.trajectory if condition in TRAJECTORY_CONDITIONS else None,
         outcome_reference=outcome_ref,
-        generator=key.generator,
+        generator=generator,
     )
