@@ -235,6 +235,7 @@ def test_the_import_counts_what_it_found(imported: tuple[Path, dict[str, Any], d
     _, summary, planted = imported
     assert summary["layout"] == "raw pipeline"
     assert summary["failure_rows"] == planted["failure_rows"] == 4
+    assert sum(summary["failure_rows_by_file"].values()) == sum(summary["failure_rows_by_cell"].values()) == 4
     assert summary["rows_from_reruns"] == planted["from_reruns"] == 1
     assert summary["judgments_lost_in_the_source"] == planted["lost"] == 1
     assert summary["metrics_without_a_value"] == planted["missing_metrics"] > 0
@@ -282,6 +283,8 @@ def test_both_layouts_import_the_same_cells(
     build_release(tmp_path / "hf", "per-judge")
     summary = import_release(tmp_path / "hf", RECORDS, tmp_path / "run")
     assert summary["layout"] == "per-judge files"
+    # one file holds a judge's every cell: its failure rows are summed per file, not overwritten per cell
+    assert summary["failure_rows"] == 4 and list(summary["failure_rows_by_file"].values()) == [4]
     a = pd.read_csv(run / "imported_cells.csv")
     b = pd.read_csv(tmp_path / "run" / "imported_cells.csv")
     pd.testing.assert_frame_equal(a.drop(columns=["rows"]), b.drop(columns=["rows"]))

@@ -246,9 +246,11 @@ def _build(
     cells = _cells(chosen, gen_name, judge_name)
     cells_path = work / "imported_cells.csv"
     _write_cells(cells, cells_path)
-    failure_rows: Counter[str] = Counter()
-    for (_file, gen, judge, diff), n in release.failure_rows.items():
+    failure_rows: Counter[str] = Counter()  # per cell
+    failure_files: Counter[str] = Counter()  # per file (a per-judge file holds many cells)
+    for (file, gen, judge, diff), n in release.failure_rows.items():
         failure_rows[f"{gen_name.get(gen, gen)} | {judge_name.get(judge, judge)} | {diff}"] += n
+        failure_files[file] += n
     lost_total = sum(
         1 for row in chosen.values() for o in (row.overall_with, row.overall_without) if o is None
     )
@@ -276,7 +278,7 @@ def _build(
         "generators": {g: gen_name[g] for g in generators},
         "judges": {j: judge_name[j] for j in judges},
         "failure_rows": sum(release.failure_rows.values()),
-        "failure_rows_by_file": {f"{k[0]}": v for k, v in sorted(release.failure_rows.items())},
+        "failure_rows_by_file": dict(sorted(failure_files.items())),
         "failure_rows_by_cell": dict(sorted(failure_rows.items())),
         "rows_from_reruns": merged_from_reruns,
         "judgments_lost_in_the_source": lost_total,
