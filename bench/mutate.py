@@ -255,8 +255,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             Edit(
                 "agentjudge/stats/passk.py",
-                "np.mean(comb(c[use], k, exact=False) / comb(n[use], k, exact=False))",
-                "np.mean((c[use] / n[use]) ** k)",
+                "ratio = comb(c[use], k, exact=False) / comb(n[use], k, exact=False)",
+                "ratio = (c[use] / n[use]) ** k",
             ),
         ),
         "tests/test_stats.py::test_passk_unbiased_vs_brute_force",
