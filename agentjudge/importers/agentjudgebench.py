@@ -140,6 +140,9 @@ def _merge(rows: list[Row]) -> tuple[dict[tuple[str, str, str, str], Row], int]:
         current = best.get(key)
         if current is None:
             best[key] = row
+            # a nullrerun row for an id the primary left as an id-less failure row (every field None, as the
+            # pipeline writes them): it replaced that failure, as the published merge did
+            from_rerun += int(row.rerun and row.overall_with is not None and "nullrerun" in row.file)
         elif current.overall_with is None and row.overall_with is not None:
             best[key] = row
             from_rerun += int(row.rerun)
@@ -165,14 +168,15 @@ def _build(
     if len(set(judge_name.values())) != len(judge_name):
         raise ImportError_(f"{release.layout}: two judge keys map to one name: {judges}")
     outputs: dict[tuple[str, str], list[dict[str, Any]] | None] = {}
-    programmatic: dict[tuple[str, str], dict[str, float]] = {}
+    # every judge file's copy of the output's published programmatic scores: each is compared with ours
+    programmatic: dict[tuple[str, str], list[dict[str, float]]] = defaultdict(list)
     output_conflicts = query_mismatches = 0
     for (gen, _judge, diff, rid), row in chosen.items():
         key = (gen, f"{rid}:{diff}")
         if key in outputs and outputs[key] != row.calls:
             output_conflicts += 1
         outputs.setdefault(key, row.calls)
-        programmatic.setdefault(key, row.programmatic)
+        programmatic[key].append(row.programmatic)
         expected = records[rid].queries.get(diff)
         if (
             row.user_message is not None
@@ -297,10 +301,11 @@ def _build(
 
 
 def _scorer_disagreements(
-    work: Path, programmatic: dict[tuple[str, str], dict[str, float]], gen_name: dict[str, str]
+    work: Path, programmatic: dict[tuple[str, str], list[dict[str, float]]], gen_name: dict[str, str]
 ) -> dict[str, Any]:
     """Our paper-mode scores of the same calls beside the published programmatic ones: per metric, how many
-    outputs differ by more than the published rounding (4 decimals)."""
+    judged rows (each judge file carries its own copy of the output's scores) differ by more than the
+    published rounding (4 decimals), and how many outputs have at least one such row."""
     import pandas as pd
 
     scores = pd.read_parquet(work / "scores.parquet")
@@ -313,20 +318,32 @@ def _scorer_disagreements(
     compared = 0
     examples: list[str] = []
     names = {v: k for k, v in gen_name.items()}
-    for (gen, record_id), published in programmatic.items():
+    rows_compared = outputs_differing = 0
+    for (gen, record_id), copies in programmatic.items():
         row = ours.get((gen_name[gen], record_id))
         if row is None:
             continue
         compared += 1
-        for metric in METRICS:
-            if abs(float(row[f"p_{metric}"]) - published[metric]) > 5e-5:
-                by_metric[metric] += 1
-                if len(examples) < 5:
-                    examples.append(
-                        f"{names.get(gen_name[gen], gen)} {record_id} {metric}: "
-                        f"ours {row[f'p_{metric}']:.4f}, published {published[metric]:.4f}"
-                    )
-    return {"outputs_compared": compared, "by_metric": dict(by_metric), "examples": examples}
+        differs = False
+        for published in copies:
+            rows_compared += 1
+            for metric in METRICS:
+                if abs(float(row[f"p_{metric}"]) - published[metric]) > 5e-5:
+                    by_metric[metric] += 1
+                    differs = True
+                    if len(examples) < 5:
+                        examples.append(
+                            f"{names.get(gen_name[gen], gen)} {record_id} {metric}: "
+                            f"ours {row[f'p_{metric}']:.4f}, published {published[metric]:.4f}"
+                        )
+        outputs_differing += differs
+    return {
+        "outputs_compared": compared,
+        "rows_compared": rows_compared,
+        "outputs_differing": outputs_differing,
+        "by_metric": dict(by_metric),
+        "examples": examples,
+    }
 
 
 def _cells(
@@ -410,7 +427,8 @@ def _notes(summary: dict[str, Any], cells: list[dict[str, Any]]) -> list[str]:
     dis = summary["scorer_disagreements"]
     notes.append(
         f"our paper-mode scorer on the same calls vs the published programmatic scores: "
-        f"{sum(dis['by_metric'].values()):,} metric disagreements in {dis['outputs_compared']:,} outputs"
+        f"{sum(dis['by_metric'].values()):,} metric disagreements on {dis['rows_compared']:,} judged rows "
+        f"({dis['outputs_differing']:,} of {dis['outputs_compared']:,} outputs)"
     )
     if summary["queries_differing_from_the_records"]:
         notes.append(
