@@ -347,3 +347,24 @@ def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path: Path) -> None:
     done = _agentjudge(release, "--records", other, "--out", tmp_path / "out")
     assert done.returncode == 2 and "is not in" in done.stdout and not (tmp_path / "out").exists()
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_the_download_root_and_rows_that_name_no_cell(tmp_path: Path) -> None:
+    """The download's root (its judge files in data/) is read as the per-judge layout; a failed row whose
+    generator and difficulty are None too is counted (its cell unknown); a generator column present but
+    null in a row with data is named as such."""
+    from agentjudge.importers.agentjudgebench_files import ReleaseError, read_release
+
+    build_release(tmp_path / "root" / "data", "per-judge")
+    path = tmp_path / "root" / "data" / "judge_qwq_32b.jsonl"
+    lines = path.read_text().splitlines()
+    ghost = {k: None for k in json.loads(lines[0])}
+    path.write_text("\n".join([*lines, json.dumps(ghost)]) + "\n")
+    release = read_release(tmp_path / "root")
+    assert release.layout == "per-judge files"
+    unknown = {k: v for k, v in release.failure_rows.items() if k[1] == "(unknown generator)"}
+    assert list(unknown.values()) == [1]
+    row = json.loads(lines[0]) | {"generator": None}
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(ReleaseError, match=r"row 1: the generator \(generator\) is None, not a name"):
+        read_release(tmp_path / "root")

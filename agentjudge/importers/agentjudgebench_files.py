@@ -85,6 +85,8 @@ def read_release(folder: Path) -> Release:
     if not folder.is_dir():
         raise ReleaseError(f"{folder}: not a folder")
     per_judge = sorted(folder.glob("judge_*.jsonl"))
+    if not per_judge and (folder / "data").is_dir():  # the download's root: its files are in data/
+        per_judge = sorted((folder / "data").glob("judge_*.jsonl"))
     raw = sorted(p for p in folder.glob("*/judged_by_*") if p.is_dir())
     release = Release()
     if per_judge:
@@ -157,6 +159,10 @@ def _read_file(
             raise ReleaseError(
                 f"{where}: expected an object with {', '.join(REQUIRED)}; found {type(value).__name__}"
             )
+        if all(v is None for v in value.values()):  # a failed graph execution that names no cell at all
+            key = (str(path), generator or "(unknown generator)", judge, difficulty or "(unknown difficulty)")
+            release.failure_rows[key] = release.failure_rows.get(key, 0) + 1
+            continue
         gen = generator or _column(value, GENERATOR_COLUMNS, where, "the generator")
         diff = difficulty or _column(value, DIFFICULTY_COLUMNS, where, "the difficulty").lower()
         if all(v is None for k, v in value.items() if k not in (*GENERATOR_COLUMNS, *DIFFICULTY_COLUMNS)):
@@ -198,6 +204,9 @@ def _column(value: dict[str, Any], names: tuple[str, ...], where: str, what: str
     for name in names:
         if isinstance(value.get(name), str) and value[name]:
             return str(value[name])
+    present = [n for n in names if n in value]
+    if present:
+        raise ReleaseError(f"{where}: {what} ({present[0]}) is {value[present[0]]!r}, not a name")
     raise ReleaseError(
         f"{where}: {what} is not a column of this per-judge file; expected one of {', '.join(names)}; "
         f"found {', '.join(sorted(value)[:12])}"
