@@ -366,3 +366,64 @@ def test_cli_refuses_a_folder_without_verdicts(tmp_path: Path) -> None:
     proc = _agentjudge("view", str(tmp_path))
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 2 and "judgments.parquet: not found" in out
+
+
+def _read_only_command(folder: Path, command: list[str]) -> list[str] | None:
+    """``command`` run where ``folder`` cannot be written: as root (who writes anywhere, whatever the modes
+    say) inside a mount namespace of its own where ``folder`` is bind-mounted read-only (the kernel refuses
+    every write: EROFS); as another user the folder's modes do it. None when neither can be arranged."""
+    import shlex
+    import shutil
+
+    if os.geteuid() != 0:
+        return command
+    unshare = shutil.which("unshare")
+    if unshare is None or subprocess.run([unshare, "--mount", "true"], capture_output=True).returncode:
+        return None
+    quoted = shlex.quote(str(folder))
+    script = f"mount --bind -o ro {quoted} {quoted} && exec {shlex.join(command)}"
+    return [unshare, "--mount", "sh", "-c", script]
+
+
+def test_a_folder_it_cannot_write(tmp_path: Path) -> None:
+    """The run folder read-only (files 0444, folders 0555; for root a read-only bind mount), with no
+    ``-wal``/``-shm`` beside run.sqlite, so SQLite cannot make its shared-memory file: every endpoint
+    answers, the item reads the store, and the folder is as it was."""
+    top = tmp_path / "ro"
+    run = build_run(top)
+    assert report_cli(run, resamples=20, seed=0) in (0, 1)
+    for leftover in run.glob("run.sqlite-*"):
+        leftover.unlink()
+    command = _read_only_command(run, [sys.executable, "-m", "agentjudge", "view", str(run), "--port", "0"])
+    if command is None:
+        pytest.skip("running as root without `unshare --mount`: no way to make a folder root cannot write")
+    for path in [run, *run.rglob("*")]:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    before = _files(run)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("open http://"):
+                break
+        assert lines and lines[-1].startswith("open http://"), "".join(lines)
+        base = lines[-1].split()[1].rstrip("/")
+        assert get(base, "/api/facets")[1]["rows"] > 0
+        status, page = get(base, "/api/rows", judge="hostilejudge:make", condition="with_gt")
+        assert status == 200 and page["total"] > 0
+        row = page["rows"][0]
+        status, item = get(base, "/api/item", record=row["record"], generator=row["generator"])
+        assert status == 200, item
+        raw = [j.get("raw_output") for j in item["judges"] if j["judge"] == "hostilejudge:make"]
+        assert raw and all(r == "raw " + HOSTILE for r in raw)  # from run.sqlite, opened read-only
+        assert get(base, "/report/report.html")[0] == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        for path in [run, *run.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    assert proc.returncode == 0 and "Traceback" not in out, out
+    assert _files(run) == before and not list(run.glob("run.sqlite-*"))
