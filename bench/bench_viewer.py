@@ -12,6 +12,12 @@ Measured in a fresh process that serves it over HTTP on 127.0.0.1, each request 
   memory  peak RSS of the serving process after all of it, and again after paging
           through 200 pages of 500 rows (memory must not grow with the rows shown)
 
+and then as a user meets it, `agentjudge view RUNDIR` in a process of its own:
+
+  open    from the command's start until /api/facets answers (interpreter and imports included)  <= 3 s
+  memory  its resident memory after each of 5 rounds of 200 pages x 500 rows and 40 items (a plateau,
+          not a climb, is the goal)
+
 `--screens DIR` also takes the two screenshots the issue asks for (headless Chromium, 1400x900): the list
 filtered to one judge's largest disagreements, and one item view.
 
@@ -24,6 +30,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -137,6 +144,47 @@ def measure(rundir: Path) -> None:
     server.shutdown()
 
 
+def as_a_user(rundir: Path) -> None:
+    """`agentjudge view` as its own process: the open time a user waits, and its memory over many pages."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentjudge", "view", str(rundir), "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    base = ""
+    for line in proc.stdout:
+        if line.startswith("open http://"):
+            base = line.split()[1].rstrip("/")
+            break
+    if not base:
+        sys.exit(f"agentjudge view exited {proc.wait()} without serving")
+    timed(base + "/api/facets")
+    opened = time.perf_counter() - started
+    print(f"\n`agentjudge view` as its own process (load average {os.getloadavg()[0]:.1f})")
+    print(f"open            {opened:6.2f} s   from the command's start; goal <= 3 s   {verdict(opened, 3)}")
+
+    def resident() -> float:
+        for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    print(f"memory          {resident():.0f} MiB resident after opening")
+    _, listed = timed(base + "/api/rows?" + urlencode({"judge": "baseline/rule", "per_page": 200}))
+    items = listed["rows"]  # type: ignore[index]
+    for round_number in range(5):
+        for page_number in range(round_number * 200 + 1, round_number * 200 + 201):
+            timed(base + "/api/rows?" + urlencode({"per_page": 500, "page": page_number}))
+        for row in items[round_number * 40 : round_number * 40 + 40]:
+            timed(base + "/api/item?" + urlencode({"record": row["record"], "generator": row["generator"]}))
+        shown, opened_items = (round_number + 1) * 200 * 500, (round_number + 1) * 40
+        print(f"                {resident():.0f} MiB after {shown:,} rows and {opened_items} items")
+    proc.send_signal(signal.SIGINT)
+    proc.wait(30)
+
+
 def screens(rundir: Path, out: Path) -> None:
     from chromium import Chromium
 
@@ -172,6 +220,7 @@ def main() -> None:
             sys.exit(f"{args.data}: not found (agentjudge generate --size full --seed 0 --out data/full)")
         rundir = make_folder(args.data, Path(tempfile.mkdtemp(prefix="bench-viewer-")))
     measure(rundir)
+    as_a_user(rundir)
     if args.screens:
         screens(rundir, args.screens)
 
