@@ -201,8 +201,7 @@ def screens(rundir: Path, out: Path) -> None:
         browser.eval(
             "document.body.removeAttribute('data-ready'); document.querySelector('#rows tbody tr').click()"
         )
-        browser.wait_ready()
-        browser.eval("document.getElementById('item').scrollIntoView()")
+        browser.wait_ready()  # the page brings the opened item into view itself, as a click shows it
         (out / "viewer-item.png").write_bytes(browser.screenshot())
     server.shutdown()
     print(f"screenshots: {out / 'viewer-list.png'}, {out / 'viewer-item.png'} (judge {judge})")

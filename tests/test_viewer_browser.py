@@ -123,3 +123,24 @@ def test_a_link_in_the_report_lands_on_the_matching_rows(site: str, browser: Chr
     assert set(column(browser, 0)) == set(wanted["judge"]) and set(column(browser, 1)) == set(
         wanted["generator"]
     )
+
+
+def test_a_click_far_down_the_list_brings_the_item_into_view_and_back_returns(
+    site: str, browser: Chromium
+) -> None:
+    """The item is drawn under the list: a click on the last of 50 rows must show it (the window is 900 px
+    high, the row is far below), and "back to the list" closes it and shows that row again."""
+    show(browser, site + "/?judge=baseline/rule")
+    assert browser.eval("document.querySelectorAll('#rows tbody tr').length") == 50
+    act(browser, "document.querySelector('#rows tbody tr:last-child').click();")
+    top = browser.eval("document.getElementById('item').getBoundingClientRect().top")
+    assert -2 <= top < 100, top  # at the top of the window (-0.1: sub-pixel layout)
+    record = query(browser)["record"][0]
+    act(browser, "document.getElementById('back').click();")
+    assert query(browser) == {"judge": ["baseline/rule"]}
+    assert browser.eval("document.getElementById('item').hidden") is True
+    row = browser.eval(
+        f"[...document.querySelectorAll('#rows tbody tr')].find(tr => tr.dataset.record === {record!r})"
+        ".getBoundingClientRect().top"
+    )
+    assert 0 <= row < browser.eval("window.innerHeight"), row

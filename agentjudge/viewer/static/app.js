@@ -163,8 +163,11 @@ function scoresTable(scores) {
 
 function judgesTable(judges, mode) {
   const metrics = ["tool", "param", "seq", "cov", "outcome"].filter((m) => judges.some((j) => m in j.metrics));
-  const head = el("tr", {}, el("th", { text: "judge" }), el("th", { text: "condition" }), el("th", { text: "prompt" }),
-    el("th", { text: "temp." }), ...metrics.map((m) => el("th", { class: "num", text: `${m}: verdict (reference)` })),
+  // a prompt or temperature column only when the run varies it (as in the list): one value says nothing
+  const varies = (k) => (FACET_DATA.facets[k] || []).length > 1;
+  const settings = [["condition", "condition"], ["variant", "prompt"], ["temperature", "temp."]].filter(([k]) => k === "condition" || varies(k));
+  const head = el("tr", {}, el("th", { text: "judge" }), ...settings.map(([, label]) => el("th", { text: label })),
+    ...metrics.map((m) => el("th", { class: "num", text: `${m}: verdict (reference)` })),
     el("th", { text: "rationale and raw answer" }));
   const rows = judges.map((j) => {
     const cells = metrics.map((m) => {
@@ -184,7 +187,7 @@ function judgesTable(judges, mode) {
     if (j.error) why.append(el("div", { class: "failed", text: j.error }));
     const kind = kindOf(j.judge);
     return el("tr", {}, el("td", {}, j.judge, kind ? el("span", { class: "kind", text: " " + kind }) : null),
-      el("td", { text: j.condition }), el("td", { text: j.variant }), el("td", { text: j.temperature }), ...cells, why);
+      ...settings.map(([k]) => el("td", { text: j[k] })), ...cells, why);
   });
   return el("table", { class: "verdicts" }, el("thead", {}, head), el("tbody", {}, ...rows));
 }
@@ -197,7 +200,9 @@ async function renderItem() {
   const item = await getJSON("/api/item?" + q.toString());
   const mode = p.get("mode") || (FACET_DATA.facets.mode.includes("strict") ? "strict" : FACET_DATA.facets.mode[0]);
   const rec = item.record || {};
+  const back = () => { const b = params(); for (const k of ["record", "generator", "gtrial"]) b.delete(k); go(b); };
   const parts = [
+    el("p", { class: "back" }, el("button", { type: "button", id: "back", onclick: back }, "↑ back to the list")),
     el("h2", { text: `${item.record_id} · ${item.generator}` + (item.generator_trial ? ` (trial ${item.generator_trial})` : "") }),
     el("p", { class: "note", text: `${item.topology} · ${item.domain} · ${item.difficulty} query · references shown in ${mode} mode` }),
   ];
@@ -229,6 +234,20 @@ async function renderItem() {
   section.hidden = false;
 }
 
+// The item is drawn under the list (up to 500 rows long): when a click or a link opens another item, bring
+// it into view (else the click seems to do nothing); when the item is closed, bring back its row.
+let SHOWN_ITEM = "";
+function followTheItem() {
+  const p = params();
+  const key = p.get("record") && p.get("generator") ? [p.get("record"), p.get("generator"), p.get("gtrial") || "0"].join("|") : "";
+  if (key && key !== SHOWN_ITEM) document.getElementById("item").scrollIntoView({ block: "start" });
+  if (!key && SHOWN_ITEM) {
+    const row = [...document.querySelectorAll("#rows tbody tr")].find((tr) => tr.dataset.record === SHOWN_ITEM.split("|")[0]);
+    if (row) row.scrollIntoView({ block: "center" }); else window.scrollTo(0, 0);
+  }
+  SHOWN_ITEM = key;
+}
+
 async function render() {
   const status = document.getElementById("status");
   status.textContent = "";
@@ -241,6 +260,7 @@ async function render() {
     }
     buildFilters();
     await Promise.all([renderList(), renderItem()]);
+    followTheItem();
     document.body.setAttribute("data-ready", "1");
   } catch (err) {
     status.textContent = String(err.message || err);
