@@ -254,6 +254,23 @@ def test_add_judge_into_an_existing_run_folder(tmp_path: Path, capsys: pytest.Ca
     meta = _strict(rundir / "meta.json")
     assert [e["judge"] for e in meta["added_judges"]] == ["baseline/always-0", "baseline/always-0.5"]
     assert {k: v for k, v in _units(rundir).items() if k[2] != "baseline/always-0.5"} == after_units
+    # a third judge given alone: the two added before are kept (said), only its units run
+    capsys.readouterr()
+    assert run_cli(pipeline, rundir, add_judges=["simjudge/noiseless"]) == 0
+    out = capsys.readouterr().out
+    assert "also holds baseline/always-0, baseline/always-0.5 (added earlier" in out
+    meta = _strict(rundir / "meta.json")
+    assert [e["judge"] for e in meta["added_judges"]] == [
+        "baseline/always-0",
+        "baseline/always-0.5",
+        "simjudge/noiseless",
+    ]
+    # and a plain re-run of the pipeline resumes the folder as it stands: nothing to do
+    assert run_cli(pipeline, rundir) == 0
+    assert "nothing to do" in capsys.readouterr().out
+    # --force-new starts over from the pipeline alone
+    assert run_cli(pipeline, rundir, force_new=True) == 0
+    assert set(pd.read_parquet(rundir / "judgments.parquet").judge) == {"baseline/rule", "baseline/always-1"}
 
 
 def test_add_judge_refuses_a_folder_of_another_pipeline(
@@ -266,11 +283,13 @@ def test_add_judge_refuses_a_folder_of_another_pipeline(
     capsys.readouterr()
     stored = (rundir / "run.sqlite").read_bytes()
 
-    # the base pipeline alone: the folder now holds more; the hint names the flag that resumes it
-    assert run_cli(pipeline, rundir) == 2
+    # the base pipeline alone resumes the folder as it stands: the judge added before is kept (said so)
+    assert run_cli(pipeline, rundir) == 0
     out = capsys.readouterr().out
-    assert "different configuration" in out and "judges[1].model: 'baseline/always-0' (removed)" in out
-    assert "--add-judge baseline/always-0; give the same flags" in out
+    assert (
+        "also holds baseline/always-0 (added earlier with --add-judge): kept" in out
+        and "nothing to do" in out
+    )
 
     # anything else changed, judges added or not: refused with the diff as before
     data = yaml.safe_load(pipeline.read_text())

@@ -87,6 +87,15 @@ def is_model_fatal(error: str | None) -> bool:
     return reason_of(error) in ("auth", "bad_request") or kind_of(error) == "unreachable"
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with " …" when cut (a message cut
+    mid-word, "Check the endpoin", reads as a typo and loses the advice at its end)."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 2].rsplit(" ", 1)[0].rstrip(" ,;:(")
+    return cut + " …"
+
+
 @dataclass
 class FailureLog:
     """Failures by (model, reason): a count and the first message seen."""
@@ -112,8 +121,7 @@ class FailureLog:
         out = []
         for model, reason in sorted(self.counts, key=lambda k: (k[0], order.get(k[1], 99))):
             example = self.examples[(model, reason)]
-            if len(example) > width:
-                example = example[: width - 3] + "..."
+            example = clip(example, width)
             n = self.counts[(model, reason)]
             out.append(f"  {model}: {reason} x{n} ({REASON_HELP[reason]}); e.g. {example}")
         return out

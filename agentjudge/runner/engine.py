@@ -32,7 +32,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from agentjudge.models.failures import FailureLog, is_batch_pending, is_model_fatal, reason_of
+from agentjudge.models.failures import FailureLog, clip, is_batch_pending, is_model_fatal, reason_of
 from agentjudge.runner.store import RunStore, Status, UnitKey, now
 from agentjudge.runner.work import prefix_order
 from agentjudge.types import Usage
@@ -100,7 +100,7 @@ class RunLog:
         if self.console is not None:
             self.console.print(
                 f"[red]stopping {escape(model)}[/red] ({reason_of(error)}, not retried): "
-                f"{escape(error[:300])}; its remaining units are not run",
+                f"{escape(clip(error, 400))}; its remaining units are not run",
                 highlight=False,
                 soft_wrap=True,
             )

@@ -176,6 +176,15 @@ def run_cli(
     try:  # the models first: a placeholder or a missing key is reported before the dataset is read
         cost_cap = flag_value("max_cost_usd", "--max-cost", max_cost)  # before anything is read
         loaded = load_pipeline(Path(pipeline))
+        earlier = [] if force_new or judges else _earlier_added(Path(out), add_judges or [])
+        if earlier:  # judges added to this folder before stay in it: a run adds to them or resumes them
+            add_judges = [*earlier, *(add_judges or [])]
+            console.print(
+                f"{escape(str(out))} also holds {', '.join(map(escape, earlier))} (added earlier with "
+                "--add-judge): kept",
+                highlight=False,
+                soft_wrap=True,
+            )
         pipe = override_models(loaded, judges, generators, api_base, add_judges)
         prefetch_digest(pipe.dataset)  # hashed on the other core while the models and records are checked
         if cost_cap is not None:
@@ -1165,6 +1174,26 @@ async def _run(
         if broker is not None:
             broker.close()
         store.close()
+
+
+def _earlier_added(rundir: Path, given: list[str]) -> list[str]:
+    """The models added to this run folder with ``--add-judge`` by earlier invocations and not given again
+    (read from its store, read-only; none when the folder holds no run)."""
+    import sqlite3
+
+    path = rundir / "run.sqlite"
+    if not path.is_file():
+        return []
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'added_judges'").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
+    entries = json.loads(row[0]) if row else []
+    return [e["model"] for e in entries if isinstance(e, dict) and e.get("model") and e["model"] not in given]
 
 
 def _added_judges(meta_store: dict[str, str]) -> dict[str, Any]:
