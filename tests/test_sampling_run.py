@@ -76,7 +76,7 @@ def test_key_and_flag_are_validated(tmp_path: Path) -> None:
         load_pipeline(path)
     pipe = load_pipeline(_pipeline(tmp_path / "r"))
     for bad in (-1.0, 0.0, float("nan"), float("inf"), 101.0):
-        with pytest.raises(PipelineError, match=r"--target-ci"):
+        with pytest.raises(PipelineError, match=r"--target-ci .*: .*sampling.target_ci_pp"):
             with_target(pipe, bad)
     assert with_target(pipe, 2.5).sampling == Sampling(target_ci_pp=2.5, pilot=10)
     for bad in ("-1", "nan", "inf"):  # the command line: exit 2, one line naming the flag, nothing written

@@ -246,3 +246,39 @@ def test_next_sizes_keeps_done_cells_grows_short_ones_and_never_shrinks() -> Non
     assert next_sizes(spec, big, cells, set(cells), sums) == cells
     pair = next_sizes(Sampling(target_ci_pp=1.0, pilot=200, applies_to=["gt_gain"]), big, cells, set(), sums)
     assert pair[("j", "g", "easy", "with_gt")] == pair[("j", "g", "easy", "without_gt")] > n
+
+
+def test_a_gain_may_grow_past_a_cells_bound() -> None:
+    """A with − without GT difference lies in [-1, 1]: its variance may reach 1, four times a cell's
+    bound, so a pair sized by its gain is capped by the gain's bound, not the cell's."""
+    from types import SimpleNamespace
+
+    from agentjudge.sampling.estimate import expected_sizes
+    from agentjudge.sampling.spec import Sampling
+    from agentjudge.sampling.stages import next_sizes
+    from agentjudge.stats.sampling import GAIN_MAX_VARIANCE
+
+    n, big = 200, 3808
+    spec = Sampling(target_ci_pp=1.0, pilot=n, applies_to=["gt_gain"])
+    right = np.tile([4.0, 0.0], n // 2)  # with GT right where without GT is wrong: the gain is ±1
+    cells = {("j", "g", "easy", "with_gt"): n, ("j", "g", "easy", "without_gt"): n}
+    sums = {
+        ("j", "g", "easy", "with_gt"): {"strict": (right, np.full(n, 4.0))},
+        ("j", "g", "easy", "without_gt"): {"strict": (4.0 - right, np.full(n, 4.0))},
+    }
+    cell_ceiling = bound_n(big, 0.0092)
+    gain_ceiling = bound_n(big, 0.0092, max_variance=GAIN_MAX_VARIANCE)
+    assert cell_ceiling < gain_ceiling < big
+    grown = next_sizes(spec, big, cells, set(), sums)
+    assert set(grown.values()) == {gain_ceiling}
+    # the dry run: a gain known to vary that much is sized the same way, not cut at the cell's bound
+    pipe = SimpleNamespace(
+        judges=[SimpleNamespace(display_name="j")],
+        generators=[SimpleNamespace(display_name="g", generation="single")],
+        difficulties=["easy"],
+        conditions=["with_gt", "without_gt"],
+    )
+    priors = {("j", "g", "easy", "gt_gain"): (1.0, 1.0)}
+    sizes, _ = expected_sizes(spec, pipe, big, priors)  # type: ignore[arg-type]
+    assert set(sizes.values()) == {required_n(1.0, big, 0.0092)}
+    assert min(sizes.values()) > cell_ceiling

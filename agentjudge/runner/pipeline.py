@@ -484,5 +484,8 @@ def with_target(pipeline: Pipeline, target_ci_pp: float) -> Pipeline:
         sampling = Sampling.model_validate({**current, "target_ci_pp": target_ci_pp})
     except ValidationError as exc:
         problem = "; ".join(e["msg"] for e in exc.errors())
-        raise PipelineError(f"--target-ci {target_ci_pp}: {problem}") from None
+        raise PipelineError(  # worded as ``flag_value`` words the other numeric flags
+            f"--target-ci {target_ci_pp}: {problem[:1].lower()}{problem[1:]} "
+            "(the rule of the pipeline key `sampling.target_ci_pp`)"
+        ) from None
     return pipeline.model_copy(update={"sampling": sampling})

@@ -30,7 +30,7 @@ from agentjudge.sampling.stages import (
     grid_cells,
     headline_slice,
 )
-from agentjudge.stats.sampling import MAX_VARIANCE, half_width, required_n
+from agentjudge.stats.sampling import GAIN_MAX_VARIANCE, MAX_VARIANCE, half_width, required_n
 
 Prior = tuple[float, float]  # a per-scenario variance and its kurtosis
 _NONE: Prior = (0.0, 1.0)
@@ -114,16 +114,18 @@ def expected_sizes(
     for (judge, *_, cond), prior in priors.items():
         if cond != "gt_gain":
             by_judge[judge] = max(by_judge.get(judge, _NONE), prior)
-    bound: Prior = (MAX_VARIANCE * population / max(population - 1, 1), 1.0)
+    finite = population / max(population - 1, 1)  # the sample variance's n/(n − 1)
+    bound: Prior = (MAX_VARIANCE * finite, 1.0)
+    gain_bound = GAIN_MAX_VARIANCE * finite  # a with − without GT difference: 4 times a cell's bound
     sizes: dict[CellKey, int] = {}
     sources = {"this cell": 0, "same judge": 0, "bound": 0}
 
-    def size(prior: Prior, known: bool) -> int:
+    def size(prior: Prior, known: bool, cap: float = bound[0]) -> int:
         s2, kurtosis = prior
         if half_width(s2, pilot, population, spec.fpc) <= accept:
             return pilot
         if known:  # what a pilot's upper variance would be, never above the bound
-            s2 = min(s2 * (1 + UPPER * math.sqrt(max(kurtosis - 1, 0.0) / pilot)), bound[0])
+            s2 = min(s2 * (1 + UPPER * math.sqrt(max(kurtosis - 1, 0.0) / pilot)), cap)
         return required_n(s2, population, aim, spec.fpc)
 
     for cell in grid_cells(pipe):
@@ -141,9 +143,9 @@ def expected_sizes(
             # the gain's own variance when known, else that of a difference of two such means (4 times)
             gain = priors.get((*cell[:3], "gt_gain"))
             if gain is not None:
-                n = max(n, size(gain, True))
+                n = max(n, size(gain, True, gain_bound))
             else:
-                n = max(n, size((4 * prior[0], prior[1]), source != "bound"))
+                n = max(n, size((4 * prior[0], prior[1]), source != "bound", gain_bound))
         sizes[cell] = min(population, n)
         sources[source] += 1
     return sizes, sources

@@ -30,6 +30,7 @@ from agentjudge.runner.store import UnitKey, temperature_key
 from agentjudge.runner.work import Dataset, GridError, ScoreKey
 from agentjudge.sampling.spec import Sampling
 from agentjudge.stats.sampling import (
+    GAIN_MAX_VARIANCE,
     MAX_VARIANCE,
     bound_n,
     half_width,
@@ -253,9 +254,11 @@ def next_sizes(
     aim = spec.target * SIZING_MARGIN
     accept = spec.target * ACCEPT
     ceiling = bound_n(population, aim, spec.fpc)
+    # a with − without GT difference can vary up to 4 times as much as a cell's mean
+    gain_ceiling = bound_n(population, aim, spec.fpc, GAIN_MAX_VARIANCE)
     need: dict[CellKey, int] = {}
 
-    def grow(cell: CellKey, s2: float, upper: float) -> None:
+    def grow(cell: CellKey, s2: float, upper: float, ceiling: int = ceiling) -> None:
         n = sizes[cell]
         if half_width(s2, n, population, spec.fpc) <= accept:
             return
@@ -281,7 +284,7 @@ def next_sizes(
                 continue
             s2, upper = max(_var(r) for r in resids), max(upper_variance(r, UPPER) for r in resids)
             for c in (cell, other):
-                grow(c, s2, upper)
+                grow(c, s2, upper, gain_ceiling)
             # one prefix for the pair: the gain is read on the prefix both judged
             both = max(need.get(cell, sizes[cell]), need.get(other, sizes[other]))
             if both > min(sizes[cell], sizes[other]):

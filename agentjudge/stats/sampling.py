@@ -40,6 +40,8 @@ from agentjudge.stats.codes import column_codes, group_codes
 CELL_COLUMNS: tuple[str, ...] = ("judge", "generator", "difficulty", "condition")
 #: the bound of the variance of a mean of values in [0, 1] (Popoviciu): what no cell can exceed
 MAX_VARIANCE = 0.25
+#: the bound of the variance of a difference of two such means (values in [-1, 1]): a paired gain's
+GAIN_MAX_VARIANCE = 1.0
 
 
 def stratified_order(ids: Sequence[str], strata: Sequence[str], seed: int) -> list[str]:
@@ -126,10 +128,11 @@ def required_n(s2: float, population: int, target: float, fpc: bool = True) -> i
     return min(n, population)
 
 
-def bound_n(population: int, target: float, fpc: bool = True) -> int:
+def bound_n(population: int, target: float, fpc: bool = True, max_variance: float = MAX_VARIANCE) -> int:
     """The scenarios a cell can need at most: ``required_n`` at the largest variance a mean of values in
-    [0, 1] can have (``MAX_VARIANCE``, with the sample variance's n/(n − 1))."""
-    return required_n(MAX_VARIANCE * population / max(population - 1, 1), population, target, fpc)
+    [0, 1] can have (``MAX_VARIANCE``, with the sample variance's n/(n − 1)); a paired gain passes
+    ``GAIN_MAX_VARIANCE``."""
+    return required_n(max_variance * population / max(population - 1, 1), population, target, fpc)
 
 
 def ratio_residuals(sums: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray]:
