@@ -518,7 +518,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "score-cache-digests-dumped-again",
         "the grid writes every prediction out again to name it in the score cache (a serial 1.5 s on a "
         "paper grid) although it holds the text it read it from",
-        (Edit("agentjudge/runner/grid.py", "                digests=digests,\n", ""),),
+        (Edit("agentjudge/runner/grid.py", "            digests=digests,\n", ""),),
         "tests/test_resume_cache.py::test_a_run_digests_its_predictions_from_their_stored_text_and_a_caller_with_objects_agrees",
         ("tests/test_resume_cache.py",),
     ),
