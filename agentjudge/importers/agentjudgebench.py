@@ -184,6 +184,7 @@ def _build(
             and row.user_message.strip() != expected.strip()
         ):
             query_mismatches += 1
+    absent = 0  # tasks without a released output (or with calls that cannot be read)
     conn = sqlite3.connect(work / SOURCE_FILE)
     conn.executescript(SCHEMA)
     with conn:
@@ -192,6 +193,7 @@ def _build(
                 for diff in difficulties:
                     calls = outputs.get((gen, f"{rid}:{diff}"))
                     unreadable = (gen, f"{rid}:{diff}") in outputs and calls is None
+                    absent += calls is None
                     conn.execute(
                         "INSERT INTO predictions VALUES (?, ?, ?, ?)",
                         (
@@ -265,13 +267,6 @@ def _build(
         if v
         for x in v.values()
         if x is None
-    )
-    absent = sum(
-        1
-        for gen in generators
-        for rid in records
-        for diff in difficulties
-        if outputs.get((gen, f"{rid}:{diff}")) is None
     )
     summary = {
         "layout": release.layout,

@@ -55,6 +55,7 @@ from agentjudge.runner.store import (
     from_stored,
     key_ranges,
     now,
+    open_readonly,
     stored_json,
 )
 from agentjudge.runner.summary import (
@@ -1178,20 +1179,18 @@ async def _run(
 
 def _earlier_added(rundir: Path, given: list[str]) -> list[str]:
     """The models added to this run folder with ``--add-judge`` by earlier invocations and not given again
-    (read from its store, read-only; none when the folder holds no run)."""
+    (read from its store with ``store.open_readonly``; none when the folder holds no run)."""
     import sqlite3
 
-    path = rundir / "run.sqlite"
-    if not path.is_file():
+    conn = open_readonly(rundir / "run.sqlite")
+    if conn is None:
         return []
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'added_judges'").fetchone()
-        finally:
-            conn.close()
+        row = conn.execute("SELECT value FROM meta WHERE key = 'added_judges'").fetchone()
     except sqlite3.Error:
         return []
+    finally:
+        conn.close()
     entries = json.loads(row[0]) if row else []
     return [e["model"] for e in entries if isinstance(e, dict) and e.get("model") and e["model"] not in given]
 
