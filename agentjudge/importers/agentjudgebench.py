@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from agentjudge.importers.agentjudgebench_files import Release, ReleaseError, Row, read_release
+from agentjudge.types import METRICS
 
 JUDGE_NAMES = {
     "gpt_5_4": "GPT-5.4",
@@ -57,8 +58,7 @@ GENERATOR_NAMES = {
 }
 PUBLISHED_KEY = {"reranker_gemini": "gemini_2_5_pro"}  # the released files renamed the Gemini judge
 PUBLISHED = Path(__file__).resolve().parents[2] / "data" / "published" / "agentjudgebench_main_grid.csv"
-METRICS = ("tool", "param", "seq", "cov")
-CONDITIONS = {"with_gt": "with", "without_gt": "without"}
+CONDITIONS = ("with_gt", "without_gt")  # the main grid's
 ABSENT = "the publication released no output of this generator for this task (not judged there)"
 LOST = (
     "the publication has no verdict of this judge for this output (its judge call failed there: a null row)"
