@@ -29,12 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-METRIC_KEYS = {
-    "tool_selection_accuracy": "tool",
-    "parameter_structure_accuracy": "param",
-    "sequence_accuracy": "seq",
-    "query_coverage_accuracy": "cov",
-}
+from agentjudge.judges.llm import PAPER_METRIC_KEYS
+from agentjudge.types import METRICS
+
+# the published output keys (the paper prompt family asks for the same) -> our metric names
+METRIC_KEYS: dict[str, str] = dict(zip(PAPER_METRIC_KEYS, METRICS, strict=True))
 REQUIRED = ("id", "generated_tool_calls", "programmatic_judge_response")
 GENERATOR_COLUMNS = ("generator", "generator_model", "generator_name", "gen_model", "model")
 DIFFICULTY_COLUMNS = ("difficulty", "difficulty_level", "tier", "split")
