@@ -121,24 +121,33 @@ def population(n: int, rng: np.random.Generator) -> pd.DataFrame:
     return df
 
 
-def cell_arrays(df: pd.DataFrame, rank: np.ndarray, n: int) -> dict[tuple[str, ...], tuple[np.ndarray, ...]]:
-    """Per cell: per-scenario sums and counts of alignment, indexed by the scenario's rank in the order."""
-    out = {}
-    for key, part in df.groupby(list(CELL_COLUMNS), sort=True):
+Arrays = dict[tuple[str, ...], dict[str, tuple[np.ndarray, np.ndarray]]]
+
+
+def cell_arrays(df: pd.DataFrame, rank: np.ndarray, n: int) -> Arrays:
+    """Per cell and scoring mode (the column ``scoring_mode`` when the frame has one, else "strict"):
+    per-scenario sums and counts of alignment, indexed by the scenario's rank in the order."""
+    modes = df["scoring_mode"] if "scoring_mode" in df.columns else pd.Series("strict", index=df.index)
+    out: Arrays = {}
+    for key, part in df.assign(_mode=modes).groupby([*CELL_COLUMNS, "_mode"], sort=True):
         r = rank[part["scenario"].to_numpy()]
         ok = part["mu"].notna().to_numpy()
         s = np.bincount(r[ok], weights=part["mu"].to_numpy()[ok], minlength=n)
         c = np.bincount(r[ok], minlength=n).astype(float)
-        out[tuple(str(k) for k in key)] = (s, c)
+        out.setdefault(tuple(str(k) for k in key[:-1]), {})[str(key[-1])] = (s, c)
     return out
 
 
-def run_design(spec: Sampling, arrays: dict[Any, tuple[np.ndarray, ...]], n: int) -> tuple[dict, int]:
-    """The stages a sampled run goes through (pilot, then ``next_sizes`` until no cell grows)."""
+def run_design(spec: Sampling, arrays: Arrays, n: int) -> tuple[dict, int]:
+    """The stages a sampled run goes through (pilot, then ``next_sizes`` until no cell grows), on every
+    scoring mode's sums as ``stages.cell_sums`` gives them to the run (the largest variance counts)."""
     sizes = {cell: min(spec.pilot, n) for cell in arrays}
     stages = 1
     while True:
-        sums = {cell: {"strict": (s[: sizes[cell]], c[: sizes[cell]])} for cell, (s, c) in arrays.items()}
+        sums = {
+            cell: {mode: (s[: sizes[cell]], c[: sizes[cell]]) for mode, (s, c) in modes.items()}
+            for cell, modes in arrays.items()
+        }
         new = next_sizes(spec, n, sizes, set(), sums)
         if new == sizes:
             return sizes, stages
@@ -217,46 +226,53 @@ def estimates(
 
 
 def real_population(rundir: Path) -> pd.DataFrame:
-    """A full run's verdicts as the population: the report's slice (its scoring mode, the first prompt
-    variant and temperature, first trials, with/without GT), one row per verdict with its alignment."""
+    """A full run's verdicts as the population: the report's slice (the first prompt variant and
+    temperature, first trials, with/without GT), one row per verdict with its alignment, in every scoring
+    mode: the design sizes a cell on all of them, as a run does; the statistics are read in the report's
+    mode (``attrs["mode"]``: strict when present)."""
     cols = ["base_id", "topology", *CELL_COLUMNS, "scoring_mode", "reference", "verdict", "trial",
             "generator_trial", "prompt_format", "cot", "default_mode", "temperature"]  # fmt: skip
     df = pd.read_parquet(rundir / "judgments.parquet", columns=cols)
     mode = "strict" if (df["scoring_mode"] == "strict").any() else df["scoring_mode"].iloc[0]
     first = df.iloc[0]
-    keep = (df["scoring_mode"] == mode) & (df["trial"] == 0) & (df["generator_trial"] == 0)
+    keep = (df["trial"] == 0) & (df["generator_trial"] == 0)
     keep &= df["condition"].isin(CONDITIONS)
     for col in ("prompt_format", "cot", "default_mode"):
         keep &= df[col] == first[col]
     df = df[keep.to_numpy()]
     ids = sorted(df["base_id"].astype(str).unique())
     index = {b: i for i, b in enumerate(ids)}
-    out = df[["topology", *CELL_COLUMNS]].astype(str).reset_index(drop=True)
+    out = df[["topology", *CELL_COLUMNS, "scoring_mode"]].astype(str).reset_index(drop=True)
     out["scenario"] = [index[b] for b in df["base_id"].astype(str)]
     out["mu"] = (1 - (df["reference"] - df["verdict"]).abs()).to_numpy()
     out.attrs["ids"] = ids
+    out.attrs["mode"] = mode
     return out
 
 
-def replicate(seed: int, args: argparse.Namespace, spec: Sampling) -> dict[str, Any]:
-    if args.population_from is not None:
-        full = args.real
-        ids = full.attrs["ids"]
-        pair = (args.pair[0], args.pair[1])
-    else:
-        full = population(args.population, np.random.default_rng([args.seed, seed]))
-        ids = [f"s{i:05d}" for i in range(args.population)]
-        pair = ("careful", "anchored")
-    size = len(ids)
-    topo_of = full.drop_duplicates("scenario").set_index("scenario")["topology"].sort_index()
-    order = stratified_order(ids, list(topo_of), seed)
+def _ranks(ids: list[str], order: list[str]) -> np.ndarray:
+    """Each scenario's (index into ``ids``) rank in ``order``."""
     position = {b: i for i, b in enumerate(ids)}
-    rank = np.empty(size, dtype=np.int64)
-    rank[[position[b] for b in order]] = np.arange(size)
-    arrays = cell_arrays(full, rank, size)
-    sizes, stages = run_design(spec, arrays, size)
-    n_row = np.array([sizes[k] for k in zip(*(full[c] for c in CELL_COLUMNS), strict=True)])
-    sampled = full[rank[full["scenario"].to_numpy()] < n_row].copy()
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[[position[b] for b in order]] = np.arange(len(ids))
+    return rank
+
+
+def _sampled(
+    report: pd.DataFrame,
+    ids: list[str],
+    topo_of: pd.Series,
+    order: list[str],
+    rank: np.ndarray,
+    sizes: dict[Any, int],
+    spec: Sampling,
+    resamples: int,
+    seed: int,
+) -> tuple[SimpleNamespace, SimpleNamespace, pd.DataFrame]:
+    """The rows a sampled run with these prefix ``sizes`` judged, with the report's design columns, and
+    the report's contexts for them: with the finite-population correction, and without (for contrast)."""
+    n_row = np.array([sizes[k] for k in zip(*(report[c] for c in CELL_COLUMNS), strict=True)])
+    sampled = report[rank[report["scenario"].to_numpy()] < n_row].copy()
     design = Design(order=order, strata=dict(zip(ids, topo_of, strict=True)), cells=sizes, fpc=spec.fpc)
     sampled["base_id"] = [ids[i] for i in sampled["scenario"].to_numpy()]
     for col in ("base_id", *CELL_COLUMNS):
@@ -268,17 +284,47 @@ def replicate(seed: int, args: argparse.Namespace, spec: Sampling) -> dict[str, 
     common = dict(alpha_clusters=design.smallest_cell(), weight_col="design_weight")
     scale = dict(zip(clusters.astype(str), fpc_scale(ranks, design.population), strict=True))
     ctx = SimpleNamespace(
-        design=design, boot=ClusterBootstrap(clusters, args.resamples, seed, scale=scale, **common)
+        design=design, boot=ClusterBootstrap(clusters, resamples, seed, scale=scale, **common)
     )
-    plain = SimpleNamespace(design=design, boot=ClusterBootstrap(clusters, args.resamples, seed, **common))
-    truth = truths(full, pair)
+    plain = SimpleNamespace(design=design, boot=ClusterBootstrap(clusters, resamples, seed, **common))
+    return ctx, plain, sampled
+
+
+def replicate(seed: int, args: argparse.Namespace, spec: Sampling) -> dict[str, Any]:
+    if args.population_from is not None:
+        full, report = args.real, args.real_report
+        ids = full.attrs["ids"]
+        pair = (args.pair[0], args.pair[1])
+    else:
+        full = report = population(args.population, np.random.default_rng([args.seed, seed]))
+        ids = [f"s{i:05d}" for i in range(args.population)]
+        pair = ("careful", "anchored")
+    size = len(ids)
+    topo_of = report.drop_duplicates("scenario").set_index("scenario")["topology"].sort_index()
+    order = stratified_order(ids, list(topo_of), seed)
+    rank = _ranks(ids, order)
+    sizes, stages = run_design(spec, cell_arrays(full, rank, size), size)
+    ctx, plain, sampled = _sampled(report, ids, topo_of, order, rank, sizes, spec, args.resamples, seed)
+    truth = truths(report, pair)
     est = estimates(ctx, sampled, pair)
     est_plain = estimates(plain, sampled, pair)
+    # the same order's scenarios, judged to the sizes the design chose on another order: prefixes as
+    # long, but chosen without looking at these scenarios (no selection by the stopping rule)
+    other = stratified_order(ids, list(topo_of), seed + 1_000_000)
+    fixed, _ = run_design(spec, cell_arrays(full, _ranks(ids, other), size), size)
+    ctx_f, _, sampled_f = _sampled(report, ids, topo_of, order, rank, fixed, spec, args.resamples, seed)
+    cells_f = draws(ctx_f, sampled_f, list(CELL_COLUMNS))
+    lo_f, hi_f = cells_f.interval(cells_f.draws)
+    est_fixed = {
+        tuple(map(str, k)): (cells_f.estimate[i], lo_f[i], hi_f[i])
+        for i, k in enumerate(cells_f.keys.itertuples(index=False))
+    }
     per_cell = len(sizes) * size
     return {
         "truth": truth,
         "est": est,
         "plain": est_plain,
+        "fixed": {"cell": est_fixed},
         "share_judge": sum(sizes.values()) / per_cell,
         "share_predict": sum(
             max(n for (j, g, d, c), n in sizes.items() if (g, d) == gd)
@@ -367,6 +413,17 @@ def part1(args: argparse.Namespace) -> None:
         "cell coverage by what the stopping rule did: "
         + "; ".join(f"{k} {100 * np.mean(v):.2f} % of {len(v):,}" for k, v in by_growth.items() if v)
     )
+    # the Monte-Carlo SE of a coverage from the spread of the replicates' own coverages (the CIs of one
+    # replicate share its order and population, so they are not independent)
+    own = np.array([_cover(r, "est") for r in reps])
+    fixed = np.array([_cover(r, "fixed") for r in reps])
+    diff = own - fixed
+    print(
+        f"cell coverage {100 * own.mean():.2f} % ± {100 * _se(own):.2f} (SE over replicates); with the "
+        f"sizes the design chose on another order (as long, but not chosen on these scenarios): "
+        f"{100 * fixed.mean():.2f} % ± {100 * _se(fixed):.2f}; the stopping rule's selection: "
+        f"{100 * diff.mean():+.2f} pp ± {100 * _se(diff):.2f} (paired)"
+    )
     pooled_same = np.mean(
         [_order(r["est"]["pooled_judge"]) == _order(r["truth"]["pooled_judge"]) for r in reps]
     )
@@ -377,6 +434,17 @@ def part1(args: argparse.Namespace) -> None:
         "them (ties in the full grid, e.g. a condition-blind judge's with and without GT, count as equal "
         "only when the sample ties them too)"
     )
+
+
+def _cover(rep: dict[str, Any], which: str) -> float:
+    """The share of a replicate's headline cells whose full-grid value lies in the CI of ``which``
+    ("est": the design's own sizes; "fixed": the sizes chosen on another order)."""
+    cis = rep[which]["cell"]
+    return float(np.mean([cis[k][1] <= true <= cis[k][2] for k, true in rep["truth"]["cell"].items()]))
+
+
+def _se(values: np.ndarray) -> float:
+    return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else float("nan")
 
 
 def _order(values: dict[tuple[str, ...], Any]) -> list[tuple[str, ...]]:
@@ -489,12 +557,14 @@ def part2(args: argparse.Namespace) -> None:
         f"{os.getloadavg()}"
     )
     print(t.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    inside = t["cells inside %"]
     print(
         f"mean judge units used {t['judge units %'].mean():.1f} % (goal <= 30 %); largest half-width over "
         f"all runs {t['largest half (pp)'].max():.3f} pp (goal <= {args.target:g}); cells inside the "
-        f"sampled CI {t['cells inside %'].mean():.1f} % on average, {t['cells inside %'].min():.1f} % at "
-        f"worst (goal >= 94 %); judge ranking equal to the full grid's in {int(t['ranking equal'].sum())} "
-        f"of {len(t)} runs; per-cell rankings equal in {t['cell rankings equal %'].mean():.1f} % of cells"
+        f"sampled CI {inside.mean():.1f} % on average (± {_se(inside.to_numpy()):.1f}, the SE over runs), "
+        f"{inside.min():.1f} % at worst (goal >= 94 %); judge ranking equal to the full grid's in "
+        f"{int(t['ranking equal'].sum())} of {len(t)} runs; per-cell rankings equal in "
+        f"{t['cell rankings equal %'].mean():.1f} % of cells"
     )
     if args.resume:
         part3(args, work, env)
@@ -566,6 +636,7 @@ def main() -> int:
     if args.seeds > 0:
         if args.population_from is not None:
             args.real = real_population(args.population_from)
+            args.real_report = args.real[(args.real["scoring_mode"] == args.real.attrs["mode"]).to_numpy()]
             args.population = len(args.real.attrs["ids"])
         part1(args)
     if args.full_split is not None:
