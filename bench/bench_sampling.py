@@ -281,7 +281,7 @@ def _sampled(
     sampled["design_weight"] = design.weight(sampled["_rank"].to_numpy(), design.cell_lengths(sampled))
     clusters = sampled["base_id"].cat.categories
     ranks = design.ranks_of(pd.Series(clusters.astype(str)))
-    common = dict(alpha_clusters=design.smallest_cell(), weight_col="design_weight")
+    common: dict[str, Any] = {"alpha_clusters": design.smallest_cell(), "weight_col": "design_weight"}
     scale = dict(zip(clusters.astype(str), fpc_scale(ranks, design.population), strict=True))
     ctx = SimpleNamespace(
         design=design, boot=ClusterBootstrap(clusters, resamples, seed, scale=scale, **common)
