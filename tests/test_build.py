@@ -330,7 +330,7 @@ def test_amounts_are_said_as_amounts_not_as_field_names() -> None:
     from agentjudge.dataset.rewrite import _amount
 
     assert _amount("number of customers affected", "4,051", 4051) == "4,051 customers affected"
-    assert _amount("number of days", "one", 1) == "one day"
+    assert _amount("number of days", "one", 1) == "a duration of one day"
     assert _amount("weight in kg", "12", 12) == "a weight of 12 kg"
     assert _amount("minutes lost", "45", 45) == "45 minutes lost"
     assert _amount("quantity", "388", 388) == "a quantity of 388"

@@ -32,9 +32,9 @@ VARIANTS = [
 CONDITIONS = ("with_gt", "without_gt", "swapped_gt")
 # sha256 of every prompt below, one JSON line per build, as the code before the memos made them
 EXPECTED = {
-    # re-pinned for issue 37's regenerated data/mini: dda81e3's code gives this on the new file (and gave
-    # 8e0b61fd… on the previous one)
-    "mini": "467dfda0ecbdbc7dba0f6e1f2649473a7b7bd202030eb26902ff3c143962be1d",
+    # re-pinned for issue 37's regenerated data/mini (the audit's wording fixes): dda81e3's code gives this
+    # on the new file (and gave 467dfda0… on the previous one, 8e0b61fd… on the one before)
+    "mini": "1b5682c7fa149850d2362db9708a5cae26c7fdc464e03fb63a4e7879414338e6",
     "delimiters": "0cc498935292ec6ae45160644907439aaa4167a3accab5eebf5e4e1520a18302",
 }
 

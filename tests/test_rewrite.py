@@ -9,7 +9,7 @@ import pytest
 from test_gates import TOOLS, linear_record
 
 from agentjudge.dataset import resolve
-from agentjudge.dataset.plan import Slot
+from agentjudge.dataset.plan import QueryPlan, Referent, Slot
 from agentjudge.dataset.rewrite import RenderError, render_queries
 
 SCHEMA_FIELDS = sorted({name for t in TOOLS for name in t.parameters["properties"] if "_" in name})
@@ -191,3 +191,136 @@ def test_tidy_fixes_articles_but_never_quoted_text() -> None:
 
     text = _tidy('Open a onboarding task , a one-off and a user;  subject "a issue here".')
     assert text == 'Open an onboarding task, a one-off and a user; subject "a issue here".'
+
+
+# ------------------------------------------------------------------ wording a careful reader flagged
+
+
+def _relation_conditions(domain: str, n: int) -> list[tuple[QueryPlan, Referent]]:
+    """optional_enrichment plans whose condition speaks of a record the request knows only by relation
+    ("the owner of the asset …" while the domain's condition says "the employee wants …")."""
+    from agentjudge.dataset.build import build_scenario
+
+    found = []
+    for index in range(n):
+        _, plan = build_scenario(domain, "optional_enrichment", 1000 + index, index)
+        ref = {r.key: r for r in plan.referents}.get(plan.condition_about or "")
+        if ref is not None and ref.how == "relation" and ref.relation.lower() != ref.noun.lower():
+            found.append((plan, ref))
+    return found
+
+
+def _says_the(text: str, noun: str) -> bool:
+    return re.search(rf"\bthe {re.escape(noun)}(?![\w-])", text, re.IGNORECASE) is not None
+
+
+def test_a_condition_names_its_record_as_the_request_introduced_it() -> None:
+    """itsm-0220 (audit): "As the employee wants confirmation …, send the owner of the asset …" pointed at
+    an employee nobody had introduced. The condition now says "the owner", after the request named it."""
+    cases = _relation_conditions("itsm", 40)
+    assert len(cases) >= 5
+    for plan, ref in cases:
+        raw = (plan.condition_text or "").rstrip(".")
+        assert _says_the(raw, ref.noun)  # the domain's wording would fail the check below
+        said = re.sub(rf"\bthe {re.escape(ref.noun)}\b", f"the {ref.relation}", raw).lower()
+        for difficulty, text in render_queries(plan, 3).items():
+            assert not _says_the(text, ref.noun), (difficulty, text)
+            at = text.lower().find(said)
+            assert at > 0 and ref.relation in text.lower()[:at], (difficulty, said, text)
+
+
+def test_a_condition_that_does_not_hold_is_said_as_a_fact_not_as_another_request() -> None:
+    """airline-0234 (audit): "Kindly notify … about the passenger. Also, the passenger does not want
+    anything sent." read as a second request contradicting the first."""
+    from agentjudge.dataset.build import build_scenario
+
+    absent = 0
+    for domain in ("airline", "itsm", "retail", "support"):
+        for index in range(12):
+            _, plan = build_scenario(domain, "optional_enrichment", 2000 + index, index)
+            if plan.condition_holds:
+                continue
+            absent += 1
+            for text in render_queries(plan, index).values():
+                assert not re.search(r"\bAlso, ", text), text
+                assert "does not want anything sent" not in text
+    assert absent >= 8
+
+
+def test_a_notification_to_a_records_relation_names_that_record_once() -> None:
+    """support-0211 (audit): "notify the customer-success manager of the customer contact named Nikhil
+    Bauer about the customer contact" — the record is named first and the recipient is "their …"."""
+    from agentjudge.dataset.build import build_scenario
+
+    checked = 0
+    for index in range(30):
+        _, plan = build_scenario("support", "linear", 3000 + index, index)
+        refs = {r.key: r for r in plan.referents}
+        for step in plan.steps:
+            target = refs.get(step.target or "")
+            if step.op != "notify" or not step.about or target is None or target.how != "relation":
+                continue
+            if target.source != step.about[0]:
+                continue
+            about = refs[step.about[0]]
+            for text in render_queries(plan, index).values():
+                assert not re.search(rf"of the {about.noun}\b.{{0,80}}\babout the {about.noun}\b", text), text
+                checked += 1
+    assert checked >= 6
+
+
+def test_code_values_are_written_as_a_person_writes_them() -> None:
+    """ "mfa bypass", "salesforce", "satisfaction follow up" read as raw codes; the GT value is unchanged
+    and still read back from the text (case, hyphens and underscores are folded)."""
+    from agentjudge.dataset.rewrite import _Renderer
+
+    _, plan = linear_record()
+    r = _Renderer(plan, "medium", __import__("random").Random(0))
+    for value, said in [
+        ("mfa_bypass", "MFA bypass"),
+        ("salesforce", "Salesforce"),
+        ("legacy_tls", "legacy TLS"),
+        ("satisfaction_follow_up", "satisfaction follow-up"),
+        ("postal_mail", "postal mail"),
+        ("spanish", "Spanish"),
+    ]:
+        assert r._format(value, "enum") == said
+        assert resolve.recoverable(value, f"send it with {said} please")
+
+
+def test_new_records_get_their_values_as_settings_and_only_tickets_are_raised() -> None:
+    """ "(specialty dermatology and urgency urgent)" read as a form; "raise a satisfaction survey" is not
+    English. A created record's values are "the urgency set to urgent"; only a ticket-like record is
+    raised."""
+    from agentjudge.dataset.build import build_scenario
+    from agentjudge.dataset.rewrite import _RAISED
+
+    created = 0
+    for domain in ("health", "secops", "support", "supply", "itsm"):
+        for index in range(10):
+            _, plan = build_scenario(domain, "fan_in", 4000 + index, index)
+            refs = {r.key: r for r in plan.referents}
+            for step in plan.steps:
+                if step.op != "create":
+                    continue
+                noun = refs[step.yields or ""].noun
+                for text in render_queries(plan, index).values():
+                    created += 1
+                    if re.search(rf"\braise an? {re.escape(noun)}\b", text):
+                        assert noun.split()[-1] in _RAISED, text
+                    for slot in step.slots:
+                        if slot.source == "query" and slot.kind == "enum":
+                            field = re.sub(r"^(the|a|an) ", "", slot.noun)
+                            assert re.search(rf"\bthe {re.escape(field)} set to ", text, re.I), text
+    assert created >= 30
+
+
+def test_no_greeting_puts_an_article_before_a_bare_role() -> None:
+    """ "A procurement officer here." is not how anyone signs in; "Procurement officer here." is."""
+    from agentjudge.dataset.build import build_scenario
+
+    for index in range(40):
+        _, plan = build_scenario("supply", "linear", 5000 + index, index)
+        for text in render_queries(plan, index).values():
+            assert not re.search(r"(^|[.!?] )An? [\w -]+ (here|writing in)\.", text), text
+            assert not text.startswith(("Hello from", "Hi all"))

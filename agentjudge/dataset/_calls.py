@@ -90,6 +90,7 @@ class Ctx:
         self.ref_date = date.fromisoformat(env.state["reference_date"])
         self.condition_text: str | None = None
         self.condition_holds: bool | None = None
+        self.condition_about: str | None = None  # the referent the condition speaks of
         # the records the request is about, keyed by id (a listed set: "set<step>"), in order of finding
         self.referents: dict[str, Referent] = {}
 

@@ -437,6 +437,7 @@ def optional_enrichment(ctx: Ctx, holds: bool) -> None:
     ctx.used.discard(ct.name)
     assert ct.condition is not None
     ctx.condition_holds = holds
+    ctx.condition_about = eid if eid in ctx.referents else None
     if not holds:
         ctx.condition_text = rng.choice(ct.condition.absent)
         return

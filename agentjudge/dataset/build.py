@@ -108,7 +108,11 @@ def _assemble(
     tools = [schemas[name] for name in _pick_tools(ctx, rng)]
     cond: dict[str, Any] = {}
     if topology == "optional_enrichment":
-        cond = {"condition_text": ctx.condition_text, "condition_holds": ctx.condition_holds}
+        cond = {
+            "condition_text": ctx.condition_text,
+            "condition_holds": ctx.condition_holds,
+            "condition_about": ctx.condition_about,
+        }
     record = Record(
         id=f"{dom.slug}-{index:04d}",
         domain=dom.slug,

@@ -109,4 +109,7 @@ class QueryPlan(Strict):
     # optional_enrichment: the condition as said to the user, and whether it holds in this record
     condition_text: str | None = None
     condition_holds: bool | None = None
+    # the record the condition speaks of (its subject: "the employee wants …"), so the query can call it
+    # what the request calls it ("the owner", when only "the owner of the asset" was introduced)
+    condition_about: str | None = None
     distractors: list[str] = []  # true but irrelevant details a hard query may add

@@ -38,6 +38,15 @@ from agentjudge.dataset.plan import PlanStep, QueryPlan, Referent, Slot
 from agentjudge.types import Difficulty
 
 SHORT_WORDS = frozenset({"low", "new", "raw", "red", "off", "on", "yes", "no", "all", "any", "top"})
+# how a person writes a word of a code value: acronyms upper-case, products and languages capitalised
+# ("MFA bypass", "Salesforce", "Spanish"); values are read back case-blind, so the GT value is unchanged
+ENUM_WORDS = {
+    **{w: w.upper() for w in ("mfa", "usb", "tls", "nps", "csat", "dpa", "msa", "nda", "mro", "sim", "sap")},
+    **{w: w.upper() for w in ("5gb", "20gb", "ce", "c1", "g1", "g2", "g3", "g4", "g5")},
+    "github": "GitHub",
+    **{w: w.capitalize() for w in ("jira", "salesforce", "workday")},
+    **{w: w.capitalize() for w in ("english", "french", "german", "spanish")},
+}
 READS = ("search", "get", "list")
 
 
@@ -61,21 +70,22 @@ def _strip_article(text: str) -> str:
 # ---------------------------------------------------------------- phrase banks
 # Every fixed phrase is one of many, so none reaches 5 % of one difficulty's queries.
 
+# no article before a bare role: "Procurement officer here.", never "A procurement officer here."
 GREETINGS = (
     "Hi, {persona} here.",
     "Hello, this is {persona_a}.",
     "Hey there, {persona} speaking.",
     "Good morning, {persona} here.",
     "Quick one from {persona_a}.",
-    "{persona_A} here.",
+    "{persona_C} here.",
     "Hi, I'm {persona_a}.",
-    "Hello from {persona_a}.",
     "Hi there, I work as {persona_a}.",
     "Hello, {persona} here with a request.",
     "Hey, {persona} here.",
     "Morning, {persona} here.",
-    "{persona_A} writing in.",
-    "Hi all, {persona} here.",
+    "Good afternoon, {persona} here.",
+    "Hello, I'm {persona_a} and could use a hand.",
+    "Hi, writing as {persona_a}.",
 )
 CLOSINGS = (
     "Thanks!",
@@ -114,7 +124,7 @@ CLOSINGS = (
 ANCHORS = (  # each must be read back by resolve.find_anchor ("today is", "it's", "it is", "today's date is")
     "Today is {day}.",
     "For reference, today is {day}.",
-    "It's {day} today.",
+    "Note that it's {day}.",
     "Today's date is {day}.",
     "It is {day} as I write this.",
     "Just so you know, today is {day}.",
@@ -176,8 +186,10 @@ HARD_LEADS = (
     "",
 )
 QUESTION_LEADS = ("Can you ", "Could you ", "Would you ", "Is it possible to ")
-ABSENT_FORMS = ("{cond}.", "{cond}, by the way.", "Also, {cond}.", "Just so you know, {cond}.")
-HOLDS_FORMS = ("{cond}, so {ask}", "since {cond}, {ask}", "given that {cond}, {ask}", "as {cond}, {ask}")
+# the condition of optional_enrichment's extra step: said as a fact, never as one more request ("Also, …")
+ABSENT_FORMS = ("{cond}.", "{cond}, by the way.", "Just so you know, {cond}.", "For what it's worth, {cond}.")
+# the reason after the request it explains: its subject then refers back to a record the request introduced
+HOLDS_FORMS = ("{ask}, since {cond}", "{ask}, as {cond}", "{ask}, because {cond}", "{ask}: {cond}")
 
 
 # ---------------------------------------------------------------- the renderer
@@ -238,7 +250,8 @@ class _Renderer:
         if kind == "enum" and len(text) <= 3 and text.isalnum() and text.lower() not in SHORT_WORDS:
             return text.upper()  # "set the business unit to it" reads as a pronoun; "to IT" does not
         if kind == "enum":  # "postal mail", "one shift": a person does not type the underscore
-            return text.replace("_", " ")
+            said = " ".join(ENUM_WORDS.get(w, w) for w in text.replace("_", " ").split(" "))
+            return said.replace("follow up", "follow-up")
         return text
 
     def _number(self, value: float) -> str:
@@ -316,6 +329,8 @@ class _Renderer:
         if r.how == "relation":
             src = self.ref(r.source)
             if src.key in self.mentioned and src.noun not in self.shared:
+                if self.focus == src.key and src.how != "children":  # "flag the customer to their manager"
+                    return f"{'their' if src.person else 'its'} {r.relation}"
                 return f"{self.short(src)}'s {r.relation}"
             inner = self.np(src.key)
             if r.relation.lower() == r.noun.lower():  # "the customer on order ORD-1", "the owner of …"
@@ -402,14 +417,16 @@ class _Renderer:
                 ]
             )
         elif op == "message":
+            # a template is a name, quoted like any text the user picks ("the "ticket received" message")
             template = self.value(self.slot(step, "template"))
             channel = self.value(self.slot(step, "channel"))
             who = self.np(step.target)
+            article = grammar.a(template).split(" ", 1)[0]
             text = rng.choice(
                 [
-                    f"send {who} the {template} message by {channel}",
-                    f"message {who} by {channel} using the {template} template",
-                    f"send {who} {grammar.a(template)} message via {channel}",
+                    f'send {who} the "{template}" message by {channel}',
+                    f'message {who} by {channel} using the "{template}" template',
+                    f'send {who} {article} "{template}" message via {channel}',
                 ]
             )
         elif op == "notify":
@@ -442,7 +459,7 @@ class _Renderer:
                 [
                     f"set the {field} of {where} to {said}",
                     f"change the {field} of {where} to {said}",
-                    f"update {where} so the {field} {grammar.be(field)} {said}",
+                    f"update {where} so the {field} {grammar.be(field)} set to {said}",
                 ]
             )
         whose = self.poss(step.target, field)
@@ -451,16 +468,26 @@ class _Renderer:
                 f"set {whose} to {said}",
                 f"change {whose} to {said}",
                 f"update {whose} to {said}",
-                f"make sure {whose} {grammar.be(field)} {said}",
+                f"make sure {whose} {grammar.be(field)} set to {said}",
             ]
         )
 
     def _notify(self, step: PlanStep) -> str:
         subject = f'"{self.slot(step, "subject").value}"'
         about_key = step.about[0] if step.about else None
+        target = self.refs.get(step.target or "")
+        # the recipient is a relation of the record it is about ("the customer's success manager"): name
+        # the record first and the recipient by "their …", never "… of the customer about the customer"
+        of_about = (
+            target is not None
+            and target.how == "relation"
+            and target.source == about_key
+            and target.key not in self.mentioned
+        )
         first_about = about_key is not None and _found_before(self.plan, about_key, step.target, self.refs)
-        if first_about:  # the record it is about was found first: name it first
+        if first_about or of_about:
             about = self.np(about_key)
+            self.focus = about_key if of_about else None
             who = self.np(step.target)
             return self.rng.choice(
                 [
@@ -474,7 +501,6 @@ class _Renderer:
             [
                 f"notify {who} about {about} with the subject {subject}",
                 f"send {who} a notification titled {subject} about {about}",
-                f"let {who} know about {about} in a notification titled {subject}",
             ]
         )
 
@@ -488,17 +514,20 @@ class _Renderer:
             if s.kind == "date":
                 attrs.append(self.date_attribute(noun, s))
             elif s.kind == "text" and " " in str(s.value).strip():  # a text the user dictates: quoted
-                attrs.append(f'{noun} "{s.value}"')
+                attrs.append(f'the {noun} "{s.value}"')
             elif s.kind == "number":  # "2,455 customers affected", "a weight of 12 kg", "a quantity of 388"
                 attrs.append(_amount(noun, self.value(s), s.value))
-            else:
-                attrs.append(f"{noun} {self.value(s)}")
+            else:  # "the urgency set to urgent", never the form-field "urgency urgent"
+                attrs.append(f"the {noun} set to {self.value(s)}")
         self.mentioned.add(r.key)
-        verb = self.rng.choice(["create ", "open ", "set up ", "raise "])
+        verbs = ["create ", "open ", "set up "]
+        if r.noun.split()[-1] in _RAISED:  # one raises a ticket or a request, not a survey or an audit
+            verbs.append("raise ")
+        verb = self.rng.choice(verbs)
         new = grammar.a(f"new {r.noun}") if verb != "raise " else grammar.a(r.noun)
         body = f"{verb}{new}" + (f" for {for_}" if for_ else "")
-        if attrs:
-            body += self.rng.choice([f" with {join(attrs)}", f" ({join(attrs)})"])
+        if attrs:  # after "for <description>" a comma keeps "with" on the new record, not the description
+            body += ("," if for_ else "") + f" with {join(attrs)}"
         return body
 
     def _assign(self, step: PlanStep) -> str:
@@ -544,10 +573,11 @@ def _search_forms(r: Referent) -> list[str]:
     if r.field_gen == "phone":
         return ["the {noun} with phone number {value}", "the {noun} whose phone number is {value}"]
     field = r.field_noun
-    if field.lower().startswith(r.noun.lower() + " "):  # "room code" of a room
+    if field.lower().startswith(r.noun.lower() + " "):  # the machine's "machine asset code": "its asset code"
+        own = field[len(r.noun) + 1 :]
         return [
-            "the {noun} with {field} {value}",
-            "the {noun} whose {field} " + grammar.be(field) + " {value}",
+            "the {noun} with " + own + " {value}",
+            "the {noun} whose " + own + " " + grammar.be(own) + " {value}",
         ]
     return [
         "the {noun} with {field} {value}",
@@ -557,6 +587,7 @@ def _search_forms(r: Referent) -> list[str]:
 
 
 _UNITS = frozenset({"minutes", "hours", "days", "weeks"})
+_RAISED = frozenset({"ticket", "incident", "request", "case", "claim", "alert", "complaint", "requisition"})
 
 
 def _amount(noun: str, said: str, value: Any) -> str:
@@ -568,6 +599,8 @@ def _amount(noun: str, said: str, value: Any) -> str:
         return f"{said} {grammar.singular(first) if one else first}" + (f" {rest}" if rest else "")
 
     if (m := re.match(r"number of (.+)", noun)) is not None:  # "number of customers affected"
+        if m.group(1) in _UNITS:  # a length of time, never a bare "and 12 days" among other attributes
+            return f"a duration of {count(m.group(1))}"
         return count(m.group(1))
     if (m := re.match(r"(.+) in (\w+)$", noun)) is not None:  # "weight in kg", "duration in minutes"
         unit = m.group(2)
@@ -623,10 +656,11 @@ def _lookup(plan: QueryPlan, step: PlanStep) -> bool:
 
 def _persona_forms(plan: QueryPlan) -> dict[str, str]:
     persona_a = plan.persona.strip()
+    persona = _strip_article(persona_a)
     return {
-        "persona": _strip_article(persona_a),
+        "persona": persona,
         "persona_a": persona_a,
-        "persona_A": persona_a[:1].upper() + persona_a[1:],
+        "persona_C": persona[:1].upper() + persona[1:],
     }
 
 
@@ -648,11 +682,14 @@ def _closing(r: _Renderer) -> str:
 
 
 def _reason_adds(plan: QueryPlan, step: PlanStep) -> bool:
-    """Whether the condition says more than the text the step writes ("the consignee is closed on Fridays"
-    adds nothing to the note "consignee closed on Fridays"; "the policyholder wants any settlement offer in
-    writing" says why a settlement-offer letter goes out)."""
+    """Whether the condition says more than the text the step writes or the template it sends ("the
+    consignee is closed on Fridays" adds nothing to the note "consignee closed on Fridays", nor "the customer
+    agreed to a satisfaction follow-up" to the "satisfaction follow-up" message; "the policyholder wants any
+    settlement offer in writing" says why a settlement-offer letter goes out)."""
     cond = set(re.findall(r"[a-z]+", (plan.condition_text or "").lower())) - _STOP
-    written = " ".join(str(s.value) for s in step.slots if s.source == "query" and s.kind == "text")
+    written = " ".join(
+        str(s.value) for s in step.slots if s.source == "query" and (s.kind == "text" or s.arg == "template")
+    )
     words = set(re.findall(r"[a-z]+", written.lower().replace("_", " "))) - _STOP
     return not words or len(words & cond) / len(words) < 0.6
 
@@ -687,21 +724,35 @@ _STOP = frozenset(
 )
 
 
-def _conditional(plan: QueryPlan, r: _Renderer, step: PlanStep, ask: str) -> str:
-    """optional_enrichment's extra step with the condition that asks for it, the condition first (a
-    reason that only repeats the note is left out: the quoted note says it)."""
+def _condition(plan: QueryPlan, r: _Renderer) -> str:
+    """The condition with the record it speaks of named as the request names it: the domain writes "the
+    employee wants …", and when the request introduced that employee only as "the owner of the asset …",
+    "the employee" would point at nobody, so it becomes "the owner". Said after the request introduced it."""
     cond = (plan.condition_text or "").strip().rstrip(".")
+    ref = r.refs.get(plan.condition_about or "")
+    if not cond or ref is None or ref.key not in r.mentioned or ref.how == "children":
+        return cond
+    short = r.short(ref)
+    if short == f"the {ref.noun}":
+        return cond
+    return re.sub(rf"\bthe {re.escape(ref.noun)}(?![\w-])", short, cond)
+
+
+def _conditional(plan: QueryPlan, r: _Renderer, step: PlanStep, ask: str) -> str:
+    """optional_enrichment's extra step with the condition that asks for it, the reason after the request
+    (a reason that only repeats the note or the template is left out: the quoted text says it)."""
+    cond = _condition(plan, r)
     if not cond or not _reason_adds(plan, step):
         return ask
     return r.rng.choice(HOLDS_FORMS).format(cond=cond, ask=ask)
 
 
 def _absent(plan: QueryPlan, r: _Renderer) -> str | None:
-    """optional_enrichment whose condition does not hold: the query says so (every difficulty)."""
+    """optional_enrichment whose condition does not hold: the query says so (every difficulty), as a
+    fact after the request, never as a further request."""
     if not plan.condition_text or any(s.conditional for s in plan.steps):
         return None
-    cond = plan.condition_text.strip().rstrip(".")
-    return sentence(r.rng.choice(ABSENT_FORMS).format(cond=cond))
+    return sentence(r.rng.choice(ABSENT_FORMS).format(cond=_condition(plan, r)))
 
 
 # ---------------------------------------------------------------- the three difficulties
@@ -735,6 +786,14 @@ def _render_easy(plan: QueryPlan, r: _Renderer) -> str:
     return " ".join(p for p in parts if p)
 
 
+def _join_asks(asks: list[str]) -> str:
+    """Requests in one sentence: "a and b", but "a with x and y, and then b" when a request has an "and"
+    of its own (a run of "and … and send …" hides where one request ends)."""
+    if len(asks) > 1 and any(" and " in a for a in asks):
+        return ", ".join(asks[:-1]) + ", and then " + asks[-1]
+    return join(asks)
+
+
 def _split(plan: QueryPlan, steps: list[PlanStep]) -> int:
     """Where the goal starts: after the look-ups the GT does first (at least one, and a goal left)."""
     k = 0
@@ -753,7 +812,7 @@ def _render_medium(plan: QueryPlan, r: _Renderer) -> str:
     plain = [s for s in goals if not s.conditional] or goals[:1]
     goal_clauses = [_conditional(plan, r, s, r.clause(s)) if s.conditional else r.clause(s) for s in plain]
     lead = r.rng.choice(MEDIUM_GOALS)
-    goal = lead + join(goal_clauses)
+    goal = lead + _join_asks(goal_clauses)
     before = [r.clause(step) for step in prereqs]
     extra = [sentence(_conditional(plan, r, s, r.clause(s))) for s in goals if s not in plain]
     if r.rng.random() < 0.35 and all(
@@ -796,10 +855,10 @@ def _render_hard(plan: QueryPlan, r: _Renderer) -> str:
     if plain:
         lead = r.rng.choice(HARD_LEADS)
         first = plain[:2] if len(plain) > 2 else plain
-        sentences.append(sentence(lead + join(first) + ("?" if lead in QUESTION_LEADS else "")))
+        sentences.append(sentence(lead + _join_asks(first) + ("?" if lead in QUESTION_LEADS else "")))
         if len(plain) > 2:
             sentences.append(
-                sentence(r.rng.choice(["and ", "also ", "then ", "after that, "]) + join(plain[2:]))
+                sentence(r.rng.choice(["and ", "also ", "then ", "after that, "]) + _join_asks(plain[2:]))
             )
     for step, clause in extra:
         sentences.append(sentence(_conditional(plan, r, step, clause)))
@@ -865,7 +924,7 @@ def _resolve_references(plan: QueryPlan, text: str) -> str:
 
 # Relative dates are wrapped in these marks while rendering, so that only the prepositions in front of
 # them are adjusted ("on in three days" → "in three days"), never a user's own text such as a quoted
-# subject "route change for today".
+# subject "please review today".
 REL_OPEN, REL_CLOSE = "\x02", "\x03"
 _ON_RELATIVE = re.compile(r"\b(?:on|for) (?=\x02(?!this coming))")
 _A_AN = re.compile(r"\b([Aa])(?= (?:(?!one\b|once\b)[aeioAEIO][a-z]|u(?:p|rg|nder|n(?!i))[a-z]))")
