@@ -220,17 +220,23 @@ def test_order_contradiction_when_independent_calls_are_listed_backwards() -> No
 
 
 def test_unrequested_step_when_a_lookup_is_neither_asked_nor_needed() -> None:
+    """A read of a stated case whose only use is a value the query already gives (the owning agent's id)
+    is asked for or it is an unrequested step. (The builder now reaches records from descriptions, so the
+    record is a shipped fan_in whose first step reads the case, and the queries are written here.)"""
     for index in range(40):
-        record = shipped("support", "optional_enrichment", index)
-        if record.gt[0].call.name == "get_case" and record.gt[0].depends_on == []:
+        record = shipped("support", "fan_in", index)
+        names = [step.call.name for step in record.gt]
+        if names == ["get_case", "find_product_by_code", "notify_agent"]:
             break
     else:
-        pytest.skip("no stated-case optional_enrichment in the first 40 indices")
+        raise AssertionError("no support fan_in reads a case first in the first 40 indices")
     case = record.gt[0].call.arguments["support_case_id"]
-    change = record.gt[1].call.arguments
-    value = next(v for k, v in change.items() if k != "support_case_id")
-    asked = f"Support case {case}: please check its details and set its value to {value}."
-    not_asked = f"Support case {case} is the one. Please set its value to {value}."
+    notify = record.gt[-1].call.arguments
+    about = f"the product with code {record.gt[1].call.arguments['product_code']}"
+    agent, subject = notify["support_agent_id"], notify["subject"]
+    tail = f'send agent {agent} a notification titled "{subject}" about {about}'
+    asked = f"Look up the owning agent of support case {case}, then {tail}."
+    not_asked = f"Support case {case} is the one. Please {tail}."
     assert codes(with_query(record, "hard", asked))["unrequested_step"] == 0
     found = [
         f for f in semantic_findings(with_query(record, "hard", not_asked))[0] if f.code == "unrequested_step"
