@@ -19,6 +19,7 @@ from agentjudge.dataset.gates_semantic import (
     alternatives,
     explicit_steps,
     hardening,
+    named_at,
     semantic_findings,
 )
 from agentjudge.dataset.generate import Job, make_one
@@ -591,3 +592,15 @@ def test_every_template_slot_agrees_with_every_field_noun() -> None:
                 assert codes(record)["agreement"] == 0, record.queries
                 plural_seen += sum(" are " in q for q in record.queries.values())
     assert plural_seen
+
+
+def test_a_relation_said_without_repeating_its_owner_still_names_the_look_up() -> None:
+    """ "look up the production line's supervisor" asks for the line's "line supervisor" (the realiser
+    does not say "line" twice); another relation noun does not."""
+    record = shipped("mfg", "diamond", 0)
+    step = next(i for i, s in enumerate(record.gt) if s.call.name == "get_production_line")
+    easy = record.queries["easy"]
+    assert "the production line's supervisor" in easy
+    assert named_at(record, easy)[step] is not None
+    other = easy.replace("the production line's supervisor", "the production line's caretaker")
+    assert named_at(record, other)[step] is None

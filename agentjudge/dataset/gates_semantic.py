@@ -392,11 +392,14 @@ def _followed(record: Record, i: int) -> list[str]:
         if j > i and i in st.depends_on
         for v in resolve.leaves(st.call.arguments)
     }
-    return [
+    nouns = [
         f.noun
         for key, value in out.items()
         if (f := fields.get(key)) is not None and f.gen == "ref" and str(value) in used
     ]
+    # "the production line's supervisor" reads the line's "line supervisor" (the word is not said twice)
+    last = dom.entities[spec.entity].noun.split()[-1].lower()
+    return nouns + [n.split(" ", 1)[1] for n in nouns if " " in n and n.split()[0].lower() == last]
 
 
 def _looks_up(verb: str, clause: str) -> bool:

@@ -79,13 +79,12 @@ GREETINGS = (
     "Quick one from {persona_a}.",
     "{persona_C} here.",
     "Hi, I'm {persona_a}.",
-    "Hi there, I work as {persona_a}.",
     "Hello, {persona} here with a request.",
     "Hey, {persona} here.",
     "Morning, {persona} here.",
     "Good afternoon, {persona} here.",
     "Hello, I'm {persona_a} and could use a hand.",
-    "Hi, writing as {persona_a}.",
+    "Hello, {persona} here.",
 )
 CLOSINGS = (
     "Thanks!",
@@ -97,7 +96,6 @@ CLOSINGS = (
     "Cheers.",
     "Thanks in advance.",
     "Ping me when that's finished.",
-    "Tell me when it's through.",
     "A quick confirmation afterwards would help.",
     "Please confirm when you're done.",
     "That's all for now.",
@@ -107,7 +105,6 @@ CLOSINGS = (
     "I owe you one.",
     "Let me know if anything looks off.",
     "Shout if something blocks you.",
-    "Thanks, that helps a lot.",
     "Grateful for the help.",
     "Let me know how it goes.",
     "Send me a short note when it's done.",
@@ -126,9 +123,7 @@ ANCHORS = (  # each must be read back by resolve.find_anchor ("today is", "it's"
     "For reference, today is {day}.",
     "Note that it's {day}.",
     "Today's date is {day}.",
-    "It is {day} as I write this.",
     "Just so you know, today is {day}.",
-    "As of now it's {day}.",
     "Bear in mind it's {day}.",
 )
 EASY_LEADS = (
@@ -155,7 +150,6 @@ MEDIUM_GOALS = (
     "The goal is to ",
     "What I'm after: ",
     "Would you ",
-    "Main thing: ",
     "Go ahead and ",
     "",
     "",
@@ -177,17 +171,16 @@ HARD_LEADS = (
     "Please ",
     "Could you ",
     "Would you ",
-    "Is it possible to ",
     "Go ahead and ",
-    "If you could, ",
     "Kindly ",
     "I'm hoping you can ",
     "I need you to ",
     "",
 )
+HARD_MORE = ("also, ", "then ", "after that, ", "on top of that, ")  # a third request, never a bare "And …"
 QUESTION_LEADS = ("Can you ", "Could you ", "Would you ", "Is it possible to ")
 # the condition of optional_enrichment's extra step: said as a fact, never as one more request ("Also, …")
-ABSENT_FORMS = ("{cond}.", "{cond}, by the way.", "Just so you know, {cond}.", "For what it's worth, {cond}.")
+ABSENT_FORMS = ("{cond}.", "{cond}, by the way.", "Just so you know, {cond}.", "Note that {cond}.")
 # the reason after the request it explains: its subject then refers back to a record the request introduced
 HOLDS_FORMS = ("{ask}, since {cond}", "{ask}, as {cond}", "{ask}, because {cond}", "{ask}: {cond}")
 
@@ -331,7 +324,7 @@ class _Renderer:
             if src.key in self.mentioned and src.noun not in self.shared:
                 if self.focus == src.key and src.how != "children":  # "flag the customer to their manager"
                     return f"{'their' if src.person else 'its'} {r.relation}"
-                return f"{self.short(src)}'s {r.relation}"
+                return f"{self.short(src)}'s {_unrepeated(src, r.relation)}"
             inner = self.np(src.key)
             if r.relation.lower() == r.noun.lower():  # "the customer on order ORD-1", "the owner of …"
                 return f"the {r.noun} {'on' if src.how == 'stated' else 'of'} {inner}"
@@ -366,7 +359,7 @@ class _Renderer:
         if r.key in self.mentioned and r.noun not in self.shared:
             if self.focus == r.key and r.how != "children":
                 return f"{'their' if r.person else 'its'} {head}"
-            return f"{self.short(r)}'s {head}"
+            return f"{self.short(r)}'s {_unrepeated(r, head)}"
         return f"the {head} of {self.np(r.key)}"
 
     def each(self, key: str | None) -> str:
@@ -386,13 +379,14 @@ class _Renderer:
         if op == "search":
             text = rng.choice(["look up ", "find ", "locate "]) + self.np(step.yields)
         elif op == "get" and step.yields is None:
-            verb, head = rng.choice([("pull up", "full record"), ("check", "details"), ("open", "record")])
+            reads = [("pull up", "full record"), ("check", "details"), ("open", "full record")]
+            verb, head = rng.choice(reads)
             text = f"{verb} {self.poss(step.target, head)}"
         elif op == "get":
             rel = self.ref(step.yields)
             about = self.poss(step.target, rel.relation)
             self.mentioned.add(rel.key)
-            text = rng.choice([f"look up {about}", f"find {about}", f"find out {about}"])
+            text = rng.choice([f"look up {about}", f"find {about}"])  # one finds out who, not "find out X"
         elif op == "list":
             text = rng.choice(["list ", "pull up ", "find "]) + self.np(step.yields)
         elif op == "get_each":
@@ -422,13 +416,13 @@ class _Renderer:
             channel = self.value(self.slot(step, "channel"))
             who = self.np(step.target)
             article = grammar.a(template).split(" ", 1)[0]
-            text = rng.choice(
-                [
-                    f'send {who} the "{template}" message by {channel}',
-                    f'message {who} by {channel} using the "{template}" template',
-                    f'send {who} {article} "{template}" message via {channel}',
-                ]
-            )
+            forms = [
+                f'send {who} the "{template}" message by {channel}',
+                f'send {who} {article} "{template}" message via {channel}',
+            ]
+            if "post" not in channel and "mail" not in channel.replace("email", ""):  # one posts a letter
+                forms.append(f'message {who} by {channel} using the "{template}" template')
+            text = rng.choice(forms)
         elif op == "notify":
             text = self._notify(step)
         elif op == "create":
@@ -442,7 +436,10 @@ class _Renderer:
             text += f" with {join(extra)}" if extra else ""
         # "its" points at the record the clause was about; after a listing the nearest noun is the parent
         # while the clause was about its children, so nothing is in focus
-        self.focus = step.yields if op in ("search", "create") else None if op == "list" else step.target
+        # a relation just looked up is the nearest noun: "find out the job's production line and then find
+        # out its line supervisor"
+        found_here = op in ("search", "create") or (op == "get" and step.yields is not None)
+        self.focus = step.yields if found_here else None if op == "list" else step.target
         return text
 
     def _update(self, step: PlanStep) -> str:
@@ -488,6 +485,15 @@ class _Renderer:
         if first_about or of_about:
             about = self.np(about_key)
             self.focus = about_key if of_about else None
+            about_ref = self.refs.get(about_key or "")
+            if (  # "about every work order of the X substation to its area supervisor"
+                target is not None
+                and about_ref is not None
+                and about_ref.how == "children"
+                and target.how == "relation"
+                and target.source == about_ref.source
+            ):
+                self.focus = target.source
             who = self.np(step.target)
             return self.rng.choice(
                 [
@@ -541,6 +547,13 @@ class _Renderer:
         return self.rng.choice([f"assign {what} to {who}", f"hand {what} over to {who}"])
 
 
+def _unrepeated(owner: Referent, head: str) -> str:
+    """ "the production line's supervisor", not "the production line's line supervisor" (the gate's
+    ``_followed`` reads the short form as the same relation)."""
+    first, _, rest = head.partition(" ")
+    return rest if rest and first.lower() == owner.noun.split()[-1].lower() else head
+
+
 def _found_at(r: Referent | None) -> int:
     return -1 if r is None or r.step is None else r.step
 
@@ -573,6 +586,8 @@ def _search_forms(r: Referent) -> list[str]:
     if r.field_gen == "phone":
         return ["the {noun} with phone number {value}", "the {noun} whose phone number is {value}"]
     field = r.field_noun
+    if str(r.value).lower().startswith(field.lower() + "-"):  # "the part SKU-9239", not "with SKU SKU-9239"
+        return ["the {noun} {value}"]
     if field.lower().startswith(r.noun.lower() + " "):  # the machine's "machine asset code": "its asset code"
         own = field[len(r.noun) + 1 :]
         return [
@@ -686,11 +701,12 @@ def _reason_adds(plan: QueryPlan, step: PlanStep) -> bool:
     consignee is closed on Fridays" adds nothing to the note "consignee closed on Fridays", nor "the customer
     agreed to a satisfaction follow-up" to the "satisfaction follow-up" message; "the policyholder wants any
     settlement offer in writing" says why a settlement-offer letter goes out)."""
-    cond = set(re.findall(r"[a-z]+", (plan.condition_text or "").lower())) - _STOP
+    cond = {w[:5] for w in re.findall(r"[a-z]+", (plan.condition_text or "").lower()) if w not in _STOP}
     written = " ".join(
         str(s.value) for s in step.slots if s.source == "query" and (s.kind == "text" or s.arg == "template")
     )
-    words = set(re.findall(r"[a-z]+", written.lower().replace("_", " "))) - _STOP
+    # compared by their first five letters: "update" and "updated" are one word here
+    words = {w[:5] for w in re.findall(r"[a-z]+", written.lower().replace("_", " ")) if w not in _STOP}
     return not words or len(words & cond) / len(words) < 0.6
 
 
@@ -815,8 +831,12 @@ def _render_medium(plan: QueryPlan, r: _Renderer) -> str:
     goal = lead + _join_asks(goal_clauses)
     before = [r.clause(step) for step in prereqs]
     extra = [sentence(_conditional(plan, r, s, r.clause(s))) for s in goals if s not in plain]
-    if r.rng.random() < 0.35 and all(
-        b.split()[0] in ("look", "find", "locate", "pull", "list", "check", "open") for b in before
+    # "…, once you've …" only after one short request: after a long one the first step comes last
+    if (
+        len(goal_clauses) == 1
+        and len(goal.split()) <= 24
+        and r.rng.random() < 0.35
+        and all(b.split()[0] in ("look", "find", "locate", "pull", "list", "check", "open") for b in before)
     ):
         try:
             done = join([grammar.participle(b) for b in before], "and then")
@@ -832,7 +852,8 @@ def _render_medium(plan: QueryPlan, r: _Renderer) -> str:
     else:
         body = ""
     if not body:
-        cue = r.rng.choice(MEDIUM_BEFORE)
+        # "groundwork" is more than one look-up
+        cue = r.rng.choice([c for c in MEDIUM_BEFORE if len(before) > 1 or "groundwork" not in c])
         body = (
             sentence(goal + ("?" if lead in QUESTION_LEADS else ""))
             + " "
@@ -857,9 +878,7 @@ def _render_hard(plan: QueryPlan, r: _Renderer) -> str:
         first = plain[:2] if len(plain) > 2 else plain
         sentences.append(sentence(lead + _join_asks(first) + ("?" if lead in QUESTION_LEADS else "")))
         if len(plain) > 2:
-            sentences.append(
-                sentence(r.rng.choice(["and ", "also ", "then ", "after that, "]) + _join_asks(plain[2:]))
-            )
+            sentences.append(sentence(r.rng.choice(HARD_MORE) + _join_asks(plain[2:])))
     for step, clause in extra:
         sentences.append(sentence(_conditional(plan, r, step, clause)))
     if (note := _absent(plan, r)) is not None:
