@@ -324,3 +324,39 @@ def test_no_greeting_puts_an_article_before_a_bare_role() -> None:
         for text in render_queries(plan, index).values():
             assert not re.search(r"(^|[.!?] )An? [\w -]+ (here|writing in)\.", text), text
             assert not text.startswith(("Hello from", "Hi all"))
+
+
+def test_hard_states_no_order_between_its_requests() -> None:
+    """finance-0162 (final audit): "open a new card request …, and then notify the client's relationship
+    manager" put the manager's look-up after the card request, which the GT (free to choose) does first.
+    A hard query leaves look-ups to the reader, so it joins its requests without "then"."""
+    from agentjudge.dataset.build import build_scenario
+
+    seen = 0
+    for domain in ("finance", "hr", "itsm", "supply"):
+        for topology in ("diamond", "fan_out", "fan_in"):
+            for index in range(6):
+                _, plan = build_scenario(domain, topology, 6000 + index, index)  # type: ignore[arg-type]
+                hard = render_queries(plan, index)["hard"]
+                for fixed in (plan.scenario, *plan.distractors):
+                    hard = hard.replace(fixed.strip(), "")
+                assert not re.search(r"\bthen\b", hard, re.IGNORECASE), hard
+                seen += 1
+    assert seen == 72
+
+
+def test_a_record_is_on_a_document_but_of_a_thing() -> None:
+    """mfg-0120 (final audit): "the production line on machine MCH-1" reverses them (a machine sits on a
+    line); "the customer on order ORD-1" is how one reads a record off a document."""
+    from agentjudge.dataset.build import build_scenario
+
+    said = {"on": 0, "of": 0}
+    for domain, topology in (("mfg", "linear"), ("mfg", "fan_in"), ("retail", "linear"), ("itsm", "linear")):
+        for index in range(20):
+            _, plan = build_scenario(domain, topology, 7000 + index, index)  # type: ignore[arg-type]
+            for text in render_queries(plan, index).values():
+                things = r"\bon (?:machine|asset|host|feeder|substation) [A-Z]{2,4}-\d"
+                assert not re.search(things, text), text
+                said["on"] += len(re.findall(r"\bon (?:order|production job|ticket) [A-Z]{2,4}-\d", text))
+                said["of"] += len(re.findall(r"\bof (?:machine|asset) [A-Z]{2,4}-\d", text))
+    assert said["on"] > 0 and said["of"] > 0, said

@@ -177,7 +177,8 @@ HARD_LEADS = (
     "I need you to ",
     "",
 )
-HARD_MORE = ("also, ", "then ", "after that, ", "on top of that, ")  # a third request, never a bare "And …"
+# a third request: never a bare "And …", and no "then" (see _join_asks)
+HARD_MORE = ("also, ", "in addition, ", "as well as that, ", "on top of that, ")
 QUESTION_LEADS = ("Can you ", "Could you ", "Would you ", "Is it possible to ")
 # the condition of optional_enrichment's extra step: said as a fact, never as one more request ("Also, …")
 ABSENT_FORMS = ("{cond}.", "{cond}, by the way.", "Just so you know, {cond}.", "Note that {cond}.")
@@ -327,7 +328,10 @@ class _Renderer:
                 return f"{self.short(src)}'s {_unrepeated(src, r.relation)}"
             inner = self.np(src.key)
             if r.relation.lower() == r.noun.lower():  # "the customer on order ORD-1", "the owner of …"
-                return f"the {r.noun} {'on' if src.how == 'stated' else 'of'} {inner}"
+                # "the customer on order ORD-1" (a record written on a document), "the production line
+                # of machine MCH-1" (a machine is not a document: "the line on machine …" reverses them)
+                on = src.how == "stated" and src.noun.split()[-1] in _DOCUMENTS
+                return f"the {r.noun} {'on' if on else 'of'} {inner}"
             return f"the {r.relation} of {inner}"
         if r.how == "children":
             src = self.ref(r.source)
@@ -505,7 +509,7 @@ class _Renderer:
         about = self.np(about_key) if about_key else "it"
         return self.rng.choice(
             [
-                f"notify {who} about {about} with the subject {subject}",
+                f"notify {who} about {about}, with the subject {subject}",  # the comma: not {about}'s subject
                 f"send {who} a notification titled {subject} about {about}",
             ]
         )
@@ -602,6 +606,10 @@ def _search_forms(r: Referent) -> list[str]:
 
 
 _UNITS = frozenset({"minutes", "hours", "days", "weeks"})
+_DOCUMENTS = frozenset(
+    {"order", "booking", "appointment", "ticket", "case", "claim", "job", "shipment", "payment", "request"}
+    | {"policy", "invoice", "contract", "matter", "alert", "incident", "reservation", "report", "pickup"}
+)
 _RAISED = frozenset({"ticket", "incident", "request", "case", "claim", "alert", "complaint", "requisition"})
 
 
@@ -803,10 +811,11 @@ def _render_easy(plan: QueryPlan, r: _Renderer) -> str:
 
 
 def _join_asks(asks: list[str]) -> str:
-    """Requests in one sentence: "a and b", but "a with x and y, and then b" when a request has an "and"
-    of its own (a run of "and … and send …" hides where one request ends)."""
+    """Requests in one sentence: "a and b", but "a with x and y, and b" when a request has an "and" of its
+    own (a run of "and … and send …" hides where one request ends). Never "and then": a look-up the
+    reader is left to do may come first in the GT, and "then" would state an order it breaks."""
     if len(asks) > 1 and any(" and " in a for a in asks):
-        return ", ".join(asks[:-1]) + ", and then " + asks[-1]
+        return ", ".join(asks[:-1]) + ", and " + asks[-1]
     return join(asks)
 
 
