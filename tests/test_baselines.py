@@ -234,7 +234,7 @@ def test_rule_facts_kept_per_task_never_serve_another_task() -> None:
 # mini dataset was regenerated with issue 37's query realiser (twice: the second after the audit's wording
 # fixes): the code of 24cd2b4^ (before the speed-ups) gives this digest on the new data/mini, as it gave
 # the previous one (3b4a4eb0…) on the previous data/mini.
-MINI_RULE_VERDICTS = "fdabf91ed3e2f34c0d4f433fdd3c7ad1f0400c8f10344f9fad8236d86ec1e908"
+MINI_RULE_VERDICTS = "348a9cd6f497191b1a760a8bcd89b95c5f26eb4928d48df9ae317472b5ce0d17"
 
 
 def test_the_rule_checks_say_what_they_said_on_the_mini_datasets_simulated_predictions() -> None:

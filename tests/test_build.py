@@ -341,3 +341,27 @@ def test_amounts_are_said_as_amounts_not_as_field_names() -> None:
 
             for text in render_queries(plan, index).values():
                 assert not re.search(r"\bnumber of [a-z ]+ [\d,]+\b", text), text
+
+
+def test_a_changed_date_lies_ahead_where_its_field_allows_the_future() -> None:
+    """retail-0244 (final audit): "change the delivery date of every order … to five days ago". A stored
+    delivery date may be past; a date someone changes it to lies ahead, unless the field only holds past
+    dates (a date of loss)."""
+    checked = 0
+    for slug in DOMAINS:
+        dom = load_domain(slug)
+        for topology in ("fan_out", "loop_like", "linear"):
+            for index in range(4):
+                record, plan = build_scenario(slug, topology, 900 + index, index)  # type: ignore[arg-type]
+                today = plan.reference_date[:10]
+                for step in plan.steps:
+                    if step.op != "update":
+                        continue
+                    tool = next(t for t in dom.tools if t.name == record.gt[step.step].call.name)
+                    spec = dom.entities[tool.entity].fields[tool.field or ""]
+                    for slot in step.slots:
+                        if slot.source == "query" and slot.kind == "date":
+                            value = str(slot.value)[:10]
+                            assert (value > today) if spec.max >= 2 else (value < today), (record.id, value)
+                            checked += 1
+    assert checked >= 20

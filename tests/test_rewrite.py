@@ -85,7 +85,8 @@ def test_medium_says_the_goal_first_and_what_it_needs_behind_a_dependency_cue() 
 def test_every_difficulty_says_whether_the_optional_step_is_wanted() -> None:
     """optional_enrichment: the extra step is asked for exactly when its condition holds, and the query
     says so at every difficulty — by the condition (kept where it adds to what the step writes), or by the
-    quoted text the step writes; a condition that does not hold is stated as such."""
+    quoted text the step writes or the quoted template it sends; a condition that does not hold is stated
+    as such."""
     from agentjudge.dataset.build import build_scenario
 
     seen = {"holds": 0, "absent": 0}
@@ -97,8 +98,12 @@ def test_every_difficulty_says_whether_the_optional_step_is_wanted() -> None:
             low = text.lower()
             if plan.condition_holds:
                 assert extra is not None
-                written = [str(x.value) for x in extra.slots if x.source == "query" and x.kind == "text"]
-                assert cond in low or any(f'"{w}"' in text for w in written), (difficulty, text)
+                written = [
+                    str(x.value).replace("_", " ")
+                    for x in extra.slots
+                    if x.source == "query" and (x.kind == "text" or x.arg == "template")
+                ]
+                assert cond in low or any(f'"{w}"'.lower() in low for w in written), (difficulty, text)
             else:
                 assert cond in low, (difficulty, text)
         seen["holds" if plan.condition_holds else "absent"] += 1
@@ -219,6 +224,7 @@ def test_a_condition_names_its_record_as_the_request_introduced_it() -> None:
     an employee nobody had introduced. The condition now says "the owner", after the request named it."""
     cases = _relation_conditions("itsm", 40)
     assert len(cases) >= 5
+    stated = 0
     for plan, ref in cases:
         raw = (plan.condition_text or "").rstrip(".")
         assert _says_the(raw, ref.noun)  # the domain's wording would fail the check below
@@ -226,7 +232,11 @@ def test_a_condition_names_its_record_as_the_request_introduced_it() -> None:
         for difficulty, text in render_queries(plan, 3).items():
             assert not _says_the(text, ref.noun), (difficulty, text)
             at = text.lower().find(said)
-            assert at > 0 and ref.relation in text.lower()[:at], (difficulty, said, text)
+            if at < 0:  # left out: it repeats the template it explains ("kept informed about progress")
+                continue
+            assert ref.relation in text.lower()[:at], (difficulty, said, text)
+            stated += 1
+    assert stated >= 5
 
 
 def test_a_condition_that_does_not_hold_is_said_as_a_fact_not_as_another_request() -> None:
@@ -360,3 +370,56 @@ def test_a_record_is_on_a_document_but_of_a_thing() -> None:
                 said["on"] += len(re.findall(r"\bon (?:order|production job|ticket) [A-Z]{2,4}-\d", text))
                 said["of"] += len(re.findall(r"\bof (?:machine|asset) [A-Z]{2,4}-\d", text))
     assert said["on"] > 0 and said["of"] > 0, said
+
+
+def test_a_new_record_with_two_links_says_how_each_attaches() -> None:
+    """finance-0111 (final audit): "a new payment for the account … and our client …" lists an account and
+    a client as if both were payees. Every create tool that links two records names a preposition for each
+    ("for the client … from the account …"), and the queries use them."""
+    from agentjudge.dataset.build import build_scenario
+    from agentjudge.dataset.domains import load_domain
+    from agentjudge.dataset.engine import list_domains
+
+    for slug in list_domains():
+        dom = load_domain(slug)
+        for tool in dom.tools:
+            if tool.op != "create":
+                continue
+            fields = dom.entities[tool.entity].fields
+            linked = {fields[f].entity for f in tool.fields if fields[f].gen == "ref"}
+            if len(linked) > 1:
+                assert set(tool.links) == linked, (slug, tool.name, tool.links, linked)
+    seen = 0
+    for slug in ("finance", "airline", "retail", "supply"):
+        for index in range(8):
+            _, plan = build_scenario(slug, "fan_in", 8000 + index, index)
+            creates = [s for s in plan.steps if s.op == "create" and len(s.about) == 2]
+            for text in render_queries(plan, index).values():
+                for step in creates:
+                    kinds = "|".join(p.noun for p in plan.referents if p.key in step.about)
+                    listed = rf"\bfor (?:the|our) (?:{kinds})\b[^.]*? and (?:the|our) (?:{kinds})\b"
+                    assert not re.search(listed, text), text
+                    seen += 1
+    assert seen >= 10
+
+
+def test_a_reason_that_repeats_its_template_is_left_out() -> None:
+    """itsm-0212 / secops-0204 (final audit): "… the "awaiting user reply" message, as we are waiting on a
+    reply from the owner" and "the "action required" message, as the owner has to take action"."""
+    from agentjudge.dataset.rewrite import _reason_adds
+
+    _, plan = linear_record()
+
+    def adds(condition: str, template: str) -> bool:
+        step = plan.steps[0].model_copy(
+            update={"slots": [Slot(arg="template", value=template, source="query", noun="the template")]}
+        )
+        return _reason_adds(plan.model_copy(update={"condition_text": condition}), step)
+
+    assert not adds("we are waiting on a reply from the employee", "awaiting_user_reply")
+    assert not adds("the asset owner has to take action on their side", "action_required")
+    assert not adds("the passenger asked to be sent an updated itinerary", "itinerary_update")
+    assert adds(
+        "the employee wants confirmation that their request reached the service desk", "ticket_received"
+    )
+    assert adds("the policyholder asked for a written acknowledgement", "settlement_offer")

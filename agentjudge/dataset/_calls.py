@@ -193,10 +193,12 @@ def new_value(ctx: Ctx, ent: EntitySpec, fname: str, avoid: set[Any] | frozenset
         pool = list(f.values)
     elif f.gen == "date":
         # within the field's own window (a date of loss lies in the past, a due date ahead), preferring two
-        # to thirty days from today where the window allows
+        # to thirty days from today where the window allows; a window that reaches the future gets a future
+        # date (a stored delivery date may be past, but nobody moves a delivery to five days ago)
         window = range(int(f.min), int(f.max) + 1)
+        ahead = f.max >= 2
         days = (
-            [d for d in window if 2 <= abs(d) <= 30 and d != 0]
+            [d for d in window if (2 <= d <= 30 if ahead else -30 <= d <= -2)]
             or [d for d in window if d]
             or list(range(2, 31))
         )

@@ -27,12 +27,14 @@ back, and Gate 2 checks the rendered text, so a wording bug is caught, not shipp
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import random
 import re
 import string
 from typing import Any
 
 from agentjudge.dataset import grammar, mentions, resolve
+from agentjudge.dataset.domains import load_domain
 from agentjudge.dataset.grammar import join, sentence
 from agentjudge.dataset.plan import PlanStep, QueryPlan, Referent, Slot
 from agentjudge.types import Difficulty
@@ -202,6 +204,7 @@ class _Renderer:
         self.focus: str | None = None  # the record the last clause was about ("its" points at it)
         self.said: dict[str, str] = {}
         self.relative = False  # a date was said relative to today: the query must say what today is
+        self.last_verb = ""
         nouns = [r.noun for r in plan.referents if r.how != "children"]
         self.shared = {n for n in nouns if nouns.count(n) > 1}
 
@@ -375,13 +378,20 @@ class _Renderer:
 
     # ------------------------------------------------------------ clauses
 
+    def verb(self, options: list[str]) -> str:
+        """A look-up verb, not the one the last look-up used ("located the technician and then located
+        the asset" reads as a template)."""
+        fresh = [v for v in options if v != self.last_verb] or options
+        self.last_verb = self.rng.choice(fresh)
+        return self.last_verb
+
     def clause(self, step: PlanStep) -> str:
         """The imperative for one step (loop bodies once), naming its records as ``np`` decides."""
         rng = self.rng
         op = step.op
         text: str
         if op == "search":
-            text = rng.choice(["look up ", "find ", "locate "]) + self.np(step.yields)
+            text = self.verb(["look up ", "find ", "locate "]) + self.np(step.yields)
         elif op == "get" and step.yields is None:
             reads = [("pull up", "full record"), ("check", "details"), ("open", "full record")]
             verb, head = rng.choice(reads)
@@ -390,9 +400,9 @@ class _Renderer:
             rel = self.ref(step.yields)
             about = self.poss(step.target, rel.relation)
             self.mentioned.add(rel.key)
-            text = rng.choice([f"look up {about}", f"find {about}"])  # one finds out who, not "find out X"
+            text = self.verb(["look up ", "find "]) + about  # one finds out who, not "find out X"
         elif op == "list":
-            text = rng.choice(["list ", "pull up ", "find "]) + self.np(step.yields)
+            text = self.verb(["list ", "pull up ", "find "]) + self.np(step.yields)
         elif op == "get_each":
             text = rng.choice(["pull up the full record of ", "open the record of "]) + self.each(step.target)
         elif op == "aggregate":
@@ -517,7 +527,9 @@ class _Renderer:
     def _create(self, step: PlanStep) -> str:
         r = self.ref(step.yields)
         links = sorted(step.about, key=lambda k: _found_at(self.refs.get(k)))
-        for_ = join([self.np(k) for k in links])
+        preps = _link_prepositions(self.plan.domain, r.noun) if len(links) > 1 else {}
+        # "a booking for the passenger … on the flight …"; one link: "for …"
+        for_ = " ".join(f"{preps.get(self.ref(k).noun, 'for')} {self.np(k)}" for k in links)
         attrs = []
         for s in self.query_slots(step):
             noun = _strip_article(s.noun)
@@ -535,7 +547,7 @@ class _Renderer:
             verbs.append("raise ")
         verb = self.rng.choice(verbs)
         new = grammar.a(f"new {r.noun}") if verb != "raise " else grammar.a(r.noun)
-        body = f"{verb}{new}" + (f" for {for_}" if for_ else "")
+        body = f"{verb}{new}" + (f" {for_}" if for_ else "")
         if attrs:  # after "for <description>" a comma keeps "with" on the new record, not the description
             body += ("," if for_ else "") + f" with {join(attrs)}"
         return body
@@ -556,6 +568,19 @@ def _unrepeated(owner: Referent, head: str) -> str:
     ``_followed`` reads the short form as the same relation)."""
     first, _, rest = head.partition(" ")
     return rest if rest and first.lower() == owner.noun.split()[-1].lower() else head
+
+
+@functools.cache
+def _link_prepositions(domain: str, noun: str) -> dict[str, str]:
+    """The domain's prepositions for the records a new ``noun`` links (its create tool's ``links``), by the
+    linked records' nouns."""
+    if not domain:
+        return {}
+    dom = load_domain(domain)
+    for tool in dom.tools:
+        if tool.op == "create" and dom.entities[tool.entity].noun == noun and tool.links:
+            return {dom.entities[kind].noun: prep for kind, prep in tool.links.items()}
+    return {}
 
 
 def _found_at(r: Referent | None) -> int:
@@ -705,17 +730,27 @@ def _closing(r: _Renderer) -> str:
 
 
 def _reason_adds(plan: QueryPlan, step: PlanStep) -> bool:
-    """Whether the condition says more than the text the step writes or the template it sends ("the
-    consignee is closed on Fridays" adds nothing to the note "consignee closed on Fridays", nor "the customer
-    agreed to a satisfaction follow-up" to the "satisfaction follow-up" message; "the policyholder wants any
-    settlement offer in writing" says why a settlement-offer letter goes out)."""
-    cond = {w[:5] for w in re.findall(r"[a-z]+", (plan.condition_text or "").lower()) if w not in _STOP}
+    """Whether the condition says more than the text the step writes or the template it sends. It does
+    not when half the written words are in it: "the consignee is closed on Fridays" repeats the note
+    "consignee closed on Fridays", "we are waiting on a reply" the "awaiting user reply" message, "the
+    owner has to take action" the "action required" one. A reason left out costs nothing (the quoted text
+    says what is sent); a reason that repeats it reads as machine text."""
+    cond = _content_words(plan.condition_text or "")
     written = " ".join(
         str(s.value) for s in step.slots if s.source == "query" and (s.kind == "text" or s.arg == "template")
     )
-    # compared by their first five letters: "update" and "updated" are one word here
-    words = {w[:5] for w in re.findall(r"[a-z]+", written.lower().replace("_", " ")) if w not in _STOP}
-    return not words or len(words & cond) / len(words) < 0.6
+    words = _content_words(written.replace("_", " "))
+    said = [w for w in words if any(_same_word(w, c) for c in cond)]
+    return not words or len(said) / len(words) < 0.5
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]+", text.lower()) if w not in _STOP}
+
+
+def _same_word(a: str, b: str) -> bool:
+    """One word up to inflection or prefix: "update"/"updated", "waiting"/"awaiting", "action"/"actions"."""
+    return a[:5] == b[:5] or (min(len(a), len(b)) >= 4 and (a in b or b in a))
 
 
 _STOP = frozenset(

@@ -76,6 +76,9 @@ class ToolSpec(Strict):
     # notify: a subject that only fits notifications about some kinds ("reserve change needs sign-off" is
     # about a claim, never about an inspection); a subject not listed fits any
     about: dict[str, list[str]] = {}
+    # create: how each linked record attaches when a new record has two ("a booking for the passenger …
+    # on the flight …", never the list "for the passenger … and the flight …"), keyed by entity
+    links: dict[str, str] = {}
     choices: list[str] = []  # message: template names
     condition: ConditionSpec | None = None  # usable as optional_enrichment's conditional step
 
