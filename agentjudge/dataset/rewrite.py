@@ -450,8 +450,8 @@ class _Renderer:
             text += f" with {join(extra)}" if extra else ""
         # "its" points at the record the clause was about; after a listing the nearest noun is the parent
         # while the clause was about its children, so nothing is in focus
-        # a relation just looked up is the nearest noun: "find out the job's production line and then find
-        # out its line supervisor"
+        # a relation just looked up is the nearest noun: "find the job's production line and then look up
+        # its line supervisor"
         found_here = op in ("search", "create") or (op == "get" and step.yields is not None)
         self.focus = step.yields if found_here else None if op == "list" else step.target
         return text
