@@ -107,6 +107,42 @@ MUTATIONS: tuple[Mutation, ...] = (
         "tests/test_stats_reference.py::test_kappa_on_continuous_verdicts_uses_snapped_categories",
         STATS_TESTS,
     ),
+    # ---- query realiser (issue 37's audits)
+    Mutation(
+        "hard-joins-with-then",
+        'hard joins its requests with "and then": an order the GT (doing an implicit look-up first) breaks',
+        (
+            Edit(
+                "agentjudge/dataset/rewrite.py",
+                'return ", ".join(asks[:-1]) + ", and " + asks[-1]',
+                'return ", ".join(asks[:-1]) + ", and then " + asks[-1]',
+            ),
+        ),
+        "tests/test_rewrite.py::test_hard_states_no_order_between_its_requests",
+        ("tests/test_rewrite.py",),
+    ),
+    Mutation(
+        "condition-subject-unmapped",
+        "an optional step's reason keeps the domain's noun (\"the employee\") for a record introduced"
+        ' as "the owner"',
+        (
+            Edit(
+                "agentjudge/dataset/rewrite.py",
+                '    if short == f"the {ref.noun}":\n        return cond',
+                "    if short:\n        return cond",
+            ),
+        ),
+        "tests/test_rewrite.py::test_a_condition_names_its_record_as_the_request_introduced_it",
+        ("tests/test_rewrite.py",),
+    ),
+    Mutation(
+        "create-links-listed",
+        'a new record\'s two links listed ("for the account … and our client …"), not each with its'
+        " preposition",
+        (Edit("agentjudge/dataset/rewrite.py", "preps.get(self.ref(k).noun, 'for')", "'for'"),),
+        "tests/test_rewrite.py::test_a_new_record_with_two_links_says_how_each_attaches",
+        ("tests/test_rewrite.py",),
+    ),
     # ---- scorer (strict mode, p_value, p_seq_dag)
     Mutation(
         "strict-pseq-denominator-e-only",

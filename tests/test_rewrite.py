@@ -379,6 +379,7 @@ def test_a_new_record_with_two_links_says_how_each_attaches() -> None:
     from agentjudge.dataset.build import build_scenario
     from agentjudge.dataset.domains import load_domain
     from agentjudge.dataset.engine import list_domains
+    from agentjudge.dataset.rewrite import _link_prepositions
 
     for slug in list_domains():
         dom = load_domain(slug)
@@ -399,6 +400,13 @@ def test_a_new_record_with_two_links_says_how_each_attaches() -> None:
                     kinds = "|".join(p.noun for p in plan.referents if p.key in step.about)
                     listed = rf"\bfor (?:the|our) (?:{kinds})\b[^.]*? and (?:the|our) (?:{kinds})\b"
                     assert not re.search(listed, text), text
+                    preps = _link_prepositions(
+                        slug, next(p.noun for p in plan.referents if p.key == step.yields)
+                    )
+                    for noun, prep in preps.items():  # each link with its own preposition
+                        # "on flight AU-1", "on the Lyon to Porto flight", "from the account whose …"
+                        said = rf"\b{prep} (?:the |our )?(?:[\w-]+ ){{0,4}}{re.escape(noun)}\b"
+                        assert re.search(said, text, re.I), (prep, noun, text)
                     seen += 1
     assert seen >= 10
 
