@@ -398,8 +398,8 @@ def _followed(record: Record, i: int) -> list[str]:
         if (f := fields.get(key)) is not None and f.gen == "ref" and str(value) in used
     ]
     # "the production line's supervisor" reads the line's "line supervisor" (the word is not said twice)
-    last = dom.entities[spec.entity].noun.split()[-1].lower()
-    return nouns + [n.split(" ", 1)[1] for n in nouns if " " in n and n.split()[0].lower() == last]
+    owner = dom.entities[spec.entity].noun
+    return nouns + [short for n in nouns if (short := mentions.unrepeated(owner, n)) != n]
 
 
 def _looks_up(verb: str, clause: str) -> bool:

@@ -102,6 +102,14 @@ def names_kind(relation_noun: str, kind_noun: str) -> bool:
     return re.search(r"\b" + re.escape(kind_noun.lower()) + r"\b", relation_noun.lower()) is not None
 
 
+def unrepeated(owner_noun: str, relation_noun: str) -> str:
+    """A relation's noun after its owner's without saying a word twice: the production line's "line
+    supervisor" is "the production line's supervisor". The realiser writes this form and the gate reads it
+    as the same relation."""
+    first, _, rest = relation_noun.partition(" ")
+    return rest if rest and first.lower() == owner_noun.split()[-1].lower() else relation_noun
+
+
 @dataclass(frozen=True)
 class Dangling:
     """A reference with nothing to point at: its span in the query and why."""

@@ -328,7 +328,7 @@ class _Renderer:
             if src.key in self.mentioned and src.noun not in self.shared:
                 if self.focus == src.key and src.how != "children":  # "flag the customer to their manager"
                     return f"{'their' if src.person else 'its'} {r.relation}"
-                return f"{self.short(src)}'s {_unrepeated(src, r.relation)}"
+                return f"{self.short(src)}'s {mentions.unrepeated(src.noun, r.relation)}"
             inner = self.np(src.key)
             if r.relation.lower() == r.noun.lower():  # "the customer on order ORD-1", "the owner of …"
                 # "the customer on order ORD-1" (a record written on a document), "the production line
@@ -366,7 +366,7 @@ class _Renderer:
         if r.key in self.mentioned and r.noun not in self.shared:
             if self.focus == r.key and r.how != "children":
                 return f"{'their' if r.person else 'its'} {head}"
-            return f"{self.short(r)}'s {_unrepeated(r, head)}"
+            return f"{self.short(r)}'s {mentions.unrepeated(r.noun, head)}"
         return f"the {head} of {self.np(r.key)}"
 
     def each(self, key: str | None) -> str:
@@ -487,27 +487,27 @@ class _Renderer:
         subject = f'"{self.slot(step, "subject").value}"'
         about_key = step.about[0] if step.about else None
         target = self.refs.get(step.target or "")
-        # the recipient is a relation of the record it is about ("the customer's success manager"): name
-        # the record first and the recipient by "their …", never "… of the customer about the customer"
+        about_ref = self.refs.get(about_key or "")
+        # the recipient is a relation ("the customer's success manager") of the record the notification is
+        # about, or of the parent of the set it is about: name that record first and the recipient by
+        # "their …" / "its …", never "… of the customer about the customer"
+        owner = target.source if target is not None and target.how == "relation" else None
         of_about = (
-            target is not None
-            and target.how == "relation"
-            and target.source == about_key
+            owner is not None
+            and owner == about_key
+            and target is not None
             and target.key not in self.mentioned
+        )
+        of_set = (
+            owner is not None
+            and about_ref is not None
+            and about_ref.how == "children"
+            and about_ref.source == owner
         )
         first_about = about_key is not None and _found_before(self.plan, about_key, step.target, self.refs)
         if first_about or of_about:
             about = self.np(about_key)
-            self.focus = about_key if of_about else None
-            about_ref = self.refs.get(about_key or "")
-            if (  # "about every work order of the X substation to its area supervisor"
-                target is not None
-                and about_ref is not None
-                and about_ref.how == "children"
-                and target.how == "relation"
-                and target.source == about_ref.source
-            ):
-                self.focus = target.source
+            self.focus = owner if of_about or of_set else None
             who = self.np(step.target)
             return self.rng.choice(
                 [
@@ -561,13 +561,6 @@ class _Renderer:
         what = self.np(step.target)
         who = self.np(who_key)
         return self.rng.choice([f"assign {what} to {who}", f"hand {what} over to {who}"])
-
-
-def _unrepeated(owner: Referent, head: str) -> str:
-    """ "the production line's supervisor", not "the production line's line supervisor" (the gate's
-    ``_followed`` reads the short form as the same relation)."""
-    first, _, rest = head.partition(" ")
-    return rest if rest and first.lower() == owner.noun.split()[-1].lower() else head
 
 
 @functools.cache
