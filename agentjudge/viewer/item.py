@@ -22,8 +22,19 @@ from typing import Any
 
 import numpy as np
 
+from agentjudge.columns import JUDGMENT_COLUMNS, SCORE_COLUMNS
 from agentjudge.viewer.index import QueryError, StateMatch, temperature_label, variant_label
 
+# the columns one item shows: every judgment / score column but the keys the read filters on (and the
+# judgments' ``source``), from the column contract so a column added there is shown here too
+_JUDGMENT_FIELDS = [
+    c for c in JUDGMENT_COLUMNS if c not in ("record_id", "generator", "generator_trial", "source")
+]
+_SCORE_FIELDS = [
+    c
+    for c in SCORE_COLUMNS
+    if c not in ("record_id", "base_id", "domain", "topology", "difficulty", "generator", "trial", "source")
+]
 _ID = re.compile(rb'"id"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
@@ -85,26 +96,7 @@ class RunFolder:
             record_id,
             generator,
             ("generator_trial", generator_trial),
-            [
-                "judge",
-                "condition",
-                "prompt_format",
-                "cot",
-                "default_mode",
-                "temperature",
-                "trial",
-                "metric",
-                "reference",
-                "verdict",
-                "parse_ok",
-                "scoring_mode",
-                "rationale",
-                "judge_error",
-                "base_id",
-                "difficulty",
-                "topology",
-                "domain",
-            ],
+            _JUDGMENT_FIELDS,
         )
         if not verdict_rows:
             raise QueryError(
@@ -123,17 +115,7 @@ class RunFolder:
             record_id,
             generator,
             ("trial", generator_trial),
-            [
-                "scoring_mode",
-                "p_tool",
-                "p_param",
-                "p_seq",
-                "p_cov",
-                "p_value",
-                "p_seq_dag",
-                "state_match",
-                "writes_done",
-            ],
+            _SCORE_FIELDS,
         )
         return {
             "record_id": record_id,
