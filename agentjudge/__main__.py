@@ -1,3 +1,3 @@
-from agentjudge.cli import main
+from agentjudge.commands.app import main
 
 main()

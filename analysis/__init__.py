@@ -1,0 +1,65 @@
+"""The report's analyses: one module per research question, each with ``analyze(ctx) -> Section``.
+
+``SECTIONS`` is the registry the report runs, in the order it prints them; a new analysis is a module here
+and one line below (no string import: the import graph shows who depends on whom). ``_context`` turns a run
+folder into the analysis-ready ``Context`` every section reads; ``_figures`` draws; ``first_screen``
+summarises the sections into the report's first screen. The package knows nothing of report files: the
+report package renders what these return.
+
+In the repository this is the top-level ``analysis/`` folder; an installed wheel carries it as
+``agentjudge/analysis`` (setup.py maps it), so it always imports as ``agentjudge.analysis``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import (
+    failures,
+    guide,
+    headline,
+    passk,
+    published_grid,
+    robustness,
+    rq1_metrics_topologies,
+    rq2_agreement,
+    rq3_convergence,
+    rq4_temperature,
+    rq5_cot,
+    rq6_format,
+    rq7_outcome,
+    sources,
+)
+from ._context import Context, RunFolderError, Section, load_context
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One registered section: its key (the module's name, used in tables and anchors), its function, and
+    the run-folder file it needs (``None``: every run has it; otherwise the section is left out of the
+    report of a run without that file, with no "n/a" line)."""
+
+    key: str
+    analyze: Callable[[Context], Section]
+    only_when: str | None = None
+
+
+SECTIONS: tuple[Analysis, ...] = (
+    Analysis("headline", headline.analyze),
+    Analysis("sources", sources.analyze),
+    Analysis("guide", guide.analyze),
+    Analysis("rq1_metrics_topologies", rq1_metrics_topologies.analyze),
+    Analysis("rq2_agreement", rq2_agreement.analyze),
+    Analysis("rq3_convergence", rq3_convergence.analyze),
+    Analysis("rq4_temperature", rq4_temperature.analyze),
+    Analysis("rq5_cot", rq5_cot.analyze),
+    Analysis("rq6_format", rq6_format.analyze),
+    Analysis("robustness", robustness.analyze),
+    Analysis("published_grid", published_grid.analyze, only_when="imported_cells.csv"),
+    Analysis("passk", passk.analyze),
+    Analysis("rq7_outcome", rq7_outcome.analyze),
+    Analysis("failures", failures.analyze),
+)
+
+__all__ = ["SECTIONS", "Analysis", "Context", "RunFolderError", "Section", "load_context"]

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from agentjudge.analysis._context import Context, Section, fmt_pp
+from agentjudge.analysis._figures import grouped_bars
 
-from agentjudge.report.context import Context, Section, fmt_pp
-from agentjudge.report.figures import grouped_bars
 from agentjudge.stats import COORDS, GroupDraws, diff_table
 
 # What the report tells a person to add when a run has only one level of a prompt-variant factor. Each is a
@@ -42,7 +42,7 @@ def paired(ctx: Context, df: pd.DataFrame, factor: str) -> pd.DataFrame:
     scenarios and one finite-population fraction (stats.sampling). An unsampled run: ``df`` itself."""
     if ctx.design is None or df.empty:
         return df
-    from agentjudge.stats.sampling import shared_lengths
+    from agentjudge.stats.design import shared_lengths
 
     lengths = ctx.design.cell_lengths(df)
     n = shared_lengths(df, ctx.design, factor, lengths)

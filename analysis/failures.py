@@ -7,8 +7,7 @@ into transport/provider errors (judge_error set) and answers that could not be p
 from __future__ import annotations
 
 import pandas as pd
-
-from agentjudge.report.context import Context, Section
+from agentjudge.analysis._context import Context, Section
 
 
 def analyze(ctx: Context) -> Section:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from agentjudge.analysis._context import Context, Section, fmt_ci, fmt_pp
 
-from agentjudge.report.context import Context, Section, fmt_ci, fmt_pp
 from agentjudge.stats import diff_table
 from agentjudge.types import DIFFICULTIES, METRICS
 

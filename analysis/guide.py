@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+from agentjudge.analysis._context import Context, Section, fmt_pp
 
-from agentjudge.report.context import Context, Section, fmt_pp
 from agentjudge.stats.codes import codes_for
 from agentjudge.types import DIFFICULTIES
 

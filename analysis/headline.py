@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from agentjudge.analysis._context import Context, Section, fmt_ci, fmt_pp
+from agentjudge.analysis._figures import ranked_dots
 
-from agentjudge.report.context import Context, Section, fmt_ci, fmt_pp
-from agentjudge.report.figures import ranked_dots
 from agentjudge.stats import alignment_table, diff_table
 from agentjudge.stats.codes import values_of
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from agentjudge.analysis._context import Context, Section
+from agentjudge.analysis._figures import passk_lines
 
-from agentjudge.report.context import Context, Section
-from agentjudge.report.figures import passk_lines
 from agentjudge.stats import passk_curve, snap, success_counts
 from agentjudge.types import METRICS
 

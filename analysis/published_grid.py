@@ -13,8 +13,7 @@ paper-mode scorer (the import counts where it disagrees with the published progr
 from __future__ import annotations
 
 import pandas as pd
-
-from agentjudge.report.context import Context, Section
+from agentjudge.analysis._context import Context, Section
 
 KNOWN = (
     "The paper itself is inconsistent for QwQ-32B with GT on Llama-3.3-70B: its main grid prints 93.6 "

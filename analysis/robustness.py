@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from agentjudge.analysis._context import Context, Section
+from agentjudge.analysis._figures import grouped_bars
 
-from agentjudge.report.context import Context, Section
-from agentjudge.report.figures import grouped_bars
 from agentjudge.stats import binary_collapse_table, topology_balanced, weighting_rankings
 
 from ._common import draws, figure_labels, rankable_rows, with_labels

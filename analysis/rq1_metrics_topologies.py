@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pandas as pd
+from agentjudge.analysis._context import Context, Section
+from agentjudge.analysis._figures import heatmap, line_panels
 
-from agentjudge.report.context import Context, Section
-from agentjudge.report.figures import heatmap, line_panels
 from agentjudge.stats.codes import values_of
 from agentjudge.types import DIFFICULTIES, METRICS, TOPOLOGIES
 

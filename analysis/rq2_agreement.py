@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from agentjudge.analysis._context import Context, Section, fmt_ci, fmt_pp
+from agentjudge.analysis._figures import heatmap, scatter_labelled
 
-from agentjudge.report.context import Context, Section, fmt_ci, fmt_pp
-from agentjudge.report.figures import heatmap, scatter_labelled
 from agentjudge.stats import (
     add_alignment_columns,
     kappa_tier_correlation,

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from agentjudge.report.context import Context, Section, fmt_pp
-from agentjudge.report.figures import grouped_bars, stacked_shares
+from agentjudge.analysis._context import Context, Section, fmt_pp
+from agentjudge.analysis._figures import grouped_bars, stacked_shares
+
 from agentjudge.stats import diff_table, snap
 from agentjudge.stats.codes import values_of
 

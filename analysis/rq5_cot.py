@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentjudge.report.context import Context, Section
+from agentjudge.analysis._context import Context, Section
 
 from ._common import variant_advice, variant_section
 

@@ -6,7 +6,7 @@ Note: the free-form variant returns continuous verdicts, so it is not bound by t
 
 from __future__ import annotations
 
-from agentjudge.report.context import Context, Section
+from agentjudge.analysis._context import Context, Section
 
 from ._common import variant_advice, variant_section
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from agentjudge.analysis._common import draws, figure_labels, group_mean, paired, with_labels
+from agentjudge.analysis._context import Context, Section, fmt_ci, fmt_pp
+from agentjudge.analysis._figures import grouped_bars
 
-from agentjudge.report.context import Context, Section, fmt_ci, fmt_pp
-from agentjudge.report.figures import grouped_bars
 from agentjudge.stats import diff_table, passk_curve, success_counts
 from agentjudge.stats.outcome import outcome_agreement
 from agentjudge.types import DIFFICULTIES, TRAJECTORY_CONDITIONS
-from analysis._common import draws, figure_labels, group_mean, paired, with_labels
 
 
 def _difficulty_order(col: pd.Series) -> pd.Series:

@@ -8,7 +8,8 @@ full report per source (``report/<source>/``) and the top-level report shows ali
 
 from __future__ import annotations
 
-from agentjudge.report.context import Context, Section, fmt_ci
+from agentjudge.analysis._context import Context, Section, fmt_ci
+
 from agentjudge.stats import alignment_table, diff_table
 from agentjudge.stats.codes import values_of
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from agentjudge.model_strings import model_kind
+from agentjudge.registry.model_strings import model_kind
 from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import load_pipeline
 from agentjudge.stats.paired_runs import paired_alignment_delta

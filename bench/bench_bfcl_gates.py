@@ -25,8 +25,8 @@ from collections import Counter
 from pathlib import Path
 
 from agentjudge.dataset import knowledge
-from agentjudge.dataset.bfcl import import_bfcl
 from agentjudge.dataset.gates import _user_supplied, run_gates
+from agentjudge.tracks.bfcl import import_bfcl
 from agentjudge.types import Record
 
 FILES = ("multiple", "live_multiple", "parallel")

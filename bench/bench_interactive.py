@@ -40,7 +40,7 @@ from agentjudge.judges.trajectory import TAG_TRAJECTORY  # noqa: E402
 from agentjudge.models.cache import CallCache  # noqa: E402
 from agentjudge.models.client import ModelClient  # noqa: E402
 from agentjudge.runner.work import Dataset  # noqa: E402
-from agentjudge.scoring import score_prediction  # noqa: E402
+from agentjudge.scoring.scorer import score_prediction  # noqa: E402
 from agentjudge.types import DIFFICULTIES  # noqa: E402
 
 MINI = REPO / "data" / "mini" / "records.jsonl"
@@ -129,7 +129,7 @@ def grid(server: FakeLLM, out: Path, trials: int) -> None:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "pipeline.yaml"
     path.write_text(yaml.safe_dump(pipe, sort_keys=False), encoding="utf-8")
-    from agentjudge.report.build import report_cli
+    from agentjudge.report.write import report_cli
     from agentjudge.runner.grid import run_cli
 
     t0 = time.perf_counter()

@@ -10,9 +10,9 @@ import json
 import statistics
 import time
 
-from agentjudge.dataset.build import build_scenario
-from agentjudge.dataset.engine import list_domains
-from agentjudge.dataset.rewrite import render_queries
+from agentjudge.dataset.realiser import render_queries
+from agentjudge.dataset.scenario import build_scenario
+from agentjudge.dataset.world import list_domains
 from agentjudge.judges.baselines import make_baseline_judge
 from agentjudge.judges.parse import parse_verdicts
 from agentjudge.types import DIFFICULTIES, TOPOLOGIES, JudgeRequest, ModelSettings, PromptVariant, Task

@@ -22,7 +22,7 @@ from pathlib import Path
 
 
 def _child(rundir: str, resamples: int, seed: int, q: mp.Queue) -> None:
-    from agentjudge.report.build import report_cli
+    from agentjudge.report.write import report_cli
 
     t0 = time.perf_counter()
     code = report_cli(Path(rundir), resamples=resamples, seed=seed)
@@ -36,7 +36,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
-    from agentjudge.report.synthetic import SyntheticSpec, Variant, write_run
+    from agentjudge.rundir.synthetic import SyntheticSpec, Variant, write_run
 
     spec = SyntheticSpec(
         n_base=3808,

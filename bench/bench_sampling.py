@@ -51,14 +51,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from agentjudge.analysis._common import draws, paired
 
 from agentjudge.judges.simjudge import Draws, load_profiles, planted_verdicts
-from agentjudge.sampling.spec import Sampling
-from agentjudge.sampling.stages import next_sizes
+from agentjudge.runner.sampling.spec import Sampling
+from agentjudge.runner.sampling.stages import next_sizes
 from agentjudge.stats import ClusterBootstrap, diff_table
 from agentjudge.stats.align import snap
-from agentjudge.stats.sampling import CELL_COLUMNS, Design, fpc_scale, stratified_order
-from analysis._common import draws, paired
+from agentjudge.stats.design import CELL_COLUMNS, Design, fpc_scale, stratified_order
 
 GENERATORS = {"weak": 0.55, "strong": 0.85}  # P(reference = 1) on easy scenarios of average quality
 DIFFICULTIES = ("easy", "medium", "hard")

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from agentjudge.generators.simulated import apply_profile, load_profiles, stable_seed
-from agentjudge.scoring import prepare, score_many, score_prediction, state_match
+from agentjudge.scoring.scorer import prepare, score_many, score_prediction, state_match
 from agentjudge.types import DIFFICULTIES, TOPOLOGIES, GTStep, Prediction, Record, ToolCall, ToolSchema
 
 PROPS: dict[str, Any] = {
@@ -95,7 +95,7 @@ def time_mode(pairs: list[Pair], mode: str, runs: int) -> tuple[list[float], lis
 
 def bench_state_match(n: int = 200) -> None:
     try:
-        from agentjudge.dataset.build import build_scenario
+        from agentjudge.dataset.scenario import build_scenario
     except Exception as exc:  # the builder is optional for this bench
         print(f"state_match: skipped (dataset builder not importable: {exc.__class__.__name__}: {exc})")
         return

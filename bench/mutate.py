@@ -62,7 +62,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "CIs resample records instead of base scenarios: every CI in the report too narrow",
         (
             Edit(
-                "agentjudge/report/context.py",
+                "analysis/_context.py",
                 'boot = ClusterBootstrap(\n        data["base_id"].cat.categories,',
                 'boot = ClusterBootstrap(\n        data["record_id"].cat.categories,',
             ),
@@ -80,7 +80,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the same bug confined to the report: the stats module is right, the analyses pass record ids",
         (
             Edit(
-                "agentjudge/report/context.py",
+                "analysis/_context.py",
                 'boot = ClusterBootstrap(\n        data["base_id"].cat.categories,',
                 'boot = ClusterBootstrap(\n        data["record_id"].cat.categories,',
             ),
@@ -113,7 +113,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         'hard joins its requests with "and then": an order the GT (doing an implicit look-up first) breaks',
         (
             Edit(
-                "agentjudge/dataset/rewrite.py",
+                "agentjudge/dataset/realiser.py",
                 'return ", ".join(asks[:-1]) + ", and " + asks[-1]',
                 'return ", ".join(asks[:-1]) + ", and then " + asks[-1]',
             ),
@@ -127,7 +127,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         ' as "the owner"',
         (
             Edit(
-                "agentjudge/dataset/rewrite.py",
+                "agentjudge/dataset/realiser.py",
                 '    if short == f"the {ref.noun}":\n        return cond',
                 "    if short:\n        return cond",
             ),
@@ -139,7 +139,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "create-links-listed",
         'a new record\'s two links listed ("for the account … and our client …"), not each with its'
         " preposition",
-        (Edit("agentjudge/dataset/rewrite.py", "preps.get(self.ref(k).noun, 'for')", "'for'"),),
+        (Edit("agentjudge/dataset/realiser.py", "preps.get(self.ref(k).noun, 'for')", "'for'"),),
         "tests/test_rewrite.py::test_a_new_record_with_two_links_says_how_each_attaches",
         ("tests/test_rewrite.py",),
     ),
@@ -149,7 +149,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "strict p_seq divides by |E| only: trailing extra calls cost nothing (the published defect)",
         (
             Edit(
-                "agentjudge/scoring.py",
+                "agentjudge/scoring/scorer.py",
                 "positional / (n_e if n_e > n_g else n_g or 1)",
                 "positional / (n_e or 1)",
             ),
@@ -162,7 +162,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "strict p_cov over SETS of tool names: a loop_like repeat that is missing goes unnoticed",
         (
             Edit(
-                "agentjudge/scoring.py",
+                "agentjudge/scoring/scorer.py",
                 "p_cov = n_pairs / n_e if n_e else 1.0",
                 "p_cov = len(set(names_g) & prep.set_e) / len(prep.set_e) if n_e else 1.0",
             ),
@@ -173,7 +173,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "strict-required-is-expected-keys",
         "a missing schema-OPTIONAL key scores 0 (required taken from the GT call, not the tool schema)",
-        (Edit("agentjudge/scoring.py", "if gk >= required[i]:", "if gk >= keys[i]:"),),
+        (Edit("agentjudge/scoring/scorer.py", "if gk >= required[i]:", "if gk >= keys[i]:"),),
         "tests/test_scoring_reference.py::test_strict_scorer_equals_reference_on_random_cases",
         SCORER_TESTS,
     ),
@@ -182,7 +182,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "lenient p_param scores 1 for a call that drops an expected key, as long as its keys are allowed",
         (
             Edit(
-                "agentjudge/scoring.py",
+                "agentjudge/scoring/scorer.py",
                 "(lenient and gk >= ek and gk <= prep.allowed[i])",
                 "(lenient and gk <= prep.allowed[i])",
             ),
@@ -195,7 +195,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "p_seq_dag counts an edge whose first call is missing from G as respected",
         (
             Edit(
-                "agentjudge/scoring.py",
+                "agentjudge/scoring/scorer.py",
                 "    for u, v in prep.edges:\n        if 0 <= match[u] < match[v]:\n            ok += 1\n"
                 "    return pairs, ok / n_edges, positional",
                 "    for u, v in prep.edges:\n        if match[u] < match[v]:\n            ok += 1\n"
@@ -210,7 +210,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "p_value folds case but not inner whitespace: 'New  York' no longer matches 'new york'",
         (
             Edit(
-                "agentjudge/scoring.py",
+                "agentjudge/scoring/scorer.py",
                 'return " ".join(s.split()).casefold()',
                 "return s.strip().casefold()",
             ),
@@ -317,7 +317,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the headline slice keeps every judge trial: repeated trials weigh some records more than others",
         (
             Edit(
-                "agentjudge/report/context.py",
+                "analysis/_context.py",
                 '        mask &= (df["trial"] == df["trial"].min()).to_numpy()\n',
                 "",
             ),
@@ -635,7 +635,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         'were the "" that means optional',
         (
             Edit(
-                "agentjudge/dataset/bfcl.py",
+                "agentjudge/tracks/bfcl.py",
                 '        if alternatives[0] != "":\n',
                 "        if alternatives[0]:\n",
             ),
@@ -648,7 +648,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the same inside a dict argument's accepted alternatives",
         (
             Edit(
-                "agentjudge/dataset/bfcl.py",
+                "agentjudge/tracks/bfcl.py",
                 'return {k: first_value(alts[0]) for k, alts in alternative.items() if alts[0] != ""}',
                 "return {k: first_value(alts[0]) for k, alts in alternative.items() if alts[0]}",
             ),

@@ -27,7 +27,6 @@ from collections import Counter
 from pathlib import Path
 
 from agentjudge.dataset import resolve
-from agentjudge.dataset.engine import domain_title
 from agentjudge.dataset.gates_semantic import (
     READ_OPS,
     _ids_in_play,
@@ -37,6 +36,7 @@ from agentjudge.dataset.gates_semantic import (
     hardening,
 )
 from agentjudge.dataset.layout import read_records
+from agentjudge.dataset.world import domain_title
 from agentjudge.types import DIFFICULTIES, TOPOLOGIES, Record
 
 _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"(])")

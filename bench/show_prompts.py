@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from agentjudge.dataset.layout import expected_responses, read_records
-from agentjudge.judges.templates import TAG_CALLS, TAG_QUERY, TAG_REFERENCE, TAG_TOOLS, build_messages
+from agentjudge.judges.prompts import TAG_CALLS, TAG_QUERY, TAG_REFERENCE, TAG_TOOLS, build_messages
 from agentjudge.runner.work import swap_partners
 from agentjudge.types import PROMPT_FAMILIES, JudgeRequest, PromptVariant, Task
 

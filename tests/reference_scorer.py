@@ -1,7 +1,7 @@
 """A naive, independent reading of SPEC §6 for the strict metrics, p_value and p_seq_dag (tests only).
 
-Written from the spec's sentences and the decisions listed in agentjudge/scoring.py's docstring, with
-plain loops and no import from agentjudge.scoring, so that a formula bug in the scorer shows up as a
+Written from the spec's sentences and the decisions listed in agentjudge/scoring/scorer.py's docstring, with
+plain loops and no import from agentjudge.scoring.scorer, so that a formula bug in the scorer shows up as a
 disagreement instead of being computed twice. Slow on purpose: clarity over speed.
 
 Paper mode is not here (its transcription of the published code is tested in tests/test_scoring.py).

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from agentjudge.analysis._common import VARIANT_ADVICE, variant_advice
 
 from agentjudge.runner.pipeline import load_pipeline
-from analysis._common import VARIANT_ADVICE, variant_advice
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from agentjudge.analysis._context import Context, Section, load_context
 
-from agentjudge.report.context import Context, Section, load_context
-from agentjudge.report.synthetic import SyntheticSpec, Variant, write_run
+from agentjudge.rundir.synthetic import SyntheticSpec, Variant, write_run
 
 VARIANTS = [
     Variant("with_gt", trials=2),

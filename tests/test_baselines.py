@@ -92,7 +92,7 @@ def test_unknown_baseline_lists_known() -> None:
 def test_the_pipeline_checks_light_list_is_the_registry() -> None:
     """``model_strings.BASELINE_NAMES`` (what a pipeline may name, known without importing the judges)
     names exactly the baselines the registry builds."""
-    from agentjudge.model_strings import BASELINE_NAMES
+    from agentjudge.registry.model_strings import BASELINE_NAMES
 
     assert sorted(f"baseline/{n}" for n in BASELINE_NAMES) == sorted(KNOWN_BASELINES)
     assert len(set(BASELINE_NAMES)) == len(BASELINE_NAMES)

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentjudge.sampling.spec import Sampling
-from agentjudge.sampling.stages import SIZING_MARGIN, next_sizes
-from agentjudge.stats.sampling import bound_n
+from agentjudge.runner.sampling.spec import Sampling
+from agentjudge.runner.sampling.stages import SIZING_MARGIN, next_sizes
+from agentjudge.stats.design import bound_n
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 3000

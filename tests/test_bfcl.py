@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 from agentjudge.dataset import resolve
-from agentjudge.dataset.bfcl import BfclError, import_bfcl, import_cli, to_json_schema
 from agentjudge.dataset.gates import run_gates
 from agentjudge.dataset.layout import read_records, write_records
-from agentjudge.scoring import score_calls, score_prediction, value_matches
+from agentjudge.scoring.scorer import score_calls, score_prediction, value_matches
+from agentjudge.tracks.bfcl import BfclError, import_bfcl, import_cli, to_json_schema
 from agentjudge.types import GTStep, Prediction, Record, ToolCall
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -422,7 +422,7 @@ def test_parallel_calls_in_any_order_keep_p_seq_dag(records: list[Record]) -> No
 
 
 def test_grid_and_report_on_mixed_sources(records: list[Record], tmp_path: Path) -> None:
-    from agentjudge.report.build import report_cli
+    from agentjudge.report.write import report_cli
     from agentjudge.runner.grid import run_cli
 
     synthetic = read_records(ROOT / "data" / "mini" / "records.jsonl")[:3]
@@ -508,7 +508,7 @@ def test_audit_shows_human_queries_and_refuses_a_difficulty_they_lack(
 ) -> None:
     from typer.testing import CliRunner
 
-    from agentjudge.cli import app
+    from agentjudge.commands.app import app
 
     out = tmp_path / "out"
     assert import_cli(*bfcl_files, out=out, category="multiple") == 0
@@ -536,7 +536,7 @@ def test_audit_shows_human_queries_and_refuses_a_difficulty_they_lack(
 def test_audit_default_on_synthetic_records_is_hard() -> None:
     from typer.testing import CliRunner
 
-    from agentjudge.cli import app
+    from agentjudge.commands.app import app
 
     mini = Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl"
     result = CliRunner().invoke(app, ["audit", str(mini), "--n", "6", "--seed", "0"])
@@ -548,7 +548,7 @@ def test_audit_default_on_synthetic_records_is_hard() -> None:
 def test_validate_counts_base_scenarios_and_records(bfcl_files: tuple[Path, Path], tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from agentjudge.cli import app
+    from agentjudge.commands.app import app
 
     out = tmp_path / "out"
     assert import_cli(*bfcl_files, out=out, category="multiple") == 0
@@ -560,7 +560,7 @@ def test_validate_counts_base_scenarios_and_records(bfcl_files: tuple[Path, Path
 def test_score_writes_which_accepted_value_matched(bfcl_files: tuple[Path, Path], tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from agentjudge.cli import app
+    from agentjudge.commands.app import app
 
     out = tmp_path / "out"
     assert import_cli(*bfcl_files, out=out, category="multiple") == 0

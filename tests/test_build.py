@@ -16,11 +16,11 @@ import networkx as nx
 import pytest
 
 from agentjudge import DATASET_VERSION
-from agentjudge.dataset.build import build_scenario
 from agentjudge.dataset.domains import load_domain
-from agentjudge.dataset.engine import list_domains, make_environment
 from agentjudge.dataset.plan import QueryPlan
+from agentjudge.dataset.scenario import build_scenario
 from agentjudge.dataset.topologies import check_shape, dag_for
+from agentjudge.dataset.world import list_domains, make_environment
 from agentjudge.types import TOPOLOGIES, Record, Topology
 
 DOMAINS = list_domains()
@@ -68,7 +68,7 @@ def test_deterministic() -> None:
 def test_deterministic_across_processes() -> None:
     """Seeds come from sha256, never from hash(): a different PYTHONHASHSEED gives the same record."""
     code = (
-        "from agentjudge.dataset.build import build_scenario;"
+        "from agentjudge.dataset.scenario import build_scenario;"
         "r, p = build_scenario('legal', 'diamond', 9, 4); print(r.model_dump_json() + p.model_dump_json())"
     )
     outs = {
@@ -327,7 +327,7 @@ def test_a_notification_subject_fits_what_it_is_about() -> None:
 def test_amounts_are_said_as_amounts_not_as_field_names() -> None:
     """ "number of customers affected 4,051" / "number of days 5" read as a form; say "4,051 customers
     affected", "5 days", "a weight of 12 kg"."""
-    from agentjudge.dataset.rewrite import _amount
+    from agentjudge.dataset.realiser import _amount
 
     assert _amount("number of customers affected", "4,051", 4051) == "4,051 customers affected"
     assert _amount("number of days", "one", 1) == "a duration of one day"
@@ -337,7 +337,7 @@ def test_amounts_are_said_as_amounts_not_as_field_names() -> None:
     for domain in ("grid", "hr", "mfg"):
         for index in range(6):
             record, plan = build_scenario(domain, "fan_in", 700 + index, index)
-            from agentjudge.dataset.rewrite import render_queries
+            from agentjudge.dataset.realiser import render_queries
 
             for text in render_queries(plan, index).values():
                 assert not re.search(r"\bnumber of [a-z ]+ [\d,]+\b", text), text

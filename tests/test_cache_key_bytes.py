@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_prompt_bytes import _requests
 
-from agentjudge.judges import templates
+from agentjudge.judges import prompts
 from agentjudge.judges.llm import VERDICT_SCHEMA
-from agentjudge.judges.templates import build_messages, with_cache_breakpoint
+from agentjudge.judges.prompts import build_messages, with_cache_breakpoint
 from agentjudge.models import cache
 from agentjudge.models.cache import cache_key, share_prefix
 from agentjudge.models.client import ModelClient, schema_response_format
@@ -84,7 +84,7 @@ def _small() -> dict[str, Any]:
 
 
 def test_judge_request_keys_are_unchanged() -> None:
-    templates.reload_templates()
+    prompts.reload_templates()
     keys = _mini_keys()
     assert hashlib.sha256("\n".join(keys).encode()).hexdigest() == EXPECTED["mini"]
 

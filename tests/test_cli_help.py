@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from agentjudge.cli import app
+from agentjudge.commands.app import app
 
 
 @pytest.mark.parametrize(

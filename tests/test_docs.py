@@ -129,7 +129,7 @@ def _cli() -> dict[str, set[str]]:
     """'verb' or 'group verb' -> the flags it takes (from the command tree the `agentjudge` script runs)."""
     import typer.main
 
-    from agentjudge.cli import app
+    from agentjudge.commands.app import app
 
     found: dict[str, set[str]] = {}
 

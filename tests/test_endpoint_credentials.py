@@ -1,5 +1,6 @@
-"""A credential written into a pipeline (``agentjudge/preflight.py``): a user name or password in an endpoint
-URL, a key in its query string, an ``api_key`` or ``Authorization`` header in ``extra``. Each is refused
+"""A credential written into a pipeline (``agentjudge/registry/preflight.py``): a user name or password in an
+endpoint URL, a key in its query string, an ``api_key`` or ``Authorization`` header in ``extra``. Each is
+refused
 before any call, exit 2, one line naming the pipeline file, the model and the field and saying where the
 key goes instead; the secret itself appears in no message and no file."""
 
@@ -13,8 +14,8 @@ from fakeserver import TEST_KEY_ENV, FakeLLM
 from test_runner import write_pipeline
 from typer.testing import CliRunner
 
-from agentjudge.cli import app
-from agentjudge.preflight import ModelUse, preflight
+from agentjudge.commands.app import app
+from agentjudge.registry.preflight import ModelUse, preflight
 from agentjudge.types import ModelSettings
 
 SECRET = "pw-7c1e-secret"

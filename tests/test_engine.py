@@ -8,9 +8,10 @@ from typing import Any
 import jsonschema
 import pytest
 
-from agentjudge.dataset.build import build_scenario
 from agentjudge.dataset.domains import DomainSpec, load_domain
-from agentjudge.dataset.engine import (
+from agentjudge.dataset.env import ToolError
+from agentjudge.dataset.scenario import build_scenario
+from agentjudge.dataset.world import (
     DomainEnvironment,
     domain_title,
     environment_for,
@@ -19,7 +20,6 @@ from agentjudge.dataset.engine import (
     make_environment,
     tool_schemas,
 )
-from agentjudge.dataset.env import ToolError
 from agentjudge.types import TOPOLOGIES, Record, ToolCall
 
 
@@ -247,8 +247,8 @@ def test_the_scorers_end_state_check_compares_without_copying_the_world(
     snapshot (a deep copy of the world per prediction, a fifth of scoring's time or more): the same
     answer as the snapshot comparison -- the GT's calls match, the GT up to its first write or no call
     does not -- and no copy."""
-    from agentjudge.dataset import engine
-    from agentjudge.scoring import outcome, prepare
+    from agentjudge.dataset import world
+    from agentjudge.scoring.scorer import outcome, prepare
 
     record, _ = build_scenario("hr", "fan_in", 0, 3)
     prep = prepare(record)
@@ -264,8 +264,8 @@ def test_the_scorers_end_state_check_compares_without_copying_the_world(
     assert expected == [True, False, False]
     outcome(record, gt_calls, prepared=prep)  # the GT end state is computed (with snapshots) and kept
     copies: list[int] = []
-    real_copy = engine.copy_state
-    monkeypatch.setattr(engine, "copy_state", lambda obj: copies.append(1) or real_copy(obj))
+    real_copy = world.copy_state
+    monkeypatch.setattr(world, "copy_state", lambda obj: copies.append(1) or real_copy(obj))
     assert [outcome(record, calls, prepared=prep)[0] for calls in cases] == expected
     assert copies == []
 
@@ -274,9 +274,9 @@ def test_the_gt_trace_copies_the_world_after_writes_only(monkeypatch: pytest.Mon
     """``scoring._gt_trace`` (the GT's end state and which steps write) copies a DomainEnvironment's world
     once at the start and after each write, not after every step, and finds what the copy-per-step
     reading finds (an environment without ``state_equals``), over every domain and topology."""
-    from agentjudge.dataset import engine
-    from agentjudge.dataset.engine import _slugs, make_environment
-    from agentjudge.scoring import _gt_trace
+    from agentjudge.dataset import world
+    from agentjudge.dataset.world import _slugs, make_environment
+    from agentjudge.scoring.scorer import _gt_trace
 
     class SnapshotsOnly:  # the protocol's minimum: every step compared through a copy
         def __init__(self, record: Record) -> None:
@@ -289,13 +289,13 @@ def test_the_gt_trace_copies_the_world_after_writes_only(monkeypatch: pytest.Mon
             return self.env.snapshot()  # type: ignore[union-attr]
 
     copies: list[int] = []
-    real_snapshot = engine.DomainEnvironment.snapshot
+    real_snapshot = world.DomainEnvironment.snapshot
 
-    def counting(env: engine.DomainEnvironment) -> dict[str, Any]:
+    def counting(env: world.DomainEnvironment) -> dict[str, Any]:
         copies.append(1)
         return real_snapshot(env)
 
-    monkeypatch.setattr(engine.DomainEnvironment, "snapshot", counting)
+    monkeypatch.setattr(world.DomainEnvironment, "snapshot", counting)
     seen_reads = 0
     for slug in _slugs():
         for topology in TOPOLOGIES:

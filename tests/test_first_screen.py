@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentjudge.report.build import report_cli
 from agentjudge.report.compare import compare_cli
-from agentjudge.report.synthetic import SyntheticSpec, Variant, write_run
+from agentjudge.report.write import report_cli
+from agentjudge.rundir.synthetic import SyntheticSpec, Variant, write_run
 
 JUDGES = {"judge-a": 1, "judge-b": 2, "baseline/always-1": 3, "baseline/ceiling": 3}
 
@@ -231,7 +231,7 @@ def test_same_run_lead_keeps_its_paired_ci(normal: tuple[Path, str, str]) -> Non
 
 
 def test_skill_notes_distinguish_below_zero_from_base_rate() -> None:
-    from analysis.first_screen import _ranking_notes
+    from agentjudge.analysis.first_screen import _ranking_notes
 
     rank = pd.DataFrame(
         {
@@ -293,8 +293,8 @@ def test_calibration_judges_stay_out_of_rank_correlations_and_counts(tmp_path: P
 def test_small_wording_fixes(tmp_path: Path) -> None:
     """Headline legend marks simulated and calibration judges; the recommendation names a simulated
     leader; one topology is 'n/a: one topology'; no 'nan = model default'; singular 'pair'."""
-    from agentjudge.report.context import load_context
-    from analysis import headline, rq1_metrics_topologies
+    from agentjudge.analysis import headline, rq1_metrics_topologies
+    from agentjudge.analysis._context import load_context
 
     judges = {"simjudge/lenient": 1, "judge-b": 3, "baseline/always-1": 3, "baseline/ceiling": 3}
     code, md, html = _report(tmp_path, SyntheticSpec(n_base=12, judges=judges), 50)
@@ -321,8 +321,8 @@ def test_small_wording_fixes(tmp_path: Path) -> None:
 
 
 def test_undefined_jury_gives_its_reason(normal: tuple[Path, str, str]) -> None:
-    from agentjudge.report.context import Section, load_context
-    from analysis.first_screen import published_rows
+    from agentjudge.analysis._context import Section, load_context
+    from agentjudge.analysis.first_screen import published_rows
 
     d, _, _ = normal
     ctx = load_context(d, resamples=10, seed=0)
@@ -349,8 +349,8 @@ def test_undefined_jury_gives_its_reason(normal: tuple[Path, str, str]) -> None:
 
 
 def test_banner_words_simulated_agents_apart_from_gt_perturbations() -> None:
-    from agentjudge.report.context import Context
-    from analysis.first_screen import banner
+    from agentjudge.analysis._context import Context
+    from agentjudge.analysis.first_screen import banner
 
     ctx = Context.__new__(Context)
     ctx.meta = {"generators": {"agent-x": {"model": "sim/agent-careless"}}}

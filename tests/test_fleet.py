@@ -24,7 +24,7 @@ from test_runner import _verdict_json, read, write_pipeline
 from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelCallError, ModelClient
 from agentjudge.models.fleet import redact_url
-from agentjudge.preflight import ModelUse, preflight
+from agentjudge.registry.preflight import ModelUse, preflight
 from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import PipelineError, config_hash, load_pipeline
 from agentjudge.types import ModelSettings

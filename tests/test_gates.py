@@ -193,7 +193,7 @@ def linear_record() -> tuple[Record, QueryPlan]:
 
 
 def rendered_linear_record(seed: int = 0) -> Record:
-    from agentjudge.dataset.rewrite import render_queries
+    from agentjudge.dataset.realiser import render_queries
 
     record, plan = linear_record()
     return record.model_copy(
@@ -331,20 +331,20 @@ class _FakeEnv:
 
 
 def test_replay(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentjudge.dataset import engine
+    from agentjudge.dataset import world
 
     record = rendered_linear_record()
     outputs = [s.output for s in record.gt]
-    monkeypatch.setattr(engine, "make_environment", lambda r: _FakeEnv(outputs))
+    monkeypatch.setattr(world, "make_environment", lambda r: _FakeEnv(outputs))
     report = run_gates(record)
     assert report.passed and "gate1:replay" in report.gates_run
     changed = [*outputs[:2], {"callback_id": "CB-1", "scheduled": True}]
-    monkeypatch.setattr(engine, "make_environment", lambda r: _FakeEnv(changed))
+    monkeypatch.setattr(world, "make_environment", lambda r: _FakeEnv(changed))
     assert [f.code for f in run_gates(record).findings] == ["replay_mismatch"]
-    monkeypatch.setattr(engine, "make_environment", lambda r: _FakeEnv(outputs, fail_at=1))
+    monkeypatch.setattr(world, "make_environment", lambda r: _FakeEnv(outputs, fail_at=1))
     found = run_gates(record).findings
     assert [f.code for f in found] == ["replay_mismatch"] and "no such order" in found[0].detail
-    monkeypatch.setattr(engine, "make_environment", lambda r: None)
+    monkeypatch.setattr(world, "make_environment", lambda r: None)
     report = run_gates(record)
     assert report.passed and "gate1:replay" not in report.gates_run
 

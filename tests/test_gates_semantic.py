@@ -11,8 +11,6 @@ from functools import cache
 import pytest
 
 from agentjudge.dataset import mentions
-from agentjudge.dataset.build import build_scenario
-from agentjudge.dataset.engine import make_environment
 from agentjudge.dataset.gates import run_gates
 from agentjudge.dataset.gates_semantic import (
     SEMANTIC_CODES,
@@ -24,7 +22,9 @@ from agentjudge.dataset.gates_semantic import (
 )
 from agentjudge.dataset.generate import Job, make_one
 from agentjudge.dataset.layout import parse_line
-from agentjudge.dataset.rewrite import render_queries
+from agentjudge.dataset.realiser import render_queries
+from agentjudge.dataset.scenario import build_scenario
+from agentjudge.dataset.world import make_environment
 from agentjudge.types import Record, Topology
 
 
@@ -331,8 +331,8 @@ def test_codes_are_documented_in_gates() -> None:
 
 def _sample_queries() -> list[str]:
     """Every mini plan worded with ten seeds: 60 x 10 x 3 queries."""
-    from agentjudge.dataset.engine import list_domains
     from agentjudge.dataset.generate import plan_jobs, sub_seed
+    from agentjudge.dataset.world import list_domains
 
     out: list[str] = []
     for job in plan_jobs("mini", sorted(list_domains())):
@@ -355,8 +355,8 @@ def _closer(query: str) -> str:
 def test_no_sentence_in_more_than_five_percent_of_one_difficultys_queries() -> None:
     """The phrase bank is varied: no sentence (a greeting, a closing, a dependency cue, a lead) appears in
     more than 5 % of the queries of one difficulty; the 20 most frequent are printed with their shares."""
-    from agentjudge.dataset.engine import list_domains
     from agentjudge.dataset.generate import plan_jobs, sub_seed
+    from agentjudge.dataset.world import list_domains
 
     by_difficulty: dict[str, list[str]] = {"easy": [], "medium": [], "hard": []}
     scenarios: set[str] = set()  # a record's context, fixed per record (its share: bench/query_stats.py)
@@ -386,7 +386,7 @@ def test_audit_prints_a_topology_stratified_gradable_sample(tmp_path) -> None:  
 
     from typer.testing import CliRunner
 
-    from agentjudge.cli import app
+    from agentjudge.commands.app import app
     from agentjudge.types import TOPOLOGIES
 
     runner = CliRunner()
@@ -550,7 +550,7 @@ def test_date_contradiction_when_the_scenario_cannot_be_said_today() -> None:
         record = shipped("itsm", "linear", index)
         import datetime as dt
 
-        from agentjudge.dataset.engine import make_environment
+        from agentjudge.dataset.world import make_environment
 
         env = make_environment(record)
         assert env is not None
@@ -587,7 +587,7 @@ def test_agreement_of_a_field_noun_and_its_verb() -> None:
 def test_every_template_slot_agrees_with_every_field_noun() -> None:
     """The realiser's own "… is/are <value>" slots, filled with every field noun of every domain: each
     generated query passes the agreement check, and a plural field is said with "are" somewhere."""
-    from agentjudge.dataset.engine import list_domains
+    from agentjudge.dataset.world import list_domains
 
     plural_seen = 0
     for domain in list_domains():

@@ -11,8 +11,8 @@ import pytest
 from test_gates import linear_record
 from typer.testing import CliRunner
 
-from agentjudge.cli import app
-from agentjudge.dataset import build, engine, gates, generate
+from agentjudge.commands.app import app
+from agentjudge.dataset import gates, generate, scenario, world
 from agentjudge.dataset.layout import read_records, write_records
 from agentjudge.types import TOPOLOGIES, Record, ToolCall
 
@@ -68,8 +68,8 @@ def _fake_builder(fail: set[int]):
 
 @pytest.fixture
 def fake_world(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine, "list_domains", lambda: FAKE_DOMAINS)
-    monkeypatch.setattr(engine, "make_environment", lambda record: None)
+    monkeypatch.setattr(world, "list_domains", lambda: FAKE_DOMAINS)
+    monkeypatch.setattr(world, "make_environment", lambda record: None)
     monkeypatch.setattr(
         gates, "_topology_shape", lambda record: None
     )  # the fixture is linear whatever its label
@@ -81,7 +81,7 @@ def test_generate_counts_regenerations_and_is_deterministic(
     jobs = generate.plan_jobs("mini", FAKE_DOMAINS)
     first_seeds = [generate.sub_seed(5, j, 0) for j in jobs]
     fail = {s for s in first_seeds[::7]}  # every 7th scenario fails on its first attempt
-    monkeypatch.setattr(build, "build_scenario", _fake_builder(fail))
+    monkeypatch.setattr(scenario, "build_scenario", _fake_builder(fail))
     manifest = generate.generate(tmp_path / "a", "mini", 5)
     assert manifest["n_records"] == 60 and manifest["counts"]["topology"] == {t: 10 for t in TOPOLOGIES}
     assert manifest["gates"]["regenerations"] == len(fail)
@@ -106,7 +106,7 @@ def test_generate_writes_nothing_when_a_scenario_never_passes(
         def __contains__(self, item: object) -> bool:
             return True
 
-    monkeypatch.setattr(build, "build_scenario", _fake_builder(Always()))
+    monkeypatch.setattr(scenario, "build_scenario", _fake_builder(Always()))
     monkeypatch.setattr(generate, "MAX_ATTEMPTS", 3)
     out = tmp_path / "out"
     result = runner.invoke(app, ["generate", "--out", str(out), "--size", "mini"])
@@ -181,7 +181,7 @@ async def test_llm_rewrites_are_gated_and_fall_back_with_failed_status(fake_llm)
     from fakeserver import prompt_text
 
     from agentjudge.dataset.llm_synth import MAX_TRIES, rewrite_record
-    from agentjudge.dataset.rewrite import render_queries
+    from agentjudge.dataset.realiser import render_queries
     from agentjudge.models.client import ModelClient
 
     record, plan = linear_record()
@@ -237,7 +237,7 @@ def test_generate_with_llm_rewrites_through_the_cli(
         "whose email is dana.kim@example.com? Three attempts, please."
     )
     fake_llm.set_responder(lambda request: rewrite)
-    monkeypatch.setattr(build, "build_scenario", _fake_builder(set()))
+    monkeypatch.setattr(scenario, "build_scenario", _fake_builder(set()))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-for-the-fake-server")
     out = tmp_path / "llm"
     args = ["generate", "--out", str(out), "--size", "mini", "--llm", "openai/test-model", "--api-base"]

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from agentjudge.dataset.layout import write_records
-from agentjudge.human import agree_cli, parse_label, read_labels, sample_cli
+from agentjudge.people.validation import agree_cli, parse_label, read_labels, sample_cli
 from agentjudge.types import TOPOLOGIES, GTStep, Record, ToolCall, ToolSchema
 
 TOOL = ToolSchema(

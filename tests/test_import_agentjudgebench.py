@@ -24,10 +24,10 @@ import pandas as pd
 import pytest
 
 from agentjudge.dataset.layout import read_records
-from agentjudge.importers.agentjudgebench import import_release
-from agentjudge.report.build import report_cli
+from agentjudge.report.write import report_cli
 from agentjudge.runner.grid import run_cli
-from agentjudge.scoring import score_calls
+from agentjudge.scoring.scorer import score_calls
+from agentjudge.tracks.agentjudgebench.importer import import_release
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "data" / "mini" / "records.jsonl"
@@ -353,7 +353,7 @@ def test_the_download_root_and_rows_that_name_no_cell(tmp_path: Path) -> None:
     """The download's root (its judge files in data/) is read as the per-judge layout; a failed row whose
     generator and difficulty are None too is counted (its cell unknown); a generator column present but
     null in a row with data is named as such."""
-    from agentjudge.importers.agentjudgebench_files import ReleaseError, read_release
+    from agentjudge.tracks.agentjudgebench.files import ReleaseError, read_release
 
     build_release(tmp_path / "root" / "data", "per-judge")
     path = tmp_path / "root" / "data" / "judge_qwq_32b.jsonl"

@@ -14,7 +14,7 @@ import agentjudgebench_published_fixture as fixture
 import pytest
 from typer.testing import CliRunner
 
-from agentjudge.cli import app
+from agentjudge.commands.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "data" / "mini" / "records.jsonl"

@@ -16,50 +16,49 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# Packages along the data flow, lowest first. A module belongs to the group with the longest matching prefix.
 LAYERS: list[list[str]] = [
     [
         "agentjudge",
         "agentjudge.types",
-        "agentjudge.columns",
         "agentjudge.fserrors",
         "agentjudge.memo",
+        "agentjudge.provenance",
         "agentjudge.quickvalid",
+        "agentjudge.resources",
         "agentjudge.strict_json",
     ],
-    ["agentjudge.models", "agentjudge.stats"],
+    ["agentjudge.models", "agentjudge.stats", "agentjudge.rundir"],
     ["agentjudge.dataset"],
     ["agentjudge.scoring"],
     ["agentjudge.generators", "agentjudge.judges"],
-    ["agentjudge.registry", "agentjudge.model_strings", "agentjudge.preflight"],
-    [
-        "agentjudge.runner",
-        "agentjudge.sampling",
-        "agentjudge.report",
-        "agentjudge.viewer",
-        "agentjudge.importers",
-        "agentjudge.human",
-        "agentjudge.taubench",
-        "agentjudge.scoring_cli",
-        "agentjudge.dataset.generate",
-        "agentjudge.generators.infer",
-    ],
-    ["agentjudge.cli", "agentjudge.__main__"],
+    ["agentjudge.registry"],
+    ["agentjudge.runner"],
+    ["agentjudge.analysis"],
+    ["agentjudge.report", "agentjudge.viewer", "agentjudge.people", "agentjudge.tracks"],
+    ["agentjudge.api"],
+    ["agentjudge.commands", "agentjudge.__main__"],
 ]
 
+# Source folder → the dotted name it imports as (the repository's analysis/ is agentjudge.analysis: setup.py).
+SOURCES: dict[str, str] = {"agentjudge": "agentjudge", "analysis": "agentjudge.analysis"}
 
-def modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
-    """Dotted module name → file, for every ``.py`` under the given top-level packages."""
+
+def modules(root: Path, packages: tuple[str, ...] | dict[str, str]) -> dict[str, Path]:
+    """Dotted module name → file, for every ``.py`` under the given source folders (a folder → its dotted
+    name, or a tuple of folders that import under their own names)."""
+    sources = packages if isinstance(packages, dict) else {p: p for p in packages}
     found: dict[str, Path] = {}
-    for package in packages:
-        for path in sorted((root / package).rglob("*.py")):
-            parts = list(path.relative_to(root).with_suffix("").parts)
+    for folder, dotted in sources.items():
+        for path in sorted((root / folder).rglob("*.py")):
+            parts = [*dotted.split("."), *path.relative_to(root / folder).with_suffix("").parts]
             if parts[-1] == "__init__":
                 parts.pop()
             found[".".join(parts)] = path
     return found
 
 
-def import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
+def import_graph(root: Path, packages: tuple[str, ...] | dict[str, str]) -> dict[str, set[str]]:
     """module → the project modules it imports (anywhere in its body), self-imports dropped."""
     mods = modules(root, packages)
 
@@ -147,11 +146,33 @@ def upward_imports(graph: dict[str, set[str]], layers: list[list[str]]) -> list[
 
 @pytest.fixture(scope="module")
 def project_graph() -> dict[str, set[str]]:
-    return import_graph(ROOT, ("agentjudge", "analysis"))
+    return import_graph(ROOT, SOURCES)
+
+
+def package_of(module: str) -> str:
+    """The package a module counts in for the package-level graph: ``agentjudge.X`` (a subpackage, or a
+    top-level module on its own)."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """package → the other packages its modules import."""
+    found: dict[str, set[str]] = {}
+    for a, targets in graph.items():
+        found.setdefault(package_of(a), set()).update(
+            package_of(b) for b in targets if package_of(b) != package_of(a)
+        )
+    return found
 
 
 def test_no_import_cycles(project_graph: dict[str, set[str]]) -> None:
     assert cycles(project_graph) == []
+
+
+def test_no_package_import_cycles(project_graph: dict[str, set[str]]) -> None:
+    """Packages import one way too: no package reaches a package that reaches it back (a cycle between
+    packages is a cycle of responsibilities even when no two modules import each other)."""
+    assert cycles(package_graph(project_graph)) == []
 
 
 def test_every_module_has_a_layer(project_graph: dict[str, set[str]]) -> None:

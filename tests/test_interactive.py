@@ -19,9 +19,9 @@ from agentjudge.generators.agent_sim import AgentProfile, AgentRates, agent_prof
 from agentjudge.generators.interactive import make_interactive_llm_generator, run_episode
 from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelClient
-from agentjudge.registry import ModelResolutionError, make_generator
+from agentjudge.registry.factory import ModelResolutionError, make_generator
 from agentjudge.runner.work import Dataset
-from agentjudge.scoring import outcome, replayed_calls, score_prediction
+from agentjudge.scoring.scorer import outcome, replayed_calls, score_prediction
 from agentjudge.types import DIFFICULTIES, ModelSettings, Prediction, Record
 
 MINI = Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl"
@@ -91,8 +91,8 @@ def applied(data: Dataset, kind: str) -> tuple[Record, str, list[str]]:
 
 def simulate(record: Record, messages: list[dict[str, Any]], calls: list[Any]) -> list[dict[str, Any]]:
     """Messages after executing ``calls`` from scratch (replays all earlier calls): test helper only."""
-    from agentjudge.dataset.engine import environment_for
     from agentjudge.dataset.env import ToolError
+    from agentjudge.dataset.world import environment_for
 
     env = environment_for(record)
     assert env is not None
@@ -367,7 +367,7 @@ def test_registry_generation_key() -> None:
 
 def test_episode_loop_with_in_process_policy(data: Dataset) -> None:
     """run_episode drives any Policy; here one that answers at once (zero steps, one turn)."""
-    from agentjudge.dataset.engine import environment_for
+    from agentjudge.dataset.world import environment_for
     from agentjudge.generators.interactive import Turn
 
     record = _record(data)
@@ -383,8 +383,8 @@ def test_episode_loop_with_in_process_policy(data: Dataset) -> None:
 def test_a_rejected_call_leaves_the_state_unchanged(data: Dataset) -> None:
     """A create whose referenced entity does not exist must not consume an id: otherwise an agent that
     recovers from the error gets other ids than the GT and can never match its end state."""
-    from agentjudge.dataset.engine import environment_for, load_domain
     from agentjudge.dataset.env import ToolError
+    from agentjudge.dataset.world import environment_for, load_domain
     from agentjudge.types import ToolCall
 
     checked = 0

@@ -247,8 +247,8 @@ def test_families_can_be_switched_off() -> None:
 def test_gates_apply_the_layer_to_human_queries_only(tmp_path: Path) -> None:
     import json
 
-    from agentjudge.dataset.bfcl import import_bfcl
     from agentjudge.dataset.gates import run_gates
+    from agentjudge.tracks.bfcl import import_bfcl
 
     task = {
         "id": "multiple_0",

@@ -8,7 +8,7 @@ from typing import Any
 from fakeserver import TEST_KEY, FakeLLM, prompt_text
 
 from agentjudge.judges.llm import ATTEMPT_SEPARATOR, LLMJudge
-from agentjudge.judges.templates import TAG_CALLS
+from agentjudge.judges.prompts import TAG_CALLS
 from agentjudge.models.client import ModelClient
 from agentjudge.types import JudgeRequest, PromptVariant, Task, ToolCall, ToolSchema
 

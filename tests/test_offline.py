@@ -336,9 +336,9 @@ def test_a_prediction_repeating_earlier_calls_is_scored_as_they_were_under_its_o
     another difficulty, another generator or trial) and hands each repeat the same scores under its own ids;
     calls that differ at all (an argument, its key order, the calls an interactive prediction executed)
     are scored on their own. Every score equals score_prediction's for that prediction alone."""
-    from agentjudge import scoring
     from agentjudge.runner.store import UnitKey
     from agentjudge.runner.work import Dataset, compute_scores
+    from agentjudge.scoring import scorer
     from agentjudge.types import Prediction, ToolStep, Trajectory
 
     first, second = read_records(MINI, limit=2)
@@ -349,7 +349,7 @@ def test_a_prediction_repeating_earlier_calls_is_scored_as_they_were_under_its_o
     reordered = list(gt)
     reordered[at] = ToolCall(name=gt[at].name, arguments=dict(reversed(gt[at].arguments.items())))
     assert reordered[at].arguments == gt[at].arguments  # equal, spelled in another order
-    _, writes = scoring._gt_trace(first, None)
+    _, writes = scorer._gt_trace(first, None)
     skipped = [ToolStep(turn=i, call=c, executed=i != writes[0]) for i, c in enumerate(gt)]  # a write not run
     trajectory = Trajectory(messages=[], steps=skipped, turns=len(gt), stop_reason="answered")
     plan = [  # (record, difficulty, generator, trial, calls, trajectory)
@@ -370,16 +370,16 @@ def test_a_prediction_repeating_earlier_calls_is_scored_as_they_were_under_its_o
         key = UnitKey("predict", task.record_id, difficulty, generator, trial)
         predictions[key] = Prediction.for_task(task, generator, trial, calls=calls, trajectory=traj)
     scored: list[str] = []
-    real = scoring.score_prediction
+    real = scorer.score_prediction
 
     def counting(record: Any, prediction: Prediction, mode: Any, **kwargs: Any) -> Any:
         scored.append(f"{prediction.record_id}/{prediction.generator}")
         return real(record, prediction, mode, **kwargs)
 
-    monkeypatch.setattr(scoring, "score_prediction", counting)
+    monkeypatch.setattr(scorer, "score_prediction", counting)
     modes: list[Any] = ["paper", "strict"]
     scores = compute_scores(data, predictions, modes, False)
-    monkeypatch.setattr(scoring, "score_prediction", real)
+    monkeypatch.setattr(scorer, "score_prediction", real)
     alone = {
         (key.record_id, key.generator, key.generator_trial): {
             mode: real(data.locate(key.record_id)[0], prediction, mode) for mode in modes
@@ -395,9 +395,9 @@ def test_a_prediction_repeating_earlier_calls_is_scored_as_they_were_under_its_o
 def test_repeats_are_never_taken_from_another_base_record_whose_keys_interleave() -> None:
     """Base ids "r" and "r:f" sort r:easy, r:f:easy, r:f:hard, r:f:medium, r:hard, r:medium: the same calls
     under r after r:f's predictions are scored for r, not given r:f's scores."""
-    from agentjudge import scoring
     from agentjudge.runner.store import UnitKey
     from agentjudge.runner.work import Dataset, compute_scores
+    from agentjudge.scoring import scorer
     from agentjudge.types import Prediction
 
     first, second = read_records(MINI, limit=2)
@@ -414,7 +414,7 @@ def test_repeats_are_never_taken_from_another_base_record_whose_keys_interleave(
     scores = compute_scores(data, predictions, ["strict"], False)
     for key, prediction in predictions.items():
         record = data.locate(key.record_id)[0]
-        alone = scoring.score_prediction(record, prediction, "strict")
+        alone = scorer.score_prediction(record, prediction, "strict")
         assert scores[(key.record_id, "g", 0)]["strict"] == alone, key.record_id
     assert scores[("r:hard", "g", 0)]["strict"] != scores[("r:f:hard", "g", 0)]["strict"].model_copy(
         update={"record_id": "r:hard"}
@@ -448,7 +448,7 @@ def test_sigkill_of_an_offline_run_with_two_processes_then_resume(tmp_path: Path
     # chunks of 100 units: many small groups, so the kill lands between commits
     code = (
         "import sys; from agentjudge.runner import offline; offline.CHUNK_UNITS = 100; "
-        "from agentjudge.cli import app; sys.argv = ['agentjudge', *sys.argv[1:]]; app()"
+        "from agentjudge.commands.app import app; sys.argv = ['agentjudge', *sys.argv[1:]]; app()"
     )
     command = [sys.executable, "-c", code, *command[3:]]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -501,7 +501,7 @@ def test_ctrl_c_of_an_offline_run_with_two_processes_then_resume(tmp_path: Path)
     rundir = work / "run"
     code = (
         "import sys; from agentjudge.runner import offline; offline.CHUNK_UNITS = 100; "
-        "from agentjudge.cli import app; sys.argv = ['agentjudge', *sys.argv[1:]]; app()"
+        "from agentjudge.commands.app import app; sys.argv = ['agentjudge', *sys.argv[1:]]; app()"
     )
     command = [sys.executable, "-c", code, "run", str(pipeline), "--out", str(rundir)]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

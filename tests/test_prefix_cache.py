@@ -16,7 +16,7 @@ import pytest
 import yaml
 from fakeserver import Reply
 
-from agentjudge.judges.templates import (
+from agentjudge.judges.prompts import (
     TAG_QUERY,
     TAG_TOOLS,
     build_messages,

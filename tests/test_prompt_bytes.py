@@ -17,8 +17,8 @@ from typing import Any
 from test_templates import make_request
 
 from agentjudge.dataset.layout import read_records
-from agentjudge.judges import templates
-from agentjudge.judges.templates import build_messages, with_cache_breakpoint
+from agentjudge.judges import prompts
+from agentjudge.judges.prompts import build_messages, with_cache_breakpoint
 from agentjudge.runner.work import Dataset
 from agentjudge.types import JudgeRequest, PromptVariant
 
@@ -80,7 +80,7 @@ def _digest(requests: list[JudgeRequest]) -> str:
 
 
 def test_prompts_of_the_mini_dataset_are_unchanged() -> None:
-    templates.reload_templates()
+    prompts.reload_templates()
     assert _digest(_requests()) == EXPECTED["mini"]
 
 

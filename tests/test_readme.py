@@ -9,7 +9,7 @@ from pathlib import Path
 from test_plugin_example import example_block
 
 from agentjudge.models.client import ModelClient
-from agentjudge.registry import make_judge
+from agentjudge.registry.factory import make_judge
 from agentjudge.types import GTStep, JudgeRequest, ModelSettings, Task, ToolCall, ToolSchema
 
 README = Path(__file__).resolve().parents[1] / "README.md"

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from agentjudge import registry
 from agentjudge.generators.llm import LLMGenerator
 from agentjudge.models.client import ModelClient
-from agentjudge.registry import ModelResolutionError, make_generator, make_judge
+from agentjudge.registry import factory
+from agentjudge.registry.factory import ModelResolutionError, make_generator, make_judge
 from agentjudge.types import JudgeRequest, JudgeResult, ModelSettings, Prediction, Task
 
 PLUGIN_SOURCE = """
@@ -106,7 +106,7 @@ def test_litellm_model_is_llm_generator() -> None:
 
 def test_resolution_does_not_import_litellm_or_plugins() -> None:
     code = (
-        "import sys; from agentjudge.registry import make_generator; "
+        "import sys; from agentjudge.registry.factory import make_generator; "
         "from agentjudge.models.client import ModelClient; from agentjudge.types import ModelSettings; "
         "make_generator(ModelSettings(model='hosted_vllm/x', api_base='http://h/v1'), ModelClient()); "
         "print('litellm' in sys.modules)"
@@ -120,7 +120,7 @@ def test_resolution_does_not_import_litellm_or_plugins() -> None:
 def test_importing_the_registry_loads_no_generator_judge_or_client() -> None:
     """The registry only names where things are; building one imports its module then (ARCHITECTURE.md)."""
     code = (
-        "import sys, agentjudge.registry; "
+        "import sys, agentjudge.registry.factory; "
         "print(sorted(m for m in sys.modules if m.startswith(('agentjudge.generators', 'agentjudge.judges', "
         "'agentjudge.models', 'agentjudge.runner', 'litellm'))))"
     )
@@ -205,10 +205,10 @@ def test_sim_and_baseline_dispatch(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_entry_point_loads_only_the_named_plugin(plugin: str, monkeypatch: pytest.MonkeyPatch) -> None:
     eps = [
         importlib.metadata.EntryPoint(
-            name="broken", value="no_such_module_abc:factory", group=registry.ENTRY_POINT_GROUP
+            name="broken", value="no_such_module_abc:factory", group=factory.ENTRY_POINT_GROUP
         ),
         importlib.metadata.EntryPoint(
-            name="echo", value=f"{plugin}:make_gen", group=registry.ENTRY_POINT_GROUP
+            name="echo", value=f"{plugin}:make_gen", group=factory.ENTRY_POINT_GROUP
         ),
     ]
 

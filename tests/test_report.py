@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from agentjudge.analysis import SECTIONS
 
-from agentjudge.report.build import ANALYSES, ONLY_WHEN, report_cli
-from agentjudge.report.synthetic import SyntheticSpec, Variant, write_run
+from agentjudge.report.write import report_cli
+from agentjudge.rundir.synthetic import SyntheticSpec, Variant, write_run
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,7 @@ def test_all_files_written(report_dir: Path) -> None:
     assert "RQ4: this run has one temperature" in md
     rest = md[md.index("\n## Everything else") : md.index("\n## Run details")]
     # one line per analysis (those for other kinds of run folder aside), the rest folded in the HTML
-    assert len(ANALYSES) - len(ONLY_WHEN) == rest.count("\n- **")
+    assert sum(s.only_when is None for s in SECTIONS) == rest.count("\n- **")
     assert html.count("<details><summary>" + "RQ") == 7  # each section folded (tables fold inside too)
     from agentjudge import __version__
     from agentjudge.provenance import git_commit

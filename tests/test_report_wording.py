@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentjudge.report.build import report_cli
 from agentjudge.report.compare import compare_cli
-from agentjudge.report.synthetic import SyntheticSpec, write_run
+from agentjudge.report.write import report_cli
+from agentjudge.rundir.synthetic import SyntheticSpec, write_run
 
 
 def test_compare_ranks_judges_within_each_run_for_robustness(tmp_path: Path) -> None:
@@ -39,7 +39,7 @@ def test_score_says_what_state_match_counts(tmp_path: Path, capsys: pytest.Captu
     import json
 
     from agentjudge.dataset.layout import read_records, write_records
-    from agentjudge.scoring_cli import score_cli
+    from agentjudge.scoring.files import score_cli
 
     records = read_records(Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl")[:2]
     write_records(tmp_path / "records.jsonl", records)
@@ -66,9 +66,9 @@ def test_headline_dots_by_rank_calibration_apart_and_a_zoomed_axis_says_where_it
 ) -> None:
     """Issue 36: headline.png lists judges by rank (best on top), the calibration judges under a rule in grey,
     on an axis that spans the values (dots, not bars: a start above 0 is said in the label)."""
-    from agentjudge.report.context import load_context
-    from analysis import headline, robustness
-    from analysis.first_screen import ranking
+    from agentjudge.analysis import headline, robustness
+    from agentjudge.analysis._context import load_context
+    from agentjudge.analysis.first_screen import ranking
 
     judges = {"judge-a": 1, "judge-b": 2, "judge-c": 3, "baseline/always-1": 3, "baseline/ceiling": 3}
     write_run(tmp_path, SyntheticSpec(n_base=12, judges=judges))
@@ -89,7 +89,7 @@ def test_headline_dots_by_rank_calibration_apart_and_a_zoomed_axis_says_where_it
 
 
 def test_a_zoom_that_would_cut_off_only_a_few_points_starts_at_zero() -> None:
-    from agentjudge.report.figures import grouped_bars
+    from agentjudge.analysis._figures import grouped_bars
 
     table = pd.DataFrame({"condition": ["a", "a"], "judge": ["x", "y"], "align": [0.153, 0.95]})
     ax = grouped_bars(table, "condition", "judge", "align", {}, "t", "alignment (%)", zoom=True).axes[0]

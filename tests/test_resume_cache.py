@@ -318,7 +318,7 @@ def test_run_invoked_in_process_leaves_pyarrows_pandas_support_intact(tmp_path: 
     probe = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
-        "from agentjudge.cli import app\n"
+        "from agentjudge.commands.app import app\n"
         "result = CliRunner().invoke(app, ['run', sys.argv[1], '--out', 'inproc'])\n"
         "assert result.exit_code == 0, result.output\n"
         "import pandas as pd, pyarrow as pa\n"

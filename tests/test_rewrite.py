@@ -10,7 +10,7 @@ from test_gates import TOOLS, linear_record
 
 from agentjudge.dataset import resolve
 from agentjudge.dataset.plan import QueryPlan, Referent, Slot
-from agentjudge.dataset.rewrite import RenderError, render_queries
+from agentjudge.dataset.realiser import RenderError, render_queries
 
 SCHEMA_FIELDS = sorted({name for t in TOOLS for name in t.parameters["properties"] if "_" in name})
 TOOL_NAMES = [t.name for t in TOOLS]
@@ -87,7 +87,7 @@ def test_every_difficulty_says_whether_the_optional_step_is_wanted() -> None:
     says so at every difficulty — by the condition (kept where it adds to what the step writes), or by the
     quoted text the step writes or the quoted template it sends; a condition that does not hold is stated
     as such."""
-    from agentjudge.dataset.build import build_scenario
+    from agentjudge.dataset.scenario import build_scenario
 
     seen = {"holds": 0, "absent": 0}
     for index in range(24):
@@ -192,7 +192,7 @@ def test_numbers_do_not_run_across_sentences() -> None:
 
 
 def test_tidy_fixes_articles_but_never_quoted_text() -> None:
-    from agentjudge.dataset.rewrite import _tidy
+    from agentjudge.dataset.realiser import _tidy
 
     text = _tidy('Open a onboarding task , a one-off and a user;  subject "a issue here".')
     assert text == 'Open an onboarding task, a one-off and a user; subject "a issue here".'
@@ -204,7 +204,7 @@ def test_tidy_fixes_articles_but_never_quoted_text() -> None:
 def _relation_conditions(domain: str, n: int) -> list[tuple[QueryPlan, Referent]]:
     """optional_enrichment plans whose condition speaks of a record the request knows only by relation
     ("the owner of the asset …" while the domain's condition says "the employee wants …")."""
-    from agentjudge.dataset.build import build_scenario
+    from agentjudge.dataset.scenario import build_scenario
 
     found = []
     for index in range(n):
@@ -242,7 +242,7 @@ def test_a_condition_names_its_record_as_the_request_introduced_it() -> None:
 def test_a_condition_that_does_not_hold_is_said_as_a_fact_not_as_another_request() -> None:
     """airline-0234 (audit): "Kindly notify … about the passenger. Also, the passenger does not want
     anything sent." read as a second request contradicting the first."""
-    from agentjudge.dataset.build import build_scenario
+    from agentjudge.dataset.scenario import build_scenario
 
     absent = 0
     for domain in ("airline", "itsm", "retail", "support"):
@@ -260,7 +260,7 @@ def test_a_condition_that_does_not_hold_is_said_as_a_fact_not_as_another_request
 def test_a_notification_to_a_records_relation_names_that_record_once() -> None:
     """support-0211 (audit): "notify the customer-success manager of the customer contact named Nikhil
     Bauer about the customer contact" — the record is named first and the recipient is "their …"."""
-    from agentjudge.dataset.build import build_scenario
+    from agentjudge.dataset.scenario import build_scenario
 
     checked = 0
     for index in range(30):
@@ -282,7 +282,7 @@ def test_a_notification_to_a_records_relation_names_that_record_once() -> None:
 def test_code_values_are_written_as_a_person_writes_them() -> None:
     """ "mfa bypass", "salesforce", "satisfaction follow up" read as raw codes; the GT value is unchanged
     and still read back from the text (case, hyphens and underscores are folded)."""
-    from agentjudge.dataset.rewrite import _Renderer
+    from agentjudge.dataset.realiser import _Renderer
 
     _, plan = linear_record()
     r = _Renderer(plan, "medium", __import__("random").Random(0))
@@ -302,8 +302,8 @@ def test_new_records_get_their_values_as_settings_and_only_tickets_are_raised() 
     """ "(specialty dermatology and urgency urgent)" read as a form; "raise a satisfaction survey" is not
     English. A created record's values are "the urgency set to urgent"; only a ticket-like record is
     raised."""
-    from agentjudge.dataset.build import build_scenario
-    from agentjudge.dataset.rewrite import _RAISED
+    from agentjudge.dataset.realiser import _RAISED
+    from agentjudge.dataset.scenario import build_scenario
 
     created = 0
     for domain in ("health", "secops", "support", "supply", "itsm"):
@@ -327,7 +327,7 @@ def test_new_records_get_their_values_as_settings_and_only_tickets_are_raised() 
 
 def test_no_greeting_puts_an_article_before_a_bare_role() -> None:
     """ "A procurement officer here." is not how anyone signs in; "Procurement officer here." is."""
-    from agentjudge.dataset.build import build_scenario
+    from agentjudge.dataset.scenario import build_scenario
 
     for index in range(40):
         _, plan = build_scenario("supply", "linear", 5000 + index, index)
@@ -340,7 +340,7 @@ def test_hard_states_no_order_between_its_requests() -> None:
     """finance-0162 (final audit): "open a new card request …, and then notify the client's relationship
     manager" put the manager's look-up after the card request, which the GT (free to choose) does first.
     A hard query leaves look-ups to the reader, so it joins its requests without "then"."""
-    from agentjudge.dataset.build import build_scenario
+    from agentjudge.dataset.scenario import build_scenario
 
     seen = 0
     for domain in ("finance", "hr", "itsm", "supply"):
@@ -358,7 +358,7 @@ def test_hard_states_no_order_between_its_requests() -> None:
 def test_a_record_is_on_a_document_but_of_a_thing() -> None:
     """mfg-0120 (final audit): "the production line on machine MCH-1" reverses them (a machine sits on a
     line); "the customer on order ORD-1" is how one reads a record off a document."""
-    from agentjudge.dataset.build import build_scenario
+    from agentjudge.dataset.scenario import build_scenario
 
     said = {"on": 0, "of": 0}
     for domain, topology in (("mfg", "linear"), ("mfg", "fan_in"), ("retail", "linear"), ("itsm", "linear")):
@@ -376,10 +376,10 @@ def test_a_new_record_with_two_links_says_how_each_attaches() -> None:
     """finance-0111 (final audit): "a new payment for the account … and our client …" lists an account and
     a client as if both were payees. Every create tool that links two records names a preposition for each
     ("for the client … from the account …"), and the queries use them."""
-    from agentjudge.dataset.build import build_scenario
     from agentjudge.dataset.domains import load_domain
-    from agentjudge.dataset.engine import list_domains
-    from agentjudge.dataset.rewrite import _link_prepositions
+    from agentjudge.dataset.realiser import _link_prepositions
+    from agentjudge.dataset.scenario import build_scenario
+    from agentjudge.dataset.world import list_domains
 
     for slug in list_domains():
         dom = load_domain(slug)
@@ -414,7 +414,7 @@ def test_a_new_record_with_two_links_says_how_each_attaches() -> None:
 def test_a_reason_that_repeats_its_template_is_left_out() -> None:
     """itsm-0212 / secops-0204 (final audit): "… the "awaiting user reply" message, as we are waiting on a
     reply from the owner" and "the "action required" message, as the owner has to take action"."""
-    from agentjudge.dataset.rewrite import _reason_adds
+    from agentjudge.dataset.realiser import _reason_adds
 
     _, plan = linear_record()
 

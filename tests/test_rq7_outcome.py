@@ -8,11 +8,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from agentjudge.analysis._context import load_context
+from agentjudge.analysis.rq7_outcome import analyze
 
-from agentjudge.report.build import report_cli
-from agentjudge.report.context import load_context
+from agentjudge.report.write import report_cli
 from agentjudge.runner.grid import run_cli
-from analysis.rq7_outcome import analyze
 
 MINI = Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl"
 

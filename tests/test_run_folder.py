@@ -29,7 +29,7 @@ from test_runner import write_pipeline
 from typer.testing import CliRunner
 
 from agentjudge import strict_json
-from agentjudge.cli import app
+from agentjudge.commands.app import app
 from agentjudge.runner.grid import run_cli
 from agentjudge.runner.rundir_lock import RunFolderBusy, RunFolderLock, read_holder
 from agentjudge.types import METRICS, JudgeRequest, JudgeResult

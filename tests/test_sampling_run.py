@@ -29,9 +29,9 @@ from agentjudge.runner.pipeline import (
     load_pipeline,
     with_target,
 )
+from agentjudge.runner.sampling.spec import Sampling
+from agentjudge.runner.sampling.stages import RECORD_KEY, SampledGrid
 from agentjudge.runner.store import UnitKey
-from agentjudge.sampling.spec import Sampling
-from agentjudge.sampling.stages import RECORD_KEY, SampledGrid
 
 TESTS = Path(__file__).resolve().parent
 N = 40
@@ -154,7 +154,7 @@ def test_another_order_is_refused_and_an_unsampled_rerun_judges_everything(
 
 
 def test_first_screen_says_the_run_was_sampled(tmp_path: Path) -> None:
-    from agentjudge.report.build import report_cli
+    from agentjudge.report.write import report_cli
 
     pipeline, rundir = _pipeline(tmp_path / "p"), tmp_path / "run"
     assert run_cli(pipeline, rundir) == 0
@@ -248,7 +248,7 @@ def test_sigkill_in_the_second_stage_then_resume_equals_uninterrupted(
 
 def test_dry_run_prices_the_sampled_grid_beside_the_full_one(tmp_path: Path, capsys: Any) -> None:
     from agentjudge.runner.pipeline import Pipeline
-    from agentjudge.sampling.estimate import expected_sizes, prior_variances
+    from agentjudge.runner.sampling.estimate import expected_sizes, prior_variances
 
     pipeline, rundir = _pipeline(tmp_path / "p"), tmp_path / "run"
     assert run_cli(pipeline, rundir, dry_run=True) == 0

@@ -1,4 +1,4 @@
-"""The statistics of a sampled grid (agentjudge/stats/sampling.py, issue 38), against hand-computed values
+"""The statistics of a sampled grid (agentjudge/stats/design.py, issue 38), against hand-computed values
 and a simulation: the stratified order, sizes and half-widths, the finite-population scale of the
 bootstrap, the design weights and the shared prefix of a paired comparison."""
 
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentjudge.stats import ClusterBootstrap
-from agentjudge.stats.sampling import (
+from agentjudge.stats.design import (
     Design,
     bound_n,
     fpc_scale,
@@ -177,7 +177,7 @@ def test_pairwise_agreement_weighs_each_shared_coordinate_by_the_shorter_prefix(
 def test_paired_rows_and_weighted_means_of_the_report() -> None:
     from types import SimpleNamespace
 
-    from analysis._common import group_mean, paired
+    from agentjudge.analysis._common import group_mean, paired
 
     d = _design()
     rows = []
@@ -207,7 +207,7 @@ def test_paired_rows_and_weighted_means_of_the_report() -> None:
 
 
 def test_upper_variance_adds_the_standard_error_of_the_variance() -> None:
-    from agentjudge.stats.sampling import upper_variance
+    from agentjudge.stats.design import upper_variance
 
     resid = np.array([1.0, -1.0] * 50)  # kurtosis 1: a variance known exactly, nothing added
     assert upper_variance(resid, 1.0) == pytest.approx(resid.var(ddof=1))
@@ -219,8 +219,8 @@ def test_upper_variance_adds_the_standard_error_of_the_variance() -> None:
 
 
 def test_next_sizes_keeps_done_cells_grows_short_ones_and_never_shrinks() -> None:
-    from agentjudge.sampling.spec import Sampling
-    from agentjudge.sampling.stages import next_sizes
+    from agentjudge.runner.sampling.spec import Sampling
+    from agentjudge.runner.sampling.stages import next_sizes
 
     spec = Sampling(target_ci_pp=1.0, pilot=200)
     n, big = 200, 3808
@@ -253,10 +253,10 @@ def test_a_gain_may_grow_past_a_cells_bound() -> None:
     bound, so a pair sized by its gain is capped by the gain's bound, not the cell's."""
     from types import SimpleNamespace
 
-    from agentjudge.sampling.estimate import expected_sizes
-    from agentjudge.sampling.spec import Sampling
-    from agentjudge.sampling.stages import next_sizes
-    from agentjudge.stats.sampling import GAIN_MAX_VARIANCE
+    from agentjudge.runner.sampling.estimate import expected_sizes
+    from agentjudge.runner.sampling.spec import Sampling
+    from agentjudge.runner.sampling.stages import next_sizes
+    from agentjudge.stats.design import GAIN_MAX_VARIANCE
 
     n, big = 200, 3808
     spec = Sampling(target_ci_pp=1.0, pilot=n, applies_to=["gt_gain"])

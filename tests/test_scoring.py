@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentjudge.dataset.env import ToolError
-from agentjudge.scoring import (
+from agentjudge.scoring.files import SCORE_COLUMNS, score_cli
+from agentjudge.scoring.scorer import (
     METRIC_FIELDS,
     prepare,
     score_calls,
@@ -20,7 +21,6 @@ from agentjudge.scoring import (
     state_match,
     values_match,
 )
-from agentjudge.scoring_cli import SCORE_COLUMNS, score_cli
 from agentjudge.types import GTStep, Prediction, Record, ToolCall, ToolSchema
 
 
@@ -466,7 +466,7 @@ def test_p_value_matches_naive_definition() -> None:
 
 def test_state_match_with_domain_engine() -> None:
     """Integration with the executable domains: the GT reproduces its end state, a missing write does not."""
-    from agentjudge.dataset.build import build_scenario
+    from agentjudge.dataset.scenario import build_scenario
 
     rec, _ = build_scenario("itsm", "fan_in", 1, 0)
     gt = rec.expected_calls

@@ -1,7 +1,7 @@
 """`paper` scoring mode against a plain transcription of the published scoring logic (SPEC §6, corrected).
 
 ``published_scores`` below is written from the text of SPEC §6 alone, step by step, with no helper of
-``agentjudge.scoring``: sets of tool names, a dict of expected key sets keyed by tool name (so the LAST
+``agentjudge.scoring.scorer``: sets of tool names, a dict of expected key sets keyed by tool name (so the LAST
 repeat wins), the published empty cases and rounding to 4 decimals. ``paper`` mode must agree with it on
 every input; the generated cases lean on repeated tools and key-set variations, where the quirks live.
 """
@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentjudge.scoring import score_calls
+from agentjudge.scoring.scorer import score_calls
 from agentjudge.types import ToolCall
 
 FOUR = ("p_tool", "p_param", "p_seq", "p_cov")

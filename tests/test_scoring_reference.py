@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from reference_scorer import same_value, strict_scores
 
-from agentjudge.scoring import METRIC_FIELDS, PreparedRecord, score_calls, score_many, score_prediction
+from agentjudge.scoring.scorer import METRIC_FIELDS, PreparedRecord, score_calls, score_many, score_prediction
 from agentjudge.types import GTStep, Prediction, Record, ToolCall, ToolSchema
 
 # ------------------------------------------------------------- the reference itself, by hand

@@ -9,9 +9,9 @@ import pytest
 from scipy import stats
 
 from agentjudge.judges.simjudge import Draws, SimulatedJudge, load_profiles, planted_verdicts
-from agentjudge.model_strings import model_kind, model_problem
 from agentjudge.models.client import ModelClient
-from agentjudge.registry import ModelResolutionError, make_generator, make_judge
+from agentjudge.registry.factory import ModelResolutionError, make_generator, make_judge
+from agentjudge.registry.model_strings import model_kind, model_problem
 from agentjudge.types import GTStep, JudgeRequest, ModelSettings, PromptVariant, Task, ToolCall
 
 

@@ -20,7 +20,7 @@ from agentjudge.generators.simulated import (
     perturb,
     stable_seed,
 )
-from agentjudge.scoring import score_calls, values_match
+from agentjudge.scoring.scorer import score_calls, values_match
 from agentjudge.types import (
     DIFFICULTIES,
     TOPOLOGIES,

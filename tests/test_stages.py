@@ -15,7 +15,7 @@ from fakeserver import TEST_KEY, FakeLLM, prompt_text
 from reference_scorer import strict_scores
 from typer.testing import CliRunner
 
-from agentjudge.cli import app
+from agentjudge.commands.app import app
 from agentjudge.dataset.layout import read_records
 
 runner = CliRunner()

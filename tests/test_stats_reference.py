@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from agentjudge.analysis._context import Context, load_context
 from scipy import stats as sps
 from sklearn.metrics import cohen_kappa_score
 
-from agentjudge.report.context import Context, load_context
-from agentjudge.report.synthetic import SyntheticSpec, Variant, write_run
+from agentjudge.rundir.synthetic import SyntheticSpec, Variant, write_run
 from agentjudge.stats import (
     ClusterBootstrap,
     add_alignment_columns,

@@ -15,8 +15,8 @@ import pytest
 from fakeserver import FakeLLM
 from typer.testing import CliRunner
 
-from agentjudge.cli import app
-from agentjudge.taubench import (
+from agentjudge.commands.app import app
+from agentjudge.tracks.taubench import (
     TauBenchError,
     auc,
     episodes_table,
@@ -148,7 +148,7 @@ def test_bad_file_names_episode_and_field(tmp_path: Path) -> None:
 def test_cli_rejected_key_prints_failures_by_model_and_reason(
     tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from agentjudge.taubench import taubench_cli
+    from agentjudge.tracks.taubench import taubench_cli
 
     small = tmp_path / "three.json"
     small.write_text(json.dumps(json.loads(DATA.read_text())[:3]))
@@ -235,7 +235,7 @@ def test_judge_cis_resample_tasks_and_match_a_loop_over_drawn_tasks() -> None:
 
 
 def test_summary_md_has_cis_and_names_baseline_judges_not_models() -> None:
-    from agentjudge.taubench import _markdown
+    from agentjudge.tracks.taubench import _markdown
 
     episodes, judgments = _synthetic_tau()
     summary = summarize(episodes, judgments, resamples=200, seed=7)

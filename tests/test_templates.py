@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agentjudge.judges import templates
-from agentjudge.judges.templates import (
+from agentjudge.judges import prompts
+from agentjudge.judges.prompts import (
     TAG_CALLS,
     TAG_QUERY,
     TAG_REFERENCE,
@@ -197,28 +197,28 @@ def test_prompts_dir_env_override_and_errors(tmp_path: Path, monkeypatch: pytest
     copy = tmp_path / "prompts"
     shutil.copytree(prompts_dir(), copy)
     (copy / "cot_off.md").write_text("EDITED: verdicts only.", encoding="utf-8")
-    monkeypatch.setenv(templates.PROMPTS_ENV, str(copy))
+    monkeypatch.setenv(prompts.PROMPTS_ENV, str(copy))
     assert "EDITED: verdicts only." in build_messages(make_request())[1]["content"]
     (copy / "user.md").write_text("no markers at all", encoding="utf-8")
-    templates.reload_templates()  # templates are read once per process; an edit needs a reload
+    prompts.reload_templates()  # templates are read once per process; an edit needs a reload
     with pytest.raises(ValueError, match="lacks required marker"):
         build_messages(make_request())
     (copy / "user.md").write_text((prompts_dir() / "user.md").read_text(encoding="utf-8"), encoding="utf-8")
     (copy / "condition_swapped_gt.md").write_text(
         "This reference belongs to another record.", encoding="utf-8"
     )
-    templates.reload_templates()
+    prompts.reload_templates()
     with pytest.raises(ValueError, match="must read exactly like condition_with_gt.md"):
         build_messages(make_request("swapped_gt"))
     (copy / "system.md").unlink()
-    templates.reload_templates()
+    prompts.reload_templates()
     with pytest.raises(FileNotFoundError, match="system.md"):
         build_messages(make_request())
-    monkeypatch.setenv(templates.PROMPTS_ENV, str(tmp_path / "nowhere"))
+    monkeypatch.setenv(prompts.PROMPTS_ENV, str(tmp_path / "nowhere"))
     with pytest.raises(FileNotFoundError, match="AGENTJUDGE_PROMPTS"):
         build_messages(make_request())
 
 
 def test_reask_message_quotes_problems() -> None:
-    message = templates.reask_message(["missing verdict(s) for seq"])
+    message = prompts.reask_message(["missing verdict(s) for seq"])
     assert message["role"] == "user" and "missing verdict(s) for seq" in message["content"]

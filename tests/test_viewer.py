@@ -23,7 +23,7 @@ import yaml
 from test_runner import make_records
 
 from agentjudge.dataset.layout import write_records
-from agentjudge.report.build import report_cli
+from agentjudge.report.write import report_cli
 from agentjudge.runner.grid import run_cli
 from agentjudge.viewer.server import start
 

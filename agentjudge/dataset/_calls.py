@@ -14,9 +14,9 @@ from functools import cache
 from typing import Any, Literal
 
 from agentjudge.dataset.domains import DomainSpec, EntitySpec, ToolSpec, load_domain
-from agentjudge.dataset.engine import DomainEnvironment
 from agentjudge.dataset.env import ToolError
 from agentjudge.dataset.plan import Listing, Op, PlanStep, Referent, Relation, Slot
+from agentjudge.dataset.world import DomainEnvironment
 from agentjudge.types import GTStep, ToolCall
 
 SlotKind = Literal["text", "id", "number", "date", "enum", "bool", "list"]

@@ -355,8 +355,8 @@ def _canonical(value: Any) -> str:
 
 def _gate1_replay(record: Record) -> tuple[list[GateFinding], bool]:
     """(findings, ran). Skipped (ran=False) when the record has no executable environment."""
-    from agentjudge.dataset.engine import environment_for
     from agentjudge.dataset.env import ToolError
+    from agentjudge.dataset.world import environment_for
 
     try:
         env = environment_for(record)

@@ -216,7 +216,7 @@ def _ambiguous(record: Record, queries: dict[Difficulty, str]) -> list[GateFindi
     rels = _relation_args(record)
     if not rels:
         return []
-    from agentjudge.dataset.engine import make_environment
+    from agentjudge.dataset.world import make_environment
 
     env = make_environment(record)
     if env is None:
@@ -700,7 +700,7 @@ def _dates(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
     dom = _domain(record.domain)
     fit = dom.scenario_dates.get(record.scenario)
     if fit is not None:
-        from agentjudge.dataset.engine import make_environment
+        from agentjudge.dataset.world import make_environment
 
         env = make_environment(record)
         today = dt.date.fromisoformat(env.state["reference_date"]) if env is not None else None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing as mp
-import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,10 +79,10 @@ def sub_seed(seed: int, job: Job, attempt: int) -> int:
 
 def make_one(job: Job, seed: int, keep_plan: bool = False) -> Outcome:
     """Build → word → gate until a scenario passes (or MAX_ATTEMPTS). Top-level so a pool can pickle it."""
-    from agentjudge.dataset.build import build_scenario
     from agentjudge.dataset.gates import run_gates
     from agentjudge.dataset.layout import dumps_record
-    from agentjudge.dataset.rewrite import RenderError, render_queries
+    from agentjudge.dataset.realiser import RenderError, render_queries
+    from agentjudge.dataset.scenario import build_scenario
 
     failures: Counter[str] = Counter()
     last = ""
@@ -140,7 +139,7 @@ def run_jobs(
     jobs: list[Job], seed: int, keep_plans: bool = False, processes: int | None = None
 ) -> list[Outcome]:
     """Outcomes in job order (``imap`` keeps order, so parallelism never changes the bytes)."""
-    from agentjudge.dataset import grammar, rewrite  # noqa: F401  (imported and warmed once, before forking)
+    from agentjudge.dataset import grammar, realiser  # noqa: F401  (imported and warmed once, before forking)
 
     grammar.warm()
     work = [(job, seed, keep_plans) for job in jobs]
@@ -214,8 +213,8 @@ def generate(
     processes: int | None = None,
 ) -> dict[str, Any]:
     """Generate and write; returns the manifest. Raises GenerationError (nothing written) on failure."""
-    from agentjudge.dataset.engine import list_domains
     from agentjudge.dataset.layout import records_text, write_text_atomic
+    from agentjudge.dataset.world import list_domains
 
     if size not in SIZES:
         raise ValueError(f"--size must be one of {', '.join(SIZES)}, got {size!r}")
@@ -241,76 +240,3 @@ def generate(
     write_text_atomic(out / "records.jsonl", text)
     write_text_atomic(out / "manifest.json", strict_json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return manifest
-
-
-def generate_cli(out: Path, size: str, seed: int, llm: str | None, api_base: str | None) -> int:
-    """Exit code: 0 written, 1 a scenario could not be made to pass (nothing written), 2 bad arguments."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = Console(soft_wrap=True)
-    if size not in SIZES:
-        console.print(f"[red]error:[/] --size must be one of {', '.join(SIZES)}, got {size!r}")
-        return 2
-    from agentjudge.fserrors import out_path_problem
-
-    if (problem := out_path_problem(out, "dir")) is not None:
-        console.print(f"[red]error:[/] --out {escape(problem)}")
-        return 2
-    if llm is not None:  # fail fast on a model that cannot work, never fall back to the deterministic text
-        from agentjudge.preflight import ModelUse, preflight
-        from agentjudge.types import ModelSettings
-
-        problems = preflight([ModelUse("generator", ModelSettings(model=llm, api_base=api_base), "--llm")])
-        if problems:
-            for line in problems:
-                console.print(f"[red]error:[/] {escape(line)}")
-            console.print(f"preflight: {len(problems)} problem(s); nothing was generated or written.")
-            return 2
-    from agentjudge.models.client import ModelCallError
-
-    started = time.perf_counter()
-    try:
-        manifest = generate(out, size, seed, llm=llm, api_base=api_base)
-    except ModelCallError as exc:
-        console.print(f"[red]--llm {escape(str(llm))} stopped, nothing written:[/] {escape(str(exc))}")
-        return 1
-    except GenerationError as exc:
-        console.print(f"[red]generation failed, nothing written:[/] {escape(str(exc))}")
-        return 1
-    except Exception as exc:  # a bug in the builder or here: say where, write nothing, no traceback wall
-        console.print(f"[red]internal error, nothing written:[/] {type(exc).__name__}: {escape(str(exc))}")
-        return 1
-    elapsed = time.perf_counter() - started
-    table = Table(title=f"{manifest['n_records']} base scenarios → {out}/records.jsonl ({elapsed:.1f} s)")
-    table.add_column("topology")
-    table.add_column("records", justify="right")
-    for topology, count in manifest["counts"]["topology"].items():
-        table.add_row(topology, str(count))
-    console.print(table)
-    gates = manifest["gates"]
-    console.print(
-        f"domains: {len(manifest['counts']['domain'])}, "
-        f"calls/record {manifest['shape']['calls_per_record']}, "
-        f"tools/record {manifest['shape']['tools_per_record']}"
-    )
-    console.print(
-        f"gates: all {gates['records_passed']} shipped records pass; {gates['regenerations']} regenerations "
-        f"({gates['records_regenerated']} records): {gates['regenerations_by_reason'] or 'none'}"
-    )
-    if llm is not None:
-        console.print(
-            f"LLM rewrites by {llm}: failed (deterministic fallback) {manifest['rewrites']['failed']}"
-        )
-    console.print(f"sha256 {manifest['sha256']}")
-    reasons = (manifest.get("rewrites") or {}).get("failed", {}) or {}
-    call_failures = {
-        k: n for k, n in reasons.get("failed_attempts_by_reason", {}).items() if "model_error" in k
-    }
-    if call_failures:
-        console.print(
-            f"[yellow]some LLM calls failed {call_failures}; those queries kept the deterministic text[/]"
-        )
-        return 1
-    return 0

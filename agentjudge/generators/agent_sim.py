@@ -119,8 +119,8 @@ class _Episode:
     """The agent's decisions for one episode; ``script`` is a generator replayed over received outputs."""
 
     def __init__(self, record: Record, difficulty: Difficulty, rates: AgentRates, rng: random.Random) -> None:
-        from agentjudge.dataset.engine import make_environment
-        from agentjudge.scoring import _gt_trace
+        from agentjudge.dataset.world import make_environment
+        from agentjudge.scoring.scorer import _gt_trace
 
         self.record, self.rng = record, rng
         self.query, self.context = record.queries[difficulty], record.system_prompt

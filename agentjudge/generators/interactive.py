@@ -224,7 +224,7 @@ class InteractiveGenerator:
         return self
 
     async def __call__(self, task: Task, trial: int) -> Prediction:
-        from agentjudge.dataset.engine import environment_for
+        from agentjudge.dataset.world import environment_for
         from agentjudge.models.client import ModelCallError
 
         if self._records is None:
@@ -274,28 +274,3 @@ def make_interactive_llm_generator(settings: ModelSettings, client: Any) -> Inte
         return LLMPolicy(settings, client, task, trial)
 
     return InteractiveGenerator(settings.display_name, factory, settings.max_turns, settings.native_tools)
-
-
-def trajectory_fields(prediction: Prediction | None) -> dict[str, Any]:
-    """The predictions table's interactive columns (null for single-shot predictions)."""
-    traj = prediction.trajectory if prediction is not None else None
-    if traj is None:
-        generation = "single_shot" if prediction is not None and prediction.calls is not None else None
-        return {"generation": generation, "turns": None, "stop_reason": None, "trajectory_json": None}
-    return {
-        "generation": "interactive",
-        "turns": traj.turns,
-        "stop_reason": traj.stop_reason,
-        "trajectory_json": traj.model_dump_json(),
-    }
-
-
-def read_trajectory(row: dict[str, Any], where: str) -> Trajectory | None:
-    """A predictions-table row's trajectory (None for single-shot rows and files without the column)."""
-    text = row.get("trajectory_json")
-    if text is None or (isinstance(text, float) and text != text):
-        return None
-    try:
-        return Trajectory.model_validate_json(text)
-    except ValueError as exc:
-        raise ValueError(f"{where}: field trajectory_json is not a trajectory: {exc}") from exc

@@ -29,7 +29,7 @@ from jsonschema import Draft202012Validator
 
 from agentjudge.judges.gt_rule import gt_diff_verdicts
 from agentjudge.judges.parse import snap_three_level
-from agentjudge.judges.templates import verdict_scale
+from agentjudge.judges.prompts import verdict_scale
 from agentjudge.memo import exact_key, remembered
 from agentjudge.quickvalid import Check, surely_valid
 from agentjudge.types import (

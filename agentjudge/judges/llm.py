@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentjudge.judges.parse import ParsedVerdicts, parse_verdicts
-from agentjudge.judges.templates import (
+from agentjudge.judges.prompts import (
     DEFAULT_PROMPT_FAMILY,
     ToolRendering,
     build_messages,

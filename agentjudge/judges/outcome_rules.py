@@ -7,7 +7,7 @@ calls with the GT shown, constants never look, and the oracle ``ceiling`` is ``s
 
 from __future__ import annotations
 
-from agentjudge.scoring import values_match
+from agentjudge.scoring.scorer import values_match
 from agentjudge.types import GTStep, JudgeRequest, ToolCall, Trajectory
 
 

@@ -24,7 +24,7 @@ from agentjudge.judges.parse import (
     _number,
     strip_reasoning,
 )
-from agentjudge.judges.templates import (
+from agentjudge.judges.prompts import (
     TAG_QUERY,
     TAG_TOOLS,
     _tool_payload,

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from agentjudge.report.context import (
+from agentjudge.analysis._context import (
     CANONICAL_ORDER,
     Context,
     RunFolderError,
@@ -28,8 +28,8 @@ from agentjudge.report.context import (
     load_context,
     make_context,
 )
+from agentjudge.analysis.first_screen import Screen
 from agentjudge.stats import COORDS
-from analysis.first_screen import Screen
 
 
 def _labels(rundirs: list[Path]) -> list[str]:
@@ -148,7 +148,7 @@ def _sources(ctx: Context) -> list[str]:
 
 def compare_cli(rundirs: list[Path], out: Path, resamples: int, seed: int, ci: str = "expanded") -> int:
     """CLI entry: 0 written, 1 written but some analysis failed, 2 bad input."""
-    from agentjudge.report.build import write_report
+    from agentjudge.report.write import write_report
 
     if len(rundirs) < 2:
         print("error: compare needs at least two run folders", file=sys.stderr)

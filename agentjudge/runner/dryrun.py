@@ -29,10 +29,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from agentjudge.judges.templates import needs_cache_breakpoint
-from agentjudge.model_strings import model_kind
+from agentjudge.judges.prompts import needs_cache_breakpoint
 from agentjudge.models.batch import batch_token_prices
 from agentjudge.models.tokens import count_tokens, prices
+from agentjudge.registry.model_strings import model_kind
 from agentjudge.runner.pipeline import Pipeline
 from agentjudge.runner.prefixes import PrefixCache, PromptPieces, split_messages
 from agentjudge.runner.store import UnitKey, open_readonly
@@ -113,7 +113,7 @@ def _judge_pieces(
     family: PromptFamily = "agentjudge",
     tool_rendering: str = "full",
 ) -> PromptPieces:
-    from agentjudge.judges.templates import TAG_QUERY, build_messages
+    from agentjudge.judges.prompts import TAG_QUERY, build_messages
 
     _, difficulty = data.locate(key.record_id)
     if key.condition in TRAJECTORY_CONDITIONS:  # estimated on the GT episode (calls with their outputs)
@@ -491,11 +491,11 @@ def sampled_report(
     start_over: bool,
     full_rows: list[dict[str, Any]],
 ) -> None:
-    """Beside the full grid's estimate: the sampled grid's (``agentjudge.sampling.estimate``), expected
+    """Beside the full grid's estimate: the sampled grid's (``agentjudge.runner.sampling.estimate``), expected
     from the variances of earlier verdicts of the same judges when there are any, and at most (every
     cell at the largest variance a mean in [0, 1] can have)."""
-    from agentjudge.sampling.estimate import expected_sizes, prior_variances
-    from agentjudge.sampling.stages import SIZING_MARGIN, SampledGrid
+    from agentjudge.runner.sampling.estimate import expected_sizes, prior_variances
+    from agentjudge.runner.sampling.stages import SIZING_MARGIN, SampledGrid
 
     spec = pipe.sampling
     assert spec is not None

@@ -30,13 +30,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from agentjudge import strict_json
-from agentjudge.columns import JUDGMENT_COLUMNS, JUDGMENT_OPTIONAL_COLUMNS, PREDICTION_COLUMNS, SCORE_COLUMNS
-from agentjudge.generators.interactive import trajectory_fields
 from agentjudge.memo import remembered
+from agentjudge.rundir.columns import (
+    JUDGMENT_COLUMNS,
+    JUDGMENT_OPTIONAL_COLUMNS,
+    PREDICTION_COLUMNS,
+    SCORE_COLUMNS,
+)
+from agentjudge.rundir.predictions import trajectory_fields
 from agentjudge.runner.pipeline import sha256_file
 from agentjudge.runner.store import UnitKey, UnitRow, temperature_value
 from agentjudge.runner.work import _FIELD, Dataset, ScoreKey
-from agentjudge.scoring import score_row
+from agentjudge.scoring.scorer import score_row
 from agentjudge.types import (
     METRICS,
     TRAJECTORY_CONDITIONS,

@@ -26,10 +26,10 @@ from rich.markup import escape
 from agentjudge import __version__, strict_json
 from agentjudge.fserrors import FS_ERRORS, describe
 from agentjudge.memo import remembered
-from agentjudge.model_strings import model_kind
 from agentjudge.models.fleet import redact_model_urls
 from agentjudge.provenance import git_commit
-from agentjudge.runner import engine, offline
+from agentjudge.registry.model_strings import model_kind
+from agentjudge.runner import offline, scheduler
 from agentjudge.runner.heap import collector_paused
 from agentjudge.runner.lean_export import lean_imports
 from agentjudge.runner.pipeline import (
@@ -419,9 +419,9 @@ def _preflight(
     probe: bool,
     add_judges: list[str] | None = None,
 ) -> list[str]:
-    """Every model of the run and the output folder, checked before any unit (``agentjudge.preflight``)."""
+    """Every model of the run and the output folder, checked before any unit (``registry.preflight``)."""
     from agentjudge.fserrors import out_path_problem
-    from agentjudge.preflight import ModelUse, preflight
+    from agentjudge.registry.preflight import ModelUse, preflight
 
     def where(flag: str, key: str, i: int) -> str:
         return f"{flag}[{i}]" if flag else f"{pipeline_path}: {key}[{i}]"
@@ -534,7 +534,7 @@ def _open_store(
 
 
 def _build_models(pipe: Pipeline, data: Dataset, client: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    from agentjudge.registry import configure_judge, make_generator, make_judge
+    from agentjudge.registry.factory import configure_judge, make_generator, make_judge
 
     gens: dict[str, Any] = {}
     for settings in pipe.generators:
@@ -557,9 +557,9 @@ def _in_unit(work: Any) -> Any:
     """``work`` with the unit's id visible to batch mode (stored with each queued request)."""
     from agentjudge.models.batch import CURRENT_UNIT
 
-    async def run(key: UnitKey) -> engine.Outcome:
+    async def run(key: UnitKey) -> scheduler.Outcome:
         CURRENT_UNIT.set(json.dumps(list(key.row())))
-        outcome: engine.Outcome = await work(key)
+        outcome: scheduler.Outcome = await work(key)
         return outcome
 
     return run
@@ -605,10 +605,10 @@ class _Grid:
         self.settings = {m.display_name: m for m in [*pipe.generators, *pipe.judges]}
         self.caps = {name: s.concurrency for name, s in self.settings.items()}
         self.variants = {v.key: v for v in pipe.prompt_variants}
-        self.budget = engine.Budget(pipe.max_cost_usd)
-        self.tallies: dict[str, engine.ModelTally] = {}
+        self.budget = scheduler.Budget(pipe.max_cost_usd)
+        self.tallies: dict[str, scheduler.ModelTally] = {}
         self.global_cap = asyncio.Semaphore(pipe.concurrency)
-        self.log = engine.RunLog()
+        self.log = scheduler.RunLog()
         self.predictions: dict[UnitKey, Prediction] = {}
         self.scores: dict[ScoreKey, dict[ScoringMode, Score]] = {}
         self.batches: Any = None  # runner.batches.BatchBroker when some model has batch: true
@@ -618,10 +618,10 @@ class _Grid:
         # (trajectory shown?, digest of a prediction's judged part) -> a small id (_shown)
         self._shown_ids: dict[tuple[bool, bytes], int] = {}
         self._shown_of: dict[tuple[UnitKey, bool], int] = {}  # (a prediction's key, trajectory shown?) -> id
-        self._alike: dict[tuple[str, str], engine.Outcome] = {}  # see judge_offline
-        self._blind: dict[tuple[Any, ...], engine.Outcome] = {}  # see judge_offline
+        self._alike: dict[tuple[str, str], scheduler.Outcome] = {}  # see judge_offline
+        self._blind: dict[tuple[Any, ...], scheduler.Outcome] = {}  # see judge_offline
         self.unplanned: dict[str, int] = {}  # per stage, when known: stored units not planned (``_stage``)
-        self.sampler: Any = None  # agentjudge.sampling.stages.SampledGrid of a sampled run
+        self.sampler: Any = None  # agentjudge.runner.sampling.stages.SampledGrid of a sampled run
 
     async def close_workers(self) -> None:
         """Let the workers finish and add their call statistics to this process's."""
@@ -673,7 +673,7 @@ class _Grid:
             )
             if not pending:
                 return
-            engine.rate_from_here(progress, bar)  # the calls left run at their own rate
+            scheduler.rate_from_here(progress, bar)  # the calls left run at their own rate
         if self.batches is not None:
             work = _in_unit(work)
         args = (model_of, self.caps, work, self.store, self.global_cap, self.budget, self.tallies, progress)
@@ -682,7 +682,7 @@ class _Grid:
         capped = self.pipe.max_cost_usd is not None
         last = self._repeats(pending) if name == "judge" and not capped else set()
         ahead = self._ahead(units[0].stage if units else name, {model_of(u) for u in pending})
-        deferred = await engine.run_units(name, pending, *args, self.log, last=last, bar=bar, ahead=ahead)
+        deferred = await scheduler.run_units(name, pending, *args, self.log, last=last, bar=bar, ahead=ahead)
         # batch mode: queued calls are sent as batches and awaited, then their units run again (a unit that
         # needs a further call, e.g. a re-ask, queues it and the loop goes round)
         while deferred and self.batches is not None:
@@ -695,14 +695,14 @@ class _Grid:
             if self.batches.progress == before and not self.batches.fail_open():
                 self._fail_waiting(name, deferred, model_of)  # not even an open request to fail
                 break
-            deferred = await engine.run_units(
+            deferred = await scheduler.run_units(
                 f"{name}:batch", deferred, *args, self.log, reading_batch_answers=True
             )
 
     def _ahead(self, stage: str, models: set[str]) -> dict[str, int]:
         """For a stage (``predict``/``judge``) whose units belong to ``models``: the stage's worker-process
         models, whose units need no global slot, and how many of their units to keep out beyond the model's
-        cap (``engine.run_units``). A generator and a judge may share a display name: only the stage's own
+        cap (``scheduler.run_units``). A generator and a judge may share a display name: only the stage's own
         role counts (an in-process generator named like a worker judge holds its slots as before).
 
         In worker processes a model's ``concurrency`` is held around the request alone, split over the
@@ -727,12 +727,12 @@ class _Grid:
             f"batch_stuck: batch mode: the {stage} unit waits for a request that no batch of this run "
             f"will answer and {STUCK_ADVICE}"
         )
-        outcome = engine.Outcome("failed", None, error)
+        outcome = scheduler.Outcome("failed", None, error)
         for unit in units:
             self.store.finish(unit, "failed", None, error, now())
             model = model_of(unit)
-            tally = self.tallies.setdefault(model, engine.ModelTally())
-            engine.settle(model, outcome, tally, self.budget, self.log, reading_batch_answers=True)
+            tally = self.tallies.setdefault(model, scheduler.ModelTally())
+            scheduler.settle(model, outcome, tally, self.budget, self.log, reading_batch_answers=True)
 
     def _repeats(self, units: list[UnitKey]) -> set[UnitKey]:
         """Judge units of litellm judges asking what an earlier unit asks: the same judge, record, condition,
@@ -780,15 +780,15 @@ class _Grid:
         return self.data.task(record, difficulty)
 
     @staticmethod
-    def _predicted(pred: Prediction) -> engine.Outcome:
+    def _predicted(pred: Prediction) -> scheduler.Outcome:
         result = pred.model_dump(mode="json", exclude_defaults=True)  # compact; see store.py
         if pred.absent is not None:  # an imported generator's task without a released output: done, unjudged
-            return engine.Outcome("done", result, None, pred.usage)
+            return scheduler.Outcome("done", result, None, pred.usage)
         if pred.error is not None or pred.calls is None:
-            return engine.Outcome("failed", result, pred.error or "prediction has no calls", pred.usage)
-        return engine.Outcome("done", result, None, pred.usage)
+            return scheduler.Outcome("failed", result, pred.error or "prediction has no calls", pred.usage)
+        return scheduler.Outcome("done", result, None, pred.usage)
 
-    async def predict(self, key: UnitKey) -> engine.Outcome:
+    async def predict(self, key: UnitKey) -> scheduler.Outcome:
         task = self._task(key)
         pred: Prediction
         if self.pool is not None and key.generator in self.remote_gens:
@@ -797,7 +797,7 @@ class _Grid:
             pred = await self.gens[key.generator](task, key.generator_trial)
         return self._predicted(pred)
 
-    def predict_offline(self, key: UnitKey) -> engine.Outcome:
+    def predict_offline(self, key: UnitKey) -> scheduler.Outcome:
         """``predict`` for a simulated generator, without an event loop (``runner.offline``)."""
         return self._predicted(offline.drive(self.gens[key.generator](self._task(key), key.generator_trial)))
 
@@ -815,7 +815,7 @@ class _Grid:
         )
 
     @staticmethod
-    def _judged(res: JudgeResult, encoded: bool = False) -> engine.Outcome:
+    def _judged(res: JudgeResult, encoded: bool = False) -> scheduler.Outcome:
         """The unit's outcome: the result as its compact dump (see store.py), or, ``encoded`` (offline
         units), as the store's JSON text already (``store.stored_json``: pydantic's serializer, a third of
         the cost of dumping and then ``json.dumps``; it reads back as the same values,
@@ -823,11 +823,11 @@ class _Grid:
         result = None if encoded else res.model_dump(mode="json", exclude_defaults=True)
         text = stored_json(res) if encoded else None
         if res.error is not None:
-            return engine.Outcome("failed", result, res.error, res.usage, text=text)
+            return scheduler.Outcome("failed", result, res.error, res.usage, text=text)
         note = res.rationales.get("_parse_problems") if not res.parse_ok else None
-        return engine.Outcome("done", result, None, res.usage, not res.parse_ok, note, text)
+        return scheduler.Outcome("done", result, None, res.usage, not res.parse_ok, note, text)
 
-    async def judge(self, key: UnitKey) -> engine.Outcome:
+    async def judge(self, key: UnitKey) -> scheduler.Outcome:
         request = self._judge_request(key)
         res: JudgeResult
         if self.pool is not None and key.judge in self.remote_judges:
@@ -839,7 +839,7 @@ class _Grid:
             res = await self.judges[key.judge](request)
         return self._judged(res)
 
-    def judge_offline(self, key: UnitKey) -> engine.Outcome:
+    def judge_offline(self, key: UnitKey) -> scheduler.Outcome:
         """``judge`` for a baseline or simulated judge, without an event loop (``runner.offline``).
 
         Two kinds of judge are asked less often; their outcome object is reused (``offline.compute_chunk``
@@ -853,7 +853,7 @@ class _Grid:
           (``work.prefix_order``), so the last few thousand answers are enough."""
         judge = self.judges[key.judge]
 
-        def ask() -> engine.Outcome:
+        def ask() -> scheduler.Outcome:
             return self._judged(offline.drive(judge(self._judge_request(key))), encoded=True)
 
         alike = getattr(judge, "answers_alike", None)
@@ -877,7 +877,7 @@ class _Grid:
         if self.pool is not None:
             await self.pool.start()
         everything = predict_units(self.pipe, self.data)
-        with engine.make_progress(console) as progress:
+        with scheduler.make_progress(console) as progress:
             if self.sampler is None:
                 wanted, jwanted = everything, await self._round(everything, progress)
             else:
@@ -934,11 +934,11 @@ class _Grid:
     async def _sampled(
         self, everything: list[UnitKey], progress: Any, console: Console
     ) -> tuple[list[UnitKey], list[UnitKey]]:
-        """The stages of a sampled run (``agentjudge.sampling.stages``): a round over the current plan,
+        """The stages of a sampled run (``agentjudge.runner.sampling.stages``): a round over the current plan,
         then each cell's prefix decided from what is stored; again while some cell grows. Nothing is
         decided while a planned unit has not run (a cost cap, a stopped model): the next invocation
         finishes the stage and decides then."""
-        from agentjudge.sampling.stages import RECORD_KEY, cell_sums
+        from agentjudge.runner.sampling.stages import RECORD_KEY, cell_sums
 
         sampler = self.sampler
         while True:
@@ -1023,7 +1023,7 @@ class _Grid:
                 "units_not_run_at_cost_cap": self.budget.skipped,
             },
         }
-        from agentjudge.sampling.record import build_record, write_record
+        from agentjudge.runner.sampling.record import build_record, write_record
 
         record = None
         if self.sampler is not None:
@@ -1113,7 +1113,7 @@ async def _run(
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
     from agentjudge.models.inline_executor import install_if_loaded
-    from agentjudge.registry import ModelResolutionError
+    from agentjudge.registry.factory import ModelResolutionError
 
     install_if_loaded()  # litellm's request building runs inline in this loop (models/inline_executor.py)
     client = ModelClient(cache=CallCache(pipe.cache), read_cache=not no_cache, max_cost_usd=pipe.max_cost_usd)
@@ -1133,7 +1133,7 @@ async def _run(
         save_gate1(store.path, data.gate1)  # after the store accepted this configuration
     sampler = None
     if pipe.sampling is not None:
-        from agentjudge.sampling.stages import RECORD_KEY, SampledGrid
+        from agentjudge.runner.sampling.stages import RECORD_KEY, SampledGrid
 
         sampler = SampledGrid.build(pipe.sampling, pipe, data)
         try:

@@ -21,11 +21,11 @@ each chunk is computed in a tight synchronous loop:
 Storing: a child commits each chunk it computes in one transaction of its own (``store.GroupWriter``)
 before it answers, and answers with the units' outcomes only; the main process stores its own chunks
 through the store's group commits and keeps the engine's accounting for all (tallies, failures, stopped
-models) with ``engine.settle``. Why: unpickling a child's ~0.5 MB answer and inserting its rows were most of
-the main process's time while the child waited. Under a cost cap, once a model is stopped, and for a chunk
-with a model-fatal failure, the main process stores instead (it decides unit by unit, as the engine does);
-so it does for a child whose write fails (a full disk, an I/O error): that chunk and the child's later ones
-come back unstored, and the main process says once why (a one-line warning, no traceback).
+models) with ``scheduler.settle``. Why: unpickling a child's ~0.5 MB answer and inserting its rows were
+most of the main process's time while the child waited. Under a cost cap, once a model is stopped, and for
+a chunk with a model-fatal failure, the main process stores instead (it decides unit by unit, as the engine
+does); so it does for a child whose write fails (a full disk, an I/O error): that chunk and the child's
+later ones come back unstored, and the main process says once why (a one-line warning, no traceback).
 "Once a model is stopped" means stopped when the stage starts: a model stopped during the stage by a
 model-fatal failure (no built-in offline model produces one) still has the chunks children compute for it
 stored (counted done, not "not run"), where one process would store none of them (known, not fixed).
@@ -65,9 +65,9 @@ from typing import Any
 from rich.markup import escape
 from rich.progress import Progress, TaskID
 
-from agentjudge.model_strings import model_kind
 from agentjudge.models.failures import is_model_fatal
-from agentjudge.runner import engine
+from agentjudge.registry.model_strings import model_kind
+from agentjudge.runner import scheduler
 from agentjudge.runner.store import GroupWriter, RunStore, UnitKey, now
 from agentjudge.runner.work import Dataset, ScoreKey, compute_scores, prefix_order
 from agentjudge.types import ModelSettings, Prediction, Score, ScoringMode, Usage
@@ -113,7 +113,7 @@ def drive(coroutine: Any) -> Any:
     raise RuntimeError("an offline model awaited something outside the runner's event loop")
 
 
-def encode(outcome: engine.Outcome) -> Encoded:
+def encode(outcome: scheduler.Outcome) -> Encoded:
     payload = outcome.text
     if payload is None and outcome.result is not None:
         payload = json.dumps(outcome.result, separators=(",", ":"))
@@ -132,9 +132,9 @@ def encode(outcome: engine.Outcome) -> Encoded:
 _DEFAULT_USAGE = Usage()
 
 
-def decode(encoded: Encoded) -> tuple[str | None, engine.Outcome]:
+def decode(encoded: Encoded) -> tuple[str | None, scheduler.Outcome]:
     status, payload, error, usage, parse_failed, note = encoded
-    outcome = engine.Outcome(
+    outcome = scheduler.Outcome(
         status,  # type: ignore[arg-type]
         None,
         error,
@@ -145,16 +145,16 @@ def decode(encoded: Encoded) -> tuple[str | None, engine.Outcome]:
     return payload, outcome
 
 
-def compute_chunk(units: Sequence[UnitKey], work: Callable[[UnitKey], engine.Outcome]) -> list[Encoded]:
+def compute_chunk(units: Sequence[UnitKey], work: Callable[[UnitKey], scheduler.Outcome]) -> list[Encoded]:
     """Run ``work`` on every unit; a unit that raises is failed with the engine's error text. An outcome
     object that ``work`` returns again (a judge that answers alike) is encoded once."""
     out: list[Encoded] = []
-    again: dict[int, tuple[engine.Outcome, Encoded]] = {}  # id -> (the outcome, kept alive; its encoding)
+    again: dict[int, tuple[scheduler.Outcome, Encoded]] = {}  # id -> (the outcome, kept alive; its encoding)
     for unit in units:
         try:
             outcome = work(unit)
         except Exception as exc:  # noqa: BLE001 - a unit's failure is recorded, never fatal to the grid
-            outcome = engine.Outcome("failed", None, engine.error_text(exc))
+            outcome = scheduler.Outcome("failed", None, scheduler.error_text(exc))
         seen = again.get(id(outcome))
         if seen is None:
             seen = again[id(outcome)] = (outcome, encode(outcome))
@@ -450,17 +450,17 @@ async def run_offline_units(
     stage: str,
     units: list[UnitKey],
     model_of: Callable[[UnitKey], str],
-    work: Callable[[UnitKey], engine.Outcome],
+    work: Callable[[UnitKey], scheduler.Outcome],
     store: RunStore,
-    budget: engine.Budget,
-    tallies: dict[str, engine.ModelTally],
+    budget: scheduler.Budget,
+    tallies: dict[str, scheduler.ModelTally],
     progress: Progress,
-    log: engine.RunLog,
+    log: scheduler.RunLog,
     workers: int | None,
     bar: TaskID | None = None,
 ) -> None:
     """Run ``units`` (pending, offline) in chunks with ``offline_workers(workers, len(units))`` processes
-    and store them; the accounting is the engine's (``engine.settle``). ``bar``: the stage's progress bar
+    and store them; the accounting is the engine's (``scheduler.settle``). ``bar``: the stage's progress bar
     when the stage has other units too (one bar per stage), else one is added for these units.
 
     The cost cap: like the engine, no unit is stored once ``budget.exhausted`` (``--max-cost`` reached
@@ -506,7 +506,7 @@ async def run_offline_units(
         try:
             writer.write(rows)  # committed before the answer: the main process counts stored units only
         except Exception as exc:  # noqa: BLE001 - the main process stores the chunk (and says why)
-            cannot_store.append(engine.error_text(exc))
+            cannot_store.append(scheduler.error_text(exc))
             return False, answer, cannot_store[0]
         return True, [(e[0], None, e[2], e[3], e[4], e[5]) for e in answer], None
 
@@ -536,9 +536,9 @@ async def run_offline_units(
                     if budget.exhausted:
                         budget.skipped += 1
                         continue
-                tally = tallies.get(model) or tallies.setdefault(model, engine.ModelTally())
+                tally = tallies.get(model) or tallies.setdefault(model, scheduler.ModelTally())
                 if encoded[0] == "done" and encoded[3] is None and not encoded[4]:
-                    # the common case, whose accounting (engine.settle) is one more done unit: no Outcome
+                    # the common case, whose accounting (scheduler.settle) is one more done unit: no Outcome
                     # and Usage objects built for it
                     if not stored:
                         store.finish_encoded(unit, "done", encoded[1], encoded[2], started, finished)
@@ -547,7 +547,7 @@ async def run_offline_units(
                 payload, outcome = decode(encoded)
                 if not stored:
                     store.finish_encoded(unit, outcome.status, payload, outcome.error, started, finished)
-                engine.settle(model, outcome, tally, budget, log)
+                scheduler.settle(model, outcome, tally, budget, log)
             store.flush_if_due()
             progress.advance(bar, len(chunk))
             started = finished
@@ -558,7 +558,7 @@ async def run_offline_units(
 
 
 def _stops(encoded: Encoded) -> bool:
-    """A failure that stops its model (``engine.settle``): the main process must see it before storing."""
+    """A failure that stops its model (``scheduler.settle``): the main process must see it before storing."""
     return encoded[0] == "failed" and is_model_fatal(encoded[2])
 
 

@@ -33,7 +33,7 @@ from pydantic import (
     model_validator,
 )
 
-from agentjudge.sampling.spec import Sampling
+from agentjudge.runner.sampling.spec import Sampling
 from agentjudge.types import (
     DIFFICULTIES,
     Condition,
@@ -50,7 +50,7 @@ ScoringChoice = Literal["paper", "strict", "both"]
 # config hash so that e.g. raising concurrency, moving a local server to another port, or renaming the
 # pipeline does not force a fresh run folder. `sampling` chooses which units run, not what a unit's
 # result is: a re-run with a tighter target continues in the same folder (the design's order and pilot are
-# checked by agentjudge/sampling/stages.py instead).
+# checked by agentjudge/runner/sampling/stages.py instead).
 _COSMETIC_PIPELINE_FIELDS = (
     "name", "description", "concurrency", "max_cost_usd", "cache", "batch_poll_s", "batch_poll_max_s",
     "batch_max_requests", "batch_max_bytes", "workers", "sampling",
@@ -126,7 +126,7 @@ class Pipeline(Strict):
     # processes making litellm calls (runner/workers.py); None: the cores (at most 8) for >= 200 calls
     workers: int | None = Field(default=None, gt=0, le=64)
     # judge a prefix of a random order of base scenarios per cell, as long as a CI target needs
-    # (agentjudge/sampling/); None: every scenario, as always
+    # (agentjudge/runner/sampling/); None: every scenario, as always
     sampling: Sampling | None = None
 
     @model_serializer(mode="wrap")
@@ -267,7 +267,7 @@ def parse_pipeline(data: Any, path: Path) -> Pipeline:
         prior = (base / pipeline.sampling.prior_run).resolve()
         updates["sampling"] = pipeline.sampling.model_copy(update={"prior_run": prior})
     pipeline = pipeline.model_copy(update=updates)
-    from agentjudge.model_strings import add_import_folders, add_plugin_folders
+    from agentjudge.registry.model_strings import add_import_folders, add_plugin_folders
 
     add_plugin_folders(base)  # module:factory plugins may sit next to the pipeline file
     add_import_folders(base)  # imported/ models replay the imported.sqlite next to it (agentjudge import)
@@ -277,8 +277,8 @@ def parse_pipeline(data: Any, path: Path) -> Pipeline:
 
 def batch_problem(model: str) -> str | None:
     """Why ``batch: true`` cannot apply to ``model`` (no provider batch API litellm drives), or None."""
-    from agentjudge.model_strings import model_kind
     from agentjudge.models.batch import PROVIDER_LIMITS, batch_provider
+    from agentjudge.registry.model_strings import model_kind
 
     if model_kind(model) == "litellm" and batch_provider(model) is not None:
         return None
@@ -289,7 +289,7 @@ def batch_problem(model: str) -> str | None:
 
 def check_models(pipeline: Pipeline, where: str) -> None:
     """Resolve every model string by the registry's rules without calling anything."""
-    from agentjudge.model_strings import model_problem
+    from agentjudge.registry.model_strings import model_problem
 
     problems = []
     for role in ("generators", "judges"):

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agentjudge.judges.templates import TAG_CALLS, TAG_QUERY, TAG_REFERENCE, TAG_TOOLS
+from agentjudge.judges.prompts import TAG_CALLS, TAG_QUERY, TAG_REFERENCE, TAG_TOOLS
 from agentjudge.models.tokens import MIN_CACHED_PREFIX_TOKENS
 
 _BLOCK = re.compile(rf"(<({TAG_TOOLS}|{TAG_QUERY}|{TAG_REFERENCE}|{TAG_CALLS})>\n.*?\n</\2>)", re.DOTALL)

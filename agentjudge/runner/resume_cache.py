@@ -110,8 +110,8 @@ def code_unchanged() -> bool:
     """Whether the package's files are still those ``code_fingerprint`` saw when the run started: the
     scorer may first be imported hours later (after a long predict stage), and an edit, pull or branch
     switch in between must not file new code's results under the old fingerprint (~4 ms)."""
-    import agentjudge.dataset.engine  # noqa: F401  (the code the results come from is loaded now)
-    import agentjudge.scoring  # noqa: F401
+    import agentjudge.dataset.world  # noqa: F401  (the code the results come from is loaded now)
+    import agentjudge.scoring.scorer  # noqa: F401
 
     return code_fingerprint.__wrapped__() == code_fingerprint()
 

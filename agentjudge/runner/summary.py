@@ -22,11 +22,11 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from agentjudge.model_strings import model_kind
 from agentjudge.models.failures import attempts_of, reason_of
 from agentjudge.models.fleet import redact_url
-from agentjudge.runner.engine import ModelTally
+from agentjudge.registry.model_strings import model_kind
 from agentjudge.runner.pipeline import Pipeline
+from agentjudge.runner.scheduler import ModelTally
 from agentjudge.types import ModelSettings
 
 

@@ -190,7 +190,7 @@ def compute_scores(
     function of the record and the calls alone (the environment is seeded by the record), and on a paper
     grid a third of the predictions repeat one (sim/perfect's at every difficulty, and often strong's):
     executing and matching them again took the grid's scoring phase from ~11 to ~13 s on 2 cores."""
-    from agentjudge.scoring import prepare, replayed_calls, score_prediction
+    from agentjudge.scoring.scorer import prepare, replayed_calls, score_prediction
 
     out: dict[ScoreKey, dict[ScoringMode, Score]] = {}
     prepared: dict[str, Any] = {}

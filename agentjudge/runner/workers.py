@@ -54,7 +54,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentjudge.runner.engine import RemoteUnitError
+from agentjudge.runner.scheduler import RemoteUnitError
 from agentjudge.types import GTStep, ModelSettings, PromptFamily, Task
 
 _HEADER = struct.Struct("!I")
@@ -486,7 +486,7 @@ class WorkerPool:
 
 # --------------------------------------------------------------------------------------- worker side
 def _build(spec: WorkerSpec, client: Any) -> dict[str, dict[str, Any]]:
-    from agentjudge.registry import configure_judge, make_generator, make_judge
+    from agentjudge.registry.factory import configure_judge, make_generator, make_judge
 
     judges: dict[str, Any] = {
         settings.display_name: configure_judge(
@@ -505,7 +505,7 @@ async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int, shares: dict
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
     from agentjudge.models.inline_executor import install_if_loaded
-    from agentjudge.runner.engine import error_text
+    from agentjudge.runner.scheduler import error_text
 
     install_if_loaded()  # litellm's request building runs inline in this loop (models/inline_executor.py)
     reader, writer = await _pipe_streams(request_fd, answer_fd)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from agentjudge.columns import JUDGMENT_COLUMNS, SCORE_COLUMNS
+from agentjudge.rundir.columns import JUDGMENT_COLUMNS, SCORE_COLUMNS
 from agentjudge.viewer.index import QueryError, StateMatch, temperature_label, variant_label
 
 # the columns one item shows: every judgment / score column but the keys the read filters on (and the

@@ -6,7 +6,7 @@ prefix of the order holds each topology's share of the dataset to within less th
 (``stratified_order``). Every cell of the grid (judge × generator × difficulty × condition) judges a prefix
 of that order, so two cells share their shorter prefix: a paired comparison stays paired there. A cell's
 prefix length is chosen from its own per-scenario variance (``required_n``), first from a pilot prefix
-shared by every cell, then from everything judged so far (``runner`` stages, ``agentjudge.sampling``).
+shared by every cell, then from everything judged so far (``runner`` stages, ``agentjudge.runner.sampling``).
 
 What the estimators need (the report, ``bench/bench_sampling.py``):
 

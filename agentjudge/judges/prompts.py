@@ -51,10 +51,8 @@ _DELIMITER_LIKE = re.compile(
 
 
 def prompts_dir() -> Path:
-    """The prompts folder: ``$AGENTJUDGE_PROMPTS`` if set, else ``prompts/`` beside the package.
-
-    The fallback works for an editable install (the repository layout); a wheel install needs the variable.
-    """
+    """The prompts folder: ``$AGENTJUDGE_PROMPTS`` if set, else the shipped ``prompts/``
+    (``agentjudge.resources``: the repository's folder, or the package's own in a wheel)."""
     return _prompts_dir_for(os.environ.get(PROMPTS_ENV))
 
 
@@ -67,15 +65,12 @@ def _prompts_dir_for(env: str | None) -> Path:
         if not path.is_dir():
             raise FileNotFoundError(f"{PROMPTS_ENV}={env!r} is not a directory of judge prompt templates")
         return path
-    import agentjudge
+    from agentjudge.resources import prompts_dir as shipped
 
-    path = Path(agentjudge.__file__).resolve().parents[1] / "prompts"
-    if not path.is_dir():
-        raise FileNotFoundError(
-            f"judge prompt templates not found at {path}; "
-            f"set {PROMPTS_ENV} to the folder holding system.md etc."
-        )
-    return path
+    try:
+        return shipped()
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(f"{exc}; or set {PROMPTS_ENV} to the folder holding system.md etc.") from None
 
 
 @lru_cache(maxsize=512)

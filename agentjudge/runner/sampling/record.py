@@ -20,8 +20,8 @@ from agentjudge.types import Strict
 
 if TYPE_CHECKING:
     from agentjudge.runner.pipeline import Pipeline
-    from agentjudge.sampling.stages import SampledGrid
-    from agentjudge.stats.sampling import Design
+    from agentjudge.runner.sampling.stages import SampledGrid
+    from agentjudge.stats.design import Design
 
 FILE = "sampling.json"
 
@@ -68,7 +68,7 @@ class SamplingRecord(Strict):
         return dict(sorted(Counter(self.order_strata).items()))
 
     def design(self) -> Design:
-        from agentjudge.stats.sampling import Design  # numpy and pandas: not for the run's lean export
+        from agentjudge.stats.design import Design  # numpy and pandas: not for the run's lean export
 
         return Design(
             order=list(self.order),

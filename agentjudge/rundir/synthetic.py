@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from agentjudge import strict_json
-from agentjudge.columns import JUDGMENT_COLUMNS
+from agentjudge.rundir.columns import JUDGMENT_COLUMNS
 from agentjudge.types import DIFFICULTIES, METRICS, TOPOLOGIES
 
 DOMAINS = (

@@ -6,8 +6,6 @@ and printed, so a generator that fails often cannot look better than it is by ha
 
 from __future__ import annotations
 
-import json
-import math
 import sys
 from collections import Counter
 from pathlib import Path
@@ -16,101 +14,20 @@ from typing import Any
 import pandas as pd
 
 from agentjudge import strict_json
-from agentjudge.columns import SCORE_COLUMNS
-from agentjudge.generators.interactive import read_trajectory
-from agentjudge.types import DIFFICULTIES, Prediction, Record, ScoringMode, ToolCall
-
-# the subset of a predictions file that scoring needs
-REQUIRED_PREDICTION_COLUMNS = (
-    "record_id",
-    "base_id",
-    "difficulty",
-    "generator",
-    "trial",
-    "calls_json",
-    "error",
-)
+from agentjudge.rundir.columns import SCORE_COLUMNS
+from agentjudge.rundir.predictions import read_predictions
+from agentjudge.types import Prediction, Record, ScoringMode
 
 
 class ScoreInputError(ValueError):
     """Bad predictions input; the message names the file, the row and the field."""
 
 
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def read_predictions(path: Path) -> list[Prediction]:
-    """Predictions from .jsonl or .parquet with the run folder's columns (ARCHITECTURE.md)."""
-    if not path.is_file():
-        raise ScoreInputError(f"{path}: no such file")
-    if path.suffix == ".parquet":
-        rows = pd.read_parquet(path).to_dict("records")
-        where = "row"
-    elif path.suffix in (".jsonl", ".json"):
-        rows = []
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except ValueError as exc:
-                    raise ScoreInputError(f"{path}, line {lineno}: not valid JSON ({exc})") from None
-        where = "line"
-    else:
-        raise ScoreInputError(f"{path}: predictions must be .jsonl or .parquet")
-    out: list[Prediction] = []
-    for n, row in enumerate(rows, start=1):
-        at = f"{path}, {where} {n}"
-        missing = [c for c in REQUIRED_PREDICTION_COLUMNS if c not in row]
-        if missing:
-            raise ScoreInputError(f"{at}: missing field(s) {', '.join(missing)}")
-        error = None if _missing(row["error"]) else str(row["error"])
-        calls: list[ToolCall] | None = None
-        if _missing(row["calls_json"]):
-            if error is None:
-                raise ScoreInputError(f"{at}: field calls_json is empty but error is not set")
-        else:
-            if error is not None:
-                raise ScoreInputError(f"{at}: both calls_json and error are set")
-            try:
-                calls = [ToolCall.model_validate(c) for c in json.loads(row["calls_json"])]
-            except Exception as exc:
-                raise ScoreInputError(f"{at}: field calls_json: {exc}") from None
-        if row["difficulty"] not in DIFFICULTIES:
-            raise ScoreInputError(
-                f"{at}: field difficulty: {row['difficulty']!r} is not one of {DIFFICULTIES}"
-            )
-        try:
-            trial = int(row["trial"])
-        except (TypeError, ValueError):
-            raise ScoreInputError(f"{at}: field trial: {row['trial']!r} is not an integer") from None
-        raw = row.get("raw_output")
-        try:
-            trajectory = read_trajectory(row, at)
-        except ValueError as exc:
-            raise ScoreInputError(str(exc)) from None
-        out.append(
-            Prediction(
-                record_id=str(row["record_id"]),
-                base_id=str(row["base_id"]),
-                difficulty=row["difficulty"],
-                generator=str(row["generator"]),
-                trial=trial,
-                calls=calls,
-                error=error,
-                raw_output="" if _missing(raw) else str(raw),
-                simulated=bool(row.get("simulated") or False),
-                trajectory=trajectory,
-            )  # fmt: skip
-        )
-    return out
-
-
 def score_rows(
     records: list[Record], predictions: list[Prediction], modes: list[ScoringMode], lenient: bool
 ) -> tuple[list[dict[str, Any]], Counter[str]]:
     """One row per (successful prediction, mode) and the count of failed predictions per generator."""
-    from agentjudge.scoring import prepare, score_prediction, score_row
+    from agentjudge.scoring.scorer import prepare, score_prediction, score_row
 
     by_id = {r.id: r for r in records}
     prepared: dict[str, Any] = {}
@@ -143,7 +60,7 @@ def value_match_lines(records: list[Record], predictions: list[Prediction]) -> l
     the index in the record's accepted list ("accepted_values" in the layout; 0 for a record without
     one) and that value itself, "omitted" when the answer allows leaving it out, or null when nothing
     matched. One line per prediction, for reading which of several right answers a generator gave."""
-    from agentjudge.scoring import value_matches
+    from agentjudge.scoring.scorer import value_matches
 
     by_id = {r.id: r for r in records}
     lines: list[dict[str, Any]] = []

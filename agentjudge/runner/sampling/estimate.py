@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from agentjudge.runner.pipeline import Pipeline
-from agentjudge.sampling.spec import Sampling
-from agentjudge.sampling.stages import (
+from agentjudge.runner.sampling.spec import Sampling
+from agentjudge.runner.sampling.stages import (
     ACCEPT,
     SIZING_MARGIN,
     UPPER,
@@ -30,7 +30,7 @@ from agentjudge.sampling.stages import (
     grid_cells,
     headline_slice,
 )
-from agentjudge.stats.sampling import GAIN_MAX_VARIANCE, MAX_VARIANCE, half_width, required_n
+from agentjudge.stats.design import GAIN_MAX_VARIANCE, MAX_VARIANCE, half_width, required_n
 
 Prior = tuple[float, float]  # a per-scenario variance and its kurtosis
 _NONE: Prior = (0.0, 1.0)
@@ -59,7 +59,7 @@ def _variances(path: Path, pipe: Pipeline) -> dict[CellKey, Prior]:
     import numpy as np
     import pandas as pd
 
-    from agentjudge.stats.sampling import ratio_residuals
+    from agentjudge.stats.design import ratio_residuals
 
     if not path.is_file():
         return {}

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentjudge.importers.agentjudgebench_files import Release, ReleaseError, Row, read_release
+from agentjudge.resources import data_dir
+from agentjudge.tracks.agentjudgebench.files import Release, ReleaseError, Row, read_release
 from agentjudge.types import METRICS
 
 JUDGE_NAMES = {
@@ -57,7 +58,7 @@ GENERATOR_NAMES = {
     "gpt_5_4": "GPT-5.4",
 }
 PUBLISHED_KEY = {"reranker_gemini": "gemini_2_5_pro"}  # the released files renamed the Gemini judge
-PUBLISHED = Path(__file__).resolve().parents[2] / "data" / "published" / "agentjudgebench_main_grid.csv"
+PUBLISHED = data_dir() / "published" / "agentjudgebench_main_grid.csv"
 CONDITIONS = ("with_gt", "without_gt")  # the main grid's
 ABSENT = "the publication released no output of this generator for this task (not judged there)"
 LOST = (
@@ -157,7 +158,7 @@ def _build(
     records: dict[str, Any],
     records_path: Path,
 ) -> dict[str, Any]:
-    from agentjudge.generators.imported import SCHEMA, SOURCE_FILE
+    from agentjudge.generators.replay import SCHEMA, SOURCE_FILE
     from agentjudge.runner.grid import run_cli
 
     generators = sorted({k[0] for k in chosen})

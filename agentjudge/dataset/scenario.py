@@ -14,10 +14,10 @@ from datetime import date
 from typing import Any
 
 from agentjudge import DATASET_VERSION
-from agentjudge.dataset._templates import TEMPLATES, Ctx, Infeasible
 from agentjudge.dataset.domains import load_domain
-from agentjudge.dataset.engine import DomainEnvironment, domain_title, fresh_copy, initial_state, tool_schemas
 from agentjudge.dataset.plan import PlanStep, QueryPlan
+from agentjudge.dataset.shapes import TEMPLATES, Ctx, Infeasible
+from agentjudge.dataset.world import DomainEnvironment, domain_title, fresh_copy, initial_state, tool_schemas
 from agentjudge.types import Record, Topology
 
 MAX_ATTEMPTS = 12

@@ -236,7 +236,7 @@ def to_item(episode: TauEpisode, tools: list[ToolSchema], domain: str = "airline
 
 def reference_scores(item: TauItem) -> dict[str, dict[str, float]]:
     """The §6 scores of the agent's calls against the annotated actions, both modes."""
-    from agentjudge.scoring import score_calls
+    from agentjudge.scoring.scorer import score_calls
 
     expected = [s.call for s in item.gt]
     return {
@@ -276,7 +276,7 @@ async def judge_items(
     """Every judge × condition × episode; one row per metric. Failures are rows with a null verdict."""
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
-    from agentjudge.registry import make_judge
+    from agentjudge.registry.factory import make_judge
 
     client = ModelClient(cache=CallCache(), read_cache=not no_cache)
     refs = {item.record_id: reference_scores(item) for item in items}
@@ -515,7 +515,7 @@ def taubench_cli(
 
     from agentjudge.fserrors import out_path_problem
     from agentjudge.models.failures import FailureLog
-    from agentjudge.preflight import ModelUse, preflight
+    from agentjudge.registry.preflight import ModelUse, preflight
 
     console = Console()
     try:

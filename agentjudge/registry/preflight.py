@@ -359,7 +359,7 @@ async def _probe(settings: ModelSettings) -> str | None:
 
 def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: bool = False) -> list[str]:
     """Every problem found, one line each, ``"{where} ({model}): {problem}"``; empty when all is well."""
-    from agentjudge.model_strings import model_kind, model_problem
+    from agentjudge.registry.model_strings import model_kind, model_problem
 
     problems: list[str] = []
     bases_checked: dict[str, str | None] = {}

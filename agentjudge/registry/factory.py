@@ -50,7 +50,7 @@ def _load_factory(spec: str) -> Callable[..., Any] | None:
     if match is None:
         return None
     module_name, attr = match["module"], match["attr"]
-    from agentjudge.model_strings import add_plugin_folders
+    from agentjudge.registry.model_strings import add_plugin_folders
 
     add_plugin_folders()  # the current folder, as the plug-in example of docs/plugins.md expects
     top = module_name.split(".")[0]
@@ -100,8 +100,8 @@ def _check(obj: Any, protocol: type, what: str, settings: ModelSettings) -> Any:
 
 def _imported(settings: ModelSettings, role: str) -> Any:
     """An ``imported/<key>`` generator or judge over the run folder's ``imported.sqlite``."""
-    from agentjudge.generators.imported import ImportedGenerator, source_for
-    from agentjudge.model_strings import import_folders
+    from agentjudge.generators.replay import ImportedGenerator, source_for
+    from agentjudge.registry.model_strings import import_folders
 
     try:
         source = source_for(import_folders())
@@ -109,7 +109,7 @@ def _imported(settings: ModelSettings, role: str) -> Any:
         raise ModelResolutionError(f"model {settings.model!r}: {exc}") from exc
     if role == "generator":
         return ImportedGenerator(settings, source)
-    from agentjudge.judges.imported import ImportedJudge
+    from agentjudge.judges.replay import ImportedJudge
 
     return ImportedJudge(settings, source)
 
@@ -165,7 +165,7 @@ def _interactive_generator(settings: ModelSettings, client: ModelClient) -> Gene
 
 
 def _plugin_name(model: str) -> bool:
-    from agentjudge.model_strings import model_kind
+    from agentjudge.registry.model_strings import model_kind
 
     return model_kind(model) == "plugin"
 

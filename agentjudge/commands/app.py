@@ -112,7 +112,7 @@ def generate(
     api_base: Annotated[str | None, typer.Option(help="API base for --llm.")] = None,
 ) -> None:
     """Synthesize the dataset: tools, executed GT traces, three difficulty queries, both gates."""
-    from agentjudge.dataset.generate import generate_cli
+    from agentjudge.commands.generate import generate_cli
 
     raise typer.Exit(
         _guarded(lambda: generate_cli(out=out, size=size, seed=seed, llm=llm, api_base=api_base))
@@ -164,7 +164,7 @@ def infer(
     skip_invalid: Annotated[bool, SKIP_INVALID] = False,
 ) -> None:
     """Run one generator over a dataset and write its predictions (a stage of its own)."""
-    from agentjudge.generators.infer import infer_cli
+    from agentjudge.runner.infer import infer_cli
 
     raise typer.Exit(
         _guarded(
@@ -198,7 +198,7 @@ def score(
     ] = None,
 ) -> None:
     """Score predictions with the programmatic scorer (§6)."""
-    from agentjudge.scoring_cli import score_cli
+    from agentjudge.scoring.files import score_cli
 
     raise typer.Exit(
         _guarded(
@@ -298,7 +298,7 @@ def report(
     ] = "expanded",
 ) -> None:
     """Write RUNDIR/report/: report.md, report.html, tables/*.csv, figures/*.png."""
-    from agentjudge.report.build import report_cli
+    from agentjudge.report.write import report_cli
 
     _at_least(resamples=(resamples, 1), seed=(seed, 0))
 
@@ -371,7 +371,7 @@ def human_sample(
     ] = "hard",
 ) -> None:
     """Write a stratified sample of scored predictions for human annotators."""
-    from agentjudge.human import sample_cli
+    from agentjudge.people.validation import sample_cli
 
     _at_least(n=(n, 1), seed=(seed, 0))
 
@@ -388,7 +388,7 @@ def human_agree(
     seed: Annotated[int, typer.Option()] = 0,
 ) -> None:
     """Agreement of the programmatic reference with human labels, per metric and topology, with CIs."""
-    from agentjudge.human import agree_cli
+    from agentjudge.people.validation import agree_cli
 
     _at_least(resamples=(resamples, 1), seed=(seed, 0))
 
@@ -419,7 +419,7 @@ def taubench(
     probe: Annotated[bool, PROBE] = False,
 ) -> None:
     """τ-bench track: judge real multi-turn agent trajectories and relate verdicts to τ-bench's reward."""
-    from agentjudge.taubench import taubench_cli
+    from agentjudge.tracks.taubench import taubench_cli
 
     raise typer.Exit(
         _guarded(
@@ -448,7 +448,7 @@ def import_bfcl(
     ] = None,
 ) -> None:
     """BFCL tasks + accepted answers → records (human query, every accepted value kept, no environment)."""
-    from agentjudge.dataset.bfcl import import_cli
+    from agentjudge.tracks.bfcl import import_cli
 
     raise typer.Exit(_guarded(lambda: import_cli(tasks=tasks, answers=answers, out=out, category=category)))
 
@@ -468,7 +468,7 @@ def import_agentjudgebench(
 ) -> None:
     """The AgentJudgeBench paper's generator outputs and judge verdicts as a run folder (report, view,
     --add-judge)."""
-    from agentjudge.importers.agentjudgebench import import_cli
+    from agentjudge.tracks.agentjudgebench.importer import import_cli
 
     raise typer.Exit(_guarded(lambda: import_cli(release, records, out)))
 

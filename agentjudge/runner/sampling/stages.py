@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from agentjudge.runner.pipeline import Pipeline
+from agentjudge.runner.sampling.spec import Sampling
 from agentjudge.runner.store import UnitKey, temperature_key
 from agentjudge.runner.work import Dataset, GridError, ScoreKey
-from agentjudge.sampling.spec import Sampling
-from agentjudge.stats.sampling import (
+from agentjudge.stats.design import (
     GAIN_MAX_VARIANCE,
     MAX_VARIANCE,
     bound_n,

@@ -1,6 +1,6 @@
 """Model strings, checked and classified without calling a model.
 
-The registry (``agentjudge.registry``) builds generators and judges; this module only answers two
+The registry (``agentjudge.registry.factory``) builds generators and judges; this module only answers two
 questions the runner needs *before* anything is spent: is this model string resolvable (so a typo'd
 ``sim/`` profile is a bad-input error at load time, not a failure an hour in), and what kind of model is
 it (``sim``, ``simjudge``, ``baseline``, ``imported``, ``plugin``, ``litellm`` -- written to meta.json so

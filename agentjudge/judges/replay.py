@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from agentjudge.generators.imported import ImportedSource
+from agentjudge.generators.replay import ImportedSource
 from agentjudge.types import METRICS, JudgeRequest, JudgeResult, ModelSettings
 
 

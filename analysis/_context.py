@@ -17,11 +17,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from agentjudge.columns import JUDGMENT_COLUMNS
-from agentjudge.sampling.record import RecordError, SamplingRecord, read_record
+from agentjudge.rundir.columns import JUDGMENT_COLUMNS
+from agentjudge.runner.sampling.record import RecordError, SamplingRecord, read_record
 from agentjudge.stats import ClusterBootstrap, add_alignment_columns
 from agentjudge.stats.codes import group_codes, values_of
-from agentjudge.stats.sampling import Design, fpc_scale
+from agentjudge.stats.design import Design, fpc_scale
 from agentjudge.types import CONDITIONS, DIFFICULTIES, METRICS, TOPOLOGIES
 
 CANONICAL_ORDER: dict[str, tuple[str, ...]] = {

@@ -9,7 +9,6 @@ Re-running with the same output keeps the successful rows and retries only what 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -19,14 +18,17 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from agentjudge import strict_json
-from agentjudge.columns import LATER_PREDICTION_COLUMNS, PREDICTION_COLUMNS
 from agentjudge.dataset.validate import gate1_failures, gate1_message
 from agentjudge.fserrors import out_path_problem
-from agentjudge.generators.interactive import read_trajectory, trajectory_fields
 from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelClient
 from agentjudge.models.failures import FailureLog
-from agentjudge.preflight import ModelUse, preflight
+from agentjudge.registry.preflight import ModelUse, preflight
+from agentjudge.rundir.predictions import (
+    prediction_row,
+    read_predictions,
+    write_predictions,
+)
 from agentjudge.types import (
     DIFFICULTIES,
     Difficulty,
@@ -35,114 +37,9 @@ from agentjudge.types import (
     Prediction,
     Record,
     Task,
-    ToolCall,
-    Usage,
 )
 
 MAX_IN_FLIGHT = 64  # tasks scheduled at once; the client's per-model semaphore is the real rate limit
-
-
-def prediction_row(pred: Prediction) -> dict[str, Any]:
-    """One Prediction → one flat row (the predictions file format)."""
-    calls = (
-        None
-        if pred.calls is None
-        else strict_json.dumps([c.model_dump() for c in pred.calls], ensure_ascii=False)
-    )
-    return {
-        "record_id": pred.record_id,
-        "base_id": pred.base_id,
-        "difficulty": pred.difficulty,
-        "generator": pred.generator,
-        "trial": pred.trial,
-        "calls_json": calls,
-        "raw_output": pred.raw_output,
-        "error": pred.error,
-        "simulated": pred.simulated,
-        "prompt_tokens": pred.usage.prompt_tokens,
-        "completion_tokens": pred.usage.completion_tokens,
-        "cost_usd": pred.usage.known_cost_usd,  # null: some call had no known price
-        "cached": pred.usage.cached,
-        **trajectory_fields(pred),
-        "cached_prompt_tokens": pred.usage.cached_prompt_tokens,
-    }
-
-
-def _none_if_nan(value: Any) -> Any:
-    return None if isinstance(value, float) and value != value else value
-
-
-def row_to_prediction(row: dict[str, Any], where: str) -> Prediction:
-    """A row back to a Prediction; ``where`` (file:line) names the bad row in errors."""
-    missing = [c for c in PREDICTION_COLUMNS if c not in row and c not in LATER_PREDICTION_COLUMNS]
-    if missing:
-        raise ValueError(f"{where}: missing column(s) {', '.join(missing)}")
-    calls_json = _none_if_nan(row["calls_json"])
-    try:
-        calls = None if calls_json is None else [ToolCall.model_validate(c) for c in json.loads(calls_json)]
-    except (json.JSONDecodeError, TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: field calls_json is not a JSON list of calls: {exc}") from exc
-    cost = _none_if_nan(row["cost_usd"])  # null: unknown (the priced part is not kept in the file)
-    return Prediction(
-        record_id=row["record_id"],
-        base_id=row["base_id"],
-        difficulty=row["difficulty"],
-        generator=row["generator"],
-        trial=int(row["trial"]),
-        calls=calls,
-        raw_output=_none_if_nan(row["raw_output"]) or "",
-        error=_none_if_nan(row["error"]),
-        simulated=bool(row["simulated"]),
-        trajectory=read_trajectory(row, where),
-        usage=Usage(
-            prompt_tokens=int(row["prompt_tokens"]),
-            completion_tokens=int(row["completion_tokens"]),
-            cost_usd=0.0 if cost is None else float(cost),
-            cost_known=cost is not None,
-            cached=bool(row["cached"]),
-            cached_prompt_tokens=int(_none_if_nan(row.get("cached_prompt_tokens")) or 0),
-        ),
-    )
-
-
-def read_predictions(path: Path) -> list[Prediction]:
-    """Predictions from .jsonl or .parquet."""
-    path = Path(path)
-    if path.suffix == ".parquet":
-        import pandas as pd
-
-        frame = pd.read_parquet(path)
-        return [row_to_prediction(r, f"{path}:row {i + 1}") for i, r in enumerate(frame.to_dict("records"))]
-    out: list[Prediction] = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not JSON: {exc}") from exc
-            out.append(row_to_prediction(row, f"{path}:{lineno}"))
-    return out
-
-
-def write_predictions(path: Path, predictions: Iterable[Prediction]) -> None:
-    """Write all predictions (replacing the file); format by suffix (.parquet or JSONL)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rows = [prediction_row(p) for p in predictions]
-    if path.suffix == ".parquet":
-        import pandas as pd
-
-        frame = pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS))
-        frame["cost_usd"] = frame["cost_usd"].astype("float64")  # nullable double, also when all null
-        frame.to_parquet(path, index=False)
-        return
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(strict_json.dumps(row, ensure_ascii=False) + "\n")
-    tmp.replace(path)
 
 
 def build_tasks(records: Iterable[Record], difficulties: Iterable[Difficulty]) -> list[Task]:
@@ -191,7 +88,7 @@ def infer_cli(
     failed preflight, records failing Gate 1 without ``--skip-invalid``, an unwritable ``--out``)."""
     console = Console(stderr=True, soft_wrap=True)
     from agentjudge.dataset.layout import read_records
-    from agentjudge.registry import ModelResolutionError, make_generator
+    from agentjudge.registry.factory import ModelResolutionError, make_generator
 
     chosen = list(difficulties or DIFFICULTIES)
     bad = [d for d in chosen if d not in DIFFICULTIES]

@@ -529,7 +529,7 @@ def score_calls(
 
 
 def _default_env_factory(record: Record) -> Any:
-    from agentjudge.dataset.engine import environment_for
+    from agentjudge.dataset.world import environment_for
 
     return environment_for(record)
 
@@ -689,7 +689,7 @@ def score_prediction(
 
 
 def score_row(record: Record, difficulty: str, score: Score) -> dict[str, Any]:
-    """One row of scores.parquet / the score verb's output (columns: ``agentjudge.columns.SCORE_COLUMNS``)."""
+    """One row of scores.parquet / the score verb's output (columns: ``rundir.columns.SCORE_COLUMNS``)."""
     return {
         "record_id": score.record_id,
         "base_id": record.id,

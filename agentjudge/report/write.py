@@ -7,7 +7,6 @@ command exits 1, so a broken analysis is visible, never silently dropped.
 from __future__ import annotations
 
 import html
-import importlib
 import math
 import sys
 import traceback
@@ -18,9 +17,11 @@ from typing import cast
 import pandas as pd
 
 from agentjudge import __version__
+from agentjudge.analysis import SECTIONS, Context, RunFolderError, Section, load_context
+from agentjudge.analysis._figures import to_png
+from agentjudge.analysis.first_screen import Screen
+from agentjudge.analysis.first_screen import build as build_screen
 from agentjudge.provenance import git_commit
-from agentjudge.report.context import Context, RunFolderError, Section, load_context
-from agentjudge.report.figures import to_png
 from agentjudge.report.html import (
     figure_html,
     linked_table_html,
@@ -29,43 +30,24 @@ from agentjudge.report.html import (
     paragraphs_html,
     table_html,
 )
-from analysis.first_screen import Screen
-from analysis.first_screen import build as build_screen
-
-# analyses that only apply to some run folders: absent from the report of any other (no "n/a" line)
-ONLY_WHEN = {"published_grid": "imported_cells.csv"}
-ANALYSES: tuple[str, ...] = (
-    "headline",
-    "sources",
-    "guide",
-    "rq1_metrics_topologies",
-    "rq2_agreement",
-    "rq3_convergence",
-    "rq4_temperature",
-    "rq5_cot",
-    "rq6_format",
-    "robustness",
-    "published_grid",
-    "passk",
-    "rq7_outcome",
-    "failures",
-)
 
 
-def _run_analyses(ctx: Context, names: tuple[str, ...] = ANALYSES) -> tuple[list[Section], int]:
+def _run_analyses(ctx: Context, names: tuple[str, ...] | None = None) -> tuple[list[Section], int]:
     sections, failed = [], 0
     nothing_parsed = not bool(ctx.df["ok"].any())
-    for name in names:
-        if name in ONLY_WHEN and not (ctx.rundir / ONLY_WHEN[name]).is_file():
+    for entry in SECTIONS:
+        name = entry.key
+        if names is not None and name not in names:
+            continue
+        if entry.only_when is not None and not (ctx.rundir / entry.only_when).is_file():
             continue
         if nothing_parsed and name != "failures":  # every statistic would be undefined: say so once
             sec = Section(key=name, title=name)
             sec.lacking = f"{name}: n/a — no verdict of this run could be parsed (see the failures section)."
             sections.append(sec)
             continue
-        analyze: Callable[[Context], Section] = importlib.import_module(f"analysis.{name}").analyze
         try:
-            sections.append(analyze(ctx))
+            sections.append(entry.analyze(ctx))
         except Exception as exc:  # one broken analysis must not hide the rest; it is reported and exit=1
             failed += 1
             sec = Section(key=name, title=f"{name}: FAILED")
@@ -204,7 +186,7 @@ def write_report(
     out: Path,
     title: str = "agentjudge report",
     add: Callable[[Screen], None] | None = None,
-    names: tuple[str, ...] = ANALYSES,
+    names: tuple[str, ...] | None = None,
     sources: list[str] | None = None,
 ) -> int:
     """Write the report files of the ``names`` analyses under ``out``; returns how many failed.
