@@ -24,12 +24,12 @@ def snap(values: np.ndarray | pd.Series) -> np.ndarray:
     perfect three-level judge would answer, which defines the ceiling of §6.
     """
     arr = np.asarray(values, dtype=float)
-    return np.floor(np.clip(arr, 0.0, 1.0) * 2.0 + 0.5) / 2.0
+    return np.asarray(np.floor(np.clip(arr, 0.0, 1.0) * 2.0 + 0.5) / 2.0, dtype=float)
 
 
 def mu(reference: np.ndarray | pd.Series, verdict: np.ndarray | pd.Series) -> np.ndarray:
     """Per-row alignment 1 − |p − ℓ|; NaN where the verdict failed."""
-    return 1.0 - np.abs(np.asarray(reference, dtype=float) - np.asarray(verdict, dtype=float))
+    return np.asarray(1.0 - np.abs(np.asarray(reference, dtype=float) - np.asarray(verdict, dtype=float)))
 
 
 def add_alignment_columns(df: pd.DataFrame, inplace: bool = False) -> pd.DataFrame:
@@ -82,7 +82,7 @@ def weighted_mu(df: pd.DataFrame, weights: dict[str, float]) -> np.ndarray:
     if (codes < 0).any():
         missing = sorted(set(values_of(df["metric"])) - set(names))
         raise ValueError(f"weighting lacks metrics {missing}")
-    return np.array([float(weights[m]) for m in names])[codes]
+    return np.asarray(np.array([float(weights[m]) for m in names])[codes], dtype=float)
 
 
 def binary_collapse(reference: np.ndarray | pd.Series, verdict: np.ndarray | pd.Series) -> np.ndarray:

@@ -219,8 +219,8 @@ def paired_difference(a: np.ndarray, b: np.ndarray, *, alpha: float) -> tuple[fl
 def _same(series: pd.Series, value: object) -> np.ndarray:
     """Equality where NaN equals NaN (a NaN temperature means 'model default', a real level)."""
     if isinstance(value, float) and np.isnan(value):
-        return series.isna().to_numpy()
-    return (series == value).to_numpy()
+        return np.asarray(series.isna().to_numpy(), dtype=bool)
+    return np.asarray((series == value).to_numpy(), dtype=bool)
 
 
 def diff_table(

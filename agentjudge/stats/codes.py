@@ -72,7 +72,7 @@ def codes_for(series: pd.Series, categories: Sequence[str]) -> np.ndarray:
         lut = cats.get_indexer(series.cat.categories.astype(str))
         c = np.asarray(series.cat.codes, dtype=np.int64)
         return np.where(c >= 0, lut[np.clip(c, 0, None)], -1)
-    return cats.get_indexer(series.astype(str))
+    return np.asarray(cats.get_indexer(series.astype(str)))
 
 
 def values_of(series: pd.Series) -> list[str]:

@@ -254,4 +254,4 @@ def shared_lengths(df: pd.DataFrame, design: Design, factor: str, lengths: np.nd
     codes, _ = group_codes(df, others)
     shortest = np.full(int(codes.max()) + 1, design.population, dtype=np.int64)
     np.minimum.at(shortest, codes, lengths)
-    return shortest[codes]
+    return np.asarray(shortest[codes])
