@@ -104,7 +104,7 @@ class Record(Strict):
     origin: str | None = None  # imported records: where from, e.g. "bfcl/multiple"
     human_query: bool = False  # the only query is a person's own words (no easy/medium/hard rewrites)
     # published-layout fields kept as read (spelling the model does not hold: JSON-string tool_calls or
-    # arguments, "type": "dict", assistant text): dataset/layout.py writes them back when still equivalent
+    # arguments, "type": "dict", assistant text): rundir/records.py writes them back when still equivalent
     source_layout: dict[str, Any] | None = None
 
     def record_id(self, difficulty: Difficulty) -> str:

@@ -38,7 +38,7 @@ JUDGES = ("gpt_5_4", "claude_large", "gemini_2_5_pro", "qwq_32b", "gpt_oss_20b",
 
 
 def make_release(data: Path, out: Path, seed: int = 0) -> int:
-    from agentjudge.dataset.layout import read_records
+    from agentjudge.rundir.records import read_records
     from agentjudge.scoring.scorer import score_calls
     from agentjudge.types import ToolCall
 

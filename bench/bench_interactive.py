@@ -33,12 +33,12 @@ import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
 from fakeserver import TEST_KEY, TEST_KEY_ENV, FakeLLM, Reply  # noqa: E402
 
-from agentjudge.dataset.layout import read_records  # noqa: E402
 from agentjudge.generators.agent_sim import AgentProfile, AgentRates, next_turn  # noqa: E402
 from agentjudge.generators.interactive import make_interactive_llm_generator  # noqa: E402
 from agentjudge.judges.trajectory import TAG_TRAJECTORY  # noqa: E402
 from agentjudge.models.cache import CallCache  # noqa: E402
 from agentjudge.models.client import ModelClient  # noqa: E402
+from agentjudge.rundir.records import read_records  # noqa: E402
 from agentjudge.runner.work import Dataset  # noqa: E402
 from agentjudge.scoring.scorer import score_prediction  # noqa: E402
 from agentjudge.types import DIFFICULTIES  # noqa: E402

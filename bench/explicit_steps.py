@@ -26,7 +26,7 @@ from agentjudge.dataset.gates_semantic import (
     explicit_steps,
     semantic_findings,
 )
-from agentjudge.dataset.layout import read_records
+from agentjudge.rundir.records import read_records
 from agentjudge.types import DIFFICULTIES, TOPOLOGIES, Record
 
 Counts = dict[str, tuple[int, int]]

@@ -35,8 +35,8 @@ from agentjudge.dataset.gates_semantic import (
     explicit_steps,
     hardening,
 )
-from agentjudge.dataset.layout import read_records
 from agentjudge.dataset.world import domain_title
+from agentjudge.rundir.records import read_records
 from agentjudge.types import DIFFICULTIES, TOPOLOGIES, Record
 
 _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"(])")

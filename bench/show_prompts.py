@@ -12,8 +12,8 @@ import argparse
 import re
 from pathlib import Path
 
-from agentjudge.dataset.layout import expected_responses, read_records
 from agentjudge.judges.prompts import TAG_CALLS, TAG_QUERY, TAG_REFERENCE, TAG_TOOLS, build_messages
+from agentjudge.rundir.records import expected_responses, read_records
 from agentjudge.runner.work import swap_partners
 from agentjudge.types import PROMPT_FAMILIES, JudgeRequest, PromptVariant, Task
 

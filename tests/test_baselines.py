@@ -242,9 +242,9 @@ def test_the_rule_checks_say_what_they_said_on_the_mini_datasets_simulated_predi
     import json
     from pathlib import Path
 
-    from agentjudge.dataset.layout import read_records
     from agentjudge.generators.simulated import make_simulated_generator
     from agentjudge.judges.baselines import rule_verdicts
+    from agentjudge.rundir.records import read_records
     from agentjudge.runner.offline import drive
     from agentjudge.runner.work import Dataset
 

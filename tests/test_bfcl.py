@@ -19,7 +19,7 @@ import yaml
 
 from agentjudge.dataset import resolve
 from agentjudge.dataset.gates import run_gates
-from agentjudge.dataset.layout import read_records, write_records
+from agentjudge.rundir.records import read_records, write_records
 from agentjudge.scoring.scorer import score_calls, score_prediction, value_matches
 from agentjudge.tracks.bfcl import BfclError, import_bfcl, import_cli, to_json_schema
 from agentjudge.types import GTStep, Prediction, Record, ToolCall

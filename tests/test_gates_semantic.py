@@ -21,10 +21,10 @@ from agentjudge.dataset.gates_semantic import (
     semantic_findings,
 )
 from agentjudge.dataset.generate import Job, make_one
-from agentjudge.dataset.layout import parse_line
 from agentjudge.dataset.realiser import render_queries
 from agentjudge.dataset.scenario import build_scenario
 from agentjudge.dataset.world import make_environment
+from agentjudge.rundir.records import parse_line
 from agentjudge.types import Record, Topology
 
 

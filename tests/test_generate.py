@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from agentjudge.commands.app import app
 from agentjudge.dataset import gates, generate, scenario, world
-from agentjudge.dataset.layout import read_records, write_records
+from agentjudge.rundir.records import read_records, write_records
 from agentjudge.types import TOPOLOGIES, Record, ToolCall
 
 DATA = Path(__file__).resolve().parents[1] / "data"

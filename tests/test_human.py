@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentjudge.dataset.layout import write_records
 from agentjudge.people.validation import agree_cli, parse_label, read_labels, sample_cli
+from agentjudge.rundir.records import write_records
 from agentjudge.types import TOPOLOGIES, GTStep, Record, ToolCall, ToolSchema
 
 TOOL = ToolSchema(

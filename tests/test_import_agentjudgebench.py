@@ -23,8 +23,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from agentjudge.dataset.layout import read_records
 from agentjudge.report.write import report_cli
+from agentjudge.rundir.records import read_records
 from agentjudge.runner.grid import run_cli
 from agentjudge.scoring.scorer import score_calls
 from agentjudge.tracks.agentjudgebench.importer import import_release

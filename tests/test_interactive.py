@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from fakeserver import FakeLLM, Reply
 
-from agentjudge.dataset.layout import read_records
 from agentjudge.generators.agent_sim import AgentProfile, AgentRates, agent_profiles, next_turn
 from agentjudge.generators.interactive import make_interactive_llm_generator, run_episode
 from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelClient
 from agentjudge.registry.factory import ModelResolutionError, make_generator
+from agentjudge.rundir.records import read_records
 from agentjudge.runner.work import Dataset
 from agentjudge.scoring.scorer import outcome, replayed_calls, score_prediction
 from agentjudge.types import DIFFICULTIES, ModelSettings, Prediction, Record

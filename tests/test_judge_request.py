@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentjudge.dataset.layout import read_records
+from agentjudge.rundir.records import read_records
 from agentjudge.runner.store import UnitKey, temperature_key
 from agentjudge.runner.work import Dataset, judge_request, swap_partners
 from agentjudge.types import (

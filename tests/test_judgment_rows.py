@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agentjudge.dataset.layout import read_records
+from agentjudge.rundir.records import read_records
 from agentjudge.runner.export import judgment_table
 from agentjudge.runner.store import UnitKey, UnitRow
 from agentjudge.runner.work import Dataset

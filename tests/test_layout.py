@@ -10,7 +10,7 @@ import pytest
 from test_gates import rendered_linear_record
 
 from agentjudge.dataset.gates import run_gates
-from agentjudge.dataset.layout import (
+from agentjudge.rundir.records import (
     PUBLISHED_KEYS,
     LayoutError,
     dumps_record,
@@ -253,7 +253,7 @@ def published_expected_calls(line: dict) -> list[tuple[str, list[str]]]:
 def test_our_expected_responses_feed_the_published_scoring_logic() -> None:
     from test_scoring_paper import published_scores
 
-    from agentjudge.dataset.layout import read_records as read
+    from agentjudge.rundir.records import read_records as read
     from agentjudge.types import ToolCall
 
     mini = Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl"
@@ -302,7 +302,7 @@ def test_normalise_schema_equals_a_full_renaming_and_keeps_a_clean_schema_as_is(
     (reading the full dataset rebuilt every tool's schema)."""
     from hypothesis import given, settings
 
-    from agentjudge.dataset.layout import _renamed, normalise_schema
+    from agentjudge.rundir.records import _renamed, normalise_schema
 
     @settings(max_examples=200, deadline=None)
     @given(_schemas())

@@ -10,12 +10,12 @@ from fakeserver import TEST_KEY, FakeLLM, prompt_text
 from typer.testing import CliRunner
 
 from agentjudge.commands.app import app
-from agentjudge.dataset.layout import write_records
 from agentjudge.generators.llm import LLMGenerator, parse_calls_text
 from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelClient
 from agentjudge.rundir.columns import PREDICTION_COLUMNS
 from agentjudge.rundir.predictions import read_predictions
+from agentjudge.rundir.records import write_records
 from agentjudge.runner.infer import infer_cli
 from agentjudge.types import GTStep, Record, Task, ToolCall, ToolSchema
 

@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from agentjudge.dataset.layout import read_records
 from agentjudge.judges import baselines
+from agentjudge.rundir.records import read_records
 from agentjudge.runner import export, grid, offline
 from agentjudge.runner import store as store_module
 from agentjudge.runner.grid import run_cli

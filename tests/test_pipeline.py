@@ -13,7 +13,7 @@ from test_runner import make_record, write_dataset, write_pipeline
 from typer.testing import CliRunner
 
 from agentjudge.commands.app import app
-from agentjudge.dataset.layout import write_records
+from agentjudge.rundir.records import write_records
 from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import PipelineError, config_hash, load_pipeline, override_models
 

@@ -12,9 +12,9 @@ import pytest
 from fakeserver import TEST_KEY_ENV, FakeLLM
 from test_runner import _verdict_json, make_records, read, write_pipeline
 
-from agentjudge.dataset.layout import write_records
 from agentjudge.models.failures import FailureLog, reason_of
 from agentjudge.registry.preflight import ModelUse, preflight
+from agentjudge.rundir.records import write_records
 from agentjudge.runner.grid import run_cli
 from agentjudge.types import ModelSettings, ToolSchema
 

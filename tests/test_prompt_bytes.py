@@ -16,9 +16,9 @@ from typing import Any
 
 from test_templates import make_request
 
-from agentjudge.dataset.layout import read_records
 from agentjudge.judges import prompts
 from agentjudge.judges.prompts import build_messages, with_cache_breakpoint
+from agentjudge.rundir.records import read_records
 from agentjudge.runner.work import Dataset
 from agentjudge.types import JudgeRequest, PromptVariant
 

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from jsonschema import Draft7Validator, Draft202012Validator
 
-from agentjudge.dataset.layout import read_records
 from agentjudge.generators.simulated import make_simulated_generator
 from agentjudge.judges import baselines
 from agentjudge.quickvalid import surely_valid
+from agentjudge.rundir.records import read_records
 from agentjudge.runner.offline import drive
 from agentjudge.runner.work import Dataset
 from agentjudge.types import ModelSettings, Record

@@ -38,7 +38,7 @@ def test_score_says_what_state_match_counts(tmp_path: Path, capsys: pytest.Captu
     """The GT's own calls reach its end state, no calls at all do not: "1 of 2 (50.0 %)"."""
     import json
 
-    from agentjudge.dataset.layout import read_records, write_records
+    from agentjudge.rundir.records import read_records, write_records
     from agentjudge.scoring.files import score_cli
 
     records = read_records(Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl")[:2]

@@ -20,7 +20,7 @@ import pytest
 from test_runner import make_records, write_pipeline
 
 from agentjudge.dataset import validate
-from agentjudge.dataset.layout import LayoutError, read_records, write_records
+from agentjudge.rundir.records import LayoutError, read_records, write_records
 from agentjudge.runner import offline, resume_cache
 from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import file_digest, forget_digests

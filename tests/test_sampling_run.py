@@ -20,7 +20,7 @@ import yaml
 from test_resume import LOG_ENV
 from test_runner import make_record
 
-from agentjudge.dataset.layout import write_records
+from agentjudge.rundir.records import write_records
 from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import (
     PipelineError,

@@ -362,7 +362,7 @@ def _pred_row(
 
 
 def test_score_cli_end_to_end(tmp_path: Any, capsys: Any) -> None:
-    from agentjudge.dataset.layout import write_records
+    from agentjudge.rundir.records import write_records
 
     rec = record_of([c("find", q="x"), c("get", id=1), c("put", id=1, v="a")])
     write_records(tmp_path / "records.jsonl", [rec])
@@ -390,7 +390,7 @@ def test_score_cli_end_to_end(tmp_path: Any, capsys: Any) -> None:
 
 
 def test_score_cli_bad_input(tmp_path: Any, capsys: Any) -> None:
-    from agentjudge.dataset.layout import write_records
+    from agentjudge.rundir.records import write_records
 
     write_records(tmp_path / "records.jsonl", [record_of([c("a")])])
     preds = tmp_path / "predictions.jsonl"

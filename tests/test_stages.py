@@ -16,7 +16,7 @@ from reference_scorer import strict_scores
 from typer.testing import CliRunner
 
 from agentjudge.commands.app import app
-from agentjudge.dataset.layout import read_records
+from agentjudge.rundir.records import read_records
 
 runner = CliRunner()
 

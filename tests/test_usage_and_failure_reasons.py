@@ -12,10 +12,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from agentjudge.dataset.layout import read_records
 from agentjudge.generators.interactive import InteractiveGenerator, PlannedCall, Turn
 from agentjudge.models.client import ModelCallError
 from agentjudge.models.failures import is_model_fatal, reason_of
+from agentjudge.rundir.records import read_records
 from agentjudge.types import Record, Task, Usage
 
 MINI = Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl"

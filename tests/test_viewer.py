@@ -22,8 +22,8 @@ import pytest
 import yaml
 from test_runner import make_records
 
-from agentjudge.dataset.layout import write_records
 from agentjudge.report.write import report_cli
+from agentjudge.rundir.records import write_records
 from agentjudge.runner.grid import run_cli
 from agentjudge.viewer.server import start
 

@@ -65,7 +65,7 @@ def test_a_task_crosses_the_pipe_once_per_worker() -> None:
     """A record's task (tools, query, system prompt) is pickled into the first request frame a worker gets
     and named by a token after that; each worker gets it once, and every request unpickles equal to what
     was sent."""
-    from agentjudge.dataset.layout import read_records
+    from agentjudge.rundir.records import read_records
     from agentjudge.runner.work import Dataset
     from agentjudge.types import JudgeRequest
 
@@ -100,7 +100,7 @@ def test_a_records_gt_steps_cross_the_pipe_once_and_stay_the_same_objects() -> N
     """A judge request's GT steps (a record's) travel once per worker, like its task: later requests showing
     them arrive with the very steps the worker already holds (the judge prompt's memos, keyed by their
     identity, hit in the worker too) and equal to what was sent; a request without GT is unchanged."""
-    from agentjudge.dataset.layout import read_records
+    from agentjudge.rundir.records import read_records
     from agentjudge.runner.work import Dataset
     from agentjudge.types import JudgeRequest, ToolCall
 
@@ -705,7 +705,7 @@ def test_a_live_worker_takes_over_the_share_of_one_that_was_killed(tmp_path: Pat
     the model's whole ``concurrency`` of requests at once; every unit is answered."""
     import asyncio
 
-    from agentjudge.dataset.layout import read_records
+    from agentjudge.rundir.records import read_records
     from agentjudge.runner.work import Dataset
     from agentjudge.types import ModelSettings
 

@@ -80,9 +80,9 @@ def sub_seed(seed: int, job: Job, attempt: int) -> int:
 def make_one(job: Job, seed: int, keep_plan: bool = False) -> Outcome:
     """Build → word → gate until a scenario passes (or MAX_ATTEMPTS). Top-level so a pool can pickle it."""
     from agentjudge.dataset.gates import run_gates
-    from agentjudge.dataset.layout import dumps_record
     from agentjudge.dataset.realiser import RenderError, render_queries
     from agentjudge.dataset.scenario import build_scenario
+    from agentjudge.rundir.records import dumps_record
 
     failures: Counter[str] = Counter()
     last = ""
@@ -213,8 +213,8 @@ def generate(
     processes: int | None = None,
 ) -> dict[str, Any]:
     """Generate and write; returns the manifest. Raises GenerationError (nothing written) on failure."""
-    from agentjudge.dataset.layout import records_text, write_text_atomic
     from agentjudge.dataset.world import list_domains
+    from agentjudge.rundir.records import records_text, write_text_atomic
 
     if size not in SIZES:
         raise ValueError(f"--size must be one of {', '.join(SIZES)}, got {size!r}")

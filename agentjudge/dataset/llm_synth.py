@@ -123,9 +123,9 @@ def rewrite_all(
 ) -> tuple[list[str], dict[str, Any]]:
     """Rewrite every record's medium/hard query; returns new lines and {"medium": n, "hard": n,
     "reasons": {...}} counting difficulties that fell back to the deterministic text."""
-    from agentjudge.dataset.layout import dumps_record, parse_line
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
+    from agentjudge.rundir.records import dumps_record, parse_line
     from agentjudge.types import ModelSettings
 
     settings = ModelSettings(model=model, api_base=api_base, temperature=0.7)

@@ -50,7 +50,7 @@ def read_for_cli(path: Path, console: Any) -> list[Record] | None:
     line on ``console`` and None (the verb then exits 2)."""
     from rich.markup import escape
 
-    from agentjudge.dataset.layout import LayoutError, read_records
+    from agentjudge.rundir.records import LayoutError, read_records
 
     try:
         records = read_records(path)

@@ -400,7 +400,7 @@ def _published_tool(tool: ToolSchema) -> dict[str, Any]:
 def _expected_slot(request: JudgeRequest) -> str:
     """The shown record's whole ``expected_responses`` list (assistant turns with their calls, tool turns,
     any assistant text), as published; built from the GT steps when the request does not carry it."""
-    from agentjudge.dataset.layout import gt_turns
+    from agentjudge.rundir.records import gt_turns
 
     assert request.gt is not None
     responses = request.gt_responses if request.gt_responses is not None else gt_turns(request.gt)

@@ -49,7 +49,7 @@ def _records_path(rundir: Path, meta: dict[str, Any]) -> Path:
 
 
 def _load_records(path: Path) -> dict[str, Record]:
-    from agentjudge.dataset.layout import read_records
+    from agentjudge.rundir.records import read_records
 
     return {r.id: r for r in read_records(path)}
 

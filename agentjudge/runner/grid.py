@@ -101,8 +101,8 @@ def load_dataset(pipeline: Pipeline, skip_invalid: bool = False, rundir: Path | 
     With ``rundir``, Gate 1's findings come from its store when it holds them for this dataset and code
     (``resume_cache``; ``Dataset.gate1`` says which, and ``_run`` writes computed ones back).
     """
-    from agentjudge.dataset.layout import LayoutError, read_records
     from agentjudge.dataset.validate import gate1_message
+    from agentjudge.rundir.records import LayoutError, read_records
     from agentjudge.runner.pipeline import file_digest
     from agentjudge.runner.resume_cache import gate1_check
 

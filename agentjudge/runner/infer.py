@@ -87,8 +87,8 @@ def infer_cli(
     """CLI body. 0 all predictions succeeded, 1 some failed (recorded in the file), 2 bad input (also: a
     failed preflight, records failing Gate 1 without ``--skip-invalid``, an unwritable ``--out``)."""
     console = Console(stderr=True, soft_wrap=True)
-    from agentjudge.dataset.layout import read_records
     from agentjudge.registry.factory import ModelResolutionError, make_generator
+    from agentjudge.rundir.records import read_records
 
     chosen = list(difficulties or DIFFICULTIES)
     bad = [d for d in chosen if d not in DIFFICULTIES]

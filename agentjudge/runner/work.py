@@ -71,7 +71,7 @@ class Dataset:
     def expected_responses(self, record: Record) -> list[dict[str, Any]]:
         """``layout.expected_responses(record)``, built once per record (every judge unit that shows the
         record's GT needs it; building it was a fifth of an offline judge unit's cost)."""
-        from agentjudge.dataset.layout import expected_responses
+        from agentjudge.rundir.records import expected_responses
 
         # units come a record at a time: a few records' worth is enough
         return remembered(self._responses, record.id, _HELD_PER_RECORD, lambda: expected_responses(record))

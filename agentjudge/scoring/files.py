@@ -98,7 +98,7 @@ def score_cli(
     data: Path, predictions: Path, out: Path, mode: str, lenient: bool, value_matches_out: Path | None = None
 ) -> int:
     """Read, score, write, print a summary; 0 on success, 2 on bad input (message on stderr)."""
-    from agentjudge.dataset.layout import read_records
+    from agentjudge.rundir.records import read_records
 
     modes: list[ScoringMode]
     if mode == "both":

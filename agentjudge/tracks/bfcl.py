@@ -29,8 +29,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from agentjudge import strict_json
-from agentjudge.dataset.layout import json_object_line
 from agentjudge.dataset.resolve import is_nested_alternative
+from agentjudge.rundir.records import json_object_line
 from agentjudge.types import GTStep, Record, Strict, ToolCall, ToolSchema, Topology
 
 # BFCL type name -> JSON Schema type name (None: no type constraint at all)
@@ -275,7 +275,7 @@ def import_cli(tasks: Path, answers: Path, out: Path, category: str | None) -> i
     from rich.console import Console
     from rich.markup import escape
 
-    from agentjudge.dataset.layout import dumps_record, records_text, write_text_atomic
+    from agentjudge.rundir.records import dumps_record, records_text, write_text_atomic
 
     console = Console(soft_wrap=True)
     name = category or category_of(tasks)

@@ -233,7 +233,7 @@ class RunFolder:
 
     def record(self, base_id: str, difficulty: str) -> dict[str, Any]:
         """The record's query at ``difficulty``, its tools and its GT, or why they cannot be shown."""
-        from agentjudge.dataset.layout import LayoutError, parse_line
+        from agentjudge.rundir.records import LayoutError, parse_line
 
         if self.dataset is None or not self.dataset.is_file():
             return {"missing": f"the dataset file {self.dataset} is not there (moved or deleted)"}

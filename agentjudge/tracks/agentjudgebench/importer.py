@@ -102,7 +102,7 @@ def import_cli(release_dir: Path, records: Path, out: Path) -> int:
 
 
 def import_release(release_dir: Path, records_path: Path, out: Path, console: Any = None) -> dict[str, Any]:
-    from agentjudge.dataset.layout import LayoutError, read_records
+    from agentjudge.rundir.records import LayoutError, read_records
 
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ImportError_(f"{out}: exists and is not empty; give a new folder for the imported run")
