@@ -30,8 +30,9 @@ from typer.testing import CliRunner
 
 from agentjudge import strict_json
 from agentjudge.commands.app import app
+from agentjudge.rundir.lock import read_holder
 from agentjudge.runner.grid import run_cli
-from agentjudge.runner.rundir_lock import RunFolderBusy, RunFolderLock, read_holder
+from agentjudge.runner.rundir_lock import RunFolderBusy, RunFolderLock
 from agentjudge.types import METRICS, JudgeRequest, JudgeResult
 
 TESTS = Path(__file__).resolve().parent

@@ -11,7 +11,8 @@ import sqlite3
 
 import pytest
 
-from agentjudge.runner.store import _KEY_COLUMNS, UnitKey
+from agentjudge.rundir.units import KEY_COLUMNS as _KEY_COLUMNS
+from agentjudge.runner.store import UnitKey
 
 
 def _keys(n: int) -> list[UnitKey]:

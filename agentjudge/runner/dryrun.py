@@ -33,9 +33,10 @@ from agentjudge.judges.prompts import needs_cache_breakpoint
 from agentjudge.models.batch import batch_token_prices
 from agentjudge.models.tokens import count_tokens, prices
 from agentjudge.registry.model_strings import model_kind
+from agentjudge.rundir.units import open_readonly
 from agentjudge.runner.pipeline import Pipeline
 from agentjudge.runner.prefixes import PrefixCache, PromptPieces, split_messages
-from agentjudge.runner.store import UnitKey, open_readonly
+from agentjudge.runner.store import UnitKey
 from agentjudge.runner.work import Dataset, judge_units, predict_units, prefix_order
 from agentjudge.types import (
     TRAJECTORY_CONDITIONS,

@@ -42,7 +42,8 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from agentjudge import __version__
-from agentjudge.runner.store import UnitKey, connect_reader, transaction
+from agentjudge.rundir.units import connect_reader
+from agentjudge.runner.store import UnitKey, transaction
 from agentjudge.runner.work import Dataset, Gate1Check, ScoreKey, compute_scores
 from agentjudge.types import Prediction, Record, Score, ScoringMode
 

@@ -23,9 +23,8 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Any
 
-LOCK_NAME = "run.lock"
+from agentjudge.rundir.lock import LOCK_FILE, describe_holder, read_holder
 
 _HELD: set[int] = set()  # descriptors of the locks this process holds (closed in forked children)
 
@@ -49,7 +48,7 @@ class RunFolderLock:
 
     def __init__(self, rundir: Path) -> None:
         self.rundir = Path(rundir)
-        self.path = self.rundir / LOCK_NAME
+        self.path = self.rundir / LOCK_FILE
         self._fd: int | None = None
 
     @property
@@ -98,14 +97,7 @@ class RunFolderLock:
         os.close(fd)
 
     def _busy_message(self) -> str:
-        holder = read_holder(self.path)
-        if holder:
-            who = (
-                f"pid {holder.get('pid', '?')} on host {holder.get('host', '?')}, "
-                f"started {holder.get('started', '?')}"
-            )
-        else:
-            who = "it has not written its details yet"
+        who = describe_holder(read_holder(self.path))
         return (
             f"{self.rundir} is in use by another `agentjudge run` ({who}); one run per folder at a time. "
             "Wait for it to end, or stop it (its finished units are kept) and re-run; "
@@ -118,12 +110,3 @@ class RunFolderLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
-
-
-def read_holder(path: Path) -> dict[str, Any]:
-    """The holder's details written in a lock file ({} when absent or unreadable)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8") or "{}")
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}

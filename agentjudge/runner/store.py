@@ -43,44 +43,11 @@ from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from agentjudge.rundir.units import KEY_COLUMNS, STORE_SCHEMA, connect_reader
+from agentjudge.rundir.units import open_readonly as open_readonly  # grid.py, batches.py: its old home
+
 Stage = Literal["predict", "judge"]
 Status = Literal["done", "failed"]
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS units (
-    stage TEXT NOT NULL CHECK (stage IN ('predict', 'judge')),
-    record_id TEXT NOT NULL,
-    difficulty TEXT NOT NULL,
-    generator TEXT NOT NULL,
-    generator_trial INTEGER NOT NULL,
-    judge TEXT NOT NULL DEFAULT '',
-    condition TEXT NOT NULL DEFAULT '',
-    variant TEXT NOT NULL DEFAULT '',
-    temperature TEXT NOT NULL DEFAULT '',
-    trial INTEGER NOT NULL DEFAULT 0,
-    status TEXT NOT NULL CHECK (status IN ('done', 'failed')),
-    result TEXT,
-    error TEXT,
-    attempts INTEGER NOT NULL DEFAULT 1,
-    first_started_at TEXT NOT NULL,
-    finished_at TEXT NOT NULL,
-    PRIMARY KEY (stage, record_id, difficulty, generator, generator_trial, judge, condition, variant,
-                 temperature, trial)
-);
-"""
-_KEY_COLUMNS = (
-    "stage",
-    "record_id",
-    "difficulty",
-    "generator",
-    "generator_trial",
-    "judge",
-    "condition",
-    "variant",
-    "temperature",
-    "trial",
-)
 
 
 def temperature_key(value: float | None) -> str:
@@ -111,7 +78,7 @@ class UnitKey(NamedTuple):
     trial: int = 0
 
     def row(self) -> tuple[Any, ...]:
-        """The values of ``_KEY_COLUMNS``, in that order."""
+        """The values of ``KEY_COLUMNS``, in that order."""
         return tuple(self)
 
 
@@ -181,7 +148,7 @@ class RunStore:
         self._db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        self._db.executescript(STORE_SCHEMA)
         self._pending: list[tuple[Any, ...]] = []
         self._last_flush = time.monotonic()
         self._flush_cost = 0.0  # seconds the last commit took
@@ -206,7 +173,7 @@ class RunStore:
 
     def iter_statuses(self, stage: Stage) -> Iterator[tuple[UnitKey, Status]]:
         """``statuses`` streamed (counting a paper grid's ~10^6 units without holding them)."""
-        cols = ", ".join(_KEY_COLUMNS)
+        cols = ", ".join(KEY_COLUMNS)
         for row in self._db.execute(f"SELECT {cols}, status FROM units WHERE stage = ?", (stage,)):
             yield UnitKey(*row[:-1]), row[-1]
 
@@ -217,13 +184,13 @@ class RunStore:
 
     def iter_raw(self, stage: Stage) -> Iterator[tuple[UnitKey, Status, str | None, str | None, int]]:
         """``iter_units`` with each result as its stored JSON text, not decoded."""
-        cols = ", ".join(_KEY_COLUMNS)
+        cols = ", ".join(KEY_COLUMNS)
         cursor = self._db.execute(
             f"SELECT {cols}, status, result, error, attempts FROM units WHERE stage = ? ORDER BY {cols}",
             (stage,),
         )
         for row in cursor:
-            yield (UnitKey(*row[: len(_KEY_COLUMNS)]), *row[len(_KEY_COLUMNS) :])
+            yield (UnitKey(*row[: len(KEY_COLUMNS)]), *row[len(KEY_COLUMNS) :])
 
     def finish(self, key: UnitKey, status: Status, result: Any, error: str | None, started_at: str) -> None:
         """Record one finished unit; it is committed with its group (at the latest ``flush_interval_s``
@@ -289,11 +256,11 @@ class RunStore:
 
     def failed_units(self) -> list[tuple[UnitKey, str | None, int]]:
         """Every failed unit: coordinates, stored error, and how many invocations ran it."""
-        cols = ", ".join(_KEY_COLUMNS)
+        cols = ", ".join(KEY_COLUMNS)
         rows = self._db.execute(
             f"SELECT {cols}, error, attempts FROM units WHERE status = 'failed' ORDER BY {cols}"
         )
-        return [(UnitKey(*row[: len(_KEY_COLUMNS)]), row[-2], row[-1]) for row in rows]
+        return [(UnitKey(*row[: len(KEY_COLUMNS)]), row[-2], row[-1]) for row in rows]
 
     def close(self) -> None:
         """Commit what is buffered, then close (also on Ctrl-C: the runner closes in a ``finally``)."""
@@ -332,10 +299,10 @@ def transaction(db: sqlite3.Connection) -> Iterator[None]:
         raise
 
 
-_COLS = ", ".join(_KEY_COLUMNS)
+_COLS = ", ".join(KEY_COLUMNS)
 _UPSERT = (
     f"INSERT INTO units ({_COLS}, status, result, error, attempts, first_started_at, finished_at) "
-    f"VALUES ({', '.join('?' for _ in _KEY_COLUMNS)}, ?, ?, ?, 1, ?, ?) "
+    f"VALUES ({', '.join('?' for _ in KEY_COLUMNS)}, ?, ?, ?, 1, ?, ?) "
     f"ON CONFLICT ({_COLS}) DO UPDATE SET status = excluded.status, result = excluded.result, "
     "error = excluded.error, attempts = units.attempts + 1, finished_at = excluded.finished_at"
 )
@@ -441,9 +408,9 @@ class RangeReader:
         if self._db is None or self._pid != os.getpid():  # a connection made before a fork is not used
             self._db = connect_reader(Path(self.path), timeout=30.0)
             self._pid = os.getpid()
-        cols = ", ".join(_KEY_COLUMNS)
-        rest = ", ".join(_KEY_COLUMNS[1:])
-        marks = ", ".join("?" for _ in _KEY_COLUMNS[1:])
+        cols = ", ".join(KEY_COLUMNS)
+        rest = ", ".join(KEY_COLUMNS[1:])
+        marks = ", ".join("?" for _ in KEY_COLUMNS[1:])
         where, params = ["stage = ?"], [self.stage]
         for bound, op in zip(bounds, (">=", "<"), strict=True):
             if bound is not None:
@@ -480,34 +447,3 @@ def key_ranges(keys: Iterable[UnitKey], per_range: int) -> list[tuple[Bound, Bou
                 next_cut += per_range
         seen += len(held)
     return list(zip([None, *cuts], [*cuts, None], strict=True))
-
-
-def connect_reader(path: Path, timeout: float = 5.0) -> sqlite3.Connection:
-    """A connection that only reads the existing store ``path`` (never creates one; '?', '#', '%' in the
-    path escaped by ``as_uri``). Opened read-write with ``query_only`` on: SQLite deletes a WAL store's
-    ``-wal``/``-shm`` files when the last connection closes, but a ``mode=ro`` connection cannot, so every
-    read-only open (a no-op re-run, ``--dry-run``, ``batches``, a resumed run's cache reads) left them
-    behind. (``immutable=1`` creates none, but reads wrong data if a writer is active, which nothing here
-    can rule out.) A write-protected file is opened read-only by
-    SQLite itself; an open that fails otherwise falls back to ``mode=ro``. The store's content is never
-    changed: a last close only checkpoints committed pages of the WAL into the file (as a writer does)."""
-    uri = path.resolve().as_uri()
-    try:
-        db = sqlite3.connect(f"{uri}?mode=rw", uri=True, timeout=timeout)
-    except sqlite3.OperationalError:
-        return sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=timeout)
-    db.execute("PRAGMA query_only = ON")
-    return db
-
-
-def open_readonly(path: Path) -> sqlite3.Connection | None:
-    """For --dry-run, the no-op check and ``batches``: read an existing store without creating it or
-    changing what it holds (``connect_reader``); None when there is no readable store."""
-    if not path.is_file():
-        return None
-    try:
-        db = connect_reader(path)
-        db.execute("SELECT 1 FROM units LIMIT 1")
-        return db
-    except sqlite3.Error:
-        return None
