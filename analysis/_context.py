@@ -7,7 +7,6 @@ every analysis, so that all differences in the report are paired over the same r
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,8 +16,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from agentjudge.rundir.columns import JUDGMENT_COLUMNS
-from agentjudge.runner.sampling.record import RecordError, SamplingRecord, read_record
+from agentjudge.rundir import RunFolder, RunFolderError, SamplingRecord
 from agentjudge.stats import ClusterBootstrap, add_alignment_columns
 from agentjudge.stats.codes import group_codes, values_of
 from agentjudge.stats.design import Design, fpc_scale
@@ -31,26 +29,9 @@ CANONICAL_ORDER: dict[str, tuple[str, ...]] = {
     "condition": CONDITIONS,
 }
 
-REQUIRED_SCORE_COLUMNS = (  # the subset of scores.parquet the report reads
-    "record_id",
-    "base_id",
-    "topology",
-    "difficulty",
-    "generator",
-    "trial",
-    "scoring_mode",
-    "p_tool",
-    "p_param",
-    "p_seq",
-    "p_cov",
-)
 MAIN_CONDITIONS = ("with_gt", "without_gt")
 VARIANT_FACTORS = ("prompt_format", "cot", "default_mode", "temperature")
 PREFERRED = {"prompt_format": "json", "cot": False, "default_mode": "1.0"}
-
-
-class RunFolderError(ValueError):
-    """A run folder that cannot be reported on; the message names the file and the problem."""
 
 
 @dataclass
@@ -90,19 +71,6 @@ _CATEGORY_COLUMNS = (
 )
 
 
-def read_parquet(path: Path, required: tuple[str, ...]) -> pd.DataFrame:
-    if not path.exists():
-        raise RunFolderError(f"{path}: file not found (is this a run folder written by `agentjudge run`?)")
-    try:
-        df = pd.read_parquet(path)
-    except Exception as exc:  # pyarrow raises several unrelated types
-        raise RunFolderError(f"{path}: unreadable parquet ({exc})") from exc
-    missing = [c for c in required if c not in df.columns]
-    if missing:
-        raise RunFolderError(f"{path}: missing column(s) {missing}")
-    return df
-
-
 def _arrow_pool_that_returns_memory() -> None:
     """Read Arrow data through jemalloc where pyarrow has it. Measured on the paper-shaped grid's report
     (5.5 M judgment rows): pyarrow's default pool on Linux (mimalloc) peaked at 1.70 or 2.39 GiB from one run
@@ -117,30 +85,15 @@ def _arrow_pool_that_returns_memory() -> None:
     pa.set_memory_pool(pool)
 
 
-def read_judgments(path: Path) -> pd.DataFrame:
+def read_judgments(folder: RunFolder) -> pd.DataFrame:
     """judgments.parquet without its free text: ``rationale`` is not read and ``judge_error`` becomes the
     boolean ``has_error``; text coordinates arrive as categoricals (dictionary-decoded by Arrow, never
     as millions of Python strings). A paper-shaped grid's 5.5 M rows peaked at 3.4 GB the plain way."""
-    import pyarrow.parquet as pq
-
     _arrow_pool_that_returns_memory()
-    required = tuple(c for c in JUDGMENT_COLUMNS if c != "source")
-    if not path.exists():
-        raise RunFolderError(f"{path}: file not found (is this a run folder written by `agentjudge run`?)")
-    try:
-        names = pq.read_schema(path).names
-        missing = [c for c in required if c not in names]
-        if missing:
-            raise RunFolderError(f"{path}: missing column(s) {missing}")
-        columns = [c for c in names if c not in ("rationale", "judge_error")]
-        table = pq.read_table(
-            path, columns=columns, read_dictionary=[c for c in _CATEGORY_COLUMNS if c in names]
-        )
-        has_error = pq.read_table(path, columns=["judge_error"]).column(0).is_valid()
-    except RunFolderError:
-        raise
-    except Exception as exc:  # pyarrow raises several unrelated types
-        raise RunFolderError(f"{path}: unreadable parquet ({exc})") from exc
+    names = folder.columns("judgments")
+    columns = [c for c in names if c not in ("rationale", "judge_error")]
+    table = folder.arrow("judgments", columns=columns, read_dictionary=_CATEGORY_COLUMNS)
+    has_error = folder.arrow("judgments", columns=["judge_error"]).column(0).is_valid()
     df = table.to_pandas()
     del table
     df["has_error"] = has_error.to_numpy(zero_copy_only=False)
@@ -289,53 +242,42 @@ def load_context(
 ) -> Context:
     """Read and validate a run folder (judgments required; scores, predictions, meta optional).
     ``source`` keeps only the records of one source ("synthetic" / "imported")."""
-    jd = read_judgments(rundir / "judgments.parquet")
+    folder = RunFolder.open(rundir)
+    judgments = folder.table_path("judgments")
+    jd = read_judgments(folder)
     if "source" not in jd.columns:  # run folders written before imported records existed
         jd["source"] = "synthetic"
     if source is not None:
         jd = jd[(jd["source"] == source).to_numpy()].reset_index(drop=True)
     if jd.empty:
-        raise RunFolderError(f"{rundir / 'judgments.parquet'}: no rows")
+        raise RunFolderError(f"{judgments}: no rows")
     for col in _CATEGORY_COLUMNS:
         jd[col] = as_str_category(jd[col], CANONICAL_ORDER.get(col))
     for col in ("verdict", "reference", "temperature"):
         try:
             jd[col] = pd.to_numeric(jd[col], errors="raise").astype(float)
         except (ValueError, TypeError) as exc:
-            raise RunFolderError(
-                f"{rundir / 'judgments.parquet'}: column {col}: not numeric ({exc})"
-            ) from exc
+            raise RunFolderError(f"{judgments}: column {col}: not numeric ({exc})") from exc
     if jd["reference"].isna().any():
         row = int(np.flatnonzero(jd["reference"].isna().to_numpy())[0])
-        raise RunFolderError(f"{rundir / 'judgments.parquet'}: row {row}: column reference is null")
+        raise RunFolderError(f"{judgments}: row {row}: column reference is null")
     if not jd["condition"].isin(list(MAIN_CONDITIONS)).any():
-        raise RunFolderError(f"{rundir / 'judgments.parquet'}: no with_gt or without_gt rows to report on")
+        raise RunFolderError(f"{judgments}: no with_gt or without_gt rows to report on")
     kept = (
         set(jd["base_id"].cat.categories[np.unique(jd["base_id"].cat.codes)]) if source is not None else None
     )
     data = add_alignment_columns(jd, inplace=True)  # no second copy of the frame
     del jd
-    meta_path = rundir / "meta.json"
-    try:
-        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-    except json.JSONDecodeError as exc:
-        raise RunFolderError(f"{meta_path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
-    scores = (
-        read_parquet(rundir / "scores.parquet", REQUIRED_SCORE_COLUMNS)
-        if (rundir / "scores.parquet").exists()
-        else None
-    )
-    preds_path = rundir / "predictions.parquet"
-    predictions = pd.read_parquet(preds_path) if preds_path.exists() else None
+    # the file as written (keys it lacks stay absent: what the analyses have always been given)
+    meta = folder.meta.model_dump(mode="json", exclude_unset=True)
+    scores = folder.scores() if folder.has("scores") else None
+    predictions = folder.predictions() if folder.has("predictions") else None
     if kept is not None:
         if scores is not None:
             scores = scores[scores["base_id"].astype(str).isin(kept)].reset_index(drop=True)
         if predictions is not None:
             predictions = predictions[predictions["base_id"].astype(str).isin(kept)].reset_index(drop=True)
-    try:
-        record = read_record(rundir)
-    except RecordError as exc:
-        raise RunFolderError(str(exc)) from None
+    record = folder.sampling()
     return make_context(rundir, data, meta, scores, predictions, resamples, seed, ci, record)
 
 

@@ -92,11 +92,16 @@ def test_headline_csv_equals_independent_recomputation(report_dir: Path) -> None
 
 
 def test_missing_judgments_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert report_cli(tmp_path, resamples=100, seed=0) == 2  # an empty folder: no run at all
+    assert f"{tmp_path}: not a run folder (no meta.json" in capsys.readouterr().err
+    write_run(tmp_path, SyntheticSpec(n_base=6, judges={"judge-a": 1}))
+    (tmp_path / "judgments.parquet").unlink()
     assert report_cli(tmp_path, resamples=100, seed=0) == 2
     assert "judgments.parquet: file not found" in capsys.readouterr().err
 
 
 def test_missing_column_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_run(tmp_path, SyntheticSpec(n_base=6, judges={"judge-a": 1}))
     pd.DataFrame({"record_id": ["a:hard"], "verdict": [1.0]}).to_parquet(tmp_path / "judgments.parquet")
     assert report_cli(tmp_path, resamples=100, seed=0) == 2
     err = capsys.readouterr().err

@@ -1,7 +1,8 @@
-"""Column names of the run folder's tables, in file order: the contract of ARCHITECTURE.md in one place.
+"""Column names of the run folder's tables, in file order: the contract of docs/formats.md in one place.
 
-The runner's exporter builds its Arrow schemas from these, the infer/score verbs write them, the report
-reads them; other tools rely on the names, so extend rather than rename.
+The runner's exporter builds its Arrow schemas from these, the infer/score verbs write them, ``RunFolder``
+reads them (a file lacking a column that is not a later addition is refused); other tools rely on the
+names, so extend rather than rename (a rename or removal bumps ``meta.FORMAT_VERSION``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ SCORE_COLUMNS: tuple[str, ...] = (
     "p_tool", "p_param", "p_seq", "p_cov", "p_value", "p_seq_dag", "state_match", "source",
     "writes_done",
 )  # fmt: skip
+# score columns added after the first release: files written before them are still read
+LATER_SCORE_COLUMNS: tuple[str, ...] = ("source", "writes_done")
 JUDGMENT_COLUMNS: tuple[str, ...] = (
     "record_id", "base_id", "domain", "topology", "difficulty", "generator", "generator_trial", "judge",
     "condition", "prompt_format", "cot", "default_mode", "temperature", "trial", "metric", "reference",
@@ -28,5 +31,18 @@ JUDGMENT_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 # ``source``: "synthetic" (our generator) or "imported" (tasks people wrote elsewhere, e.g. BFCL); added after
 # the first release, so readers treat a missing column as all "synthetic".
+LATER_JUDGMENT_COLUMNS: tuple[str, ...] = ("source",)
 # Written by the exporter after JUDGMENT_COLUMNS; optional for readers (run folders from before it lack it).
 JUDGMENT_OPTIONAL_COLUMNS: tuple[str, ...] = ("structured_output",)
+
+# the three tables of a run folder: their files, and the columns a file must have to be read
+TABLE_FILES: dict[str, str] = {
+    "predictions": "predictions.parquet",
+    "scores": "scores.parquet",
+    "judgments": "judgments.parquet",
+}
+REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "predictions": tuple(c for c in PREDICTION_COLUMNS if c not in LATER_PREDICTION_COLUMNS),
+    "scores": tuple(c for c in SCORE_COLUMNS if c not in LATER_SCORE_COLUMNS),
+    "judgments": tuple(c for c in JUDGMENT_COLUMNS if c not in LATER_JUDGMENT_COLUMNS),
+}

@@ -2,7 +2,7 @@
 
 Why it exists: the analyses must be built and timed before real runs exist, and a paper-scale table
 (1.29 M rows) is needed to measure the report's speed. Every table produced here has exactly the columns
-of ARCHITECTURE.md "Run folder" and is clearly SYNTHETIC: generators are named ``sim/...`` and meta.json
+of docs/formats.md and is clearly SYNTHETIC: generators are named ``sim/...`` and meta.json
 says ``"synthetic": true``. Verdicts are plausible (noisy snapped references, a leniency bias without GT),
 not meaningful results.
 """
@@ -18,6 +18,7 @@ import pandas as pd
 
 from agentjudge import strict_json
 from agentjudge.rundir.columns import JUDGMENT_COLUMNS
+from agentjudge.rundir.meta import FORMAT_VERSION
 from agentjudge.types import DIFFICULTIES, METRICS, TOPOLOGIES
 
 DOMAINS = (
@@ -208,6 +209,7 @@ def write_run(rundir: Path, spec: SyntheticSpec) -> pd.DataFrame:
     pred["cached"] = False
     pred.to_parquet(rundir / "predictions.parquet", index=False)
     meta: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
         "synthetic": True,
         "seed": spec.seed,
         "pipeline": {"name": "synthetic", "data": None},

@@ -29,6 +29,7 @@ from agentjudge.memo import remembered
 from agentjudge.models.fleet import redact_model_urls
 from agentjudge.provenance import git_commit
 from agentjudge.registry.model_strings import model_kind
+from agentjudge.rundir.meta import FORMAT_VERSION
 from agentjudge.runner import offline, scheduler
 from agentjudge.runner.heap import collector_paused
 from agentjudge.runner.lean_export import lean_imports
@@ -994,6 +995,7 @@ class _Grid:
         judge_stored = sum(counts["judge"].values())
         meta_store = self.store.meta()
         meta: dict[str, Any] = {
+            "format_version": FORMAT_VERSION,  # of the folder's file contracts (docs/formats.md)
             "pipeline": redact_model_urls(self.pipe.model_dump(mode="json")),  # no key from a URL
             "config_hash": meta_store["config_hash"],
             "git_commit": meta_store.get("git_commit", "unknown"),
