@@ -37,6 +37,11 @@ def _record(i: int) -> Record:
     )
 
 
+def _meta(**pipeline: str) -> dict[str, object]:
+    """A hand-made folder's meta.json (synthetic: not written by a run)."""
+    return {"synthetic": True, "pipeline": pipeline, "seed": 0, "judges": {}, "generators": {}}
+
+
 @pytest.fixture()
 def rundir(tmp_path: Path) -> Path:
     records = [_record(i) for i in range(120)]
@@ -77,14 +82,18 @@ def rundir(tmp_path: Path) -> Path:
                         "generator": g,
                         "trial": 0,
                         "calls_json": json.dumps([{"name": "lookup", "arguments": {"id": "T"}}]),
+                        "raw_output": "",
                         "error": None,
+                        "simulated": True,
+                        "prompt_tokens": 0,
+                        "completion_tokens": 0,
+                        "cost_usd": 0.0,
+                        "cached": False,
                     }
                 )
     pd.DataFrame(rows).to_parquet(tmp_path / "scores.parquet")
     pd.DataFrame(preds).to_parquet(tmp_path / "predictions.parquet")
-    (tmp_path / "meta.json").write_text(
-        json.dumps({"pipeline": {"dataset": str(tmp_path / "records.jsonl")}})
-    )
+    (tmp_path / "meta.json").write_text(json.dumps(_meta(dataset=str(tmp_path / "records.jsonl"))))
     return tmp_path
 
 
@@ -155,6 +164,6 @@ def test_missing_agree_column(tmp_path: Path) -> None:
 
 def test_sample_without_records_is_exit_2(rundir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (rundir / "records.jsonl").unlink()
-    (rundir / "meta.json").write_text("{}")
+    (rundir / "meta.json").write_text(json.dumps(_meta()))  # names no records file
     assert sample_cli(rundir, n=12, seed=0, out=None) == 2
     assert "records" in capsys.readouterr().err

@@ -24,6 +24,7 @@ from test_runner import make_records
 
 from agentjudge.report.write import report_cli
 from agentjudge.rundir.records import write_records
+from agentjudge.rundir.synthetic import SyntheticSpec, write_run
 from agentjudge.runner.grid import run_cli
 from agentjudge.viewer.server import start
 
@@ -351,7 +352,7 @@ def test_cli_serves_until_ctrl_c_and_exits_0(rundir: Path) -> None:
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["view", "no/such/folder"], "not a folder"),
+        (["view", "no/such/folder"], "no/such/folder: no such folder"),
         (["view", ".", "--port", "70000"], "--port 70000: must be <= 65535"),
         (["view", ".", "--port", "-1"], "--port -1: must be >= 0"),
     ],
@@ -363,6 +364,11 @@ def test_cli_refuses_bad_input_with_one_line(args: list[str], message: str, tmp_
 
 
 def test_cli_refuses_a_folder_without_verdicts(tmp_path: Path) -> None:
+    proc = _agentjudge("view", str(tmp_path))  # an empty folder: no run at all
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and f"{tmp_path}: not a run folder (no meta.json" in out
+    write_run(tmp_path, SyntheticSpec(n_base=6, judges={"judge-a": 1}))
+    (tmp_path / "judgments.parquet").unlink()  # a run folder whose verdicts are not exported
     proc = _agentjudge("view", str(tmp_path))
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 2 and "judgments.parquet: not found" in out

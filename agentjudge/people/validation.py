@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agentjudge.rundir import RunFolder
 from agentjudge.stats import ClusterBootstrap
 from agentjudge.types import METRICS, TOPOLOGIES, Record
 
@@ -28,30 +29,6 @@ NO = {"no", "n", "0", "false", "disagree"}
 
 class HumanInputError(ValueError):
     """Bad input for the human-validation verbs; the message names file, row and column."""
-
-
-def _records_path(rundir: Path, meta: dict[str, Any]) -> Path:
-    raw = meta.get("pipeline")
-    pipe: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    for cand in (pipe.get("dataset"), pipe.get("data"), meta.get("dataset")):
-        if isinstance(cand, str) and cand:
-            p = Path(cand)
-            p = p if p.is_absolute() else rundir / p
-            if p.is_file():
-                return p
-    local = rundir / "records.jsonl"
-    if local.is_file():
-        return local
-    raise HumanInputError(
-        f"{rundir / 'meta.json'}: pipeline.dataset does not name a readable records file, and "
-        f"{local} does not exist; the sample needs the records for query, tools and GT calls"
-    )
-
-
-def _load_records(path: Path) -> dict[str, Record]:
-    from agentjudge.rundir.records import read_records
-
-    return {r.id: r for r in read_records(path)}
 
 
 def _tools_compact(record: Record) -> str:
@@ -116,20 +93,17 @@ def sample_cli(rundir: Path, n: int, seed: int, out: Path | None, difficulty: st
         print(f"error: --out {problem}", file=sys.stderr)
         return 2
     try:
-        meta = json.loads((rundir / "meta.json").read_text()) if (rundir / "meta.json").exists() else {}
-        for name in ("scores.parquet", "predictions.parquet"):
-            if not (rundir / name).exists():
-                raise HumanInputError(f"{rundir / name}: file not found")
-        scores = pd.read_parquet(rundir / "scores.parquet")
-        preds = pd.read_parquet(rundir / "predictions.parquet")
+        folder = RunFolder.open(rundir)
+        scores = folder.scores()
+        preds = folder.predictions(columns=["record_id", "generator", "trial", "calls_json", "error"])
         modes = sorted(scores["scoring_mode"].astype(str).unique())
         mode = "strict" if "strict" in modes else modes[0]
         scores = scores[scores["scoring_mode"].astype(str) == mode]
         preds = preds[preds["error"].isna()][["record_id", "generator", "trial", "calls_json"]]
         scored = scores.merge(preds, on=["record_id", "generator", "trial"], how="inner")
         sample = select_sample(scored, n, seed, difficulty)
-        records = _load_records(_records_path(rundir, meta))
-    except (HumanInputError, ValueError, OSError, json.JSONDecodeError) as exc:
+        records = {r.id: r for r in folder.records()}
+    except (ValueError, OSError) as exc:  # RunFolderError and HumanInputError among them
         print(f"error: {exc}", file=sys.stderr)
         return 2
     rows = []

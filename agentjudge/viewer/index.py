@@ -13,10 +13,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from agentjudge.rundir import RunFolder
 
 #: what the list can be filtered by (URL query keys), in the order the page shows them
 FACETS: tuple[str, ...] = (
@@ -132,10 +134,8 @@ class VerdictIndex:
     outcome: np.ndarray | None = None  # int8 per row: the prediction's state_match (1/0), -1 unknown
 
     @classmethod
-    def load(cls, path: Path, state_match: StateMatch | None = None) -> VerdictIndex:
-        import pyarrow.parquet as pq
-
-        handle = pq.ParquetFile(path, read_dictionary=list(_DICTIONARY_COLUMNS))
+    def load(cls, folder: RunFolder, state_match: StateMatch | None = None) -> VerdictIndex:
+        handle = folder.parquet_file("judgments", read_dictionary=_DICTIONARY_COLUMNS)
         n = handle.metadata.num_rows
         books = {name: _Codebook() for name in (*_DICTIONARY_COLUMNS, "temperature", "variant")}
         small = {name: np.zeros(n, dtype=np.int8) for name in ROW_FACETS}

@@ -3,11 +3,11 @@ GT calls with their outputs), the generator's output (calls, trajectory), the pr
 scoring mode, and every judge's verdicts, rationales and raw answers, the reference beside each.
 
 An item is one generator output: (record id at a difficulty, generator, generator trial). Everything is
-read for that item alone: judgments.parquet, predictions.parquet and scores.parquet through pyarrow filters
-(the files are written in record order, so the row groups' statistics skip all but one or two), the
-dataset's one line (found through an index of line offsets built on first use) and the store's judge units
-through a read-only SQLite connection. Nothing is written: the viewer works on a folder it cannot write and
-while a run is writing it.
+read for that item alone, through ``rundir.RunFolder``: judgments.parquet, predictions.parquet and
+scores.parquet with pyarrow filters (the files are written in record order, so the row groups' statistics
+skip all but one or two), the dataset's one line (found through an index of line offsets built on first
+use) and the store's judge units (``RunFolder.units``: a connection that writes nothing). Nothing is
+written: the viewer works on a folder it cannot write and while a run is writing it.
 """
 
 from __future__ import annotations
@@ -15,14 +15,16 @@ from __future__ import annotations
 import json
 import math
 import re
-import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from agentjudge.rundir import RunFolder, RunFolderError
 from agentjudge.rundir.columns import JUDGMENT_COLUMNS, SCORE_COLUMNS
+from agentjudge.rundir.folder import Table
+from agentjudge.rundir.records import LayoutError, parse_line
 from agentjudge.viewer.index import QueryError, StateMatch, temperature_label, variant_label
 
 # the columns one item shows: every judgment / score column but the keys the read filters on (and the
@@ -38,18 +40,12 @@ _SCORE_FIELDS = [
 _ID = re.compile(rb'"id"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
-class RunFolder:
-    """The files of one run folder, opened read-only and on demand."""
+class Items:
+    """The items of one run folder, each read on demand (the folder opened by ``RunFolder.open``)."""
 
-    def __init__(self, rundir: Path) -> None:
-        self.rundir = rundir
-        meta_path = rundir / "meta.json"
-        self.meta: dict[str, Any] = (
-            json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
-        )
-        pipeline = self.meta.get("pipeline") if isinstance(self.meta.get("pipeline"), dict) else {}
-        dataset = (pipeline or {}).get("dataset")
-        self.dataset = Path(dataset) if dataset else None
+    def __init__(self, folder: RunFolder) -> None:
+        self.folder = folder
+        self.dataset = folder.dataset_path
         self._offsets: dict[str, int] | None = None
         self._lock = threading.Lock()
 
@@ -57,24 +53,18 @@ class RunFolder:
 
     def kinds(self) -> dict[str, str]:
         """Each judge's and generator's kind as meta.json records it (simulated, baseline, litellm...)."""
-        out: dict[str, str] = {}
-        for role in ("judges", "generators"):
-            for name, info in (self.meta.get(role) or {}).items():
-                if isinstance(info, dict):
-                    out[name] = str(info.get("kind", ""))
-        return out
+        meta = self.folder.meta
+        return {name: info.kind for role in (meta.judges, meta.generators) for name, info in role.items()}
 
     def state_match(self) -> StateMatch | None:
         """The predictions' state_match from scores.parquet, in the file's first scoring mode (it is the
         same in both). Read with ``ParquetFile`` (``read_table`` would import pyarrow.dataset and pandas,
         ~0.7 s of the viewer's start) and kept as columns, never as Python objects per row."""
         import pyarrow.compute as pc
-        import pyarrow.parquet as pq
 
-        path = self.rundir / "scores.parquet"
-        if not path.is_file():
+        if not self.folder.has("scores"):
             return None
-        table = pq.ParquetFile(path).read(
+        table = self.folder.parquet_file("scores").read(
             columns=["record_id", "generator", "trial", "scoring_mode", "state_match"]
         )
         if table.num_rows == 0:
@@ -92,7 +82,7 @@ class RunFolder:
 
     def item(self, record_id: str, generator: str, generator_trial: int) -> dict[str, Any]:
         verdict_rows = self._rows(
-            "judgments.parquet",
+            "judgments",
             record_id,
             generator,
             ("generator_trial", generator_trial),
@@ -104,14 +94,14 @@ class RunFolder:
             )
         first = verdict_rows[0]
         prediction = self._rows(
-            "predictions.parquet",
+            "predictions",
             record_id,
             generator,
             ("trial", generator_trial),
             ["calls_json", "raw_output", "error", "trajectory_json", "stop_reason", "turns", "generation"],
         )
         scores = self._rows(
-            "scores.parquet",
+            "scores",
             record_id,
             generator,
             ("trial", generator_trial),
@@ -133,21 +123,16 @@ class RunFolder:
         }
 
     def _rows(
-        self, name: str, record_id: str, generator: str, trial: tuple[str, int], columns: list[str]
+        self, name: Table, record_id: str, generator: str, trial: tuple[str, int], columns: list[str]
     ) -> list[dict[str, Any]]:
-        import pyarrow.dataset as ds
-        import pyarrow.parquet as pq
-
-        path = self.rundir / name
-        if not path.is_file():
+        if not self.folder.has(name):
             return []
-        present = set(pq.read_schema(path).names)
+        present = set(self.folder.columns(name))
         wanted = [c for c in columns if c in present]
-        expr = (ds.field("record_id") == record_id) & (ds.field("generator") == generator)
+        filters: list[tuple[str, str, Any]] = [("record_id", "==", record_id), ("generator", "==", generator)]
         if trial[0] in present:
-            expr &= ds.field(trial[0]) == trial[1]
-        table = ds.dataset(path, format="parquet").to_table(columns=wanted, filter=expr)
-        rows: list[dict[str, Any]] = table.to_pylist()
+            filters.append((trial[0], "==", trial[1]))
+        rows: list[dict[str, Any]] = self.folder.arrow(name, columns=wanted, filters=filters).to_pylist()
         return rows
 
     def _judges(
@@ -200,31 +185,27 @@ class RunFolder:
         return out
 
     def _stored(self, record_id: str, generator: str, generator_trial: int) -> dict[tuple[Any, ...], Any]:
-        """The judge units of this item in run.sqlite (raw answers, rationales), read-only; empty when the
-        folder has no store or it cannot be read."""
-        path = self.rundir / "run.sqlite"
-        if not path.is_file():
-            return {}
-        conn = _read_only(path)
-        if conn is None:
-            return {}
+        """The judge units of this item in run.sqlite (raw answers, rationales), read without writing;
+        empty when the folder has no store or it cannot be read."""
         try:
-            rows = conn.execute(
-                "SELECT judge, condition, variant, temperature, trial, result FROM units "
-                "WHERE stage = 'judge' AND record_id = ? AND generator = ? AND generator_trial = ?",
-                (record_id, generator, generator_trial),
-            ).fetchall()
-        except sqlite3.Error:
+            units = self.folder.units(
+                columns=["judge", "condition", "variant", "temperature", "trial", "result"],
+                filters=[
+                    ("stage", "==", "judge"),
+                    ("record_id", "==", record_id),
+                    ("generator", "==", generator),
+                    ("generator_trial", "==", generator_trial),
+                ],
+            )
+        except RunFolderError:
             return {}
-        finally:
-            conn.close()
         out: dict[tuple[Any, ...], Any] = {}
-        for judge, condition, variant, temperature, trial, result in rows:
+        for judge, condition, variant, temperature, trial, result in units.itertuples(index=False):
             try:
                 decoded = json.loads(result) if result else {}
             except ValueError:
                 decoded = {}
-            out[(judge, condition, variant, temperature, trial)] = (
+            out[(judge, condition, variant, temperature, int(trial))] = (
                 decoded if isinstance(decoded, dict) else {}
             )
         return out
@@ -233,8 +214,6 @@ class RunFolder:
 
     def record(self, base_id: str, difficulty: str) -> dict[str, Any]:
         """The record's query at ``difficulty``, its tools and its GT, or why they cannot be shown."""
-        from agentjudge.rundir.records import LayoutError, parse_line
-
         if self.dataset is None or not self.dataset.is_file():
             return {"missing": f"the dataset file {self.dataset} is not there (moved or deleted)"}
         offset = self._line_offsets().get(base_id)
@@ -294,19 +273,6 @@ def _index_lines(path: Path) -> dict[str, int]:
                     out.setdefault(value["id"], offset)
             offset += len(line)
     return out
-
-
-def _read_only(path: Path) -> sqlite3.Connection | None:
-    """A read-only connection: ``mode=ro`` (works beside a writer), else ``immutable=1`` (a folder the
-    viewer cannot write, where SQLite cannot make the WAL's shared-memory file)."""
-    for flags in ("mode=ro", "immutable=1"):
-        try:
-            conn = sqlite3.connect(f"{path.resolve().as_uri()}?{flags}", uri=True, timeout=2.0)
-            conn.execute("SELECT 1 FROM units LIMIT 1")
-            return conn
-        except sqlite3.Error:
-            continue
-    return None
 
 
 def _prediction(row: dict[str, Any]) -> dict[str, Any]:

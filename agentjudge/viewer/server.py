@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from agentjudge.rundir import RunFolder, RunFolderError
 from agentjudge.viewer.index import FACETS, MAX_PAGE, QueryError, VerdictIndex
-from agentjudge.viewer.item import RunFolder
+from agentjudge.viewer.item import Items
 
 STATIC_FILES = {"index.html": "text/html", "app.js": "text/javascript", "app.css": "text/css"}
 
@@ -40,32 +41,30 @@ class Viewer:
     """A run folder's index and files, shared by the server's threads (read-only after ``open``)."""
 
     def __init__(self, rundir: Path) -> None:
-        path = rundir / "judgments.parquet"
-        if not rundir.is_dir():
-            raise ViewerError(f"{rundir}: not a folder (give a run folder written by `agentjudge run`)")
-        if not path.is_file():
+        folder = RunFolder.open(rundir)  # RunFolderError: not a run folder, damaged, another format
+        if not folder.has("judgments"):
             raise ViewerError(
-                f"{path}: not found (the run has not exported its verdicts yet, or this is not a run folder)"
+                f"{folder.table_path('judgments')}: not found (the run has not exported its verdicts yet)"
             )
         self.rundir = rundir
-        self.folder = RunFolder(rundir)
+        self.folder = folder
+        self.items = Items(folder)
         started = time.perf_counter()
         try:
-            self.index = VerdictIndex.load(path, self.folder.state_match())
+            self.index = VerdictIndex.load(folder, self.items.state_match())
         except (OSError, ValueError, KeyError) as exc:
-            raise ViewerError(f"{path}: cannot be read ({exc.__class__.__name__}: {exc})") from None
+            raise ViewerError(
+                f"{folder.table_path('judgments')}: cannot be read ({exc.__class__.__name__}: {exc})"
+            ) from None
         self.open_s = time.perf_counter() - started
 
     def facets(self) -> dict[str, Any]:
-        pipeline = self.folder.meta.get("pipeline") or {}
         return {
-            "run": str(pipeline.get("name", self.rundir.name))
-            if isinstance(pipeline, dict)
-            else self.rundir.name,
+            "run": str(self.folder.meta.pipeline.get("name", self.rundir.name)),
             "rundir": str(self.rundir),
             "rows": self.index.rows,
             "facets": self.index.facets(),
-            "kinds": self.folder.kinds(),
+            "kinds": self.items.kinds(),
             "outcome": self.index.outcome is not None,
             "primary_mode": self.index.primary_mode(),
             "report": (self.rundir / "report" / "report.html").is_file(),
@@ -98,7 +97,7 @@ class Viewer:
             if not params.get(key):
                 raise QueryError(f"{key}: required (the item is a record at a difficulty and a generator)")
         gtrial = _int(params, "gtrial", 0, 0, 10**6)
-        return self.folder.item(params["record"], params["generator"], gtrial)
+        return self.items.item(params["record"], params["generator"], gtrial)
 
 
 def _values(query: dict[str, list[str]], name: str) -> list[str]:
@@ -206,7 +205,7 @@ def view_cli(rundir: Path, host: str, port: int) -> int:
     console = Console()
     try:
         server, viewer = start(rundir, host, port)
-    except ViewerError as exc:
+    except (ViewerError, RunFolderError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     except OSError as exc:

@@ -302,9 +302,9 @@ def _scorer_disagreements(
     """Our paper-mode scores of the same calls beside the published programmatic ones: per metric, how many
     judged rows (each judge file carries its own copy of the output's scores) differ by more than the
     published rounding (4 decimals), and how many outputs have at least one such row."""
-    import pandas as pd
+    from agentjudge.rundir import RunFolder
 
-    scores = pd.read_parquet(work / "scores.parquet")
+    scores = RunFolder.open(work).scores()
     scores = scores[scores["scoring_mode"] == "paper"]
     ours = {
         (g, r): row
