@@ -24,6 +24,7 @@ from fakeserver import TEST_KEY, TEST_KEY_ENV, FakeLLM
 from test_runner import read, write_pipeline
 
 from agentjudge.models.batch import parse_result_line, split_lines
+from agentjudge.rundir import RunFolder
 from agentjudge.runner.grid import run_cli
 
 TESTS = Path(__file__).resolve().parent
@@ -376,13 +377,12 @@ def test_batch_generator_and_reasking_judge_equal_direct(tmp_path: Path, fake_ll
     # and each unit's stored usage is what its direct unit's was, at the batch price
     usage = {}
     for run in ("direct", "batch"):
-        with sqlite3.connect(tmp_path / run / "run.sqlite") as db:
-            usage[run] = {
-                (rid, cond): json.loads(result)["usage"]
-                for rid, cond, result in db.execute(
-                    "SELECT record_id, condition, result FROM units WHERE stage = 'judge'"
-                )
-            }
+        judged = RunFolder.open(tmp_path / run).units(
+            ["record_id", "condition", "result"], [("stage", "==", "judge")]
+        )
+        usage[run] = {
+            (rid, cond): json.loads(result)["usage"] for rid, cond, result in judged.itertuples(index=False)
+        }
     assert usage["direct"].keys() == usage["batch"].keys() and len(usage["batch"]) == 8
     for unit, direct_usage in usage["direct"].items():
         batch_usage = usage["batch"][unit]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelCallError, ModelClient
 from agentjudge.models.fleet import redact_url
 from agentjudge.registry.preflight import ModelUse, preflight
+from agentjudge.rundir import RunFolder
 from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import PipelineError, config_hash, load_pipeline
 from agentjudge.types import ModelSettings
@@ -79,8 +79,8 @@ def _sent_units(rundir: Path) -> int:
 
 
 def _units(rundir: Path) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(rundir / "run.sqlite") as db:
-        return db.execute("SELECT status FROM units WHERE stage = 'judge'").fetchall()
+    units = RunFolder.open(rundir).units(["status"], [("stage", "==", "judge")])
+    return list(units.itertuples(index=False, name=None))
 
 
 def _within_ten_percent_of_even(counts: list[int]) -> bool:

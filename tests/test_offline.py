@@ -19,7 +19,9 @@ import pytest
 import yaml
 
 from agentjudge.judges import baselines
+from agentjudge.rundir import RunFolder
 from agentjudge.rundir.records import read_records
+from agentjudge.rundir.units import store_units
 from agentjudge.runner import export, grid, offline
 from agentjudge.runner import store as store_module
 from agentjudge.runner.grid import run_cli
@@ -422,11 +424,12 @@ def test_repeats_are_never_taken_from_another_base_record_whose_keys_interleave(
 
 
 def _judge_rows(store: Path) -> int:
+    """Judge units stored so far (also while a run is writing the store, before its first export)."""
     try:
-        with sqlite3.connect(store, timeout=5) as db:
-            return int(db.execute("SELECT COUNT(*) FROM units WHERE stage='judge'").fetchone()[0])
+        units = store_units(store, ["stage"], [("stage", "==", "judge")])
     except sqlite3.Error:
         return 0
+    return 0 if units is None else len(units)
 
 
 def _children(pid: int) -> list[int]:
@@ -472,16 +475,14 @@ def test_sigkill_of_an_offline_run_with_two_processes_then_resume(tmp_path: Path
     err = proc.stderr.read().decode("utf-8", "replace")  # type: ignore[union-attr]
     assert "Traceback" not in err, err[-2000:]  # a child whose answer met a closed pipe exits quietly
     assert run_cli(pipeline, rundir) == 0
-    with sqlite3.connect(rundir / "run.sqlite") as db:
-        attempts = dict(db.execute("SELECT attempts, COUNT(*) FROM units GROUP BY attempts").fetchall())
+    attempts = RunFolder.open(rundir).units(["attempts"])["attempts"].value_counts().to_dict()
     assert attempts == {1: total + _predict_rows(rundir)}  # every unit stored once, none run twice
     for name in FILES:
         assert (ref / "run" / name).read_bytes() == (rundir / name).read_bytes(), name
 
 
 def _predict_rows(rundir: Path) -> int:
-    with sqlite3.connect(rundir / "run.sqlite") as db:
-        return int(db.execute("SELECT COUNT(*) FROM units WHERE stage='predict'").fetchone()[0])
+    return len(RunFolder.open(rundir).units(["stage"], [("stage", "==", "predict")]))
 
 
 def _alive(pid: int) -> bool:
@@ -547,8 +548,7 @@ def test_a_child_stores_its_own_chunks(tmp_path: Path, monkeypatch: pytest.Monke
     total = _judge_rows(work / "run" / "run.sqlite")
     assert total == 20 * 3 * 3 * 5 * 3  # records x difficulties x generators x judges x conditions
     assert 0 < seen.count("judge") < total * 3 // 4  # the child stored a good part of the judge stage
-    with sqlite3.connect(work / "run" / "run.sqlite") as db:
-        assert db.execute("SELECT COUNT(*) FROM units WHERE attempts != 1").fetchone()[0] == 0
+    assert RunFolder.open(work / "run").units(["attempts"], [("attempts", "!=", 1)]).empty
     per_model = json.loads((work / "run" / "meta.json").read_text(encoding="utf-8"))["last_invocation"]
     done = {
         row["model"]: (row["done"], row["failed"], row["parse_failures"]) for row in per_model["per_model"]
@@ -592,8 +592,7 @@ def test_a_child_that_cannot_store_hands_its_chunks_to_the_main_process(
     assert "the main process stores that process's units instead" in out
     total = _judge_rows(work / "run" / "run.sqlite")
     assert seen.count("judge") == total == 20 * 3 * 3 * 5 * 3  # every unit stored by the main process
-    with sqlite3.connect(work / "run" / "run.sqlite") as db:
-        assert db.execute("SELECT COUNT(*) FROM units WHERE attempts != 1").fetchone()[0] == 0
+    assert RunFolder.open(work / "run").units(["attempts"], [("attempts", "!=", 1)]).empty
     for name in FILES:
         assert (ref / "run" / name).read_bytes() == (work / "run" / name).read_bytes(), name
 
@@ -665,10 +664,10 @@ def test_a_constant_baseline_is_asked_once_per_condition(
     rundir = tmp_path / "run"
     assert run_cli(_pipeline(tmp_path, 1, limit=5), rundir) == 0
     assert sorted(asked) == ["swapped_gt", "with_gt", "without_gt"]
-    with sqlite3.connect(rundir / "run.sqlite") as db:
-        stored = db.execute(
-            "SELECT condition, result FROM units WHERE judge = 'baseline/always-1' AND status = 'done'"
-        ).fetchall()
+    units = RunFolder.open(rundir).units(
+        ["condition", "result"], [("judge", "==", "baseline/always-1"), ("status", "==", "done")]
+    )
+    stored = list(units.itertuples(index=False))
     assert len(stored) == 5 * 3 * 3 * 3  # records x difficulties x generators x conditions
     (text,) = {text for _, text in stored}  # one answer for every unit: the constant one
     answer = json.loads(text)
@@ -704,12 +703,12 @@ def test_a_condition_blind_baseline_is_asked_once_per_prediction_with_the_same_a
         assert blind == each, f"{name}: asking once per prediction changed the results"
     stored = []
     for run in ("blind", "each"):  # every field of every answer, raw output included (not exported)
-        with sqlite3.connect(tmp_path / run / "run" / "run.sqlite") as db:
-            rows = db.execute(
-                "SELECT record_id, generator, judge, condition, status, result, error FROM units "
-                "WHERE stage = 'judge' ORDER BY record_id, generator, judge, condition"
-            )
-            stored.append([(*row[:5], json.loads(row[5]), row[6]) for row in rows])
+        rows = RunFolder.open(tmp_path / run / "run").units(
+            ["record_id", "generator", "judge", "condition", "status", "result", "error"],
+            [("stage", "==", "judge")],
+        )
+        rows = rows.sort_values(["record_id", "generator", "judge", "condition"], kind="stable")
+        stored.append([(*row[:5], json.loads(row[5]), row[6]) for row in rows.itertuples(index=False)])
     assert stored[0] == stored[1]
 
 

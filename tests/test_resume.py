@@ -20,6 +20,8 @@ import pytest
 import yaml
 from test_runner import write_pipeline
 
+from agentjudge.rundir import RunFolder
+from agentjudge.rundir.units import store_units
 from agentjudge.runner.grid import run_cli
 from agentjudge.types import METRICS, JudgeRequest, JudgeResult
 
@@ -75,16 +77,16 @@ def _log(path: Path) -> Counter[str]:
     return Counter(path.read_text().splitlines()) if path.exists() else Counter()
 
 
+LOGGER_DONE = [("stage", "==", "judge"), ("judge", "==", "logger"), ("status", "==", "done")]
+
+
 def _done_logger_units(store: Path) -> int:
+    """The logging judge's units stored as done so far (a run may be writing the store)."""
     try:
-        with sqlite3.connect(store, timeout=5) as db:
-            return int(
-                db.execute(
-                    "SELECT COUNT(*) FROM units WHERE stage='judge' AND judge='logger' AND status='done'"
-                ).fetchone()[0]
-            )
+        units = store_units(store, ["stage"], LOGGER_DONE)
     except sqlite3.Error:
         return 0
+    return 0 if units is None else len(units)
 
 
 def _command(pipeline: Path, rundir: Path) -> list[str]:
@@ -125,14 +127,9 @@ def test_sigkill_then_resume_equals_uninterrupted_run(
     done_at_kill = _done_logger_units(rundir / "run.sqlite")
     assert 8 <= done_at_kill < units, "kill came too late to test resuming"
     assert not (rundir / "judgments.parquet").exists()
-    with sqlite3.connect(rundir / "run.sqlite") as db:
-        finished = {
-            json.dumps([r[0], r[1]])
-            for r in db.execute(
-                "SELECT record_id, condition FROM units "
-                "WHERE stage='judge' AND judge='logger' AND status='done'"
-            )
-        }
+    stored = store_units(rundir / "run.sqlite", ["record_id", "condition"], LOGGER_DONE)  # no export yet
+    assert stored is not None
+    finished = {json.dumps([r[0], r[1]]) for r in stored.itertuples(index=False)}
 
     # Resume with the same command.
     done = subprocess.run(
@@ -225,8 +222,7 @@ def test_failed_units_are_retried_on_rerun(tmp_path: Path, monkeypatch: pytest.M
     assert run_cli(pipeline, rundir) == 0
     judg = pd.read_parquet(rundir / "judgments.parquet")
     assert judg.judge_error.isna().all() and (judg.verdict == 1.0).all()
-    with sqlite3.connect(rundir / "run.sqlite") as db:
-        attempts = {r[0] for r in db.execute("SELECT attempts FROM units WHERE stage='judge'")}
+    attempts = set(RunFolder.open(rundir).units(["attempts"], [("stage", "==", "judge")])["attempts"])
     assert attempts == {2}
 
 
@@ -382,14 +378,9 @@ def test_sigkill_with_group_commits_repeats_only_the_open_group(tmp_path: Path) 
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     calls_before = _log(log)
-    with sqlite3.connect(rundir / "run.sqlite") as db:
-        committed = Counter(
-            json.dumps([r[0], r[1]])
-            for r in db.execute(
-                "SELECT record_id, condition FROM units "
-                "WHERE stage='judge' AND judge='logger' AND status='done'"
-            )
-        )
+    stored = store_units(rundir / "run.sqlite", ["record_id", "condition"], LOGGER_DONE)  # no export yet
+    assert stored is not None
+    committed = Counter(json.dumps([r[0], r[1]]) for r in stored.itertuples(index=False))
     assert units // 4 <= sum(committed.values()) < units, "kill came too late to test resuming"
     # the logging judge writes a line when a call returns; (record_id, condition) repeats across trials,
     # so compare counts: every committed unit was called, the difference is the open group
@@ -407,11 +398,8 @@ def test_sigkill_with_group_commits_repeats_only_the_open_group(tmp_path: Path) 
     judg = pd.read_parquet(rundir / "judgments.parquet")
     assert len(judg) == units * 4 * 2
     assert not judg.duplicated(subset=["record_id", "condition", "trial", "metric", "scoring_mode"]).any()
-    with sqlite3.connect(rundir / "run.sqlite") as db:
-        assert db.execute("SELECT COUNT(*), MAX(attempts) FROM units WHERE stage='judge'").fetchone() == (
-            units,
-            1,
-        )
+    judge_units = RunFolder.open(rundir).units(["attempts"], [("stage", "==", "judge")])
+    assert (len(judge_units), judge_units["attempts"].max()) == (units, 1)
 
 
 def test_rerun_of_a_finished_grid_only_checks_and_exits(

@@ -30,7 +30,9 @@ from typer.testing import CliRunner
 
 from agentjudge import strict_json
 from agentjudge.commands.app import app
+from agentjudge.rundir import RunFolder
 from agentjudge.rundir.lock import read_holder
+from agentjudge.rundir.units import store_units
 from agentjudge.runner.grid import run_cli
 from agentjudge.runner.rundir_lock import RunFolderBusy, RunFolderLock
 from agentjudge.types import METRICS, JudgeRequest, JudgeResult
@@ -86,12 +88,13 @@ def _agentjudge(*args: str | Path) -> list[str]:
 
 
 def _done(store: Path, judge: str) -> int:
+    """The judge's units stored as done so far (a run may be writing the store)."""
     try:
-        with sqlite3.connect(store, timeout=5) as db:
-            query = "SELECT COUNT(*) FROM units WHERE stage='judge' AND judge=? AND status='done'"
-            return int(db.execute(query, (judge,)).fetchone()[0])
+        done = [("stage", "==", "judge"), ("judge", "==", judge), ("status", "==", "done")]
+        units = store_units(store, ["stage"], done)
     except sqlite3.Error:
         return 0
+    return 0 if units is None else len(units)
 
 
 def _wait_for(condition: Any, proc: subprocess.Popen[str], what: str, timeout: float = 60) -> None:
@@ -204,11 +207,10 @@ def test_a_holder_killed_with_sigkill_blocks_nothing(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------- --add-judge
 def _units(rundir: Path) -> dict[tuple[Any, ...], tuple[str, int]]:
     """Every judge unit's coordinates -> (status, attempts)."""
-    with sqlite3.connect(rundir / "run.sqlite") as db:
-        rows = db.execute(
-            "SELECT record_id, generator, judge, condition, status, attempts FROM units WHERE stage='judge'"
-        ).fetchall()
-    return {tuple(r[:4]): (r[4], r[5]) for r in rows}
+    rows = RunFolder.open(rundir).units(
+        ["record_id", "generator", "judge", "condition", "status", "attempts"], [("stage", "==", "judge")]
+    )
+    return {tuple(r[:4]): (r[4], r[5]) for r in rows.itertuples(index=False)}
 
 
 def test_add_judge_into_an_existing_run_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

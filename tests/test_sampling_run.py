@@ -21,6 +21,7 @@ from test_resume import LOG_ENV
 from test_runner import make_record
 
 from agentjudge.rundir.records import write_records
+from agentjudge.rundir.units import store_meta, store_units
 from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import (
     PipelineError,
@@ -193,15 +194,18 @@ def test_cells_judged_in_full_before_count_as_complete(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------------ SIGKILL
 def _stages(store: Path) -> tuple[int, int]:
+    """Stages begun and the logging judge's units done so far (a run may be writing the store)."""
     try:
-        with sqlite3.connect(store, timeout=5) as db:
-            row = db.execute(f"SELECT value FROM meta WHERE key='{RECORD_KEY}'").fetchone()
-            done = db.execute(
-                "SELECT COUNT(*) FROM units WHERE stage='judge' AND judge='logger' AND status='done'"
-            ).fetchone()[0]
+        meta = store_meta(store)
+        done = store_units(
+            store, ["stage"], [("stage", "==", "judge"), ("judge", "==", "logger"), ("status", "==", "done")]
+        )
     except sqlite3.Error:
         return 0, 0
-    return (len(json.loads(row[0])["history"]) if row else 0), int(done)
+    if meta is None or done is None:
+        return 0, 0
+    plan = meta.get(RECORD_KEY)
+    return (len(json.loads(plan)["history"]) if plan else 0), len(done)
 
 
 def test_sigkill_in_the_second_stage_then_resume_equals_uninterrupted(

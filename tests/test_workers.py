@@ -24,6 +24,8 @@ from fakeserver import prompt_text
 from test_runner import write_pipeline
 
 from agentjudge.models.cache import CallCache
+from agentjudge.rundir import RunFolder
+from agentjudge.rundir.units import store_units
 from agentjudge.runner import workers
 from agentjudge.runner.grid import run_cli
 from agentjudge.runner.workers import WorkerPool, effective_workers
@@ -336,10 +338,10 @@ def test_identical_judge_prompts_are_sent_once_with_two_workers(tmp_path: Path, 
         sent[n] = [_digest(r) for r in fake_llm.requests]
         # the repeats are taken after every first asking has started, so they wait for nobody's answer
         # while holding a concurrency slot: they are read from the call cache (or share a request still out)
-        with sqlite3.connect(folder / "run" / "run.sqlite") as db:
-            rows = db.execute(
-                "SELECT first_started_at, result FROM units WHERE stage='judge' ORDER BY first_started_at"
-            ).fetchall()
+        judged = RunFolder.open(folder / "run").units(
+            ["first_started_at", "result"], [("stage", "==", "judge")]
+        )
+        rows = list(judged.sort_values("first_started_at", kind="stable").itertuples(index=False))
         firsts: dict[str, str] = {}
         repeats: list[str] = []
         for started, result in rows:
@@ -360,11 +362,12 @@ def test_identical_judge_prompts_are_sent_once_with_two_workers(tmp_path: Path, 
 def _done_units(store: Path) -> dict[str, str]:
     """digest of the prompt -> status, for the judge units committed so far."""
     try:
-        with sqlite3.connect(store, timeout=5) as db:
-            rows = db.execute("SELECT result FROM units WHERE stage='judge' AND status='done'").fetchall()
+        rows = store_units(store, ["result"], [("stage", "==", "judge"), ("status", "==", "done")])
     except sqlite3.Error:
         return {}
-    return {json.loads(r[0])["rationales"]["tool"]: "done" for r in rows}
+    if rows is None:
+        return {}
+    return {json.loads(result)["rationales"]["tool"]: "done" for result in rows["result"]}
 
 
 def test_sigkill_with_two_workers_then_resume_loses_nothing_and_repays_nothing(
@@ -527,17 +530,12 @@ def test_a_cost_cap_judges_as_many_units_as_without_repeats_last(
         pipeline = write_pipeline(folder, generators=gens, judges=[priced], conditions=["with_gt"], workers=1)
         monkeypatch.setenv("AGENTJUDGE_CACHE", str(folder / "calls.sqlite"))  # each run pays its own calls
         run_cli(pipeline, folder / "run", max_cost=cap)
-        with sqlite3.connect(folder / "run" / "run.sqlite") as db:
-            return int(
-                db.execute("SELECT count(*) FROM units WHERE stage='judge' AND status='done'").fetchone()[0]
-            )
+        done = [("stage", "==", "judge"), ("status", "==", "done")]
+        return len(RunFolder.open(folder / "run").units(["stage"], done))
 
     assert judged(tmp_path / "all", None) == 5 * 8
-    with sqlite3.connect(tmp_path / "all" / "run" / "run.sqlite") as db:
-        costs = [
-            json.loads(r).get("usage", {}).get("cost_usd", 0.0)
-            for (r,) in db.execute("SELECT result FROM units WHERE stage='judge'")
-        ]
+    results = RunFolder.open(tmp_path / "all" / "run").units(["result"], [("stage", "==", "judge")])["result"]
+    costs = [json.loads(r).get("usage", {}).get("cost_usd", 0.0) for r in results]
     assert sum(c == 0 for c in costs) > 0  # repeats came for free (answered by their twin's request)
     cap = 0.5 * sum(costs)  # half of what the uncapped run paid
     with_order = judged(tmp_path / "capped", cap)
