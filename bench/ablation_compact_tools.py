@@ -23,6 +23,7 @@ import pandas as pd
 import yaml
 
 from agentjudge.registry.model_strings import model_kind
+from agentjudge.rundir import RunFolder
 from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import load_pipeline
 from agentjudge.stats.paired_runs import paired_alignment_delta
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         if code != 0:
             print(f"run with judge_tool_rendering={rendering} exited {code}", file=sys.stderr)
             return code
-        runs[rendering] = pd.read_parquet(args.out / rendering / "judgments.parquet")
+        runs[rendering] = RunFolder.open(args.out / rendering).judgments()
 
     pipe = load_pipeline(args.out / "pipeline_full.yaml")
     judges = args.judge or [m.model for m in pipe.judges]

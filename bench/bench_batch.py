@@ -30,6 +30,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fakeserver import TEST_KEY, TEST_KEY_ENV, FakeLLM  # noqa: E402
 
+from agentjudge.rundir import RunFolder  # noqa: E402
+
 
 def _responder(req: dict[str, Any]) -> str:
     value = (0.0, 0.5, 1.0)[len(json.dumps(req["messages"])) % 3]
@@ -71,7 +73,7 @@ def _run(pipeline: Path, rundir: Path, out: Path) -> int:
 
 
 def _stable(rundir: Path) -> pd.DataFrame:
-    judg = pd.read_parquet(rundir / "judgments.parquet")
+    judg = RunFolder.open(rundir).judgments()
     key = ["record_id", "generator", "judge", "condition", "metric", "scoring_mode"]
     return judg.drop(columns=[c for c in judg.columns if "cost" in c]).sort_values(key).reset_index(drop=True)
 

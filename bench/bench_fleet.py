@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import shutil
-import sqlite3
 import sys
 import threading
 import time
@@ -38,6 +37,7 @@ sys.path.insert(0, str(REPO / "tests"))
 import yaml  # noqa: E402
 from fakeserver import TEST_KEY, TEST_KEY_ENV, FakeLLM  # noqa: E402
 
+from agentjudge.rundir import RunFolder  # noqa: E402
 from agentjudge.runner.grid import run_cli  # noqa: E402
 
 
@@ -116,11 +116,12 @@ def main(argv: list[str] | None = None) -> int:
         if not server.dead:
             server.stop()
 
-    rows = json.loads((rundir / "meta.json").read_text())["last_invocation"]["per_model"]
-    judge_row = next(r for r in rows if r["model"] == "fleet-judge")
-    endpoints, hits = judge_row["endpoints"], int(judge_row["cache_hits"] or 0)
-    with sqlite3.connect(rundir / "run.sqlite") as db:
-        units = Counter(s for (s,) in db.execute("SELECT status FROM units WHERE stage = 'judge'"))
+    folder = RunFolder.open(rundir)
+    rows = folder.meta.last_invocation.per_model  # type: ignore[union-attr]
+    judge_row = next(r for r in rows if r.model == "fleet-judge")
+    endpoints = {url: count.model_dump() for url, count in (judge_row.endpoints or {}).items()}
+    hits = int(judge_row.cache_hits or 0)
+    units = Counter(folder.units(["status"], [("stage", "==", "judge")])["status"])
     print(f"\nexit code {code}, {wall:.1f} s wall clock; judge units {dict(units)}")
     print(f"{'server':<28} {'received':>8} {'answered':>8} {'summary ok':>10} {'summary failed':>14}")
     for server in servers:
@@ -131,8 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     answered = sum(s.answered for s in servers)
     alive = [s.answered for s in servers if not s.dead] if args.kill_after is not None else []
-    with sqlite3.connect(rundir / "run.sqlite") as db:
-        errors = Counter(e for (e,) in db.execute("SELECT error FROM units WHERE status = 'failed'"))
+    errors = Counter(folder.units(["error"], [("status", "==", "failed")])["error"])
     for error, n in errors.most_common(3):
         print(f"{n} failed unit(s) with error: {str(error)[:300]}")
     print(

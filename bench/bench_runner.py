@@ -88,7 +88,6 @@ import asyncio
 import json
 import os
 import resource
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -300,11 +299,13 @@ def _run_runner(
     cpu = _children_cpu() - cpu0
     if proc.returncode != 0:
         raise SystemExit(f"agentjudge run failed ({proc.returncode}):\n{stdout[-3000:]}{stderr[-3000:]}")
-    with sqlite3.connect(rundir / "run.sqlite") as db:
-        first, last, done = db.execute(
-            "SELECT MIN(first_started_at), MAX(finished_at), SUM(status = 'done') FROM units "
-            "WHERE stage='judge'"
-        ).fetchone()
+    from agentjudge.rundir import RunFolder  # after the run: the runs are measured in children
+
+    units = RunFolder.open(rundir).units(
+        ["first_started_at", "finished_at", "status"], [("stage", "==", "judge")]
+    )
+    first = units["first_started_at"].min() if len(units) else None
+    last, done = units["finished_at"].max(), int((units["status"] == "done").sum())
     if first is None:
         return 0.0, cpu, 0
     seconds = (datetime.fromisoformat(last) - datetime.fromisoformat(first)).total_seconds()

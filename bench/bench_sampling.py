@@ -54,6 +54,8 @@ import pandas as pd
 from agentjudge.analysis._common import draws, paired
 
 from agentjudge.judges.simjudge import Draws, load_profiles, planted_verdicts
+from agentjudge.rundir import RunFolder
+from agentjudge.rundir.units import store_meta, store_units
 from agentjudge.runner.sampling.spec import Sampling
 from agentjudge.runner.sampling.stages import next_sizes
 from agentjudge.stats import ClusterBootstrap, diff_table
@@ -232,7 +234,7 @@ def real_population(rundir: Path) -> pd.DataFrame:
     mode (``attrs["mode"]``: strict when present)."""
     cols = ["base_id", "topology", *CELL_COLUMNS, "scoring_mode", "reference", "verdict", "trial",
             "generator_trial", "prompt_format", "cot", "default_mode", "temperature"]  # fmt: skip
-    df = pd.read_parquet(rundir / "judgments.parquet", columns=cols)
+    df = RunFolder.open(rundir).judgments(columns=cols)
     mode = "strict" if (df["scoring_mode"] == "strict").any() else df["scoring_mode"].iloc[0]
     first = df.iloc[0]
     keep = (df["trial"] == 0) & (df["generator_trial"] == 0)
@@ -526,7 +528,8 @@ def part2(args: argparse.Namespace) -> None:
         run_s = time.perf_counter() - t0
         done = _agentjudge(["report", str(rundir)], env, work)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-        record = json.loads((rundir / "sampling.json").read_text())
+        record = RunFolder.open(rundir).sampling()
+        assert record is not None, f"{rundir}: no sampling.json"
         cells = pd.read_csv(rundir / "report" / "tables" / "headline_cells.csv")
         m = cells.merge(truth[[*k, "align"]].rename(columns={"align": "full"}), on=k)
         inside = (m["ci_lo"] <= m["full"]) & (m["full"] <= m["ci_hi"])
@@ -535,11 +538,9 @@ def part2(args: argparse.Namespace) -> None:
         rows.append(
             {
                 "seed": seed,
-                "judge units %": 100 * record["judge_units"]["planned"] / record["judge_units"]["full_grid"],
-                "predictions %": 100
-                * record["predict_units"]["planned"]
-                / record["predict_units"]["full_grid"],
-                "stages": record["stages"],
+                "judge units %": 100 * record.judge_units.planned / record.judge_units.full_grid,
+                "predictions %": 100 * record.predict_units.planned / record.predict_units.full_grid,
+                "stages": record.stages,
                 "largest half (pp)": half.max(),
                 "cells inside %": 100 * inside.mean(),
                 "ranking equal": _ranking(rundir) == ranking,
@@ -573,12 +574,14 @@ def part2(args: argparse.Namespace) -> None:
 def _stage_of(store: Path) -> tuple[int, int]:
     """(stages decided so far, judge units stored) of a running sampled run."""
     try:
-        with sqlite3.connect(store, timeout=5) as db:
-            row = db.execute("SELECT value FROM meta WHERE key='sampling_plan'").fetchone()
-            units = db.execute("SELECT COUNT(*) FROM units WHERE stage='judge'").fetchone()[0]
+        meta = store_meta(store)
+        units = store_units(store, ["stage"], [("stage", "==", "judge")])
     except sqlite3.Error:
         return 0, 0
-    return (len(json.loads(row[0])["history"]) if row else 0), int(units)
+    if meta is None or units is None:
+        return 0, 0
+    plan = meta.get("sampling_plan")
+    return (len(json.loads(plan)["history"]) if plan else 0), len(units)
 
 
 def part3(args: argparse.Namespace, work: Path, env: dict[str, str]) -> None:
