@@ -240,8 +240,8 @@ def as_str_category(series: pd.Series, order: tuple[str, ...] | None = None) -> 
 def load_context(
     rundir: Path, resamples: int, seed: int, ci: str = "expanded", source: str | None = None
 ) -> Context:
-    """Read and validate a run folder (judgments required; scores, predictions, meta optional).
-    ``source`` keeps only the records of one source ("synthetic" / "imported")."""
+    """Read and validate a run folder through ``RunFolder`` (meta.json and judgments required; scores and
+    predictions optional). ``source`` keeps only the records of one source ("synthetic" / "imported")."""
     folder = RunFolder.open(rundir)
     judgments = folder.table_path("judgments")
     jd = read_judgments(folder)
