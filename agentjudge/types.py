@@ -201,6 +201,9 @@ class Prediction(Strict):
     calls: list[ToolCall] | None  # None exactly when ``error`` is set: a failure is never an empty list
     raw_output: str = ""
     error: str | None = None
+    # the failure's kind and the requests the model client sent for it, as fields (models/failures.py)
+    error_kind: str | None = None
+    error_attempts: int | None = None
     simulated: bool = False
     usage: Usage = Field(default_factory=Usage)
     trajectory: Trajectory | None = None  # interactive generation only; ``calls`` = every call made
@@ -338,6 +341,9 @@ class JudgeResult(Strict):
     parse_ok: bool
     raw_output: str = ""
     error: str | None = None  # transport / provider failure (distinct from a parse failure)
+    # the failure's kind and the requests the model client sent for it, as fields (models/failures.py)
+    error_kind: str | None = None
+    error_attempts: int | None = None
     usage: Usage = Field(default_factory=Usage)
     # Oracle baselines only: verdicts that differ by scoring mode (the reference differs by mode).
     mode_verdicts: dict[ScoringMode, dict[Metric, float]] | None = None

@@ -240,10 +240,10 @@ def _pipeline(
 
 
 def _price_case(model: str) -> str:
-    """Whether litellm prices ``model``, as the runner's cost gate asks it (``models.client.model_prices``;
+    """Whether litellm prices ``model``, as the runner's cost gate asks it (``models.prices.model_prices``;
     in a child process: this one never imports litellm)."""
     code = (
-        "from agentjudge.models.client import model_prices\n"
+        "from agentjudge.models.prices import model_prices\n"
         "from agentjudge.types import ModelSettings\n"
         f"print('priced' if model_prices(ModelSettings(model={model!r})) else 'unpriced')"
     )

@@ -429,7 +429,7 @@ def test_a_batch_created_just_before_a_crash_is_adopted_not_resubmitted(
     tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
     from agentjudge.models.batch import CURRENT_UNIT, BatchAPI, BatchInfo, request_line
-    from agentjudge.models.client import _litellm
+    from agentjudge.models.litellm_import import litellm_module as _litellm
     from agentjudge.runner.batches import BatchBroker
 
     _litellm()  # imported outside the event loop, as the runner does
@@ -489,7 +489,7 @@ def test_a_batch_the_provider_forgot_is_given_up_and_a_rerun_asks_again(
 ) -> None:
     # review finding 2: retrieve answering 404 (batch deleted, another key or project) used to be polled
     # forever, by this invocation and every later one
-    from agentjudge.models.client import _litellm
+    from agentjudge.models.litellm_import import litellm_module as _litellm
 
     _litellm()
     fake_llm.set_responder(lambda req: "hello back")
@@ -528,7 +528,7 @@ def test_a_batch_that_cannot_be_polled_or_read_is_given_up_after_some_rounds(
     tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
     from agentjudge.models.batch import BatchAPI
-    from agentjudge.models.client import _litellm
+    from agentjudge.models.litellm_import import litellm_module as _litellm
     from agentjudge.runner.batches import MAX_POLL_FAILURES
 
     _litellm()
@@ -672,7 +672,7 @@ def test_lines_an_older_version_queued_with_extra_headers_are_resent_without_the
 @pytest.fixture
 def batch_judge(fake_llm: FakeLLM) -> Any:
     """A batch-mode judge on the fake server, which answers "hello back" (litellm loaded first)."""
-    from agentjudge.models.client import _litellm
+    from agentjudge.models.litellm_import import litellm_module as _litellm
 
     _litellm()
     fake_llm.set_responder(lambda req: "hello back")

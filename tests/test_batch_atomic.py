@@ -266,7 +266,7 @@ CASES = [
 def test_an_interrupted_change_keeps_none_of_its_statements_and_the_next_invocation_completes(
     case: Case, tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
-    from agentjudge.models.client import _litellm
+    from agentjudge.models.litellm_import import litellm_module as _litellm
 
     _litellm()  # imported outside the event loop, as the runner does
     fake_llm.set_responder(lambda req: "hello back")

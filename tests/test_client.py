@@ -454,13 +454,15 @@ async def test_unknown_price_is_noted_known_price_is_counted(fake_llm: FakeLLM) 
 async def test_a_model_litellm_cannot_price_is_handed_a_placeholder_price_and_stays_unpriced(
     fake_llm: FakeLLM, litellm_kwargs: list[dict[str, object]]
 ) -> None:
-    """After litellm failed to price a model once, its calls carry ``_PLACEHOLDER_PRICE`` (so litellm does not
-    walk its price map again on every answer); the figure litellm computes from it is never read: the cost
-    stays unknown, litellm's price map does not learn the placeholder, and the cost gate still finds no price.
+    """After litellm failed to price a model once, its calls carry ``PLACEHOLDER_PRICE`` (so litellm does not
+    walk its price map again on every answer: fastpaths/litellm_pricing.py); the figure litellm computes
+    from it is never read: the cost stays unknown, litellm's price map does not learn the placeholder, and
+    the cost gate still finds no price.
     A pipeline price of exactly $0 is charged as $0 and also spares litellm's lookup."""
     import litellm
 
-    from agentjudge.models.client import _PLACEHOLDER_PRICE, model_prices
+    from agentjudge.fastpaths.litellm_pricing import PLACEHOLDER_PRICE as _PLACEHOLDER_PRICE
+    from agentjudge.models.prices import model_prices
 
     sent = litellm_kwargs
     fake_llm.set_responder(lambda req: "one two three")
@@ -725,9 +727,10 @@ async def test_a_call_litellm_never_ends_is_given_up_as_a_timeout(
 ) -> None:
     """The client's own deadline (litellm's timeout plus HANG_GUARD_S) ends a call that litellm never ends,
     as a retried ``timeout``; the hung calls are cancelled, not left running."""
-    from agentjudge.models import client as client_module
+    from agentjudge.models import errors as errors_module
+    from agentjudge.models.litellm_import import litellm_module
 
-    litellm = client_module._litellm()
+    litellm = litellm_module()
     cancelled = []
 
     async def hangs(**kwargs: object) -> None:
@@ -738,7 +741,7 @@ async def test_a_call_litellm_never_ends_is_given_up_as_a_timeout(
             raise
 
     monkeypatch.setattr(litellm, "acompletion", hangs)
-    monkeypatch.setattr(client_module, "HANG_GUARD_S", 0.05)
+    monkeypatch.setattr(errors_module, "HANG_GUARD_S", 0.05)
     started = time.monotonic()
     with pytest.raises(ModelCallError) as err:
         await fast_client().complete(fake_llm.settings(timeout_s=0.05, max_retries=1), MSG)
@@ -762,7 +765,7 @@ def _capped_settings(fake_llm: FakeLLM) -> ModelSettings:
 async def test_the_reserved_worst_case_prices_prompt_and_completion_at_their_own_rates(
     fake_llm: FakeLLM,
 ) -> None:
-    from agentjudge.models.client import prompt_token_bound
+    from agentjudge.models.prices import prompt_token_bound
 
     settings = _capped_settings(fake_llm)
     # the prompt bound of MSG: 42 characters of JSON -> 42 // 3 + 1 = 15 tokens (litellm counts fewer)

@@ -1,5 +1,6 @@
 """judgments.parquet of a small table: the constant columns repeated in Python (``export.SMALL_TABLE_ROWS``)
-give the same file as Arrow's ``take``, also when pyarrow runs without numpy (``runner/lean_export.py``)."""
+give the same file as Arrow's ``take``, also when pyarrow runs without numpy
+(``fastpaths/lean_export.py``)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def test_take_without_numpy_writes_the_same_files(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from agentjudge.runner import lean_export
+    from agentjudge.fastpaths import lean_export
 
     # numpy is refused when the installed pyarrow does not require it (pyarrow 26 does not)
     refused = "pandas" if lean_export.pyarrow_requires_numpy() else "numpy pandas"
@@ -39,7 +40,7 @@ def test_take_without_numpy_writes_the_same_files(tmp_path: Path) -> None:
     probe = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from agentjudge.runner.lean_export import kept_out, lean_imports\n"
+        "from agentjudge.fastpaths.lean_export import kept_out, lean_imports\n"
         "refused = sorted(kept_out())\n"
         "with lean_imports():\n"
         "    from agentjudge.runner import export\n"

@@ -1,4 +1,4 @@
-"""runner/heap.py: the collector is paused inside the block and left as it was found after it."""
+"""fastpaths/heap.py: the collector is paused inside the block and left as it was found after it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from agentjudge.runner.heap import collector_paused
+from agentjudge.fastpaths.heap import collector_paused
 
 
 def test_the_collector_is_paused_inside_and_enabled_again_after() -> None:

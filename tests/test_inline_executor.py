@@ -1,4 +1,4 @@
-"""The runner's loops build litellm's requests inline (models/inline_executor.py): the same answers, no
+"""The runner's loops build litellm's requests inline (fastpaths/inline_executor.py): the same answers, no
 thread hop for OpenAI-compatible providers, threads for everything else; and the runner installs it, in
 the main process's grid loop and in every worker process's loop."""
 
@@ -16,7 +16,7 @@ import pytest
 from fakeserver import TEST_KEY
 from test_runner import _verdict_json, write_pipeline
 
-from agentjudge.models import inline_executor
+from agentjudge.fastpaths import inline_executor
 from agentjudge.models.litellm_import import litellm_module
 from agentjudge.runner.grid import run_cli
 

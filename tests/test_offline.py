@@ -633,7 +633,9 @@ def test_the_export_counts_judge_units_in_sqlite_when_none_is_unplanned(
     assert meta["units"]["judge"] == {"planned": planned, "done": planned, "failed": 0}
     with sqlite3.connect(rundir / "run.sqlite") as db:  # a unit of another judge, and one failed unit
         db.execute(
-            "INSERT INTO units SELECT stage, record_id, difficulty, generator, generator_trial, "
+            "INSERT INTO units (stage, record_id, difficulty, generator, generator_trial, judge, condition, "
+            "variant, temperature, trial, status, result, error, attempts, first_started_at, finished_at) "
+            "SELECT stage, record_id, difficulty, generator, generator_trial, "
             "'baseline/other', condition, variant, temperature, trial, status, result, error, attempts, "
             "first_started_at, finished_at FROM units WHERE stage='judge' LIMIT 1"
         )

@@ -24,8 +24,8 @@ from agentjudge.judges.prompts import (
     user_parts,
     with_cache_breakpoint,
 )
-from agentjudge.models.client import ModelClient, cached_prompt_tokens
-from agentjudge.models.tokens import cache_saving, count_tokens, prices
+from agentjudge.models.client import ModelClient
+from agentjudge.models.prices import cache_saving, cached_prompt_tokens, count_tokens, prices
 from agentjudge.runner.grid import run_cli
 from agentjudge.runner.prefixes import PrefixCache, PromptPieces, cacheable, split_messages
 from agentjudge.runner.store import UnitKey
@@ -485,11 +485,14 @@ def test_a_zero_pipeline_price_is_handed_to_litellm_as_the_placeholder() -> None
     """A $0 price (local servers) passed as 0 would make litellm run its zero-cost diagnostics on every
     answer (as much CPU as the price lookup it spares): the placeholder is passed instead (the call is still
     charged the pipeline's $0, tests/test_client.py); a real price is passed as it is."""
-    from agentjudge.models.client import _PLACEHOLDER_PRICE, _litellm_pricing
+    from agentjudge.fastpaths.litellm_pricing import PLACEHOLDER_PRICE, litellm_pricing
     from agentjudge.types import ModelSettings
 
     free = ModelSettings(model="openai/local", input_cost_per_token=0.0, output_cost_per_token=0.0)
     paid = ModelSettings(model="openai/paid", input_cost_per_token=2e-6, output_cost_per_token=8e-6)
-    assert _litellm_pricing(free) == _PLACEHOLDER_PRICE
-    assert _litellm_pricing(paid) == {"input_cost_per_token": 2e-6, "output_cost_per_token": 8e-6}
-    assert _litellm_pricing(ModelSettings(model="openai/gpt-4o")) == {}  # litellm's own price map
+    assert litellm_pricing(free, unpriced=False) == PLACEHOLDER_PRICE
+    assert litellm_pricing(paid, unpriced=False) == {
+        "input_cost_per_token": 2e-6,
+        "output_cost_per_token": 8e-6,
+    }
+    assert litellm_pricing(ModelSettings(model="openai/gpt-4o"), unpriced=False) == {}  # litellm's own map

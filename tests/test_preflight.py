@@ -87,7 +87,7 @@ def test_reason_of_stored_failure_texts() -> None:
     assert reason_of("parse_error: no JSON array") == "parse"
     assert reason_of("RuntimeError: boom") == "other"
     log = FailureLog()
-    log.extend([("m", "auth: first"), ("m", "auth: second"), ("m", "timeout: t")])
+    log.extend([("m", "auth: first", "auth"), ("m", "auth: second", "auth"), ("m", "timeout: t", "timeout")])
     assert log.lines() == [
         "  m: auth x2 (401/403 or a missing key: check the key variable; never retried); e.g. auth: first",
         "  m: timeout x1 (no answer within timeout_s after every retry); e.g. timeout: t",

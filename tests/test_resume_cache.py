@@ -127,7 +127,7 @@ def _last_line(probe: str, pipeline: Path, cwd: Path) -> str:
 
 
 def test_the_run_command_writes_the_same_bytes_without_importing_pandas(tmp_path: Path) -> None:
-    """``agentjudge run`` (a process of its own) exports with pandas kept out (``runner/lean_export.py``);
+    """``agentjudge run`` (a process of its own) exports with pandas kept out (``fastpaths/lean_export.py``);
     the files equal those of an in-process run, where pyarrow imported pandas. numpy is kept out too (the
     installed pyarrow does not require it), and a table this small is built without pyarrow.compute
     (``export.SMALL_TABLE_ROWS``)."""

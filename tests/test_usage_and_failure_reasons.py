@@ -14,7 +14,7 @@ from typing import Any
 
 from agentjudge.generators.interactive import InteractiveGenerator, PlannedCall, Turn
 from agentjudge.models.client import ModelCallError
-from agentjudge.models.failures import is_model_fatal, reason_of
+from agentjudge.models.failures import is_model_fatal, read_failure, reason_of, reason_of_kind
 from agentjudge.rundir.records import read_records
 from agentjudge.types import Record, Task, Usage
 
@@ -35,15 +35,27 @@ def test_usage_plus_keeps_every_field() -> None:
     assert Usage().plus(Usage(cached=True), first=True).cached is True
 
 
-def test_interactive_error_texts_have_their_reason() -> None:
-    assert (
-        reason_of("call_failed[cost_cap] at turn 3: cost_cap after 1 attempt(s): over the cap") == "cost_cap"
+def test_error_texts_of_an_older_store_are_read_back_to_their_fields() -> None:
+    """Rows written before the failure columns existed: their kind and attempts come from the text."""
+    assert read_failure("call_failed[cost_cap] at turn 3: cost_cap after 1 attempt(s): over the cap") == (
+        "cost_cap",
+        1,
     )
+    assert read_failure("call_failed[timeout]: timeout after 5 attempt(s): slow") == ("timeout", 5)
+    assert read_failure("parse_error: no JSON array") == ("parse_error", None)
+    assert read_failure("something else entirely") == (None, None)
     assert reason_of("call_failed[timeout]: timeout after 5 attempt(s): slow") == "timeout"
-    assert is_model_fatal("call_failed[auth] at turn 2: auth after 1 attempt(s): 401")
-    assert is_model_fatal("call_failed[bad_request] at turn 1: bad_request after 1 attempt(s): 400")
-    assert not is_model_fatal("call_failed[server] at turn 4: server after 5 attempt(s): 503")
     assert reason_of("something else entirely") == "other"
+
+
+def test_failure_kinds_have_their_reason_and_stop_the_model_or_not() -> None:
+    assert reason_of_kind("cost_cap") == "cost_cap" and reason_of_kind("timeout") == "timeout"
+    assert reason_of_kind(None) == "other" and reason_of_kind("ValueError") == "other"
+    assert is_model_fatal("auth") and is_model_fatal("bad_request") and is_model_fatal("not_found")
+    assert is_model_fatal("unreachable")
+    assert (
+        not is_model_fatal("server_error") and not is_model_fatal("connection") and not is_model_fatal(None)
+    )
 
 
 class _PaysThenFails:
@@ -79,6 +91,7 @@ def test_a_failed_episode_keeps_the_usage_of_its_paid_turns() -> None:
     pred = asyncio.run(gen(task, 0))
     assert pred.calls is None and pred.error is not None
     assert pred.error.startswith("call_failed[cost_cap] at turn 2:")
-    assert reason_of(pred.error) == "cost_cap"
+    assert (pred.error_kind, pred.error_attempts) == ("cost_cap", 1)  # the fields, beside the text
+    assert reason_of_kind(pred.error_kind) == "cost_cap"
     assert (pred.usage.prompt_tokens, pred.usage.completion_tokens) == (1000, 50)
     assert abs(pred.usage.cost_usd - 0.01) < 1e-12

@@ -53,7 +53,7 @@ app = typer.Typer(
 )
 
 # True only under the console script / ``python -m agentjudge`` (``main``): the process then ends with the
-# verb, so ``run`` may keep pandas and numpy out of its export (runner/lean_export.py); an in-process caller
+# verb, so ``run`` may keep pandas and numpy out of the export (fastpaths/lean_export.py); a caller in-process
 # (CliRunner, a notebook calling ``app``) keeps pyarrow's pandas support intact.
 _STANDALONE = False
 
@@ -281,7 +281,7 @@ def run(
                 probe=probe,
                 skip_invalid=skip_invalid,
                 target_ci=target_ci,
-                lean_export=_STANDALONE,  # only when this process ends with the verb (runner/lean_export.py)
+                lean_export=_STANDALONE,  # only if the process ends with the verb (fastpaths/lean_export.py)
             )
         )
     )

@@ -80,7 +80,7 @@ async def rewrite_record(
 ) -> tuple[Record, dict[str, int]]:
     """(record with LLM queries where they passed Gate 2, failure counts per reason code)."""
     from agentjudge.dataset.gates import run_gates
-    from agentjudge.models.client import MODEL_FATAL_KINDS, ModelCallError
+    from agentjudge.models.errors import MODEL_FATAL_KINDS, ModelCallError
 
     failures: dict[str, int] = {}
     queries = dict(record.queries)

@@ -225,7 +225,7 @@ class InteractiveGenerator:
 
     async def __call__(self, task: Task, trial: int) -> Prediction:
         from agentjudge.dataset.world import environment_for
-        from agentjudge.models.client import ModelCallError
+        from agentjudge.models.errors import ModelCallError
 
         if self._records is None:
             raise RuntimeError(f"{self.name}: interactive generator used before bind(records) was called")
@@ -235,6 +235,7 @@ class InteractiveGenerator:
             return Prediction.for_task(
                 task, self.name, trial, calls=None, simulated=self.simulated,
                 error=f"no_environment: record {record.id} has no executable environment (domain/seed)",
+                error_kind="no_environment",
             )  # fmt: skip
         policy = self.policy_factory(record, task, trial)
         try:
@@ -249,6 +250,8 @@ class InteractiveGenerator:
                 trial,
                 calls=None,
                 error=f"call_failed[{exc.kind}] at turn {turn}: {exc}",
+                error_kind=exc.kind,
+                error_attempts=exc.attempts,
                 usage=exc.usage_after(getattr(exc, "partial_usage", Usage())),  # the turns paid for
             )
         errors = getattr(policy, "errors", None)  # simulated agents report the errors they injected

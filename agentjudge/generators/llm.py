@@ -20,7 +20,9 @@ import json
 import re
 from typing import Any
 
-from agentjudge.models.client import Completion, ModelCallError, ModelClient, schema_response_format
+from agentjudge.models.client import ModelClient, schema_response_format
+from agentjudge.models.completion import Completion
+from agentjudge.models.errors import ModelCallError
 from agentjudge.types import ModelSettings, Prediction, Task, ToolCall, ToolSchema, Usage
 
 SINGLE_SHOT_RULES = (
@@ -211,7 +213,13 @@ class LLMGenerator:
         except ModelCallError as exc:
             usage = exc.usage_after(Usage())  # an attempt may have been billed unseen: then not known
             return self._prediction(
-                task, trial, calls=None, error=f"call_failed[{exc.kind}]: {exc}", usage=usage
+                task,
+                trial,
+                calls=None,
+                error=f"call_failed[{exc.kind}]: {exc}",
+                error_kind=exc.kind,
+                error_attempts=exc.attempts,
+                usage=usage,
             )
         return self._interpret(task, trial, completion)
 
@@ -232,7 +240,13 @@ class LLMGenerator:
                 ]
             except CallParseError as exc:
                 return self._prediction(
-                    task, trial, calls=None, raw_output=raw, usage=usage, error=f"bad_arguments: {exc}"
+                    task,
+                    trial,
+                    calls=None,
+                    raw_output=raw,
+                    usage=usage,
+                    error=f"bad_arguments: {exc}",
+                    error_kind="bad_arguments",
                 )
             return self._prediction(task, trial, calls=calls, raw_output=raw, usage=usage)
         try:
@@ -242,6 +256,12 @@ class LLMGenerator:
                 # Native mode, prose only: the model chose to call no tool.
                 return self._prediction(task, trial, calls=[], raw_output=completion.text, usage=usage)
             return self._prediction(
-                task, trial, calls=None, raw_output=completion.text, usage=usage, error=f"parse_error: {exc}"
+                task,
+                trial,
+                calls=None,
+                raw_output=completion.text,
+                usage=usage,
+                error=f"parse_error: {exc}",
+                error_kind="parse_error",
             )
         return self._prediction(task, trial, calls=calls, raw_output=completion.text, usage=usage)

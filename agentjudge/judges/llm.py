@@ -34,7 +34,8 @@ from agentjudge.judges.prompts import (
 )
 from agentjudge.judges.trajectory import build_messages as trajectory_messages
 from agentjudge.judges.trajectory import is_trajectory, with_outcome
-from agentjudge.models.client import ModelCallError, schema_response_format
+from agentjudge.models.client import schema_response_format
+from agentjudge.models.errors import ModelCallError
 from agentjudge.types import METRICS, JudgeRequest, JudgeResult, ModelSettings, PromptFamily, Usage
 
 
@@ -172,6 +173,8 @@ class LLMJudge:
                     parse_ok=False,
                     raw_output=self._joined(texts),
                     error=str(exc),  # "<kind> after N attempt(s): <message>": the requests this unit sent
+                    error_kind=exc.kind,
+                    error_attempts=exc.attempts,
                     usage=exc.usage_after(usage),
                 )
             usage = usage.plus(completion.usage, first=attempt == 0)

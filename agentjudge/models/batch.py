@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import Field
 
 from agentjudge.models.credentials import required_env_headers
-from agentjudge.models.tokens import prices
+from agentjudge.models.prices import litellm_provider
 from agentjudge.types import ModelSettings, Strict
 
 # provider -> (requests per batch file, bytes per batch file), the providers' documented limits
@@ -53,28 +53,8 @@ _NOT_BODY = (
 
 def batch_provider(model: str) -> str | None:
     """The litellm provider of ``model`` if it has a batch API litellm drives, else None."""
-    prefix = model.partition("/")[0] if "/" in model else ""
-    if not prefix:
-        from agentjudge.models.litellm_import import litellm_module as _litellm
-
-        try:
-            prefix = str(_litellm().get_llm_provider(model)[1])
-        except Exception:  # noqa: BLE001 - litellm raises several types for an unknown model
-            return None
-    return prefix if prefix in PROVIDER_LIMITS else None
-
-
-def batch_token_prices(settings: ModelSettings) -> tuple[float, float] | None:
-    """USD per (prompt, completion) token in batch mode: litellm's batch prices where it lists them
-    (or the provider's documented 50 %, as the dry run's batch column); a pipeline price is taken as the
-    list price and discounted the same way. None when unknown."""
-    listed = prices(settings.model)
-    if settings.input_cost_per_token is not None and settings.output_cost_per_token is not None:
-        factor = 0.5 if batch_provider(settings.model) in ("openai", "azure") else 1.0
-        return settings.input_cost_per_token * factor, settings.output_cost_per_token * factor
-    if listed.batch_input is None or listed.batch_output is None:
-        return None
-    return listed.batch_input, listed.batch_output
+    provider = litellm_provider(model)
+    return provider if provider in PROVIDER_LIMITS else None
 
 
 def request_line(custom_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:

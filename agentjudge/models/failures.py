@@ -1,10 +1,17 @@
 """Why units failed, in a handful of reasons a person can act on, and the end-of-run list of them.
 
-Failures are stored as text (``Prediction.error``, ``JudgeResult.error``, a unit's error in run.sqlite); the
-text starts with the error kind the model client assigned (``"auth: ..."``, ``"call_failed[timeout]: ..."``,
-``"parse_error: ..."``). ``reason_of`` maps that text to one of ``REASONS``; ``FailureLog`` counts failures
-by (model, reason) and keeps the first message of each, so a run whose 2,700 units all failed for want of a
-key prints one line, not 2,700, and the line says which key.
+A failed unit carries its failure as fields: ``kind`` (the model client's error kind, ``ModelCallError.kind``,
+or the kind its generator or judge names: ``parse_error``, ``bad_arguments``, ``batch_stuck``, ...; None when
+nothing named one, e.g. a plug-in that raised) and ``attempts`` (the requests the model client sent for the
+failed call; 0 = not sent; None when no model call failed), beside the text a person reads
+(``Prediction.error``, ``JudgeResult.error``, a unit's error in run.sqlite, whose ``error_kind`` and
+``error_attempts`` columns keep the two fields). ``reason_of_kind`` maps a kind to one of ``REASONS``;
+``FailureLog`` counts failures by (model, reason) and keeps the first message of each, so a run whose 2,700
+units all failed for want of a key prints one line, not 2,700, and the line says which key.
+
+``read_failure`` reads the two fields back from a failure's text, for text that was stored without them: rows
+of a run.sqlite written by an older version, and failures in files written elsewhere. Nothing the runner
+writes now is read that way.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 REASONS = (
     "auth", "bad_request", "connection", "rate_limit", "server", "timeout", "parse", "cost_cap", "batch",
@@ -50,41 +58,55 @@ _KIND_TO_REASON = {
     "batch_given_up": "batch",
     "batch_stuck": "batch",  # runner.batches.BatchBroker.fail_open, grid._Grid._fail_waiting
 }
-# "call_failed[kind]: ..." (single shot) or "call_failed[kind] at turn N: ..." (interactive), or "kind: ...",
-# each optionally with the model client's "kind after N attempt(s): ..."
+
+
+class Failure(NamedTuple):
+    """A failure's two fields (see the module docstring)."""
+
+    kind: str | None
+    attempts: int | None
+
+
+NO_FAILURE = Failure(None, None)
+
+
+def reason_of_kind(kind: str | None) -> str:
+    """The reason (one of ``REASONS``) of a failure of ``kind``."""
+    return _KIND_TO_REASON.get(kind or "", "other")
+
+
+def is_batch_pending(kind: str | None) -> bool:
+    """The unit's call was queued for a provider batch (not a failure: the unit runs again on its answer)."""
+    return kind == "batch_pending"
+
+
+def is_model_fatal(kind: str | None) -> bool:
+    """A failure that no retry can fix and that every other call to the same model would repeat: a refused
+    key or request, or an endpoint no call has ever reached (``unreachable``)."""
+    return reason_of_kind(kind) in ("auth", "bad_request") or kind == "unreachable"
+
+
+# How the texts read: "call_failed[kind]: ..." (single shot) or "call_failed[kind] at turn N: ..."
+# (interactive), or "kind: ...", each optionally with the model client's "kind after N attempt(s): ..."
 _KIND_RE = re.compile(
     r"^\s*(?:call_failed\[(?P<bracket>\w+)\][^:]*|(?P<plain>\w+)(?: after \d+ attempt\(s\))?):"
 )
 _ATTEMPTS_RE = re.compile(r"\b(?P<kind>\w+) after (?P<n>\d+) attempt\(s\):")
 
 
-def reason_of(error: str | None) -> str:
-    """The reason (one of ``REASONS``) of a stored failure text."""
-    return _KIND_TO_REASON.get(kind_of(error), "other")
-
-
-def is_batch_pending(error: str | None) -> bool:
-    """The unit's call was queued for a provider batch (not a failure: the unit runs again on its answer)."""
-    return kind_of(error) == "batch_pending"
-
-
-def attempts_of(error: str | None) -> int | None:
-    """Requests the model client sent for a failed call ("<kind> after N attempt(s): ..."; 0 = not sent),
-    or None when the failure did not come from the model client (a parse failure, a plug-in)."""
-    match = _ATTEMPTS_RE.search(error or "")
-    return int(match["n"]) if match else None
-
-
-def kind_of(error: str | None) -> str:
-    """The model client's error kind a stored failure text starts with ("" when it names none)."""
+def read_failure(error: str | None) -> Failure:
+    """The kind and attempts a failure's text names, for text stored without its fields (a run.sqlite row
+    of an older version, a failure in a file written elsewhere): the kind it starts with (None when it names
+    none) and the model client's "<kind> after N attempt(s)" (None when absent)."""
     match = _KIND_RE.match(error or "")
-    return (match["bracket"] or match["plain"]) if match else ""
+    kind = (match["bracket"] or match["plain"]) if match else None
+    attempts = _ATTEMPTS_RE.search(error or "")
+    return Failure(kind, int(attempts["n"]) if attempts else None)
 
 
-def is_model_fatal(error: str | None) -> bool:
-    """A failure that no retry can fix and that every other call to the same model would repeat: a refused
-    key or request, or an endpoint no call has ever reached (``unreachable``)."""
-    return reason_of(error) in ("auth", "bad_request") or kind_of(error) == "unreachable"
+def reason_of(error: str | None) -> str:
+    """The reason of a failure known only by its text (``read_failure``)."""
+    return reason_of_kind(read_failure(error).kind)
 
 
 def clip(text: str, limit: int) -> str:
@@ -103,14 +125,16 @@ class FailureLog:
     counts: dict[tuple[str, str], int] = field(default_factory=dict)
     examples: dict[tuple[str, str], str] = field(default_factory=dict)
 
-    def add(self, model: str, error: str | None, reason: str | None = None) -> None:
-        key = (model, reason or reason_of(error))
+    def add(self, model: str, error: str | None, kind: str | None, reason: str | None = None) -> None:
+        """One failure of ``model``: its text, its kind (``reason`` overrides the kind's reason)."""
+        key = (model, reason or reason_of_kind(kind))
         self.counts[key] = self.counts.get(key, 0) + 1
         self.examples.setdefault(key, (error or "").strip().replace("\n", " "))
 
-    def extend(self, rows: Iterable[tuple[str, str | None]]) -> None:
-        for model, error in rows:
-            self.add(model, error)
+    def extend(self, rows: Iterable[tuple[str, str | None, str | None]]) -> None:
+        """``add`` for each (model, error text, kind)."""
+        for model, error, kind in rows:
+            self.add(model, error, kind)
 
     def __bool__(self) -> bool:
         return bool(self.counts)

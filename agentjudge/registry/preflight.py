@@ -250,7 +250,7 @@ def _credential_keys(value: object, path: str, header: bool = False) -> list[tup
 
 
 def _provider_problem(settings: ModelSettings) -> str | None:
-    from agentjudge.models.client import _litellm
+    from agentjudge.models.litellm_import import litellm_module as _litellm
 
     litellm = _litellm()
     try:
@@ -299,7 +299,7 @@ def _endpoints_to_check(settings: ModelSettings) -> list[str]:
     """The endpoints ``GET /models`` checks: ``api_bases``, ``api_base``, or the provider's base URL set in
     the environment (``OPENAI_BASE_URL``, ...). A provider's own default address is not asked (the preflight
     stays offline for a dry run): a run that cannot reach it stops after its first call (``unreachable``)."""
-    from agentjudge.models.client import endpoint_override
+    from agentjudge.models.endpoints import endpoint_override
 
     if settings.api_bases:
         return list(settings.api_bases)
@@ -326,7 +326,7 @@ def _api_base_problem(api_base: str, timeout_s: float = 3.0) -> str | None:
 
 
 def _cost_problem(settings: ModelSettings) -> str | None:
-    from agentjudge.models.client import max_completion_tokens, model_prices
+    from agentjudge.models.prices import max_completion_tokens, model_prices
 
     if model_prices(settings) is None:
         return (
@@ -340,7 +340,8 @@ def _cost_problem(settings: ModelSettings) -> str | None:
 
 async def _probe(settings: ModelSettings) -> str | None:
     from agentjudge.judges.llm import _call_settings
-    from agentjudge.models.client import ModelCallError, ModelClient
+    from agentjudge.models.client import ModelClient
+    from agentjudge.models.errors import ModelCallError
 
     client = ModelClient(cache=None)
     try:  # judge-only extra keys (thinking switches) are not provider parameters: send what a judge would

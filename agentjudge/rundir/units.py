@@ -48,10 +48,15 @@ CREATE TABLE IF NOT EXISTS units (
     attempts INTEGER NOT NULL DEFAULT 1,
     first_started_at TEXT NOT NULL,
     finished_at TEXT NOT NULL,
+    error_kind TEXT,
+    error_attempts INTEGER,
     PRIMARY KEY (stage, record_id, difficulty, generator, generator_trial, judge, condition, variant,
                  temperature, trial)
 );
 """
+#: columns added after the first version of the table, (name, declaration): ``RunStore`` adds them on open to a
+#: store an older version wrote (NULL in its rows), and a reader of such a store reads them as NULL
+ADDED_UNIT_COLUMNS: tuple[tuple[str, str], ...] = (("error_kind", "TEXT"), ("error_attempts", "INTEGER"))
 #: a unit's coordinates (the primary key), in key order; ``runner.store.UnitKey``'s fields
 KEY_COLUMNS: tuple[str, ...] = (
     "stage",
@@ -66,7 +71,9 @@ KEY_COLUMNS: tuple[str, ...] = (
     "trial",
 )
 #: every column of the units table, in table order. ``result``: the unit's result as compact JSON
-#: (``model_dump(exclude_defaults=True)``); ``attempts``: the invocations that ran the unit
+#: (``model_dump(exclude_defaults=True)``); ``attempts``: the invocations that ran the unit; a failed unit's
+#: ``error_kind`` (its kind, '' when none was named) and ``error_attempts`` (the requests the model client sent
+#: for the failed call), beside its ``error`` text (agentjudge/models/failures.py)
 UNIT_COLUMNS: tuple[str, ...] = (
     *KEY_COLUMNS,
     "status",
@@ -75,6 +82,7 @@ UNIT_COLUMNS: tuple[str, ...] = (
     "attempts",
     "first_started_at",
     "finished_at",
+    *(name for name, _ in ADDED_UNIT_COLUMNS),
 )
 
 _OPS = {"==": "=", "=": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "in": "IN"}
@@ -178,7 +186,9 @@ def read_units(
     if unknown or not wanted:
         raise ValueError(f"no such column(s) {unknown} (columns: {', '.join(UNIT_COLUMNS)})")
     where, params = where_clause(filters, UNIT_COLUMNS)
-    query = f"SELECT {', '.join(wanted)} FROM units{where} ORDER BY {', '.join(KEY_COLUMNS)}"
+    present = {row[1] for row in db.execute("PRAGMA table_info(units)")}  # an older store lacks the added
+    selected = ", ".join(c if c in present else f"NULL AS {c}" for c in wanted)
+    query = f"SELECT {selected} FROM units{where} ORDER BY {', '.join(KEY_COLUMNS)}"
     return pd.DataFrame.from_records(db.execute(query, params).fetchall(), columns=wanted)
 
 

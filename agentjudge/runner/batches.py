@@ -70,7 +70,8 @@ from agentjudge.models.batch import (
     sendable_line,
     split_lines,
 )
-from agentjudge.models.client import MODEL_FATAL_KINDS, RETRYABLE_KINDS, _scrub, classify, settings_secrets
+from agentjudge.models.credentials import scrub, settings_secrets
+from agentjudge.models.errors import MODEL_FATAL_KINDS, RETRYABLE_KINDS, classify
 from agentjudge.runner.store import now, transaction
 from agentjudge.types import ModelSettings
 
@@ -538,7 +539,7 @@ class BatchBroker:
         self, settings: ModelSettings, local: str, rows: list[tuple[str, str, int]], exc: BaseException
     ) -> None:
         kind = classify(exc)
-        message = _scrub(f"{type(exc).__name__}: {exc}", settings_secrets(settings))[:2000]
+        message = scrub(f"{type(exc).__name__}: {exc}", settings_secrets(settings))[:2000]
         retry = kind in RETRYABLE_KINDS
         failed: list[str] = []
         with transaction(self._db):  # the batch row goes with its requests' new states, or stays whole
@@ -625,7 +626,7 @@ class BatchBroker:
             return False
         settings = self.settings[model]
         secrets = settings_secrets(settings)
-        detail = _scrub(f"{type(exc).__name__}: {exc}", secrets)[:500]
+        detail = scrub(f"{type(exc).__name__}: {exc}", secrets)[:500]
         self._poll_failures.pop(batch_id, None)
         if kind in PASSING_KINDS and self._left_open_before(batch_id) + 1 < MAX_LEFT_OPEN:
             message = (
@@ -712,7 +713,7 @@ class BatchBroker:
                 if result.status == 200 and result.body is not None and result.error is None:
                     self._db.execute(
                         "UPDATE batch_requests SET state = 'done', answer = ? WHERE cache_key = ?",
-                        (_scrub(json.dumps(result.body), secrets), result.custom_id),  # as the cache
+                        (scrub(json.dumps(result.body), secrets), result.custom_id),  # as the cache
                     )
                     outcome["answered"] += 1
                     continue
@@ -721,7 +722,7 @@ class BatchBroker:
                     self._requeue(result.custom_id, kind)
                     outcome["requeued"] += 1
                 else:
-                    message = _scrub(f"HTTP {result.status} in batch {info.id}: {result.error}", secrets)[
+                    message = scrub(f"HTTP {result.status} in batch {info.id}: {result.error}", secrets)[
                         :2000
                     ]
                     failed.append(result.custom_id)
@@ -739,7 +740,7 @@ class BatchBroker:
                     self._requeue(key, kind)
                     outcome["requeued"] += 1
                 else:
-                    reason = f": {_scrub(info.errors, secrets)}" if info.errors else ""
+                    reason = f": {scrub(info.errors, secrets)}" if info.errors else ""
                     message = f"batch {info.id} {info.status} after {submissions} submission(s){reason}"
                     failed.append(key)
                     self._db.execute(

@@ -1,7 +1,7 @@
 """``agentjudge run --dry-run``: how many calls, how many tokens and dollars, before spending any.
 
 Nothing is written and no model is constructed. Tokens are counted by each model's tokenizer through
-``litellm.token_counter`` (``models.tokens.count_tokens``; chars/4 only where litellm fails, and then the
+``litellm.token_counter`` (``models.prices.count_tokens``; chars/4 only where litellm fails, and then the
 footnote says so) on the exact prompts the run would send (generator messages from
 ``LLMGenerator.messages``, judge messages from ``judges.templates.build_messages``), where the judges'
 inputs use the GT calls as a stand-in for the predictions that do not exist yet. Completion tokens are
@@ -30,8 +30,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from agentjudge.judges.prompts import needs_cache_breakpoint
-from agentjudge.models.batch import batch_token_prices
-from agentjudge.models.tokens import count_tokens, prices
+from agentjudge.models.prices import batch_token_prices, cost_at, count_tokens, pipeline_prices, prices
 from agentjudge.registry.model_strings import model_kind
 from agentjudge.rundir.units import open_readonly
 from agentjudge.runner.pipeline import Pipeline
@@ -154,44 +153,6 @@ def _shared_strings(prompt: PromptPieces, texts: dict[str, str]) -> PromptPieces
     return PromptPieces(pieces, prompt.shared, prompt.breakpoint, prompt.messages)
 
 
-def _price(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-    p = prices(model)
-    if p.input is None or p.output is None:
-        return None
-    return prompt_tokens * p.input + completion_tokens * p.output
-
-
-def _cached_price(model: str, prompt: int, read: int, written: int, completion: int) -> float | None:
-    p = prices(model)
-    if p.input is None or p.output is None:
-        return None
-    cost = (prompt - read) * p.input + read * (p.cache_read if p.cache_read is not None else p.input)
-    if p.cache_write is not None:
-        cost += written * (p.cache_write - p.input)
-    return cost + completion * p.output
-
-
-def _batch_price(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-    p = prices(model)
-    if p.batch_input is None or p.batch_output is None:
-        return None
-    return prompt_tokens * p.batch_input + completion_tokens * p.batch_output
-
-
-def _batch_cached_price(model: str, prompt: int, read: int, written: int, completion: int) -> float | None:
-    """Batch prices with the cached prefixes at the in-batch cache prices where the provider lists them;
-    the plain batch price (no cache discount assumed) where it does not."""
-    p = prices(model)
-    if p.batch_input is None or p.batch_output is None:
-        return None
-    if p.batch_cache_read is None:
-        return _batch_price(model, prompt, completion)
-    cost = (prompt - read) * p.batch_input + read * p.batch_cache_read
-    if p.batch_cache_write is not None:
-        cost += written * (p.batch_cache_write - p.batch_input)
-    return cost + completion * p.batch_output
-
-
 def _done_units(rundir: Path) -> set[tuple[Any, ...]]:
     db = open_readonly(rundir / "run.sqlite")
     if db is None:
@@ -293,19 +254,16 @@ def estimate(
         kind = model_kind(model.model)
         t = tally[(stage, name)]
         free = kind in ("sim", "simjudge", "baseline")
-        args = (model.model, t["prompt"], t["completion"])
-        list_cost = _price(*args)
-        batch_cost = _batch_price(*args)
-        if model.input_cost_per_token is not None and model.output_cost_per_token is not None:
+        listed = prices(model.model)
+        list_cost = listed.list_cost(t["prompt"], t["completion"])
+        batch_cost = listed.batch_cost(t["prompt"], t["completion"])
+        own = pipeline_prices(model)
+        if own is not None:
             # the pipeline's own price wins for the list column (cached/batch stay litellm's, or unknown)
-            list_cost = (
-                t["prompt"] * model.input_cost_per_token + t["completion"] * model.output_cost_per_token
-            )
-        if model.batch:  # what the runner charges a batch answer (models.batch.batch_token_prices)
+            list_cost = cost_at(own, t["prompt"], t["completion"])
+        if model.batch:  # what the runner charges a batch answer (models.prices.batch_token_prices)
             per_token = batch_token_prices(model)
-            batch_cost = (
-                None if per_token is None else t["prompt"] * per_token[0] + t["completion"] * per_token[1]
-            )
+            batch_cost = None if per_token is None else cost_at(per_token, t["prompt"], t["completion"])
         rows.append(
             {
                 "model": name,
@@ -318,13 +276,13 @@ def estimate(
                 "cost_usd": 0.0 if free else list_cost,
                 "cost_cached_usd": 0.0
                 if free
-                else _cached_price(model.model, t["prompt"], t["read"], t["written"], t["completion"]),
+                else listed.cached_cost(t["prompt"], t["read"], t["written"], t["completion"]),
                 "cost_batch_usd": 0.0 if free else batch_cost,
                 "cost_batch_cached_usd": 0.0
                 if free
-                else _batch_cached_price(model.model, t["prompt"], t["read"], t["written"], t["completion"]),
-                "batch_source": "-" if free else prices(model.model).batch_source,
-                "batch_cache_source": "-" if free else prices(model.model).batch_cache_source,
+                else listed.batch_cached_cost(t["prompt"], t["read"], t["written"], t["completion"]),
+                "batch_source": "-" if free else listed.batch_source,
+                "batch_cache_source": "-" if free else listed.batch_cache_source,
                 "batch": model.batch,
             }
         )

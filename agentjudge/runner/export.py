@@ -290,7 +290,7 @@ def judgment_table(
             for name, values in per_unit.items()
         }
     else:
-        # Python ints, not numpy: the export runs without numpy (runner/lean_export.py)
+        # Python ints, not numpy: the export runs without numpy (fastpaths/lean_export.py)
         each_row = pa.array(list(chain.from_iterable(map(repeat, range(len(repeats)), repeats))), pa.int64())
         columns = {
             name: pa.array(values, type=JUDGMENT_SCHEMA.field(name).type).take(each_row)

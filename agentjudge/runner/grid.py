@@ -24,6 +24,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from agentjudge import __version__, strict_json
+from agentjudge.fastpaths.heap import collector_paused, freeze
+from agentjudge.fastpaths.lean_export import lean_imports
 from agentjudge.fserrors import FS_ERRORS, describe
 from agentjudge.memo import remembered
 from agentjudge.models.fleet import redact_model_urls
@@ -31,8 +33,6 @@ from agentjudge.provenance import git_commit
 from agentjudge.registry.model_strings import model_kind
 from agentjudge.rundir.meta import FORMAT_VERSION
 from agentjudge.runner import offline, scheduler
-from agentjudge.runner.heap import collector_paused
-from agentjudge.runner.lean_export import lean_imports
 from agentjudge.runner.pipeline import (
     Pipeline,
     PipelineError,
@@ -108,7 +108,7 @@ def load_dataset(pipeline: Pipeline, skip_invalid: bool = False, rundir: Path | 
     from agentjudge.runner.resume_cache import gate1_check
 
     try:
-        with collector_paused():  # millions of objects that all live on (runner/heap.py)
+        with collector_paused():  # millions of objects that all live on (fastpaths/heap.py)
             records = read_records(pipeline.dataset, limit=pipeline.limit)  # the rest is not parsed
         sha256 = file_digest(pipeline.dataset)  # what the caches of resume_cache are keyed by
     except LayoutError as exc:
@@ -166,7 +166,7 @@ def run_cli(
     invocation holding it: ``runner/rundir_lock.py``).
     ``add_judges`` (``--add-judge``): judges run beside the pipeline's, also into a run folder that holds the
     pipeline without them (``_open_store``).
-    ``lean_export``: write the files without importing pandas or numpy (``runner/lean_export.py``; only for a
+    ``lean_export``: write the files without importing pandas or numpy (fastpaths/lean_export.py; only for a
     process that ends after this call: the ``agentjudge run`` command)."""
     from agentjudge.runner.rundir_lock import RunFolderBusy, RunFolderLock
 
@@ -293,7 +293,7 @@ def _run_locked(
         from agentjudge.models.client import load_litellm
 
         load_litellm()  # seconds of import, before the event loop rather than inside the first call
-    gc.freeze()  # the records live for the whole run: kept out of the collector's full scans (until finally)
+    freeze()  # the records live for the whole run: kept out of the collector's full scans (until finally)
     pool = _fork_workers(pipe, data, no_cache)
     try:
         return asyncio.run(
@@ -728,9 +728,9 @@ class _Grid:
             f"batch_stuck: batch mode: the {stage} unit waits for a request that no batch of this run "
             f"will answer and {STUCK_ADVICE}"
         )
-        outcome = scheduler.Outcome("failed", None, error)
+        outcome = scheduler.Outcome("failed", None, error, kind="batch_stuck")
         for unit in units:
-            self.store.finish(unit, "failed", None, error, now())
+            self.store.finish(unit, "failed", None, error, now(), outcome.failure)
             model = model_of(unit)
             tally = self.tallies.setdefault(model, scheduler.ModelTally())
             scheduler.settle(model, outcome, tally, self.budget, self.log, reading_batch_answers=True)
@@ -786,7 +786,10 @@ class _Grid:
         if pred.absent is not None:  # an imported generator's task without a released output: done, unjudged
             return scheduler.Outcome("done", result, None, pred.usage)
         if pred.error is not None or pred.calls is None:
-            return scheduler.Outcome("failed", result, pred.error or "prediction has no calls", pred.usage)
+            error = pred.error or "prediction has no calls"
+            return scheduler.Outcome(
+                "failed", result, error, pred.usage, kind=pred.error_kind, attempts=pred.error_attempts
+            )
         return scheduler.Outcome("done", result, None, pred.usage)
 
     async def predict(self, key: UnitKey) -> scheduler.Outcome:
@@ -824,7 +827,15 @@ class _Grid:
         result = None if encoded else res.model_dump(mode="json", exclude_defaults=True)
         text = stored_json(res) if encoded else None
         if res.error is not None:
-            return scheduler.Outcome("failed", result, res.error, res.usage, text=text)
+            return scheduler.Outcome(
+                "failed",
+                result,
+                res.error,
+                res.usage,
+                text=text,
+                kind=res.error_kind,
+                attempts=res.error_attempts,
+            )
         note = res.rationales.get("_parse_problems") if not res.parse_ok else None
         return scheduler.Outcome("done", result, None, res.usage, not res.parse_ok, note, text)
 
@@ -899,7 +910,7 @@ class _Grid:
         wanted_set = set(wanted)
         self.predictions = {}
         digests: dict[UnitKey, str] = {}  # each prediction's stored_digest, for the score cache
-        with collector_paused():  # the judge stage's input: lives until the export (runner/heap.py)
+        with collector_paused():  # the judge stage's input: lives until the export (fastpaths/heap.py)
             for key, status, text, _, _ in self.store.iter_raw("predict"):
                 if status == "done" and key in wanted_set:
                     stored = from_stored(Prediction, text or "")
@@ -922,7 +933,7 @@ class _Grid:
             digests=digests,
         )
         del digests
-        gc.freeze()  # what exists now lives until the export: not scanned by every collection again
+        freeze()  # what exists now lives until the export: not scanned by every collection again
         with collector_paused():
             jwanted = judge_units(self.pipe, sorted(self.predictions))
             if keep is not None:
@@ -976,7 +987,7 @@ class _Grid:
         jwanted_set: set[UnitKey] = set()  # built only when some stored judge unit is not planned
         # the planned predict units as stored (results not decoded: only a rewrite of predictions.parquet
         # needs them decoded)
-        with collector_paused():  # read whole, kept until the files are written (runner/heap.py)
+        with collector_paused():  # read whole, kept until the files are written (fastpaths/heap.py)
             predict_raw = [unit for unit in self.store.iter_raw("predict") if unit[0] in wanted_set]
         counts: dict[str, Counter[str]] = {
             "predict": Counter(unit[1] for unit in predict_raw),
@@ -1112,12 +1123,12 @@ async def _run(
     added: list[str] | None = None,
     ending: _Ending | None = None,
 ) -> int:
+    from agentjudge.fastpaths.inline_executor import install_if_loaded
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
-    from agentjudge.models.inline_executor import install_if_loaded
     from agentjudge.registry.factory import ModelResolutionError
 
-    install_if_loaded()  # litellm's request building runs inline in this loop (models/inline_executor.py)
+    install_if_loaded()  # litellm's request building runs inline in this loop (fastpaths/inline_executor.py)
     client = ModelClient(cache=CallCache(pipe.cache), read_cache=not no_cache, max_cost_usd=pipe.max_cost_usd)
     try:  # before the store is opened: a model that cannot be built leaves no trace in RUNDIR
         gens, judges = _build_models(pipe, data, client)

@@ -65,6 +65,7 @@ async def run_generator(
                     trial,
                     calls=None,
                     error=f"generator_raised: {type(exc).__name__}: {exc}",
+                    error_kind="generator_raised",
                 )
         if on_done is not None:
             on_done(pred)
@@ -195,7 +196,7 @@ def infer_cli(
         )
     )
     log = FailureLog()
-    log.extend((p.generator, p.error) for p in failed)
+    log.extend((p.generator, p.error, p.error_kind) for p in failed)
     if log:
         console.print(escape(log.report()), highlight=False)
     return 1 if failed else 0

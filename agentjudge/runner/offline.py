@@ -49,7 +49,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import gc
 import json
 import os
 import pickle
@@ -65,10 +64,11 @@ from typing import Any
 from rich.markup import escape
 from rich.progress import Progress, TaskID
 
-from agentjudge.models.failures import is_model_fatal
+from agentjudge.fastpaths.heap import freeze
+from agentjudge.models.failures import Failure, is_model_fatal
 from agentjudge.registry.model_strings import model_kind
 from agentjudge.runner import scheduler
-from agentjudge.runner.store import GroupWriter, RunStore, UnitKey, now
+from agentjudge.runner.store import GroupWriter, RunStore, UnitKey, now, store_failure_columns
 from agentjudge.runner.work import Dataset, ScoreKey, compute_scores, prefix_order
 from agentjudge.types import ModelSettings, Prediction, Score, ScoringMode, Usage
 
@@ -77,7 +77,8 @@ AUTO_MIN_OFFLINE_UNITS = 20_000  # with `workers` unset, smaller stages run thei
 CHUNK_UNITS = 1_000  # units per chunk: ~tens of ms of work, a ~0.5 MB answer
 _HEADER = struct.Struct("!Q")
 
-Encoded = tuple[str, str | None, str | None, dict[str, Any] | None, bool, str | None]
+# (status, result text, error, usage, parse failed, parse note, failure kind, failure attempts)
+Encoded = tuple[str, str | None, str | None, dict[str, Any] | None, bool, str | None, str | None, int | None]
 """One unit as a chunk returns it: status, result JSON text, error, usage (None: default), parse_failed,
 parse_note."""
 
@@ -126,6 +127,8 @@ def encode(outcome: scheduler.Outcome) -> Encoded:
         None if plain else usage.model_dump(),
         outcome.parse_failed,
         outcome.parse_note,
+        outcome.kind,
+        outcome.attempts,
     )
 
 
@@ -133,7 +136,7 @@ _DEFAULT_USAGE = Usage()
 
 
 def decode(encoded: Encoded) -> tuple[str | None, scheduler.Outcome]:
-    status, payload, error, usage, parse_failed, note = encoded
+    status, payload, error, usage, parse_failed, note, kind, attempts = encoded
     outcome = scheduler.Outcome(
         status,  # type: ignore[arg-type]
         None,
@@ -141,6 +144,8 @@ def decode(encoded: Encoded) -> tuple[str | None, scheduler.Outcome]:
         Usage() if usage is None else Usage.model_validate(usage),
         parse_failed,
         note,
+        kind=kind,
+        attempts=attempts,
     )
     return payload, outcome
 
@@ -154,7 +159,7 @@ def compute_chunk(units: Sequence[UnitKey], work: Callable[[UnitKey], scheduler.
         try:
             outcome = work(unit)
         except Exception as exc:  # noqa: BLE001 - a unit's failure is recorded, never fatal to the grid
-            outcome = scheduler.Outcome("failed", None, scheduler.error_text(exc))
+            outcome = scheduler.raised(exc)
         seen = again.get(id(outcome))
         if seen is None:
             seen = again[id(outcome)] = (outcome, encode(outcome))
@@ -219,7 +224,7 @@ class ChunkPool:
         self.dead: set[int] = set()
         sys.stdout.flush()
         sys.stderr.flush()
-        gc.freeze()  # the inherited heap is not touched by collections (fewer copied pages; see grid.py)
+        freeze()  # the inherited heap is not touched by collections (fewer copied pages; see grid.py)
         for started in range(size):
             try:
                 self._fork_one()
@@ -500,7 +505,15 @@ async def run_offline_units(
             return False, answer, None
         finished = now()
         rows = [
-            (*unit.row(), e[0], e[1], e[2], started, finished)
+            (
+                *unit.row(),
+                e[0],
+                e[1],
+                e[2],
+                *store_failure_columns(e[0], Failure(e[6], e[7])),  # type: ignore[arg-type]
+                started,
+                finished,
+            )
             for unit, e in zip(chunks[index], answer, strict=True)
         ]
         try:
@@ -508,7 +521,7 @@ async def run_offline_units(
         except Exception as exc:  # noqa: BLE001 - the main process stores the chunk (and says why)
             cannot_store.append(scheduler.error_text(exc))
             return False, answer, cannot_store[0]
-        return True, [(e[0], None, e[2], e[3], e[4], e[5]) for e in answer], None
+        return True, [(e[0], None, e[2], e[3], e[4], e[5], e[6], e[7]) for e in answer], None
 
     size = offline_workers(workers, len(ordered), CHUNK_UNITS)
     answers = in_chunks_unordered(size, compute, len(chunks))
@@ -546,7 +559,9 @@ async def run_offline_units(
                     continue
                 payload, outcome = decode(encoded)
                 if not stored:
-                    store.finish_encoded(unit, outcome.status, payload, outcome.error, started, finished)
+                    store.finish_encoded(
+                        unit, outcome.status, payload, outcome.error, started, finished, outcome.failure
+                    )
                 scheduler.settle(model, outcome, tally, budget, log)
             store.flush_if_due()
             progress.advance(bar, len(chunk))
@@ -559,7 +574,7 @@ async def run_offline_units(
 
 def _stops(encoded: Encoded) -> bool:
     """A failure that stops its model (``scheduler.settle``): the main process must see it before storing."""
-    return encoded[0] == "failed" and is_model_fatal(encoded[2])
+    return encoded[0] == "failed" and is_model_fatal(encoded[6])
 
 
 SCORE_CHUNK = 250  # predictions per chunk (~0.5 ms each: executing the GT and the calls)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agentjudge.judges.prompts import TAG_CALLS, TAG_QUERY, TAG_REFERENCE, TAG_TOOLS
-from agentjudge.models.tokens import MIN_CACHED_PREFIX_TOKENS
+from agentjudge.models.prices import MIN_CACHED_PREFIX_TOKENS
 
 _BLOCK = re.compile(rf"(<({TAG_TOOLS}|{TAG_QUERY}|{TAG_REFERENCE}|{TAG_CALLS})>\n.*?\n</\2>)", re.DOTALL)
 CACHE_STEP_TOKENS = 128

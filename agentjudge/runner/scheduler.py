@@ -32,7 +32,15 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from agentjudge.models.failures import FailureLog, clip, is_batch_pending, is_model_fatal, reason_of
+from agentjudge.models.errors import ModelCallError
+from agentjudge.models.failures import (
+    Failure,
+    FailureLog,
+    clip,
+    is_batch_pending,
+    is_model_fatal,
+    reason_of_kind,
+)
 from agentjudge.runner.store import RunStore, Status, UnitKey, now
 from agentjudge.runner.work import prefix_order
 from agentjudge.types import Usage
@@ -50,6 +58,13 @@ class Outcome:
     parse_note: str | None = None  # why the answer could not be read (for the failures list)
     # ``result`` already encoded as the store's JSON text (offline units: runner.offline stores it as it is)
     text: str | None = None
+    # a failure's kind and the requests the model client sent for it (models/failures.py)
+    kind: str | None = None
+    attempts: int | None = None
+
+    @property
+    def failure(self) -> Failure:
+        return Failure(self.kind, self.attempts)
 
 
 @dataclass
@@ -93,13 +108,13 @@ class RunLog:
     not_run: dict[str, int] = field(default_factory=dict)  # model -> units left because it was stopped
     console: Console | None = None
 
-    def stop(self, model: str, error: str) -> None:
+    def stop(self, model: str, error: str, kind: str | None) -> None:
         if model in self.stopped:
             return
         self.stopped[model] = error
         if self.console is not None:
             self.console.print(
-                f"[red]stopping {escape(model)}[/red] ({reason_of(error)}, not retried): "
+                f"[red]stopping {escape(model)}[/red] ({reason_of_kind(kind)}, not retried): "
                 f"{escape(clip(error, 400))}; its remaining units are not run",
                 highlight=False,
                 soft_wrap=True,
@@ -155,12 +170,14 @@ def rate_from_here(progress: Progress, bar: TaskID) -> None:
 
 
 class RemoteUnitError(Exception):
-    """A unit that raised in a worker process (``runner.workers``): ``text`` is what ``error_text`` made
-    of it there. Defined here, beside ``error_text``, so that the engine needs nothing from the workers."""
+    """A unit that raised in a worker process (``runner.workers``): ``text`` and ``attempts`` are what
+    ``error_text`` and ``error_attempts`` made of it there. Defined here, beside them, so that the engine
+    needs nothing from the workers."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, attempts: int | None = None) -> None:
         super().__init__(text)
         self.text = text
+        self.attempts = attempts
 
 
 def error_text(exc: BaseException) -> str:
@@ -169,6 +186,18 @@ def error_text(exc: BaseException) -> str:
         return exc.text
     message = str(exc).strip()
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def error_attempts(exc: BaseException) -> int | None:
+    """The requests the model client sent for a call whose error a unit let through (None: not a call's)."""
+    if isinstance(exc, RemoteUnitError | ModelCallError):
+        return exc.attempts
+    return None
+
+
+def raised(exc: BaseException) -> Outcome:
+    """The outcome of a unit that raised: failed, with no kind (a plug-in's or the engine's error)."""
+    return Outcome("failed", None, error_text(exc), attempts=error_attempts(exc))
 
 
 def settle(
@@ -182,11 +211,11 @@ def settle(
     """The accounting of one stored unit: failures by reason, a model stopped by a fatal failure, the
     model's tally and the money spent (also used by ``runner.offline`` for its chunks)."""
     if outcome.status == "failed":
-        log.failures.add(model, outcome.error)
-        if not reading_batch_answers and is_model_fatal(outcome.error):
-            log.stop(model, outcome.error or "")
+        log.failures.add(model, outcome.error, outcome.kind)
+        if not reading_batch_answers and is_model_fatal(outcome.kind):
+            log.stop(model, outcome.error or "", outcome.kind)
     elif outcome.parse_failed:
-        log.failures.add(model, outcome.parse_note or "answer could not be parsed", "parse")
+        log.failures.add(model, outcome.parse_note or "answer could not be parsed", None, "parse")
     usage = outcome.usage
     tally.done += outcome.status == "done"
     tally.failed += outcome.status == "failed"
@@ -262,17 +291,17 @@ async def run_units(
                 try:
                     outcome = await work(unit)
                 except Exception as exc:  # noqa: BLE001 - a unit's failure is recorded, never fatal to the grid
-                    outcome = Outcome("failed", None, error_text(exc))
-            if outcome.status == "failed" and is_batch_pending(outcome.error):
+                    outcome = raised(exc)
+            if outcome.status == "failed" and is_batch_pending(outcome.kind):
                 deferred.append(unit)  # not stored: the unit runs again once its batch is read
                 progress.advance(bar)
                 continue
-            if outcome.status == "failed" and reason_of(outcome.error) == "cost_cap":
+            if outcome.status == "failed" and reason_of_kind(outcome.kind) == "cost_cap":
                 budget.refused = True  # not sent, nothing to store: the unit stays pending
                 budget.skipped += 1
                 progress.advance(bar)
                 continue
-            store.finish(unit, outcome.status, outcome.result, outcome.error, started)
+            store.finish(unit, outcome.status, outcome.result, outcome.error, started, outcome.failure)
             settle(model, outcome, tally, budget, log, reading_batch_answers)
             progress.advance(bar)
 

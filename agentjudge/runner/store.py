@@ -25,6 +25,12 @@ version its exported files were built from, so a re-run of a finished grid can t
 
 The ``meta`` table pins the configuration a store belongs to (config hash plus the hashed config itself,
 for a readable diff when someone changes the pipeline and re-runs into the same folder).
+
+A failed unit keeps its failure's fields beside its text (``models/failures.py``): ``error_kind`` (the kind;
+'' when nothing named one) and ``error_attempts`` (the requests the model client sent for the failed call;
+NULL when none failed). ``attempts`` is another count: the invocations that ran the unit. A store written
+before those columns existed gets them on open (NULL in its rows: ``failed_units`` reads such a row's
+fields from its text, as that version wrote it).
 """
 
 from __future__ import annotations
@@ -43,7 +49,8 @@ from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agentjudge.rundir.units import KEY_COLUMNS, STORE_SCHEMA, connect_reader
+from agentjudge.models.failures import NO_FAILURE, Failure, read_failure
+from agentjudge.rundir.units import ADDED_UNIT_COLUMNS, KEY_COLUMNS, STORE_SCHEMA, connect_reader
 from agentjudge.rundir.units import open_readonly as open_readonly  # grid.py, batches.py: its old home
 
 Stage = Literal["predict", "judge"]
@@ -149,6 +156,10 @@ class RunStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(STORE_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(units)")}
+        for column, declaration in ADDED_UNIT_COLUMNS:  # a store written by an older version
+            if column not in columns:
+                self._db.execute(f"ALTER TABLE units ADD COLUMN {column} {declaration}")
         self._pending: list[tuple[Any, ...]] = []
         self._last_flush = time.monotonic()
         self._flush_cost = 0.0  # seconds the last commit took
@@ -192,13 +203,23 @@ class RunStore:
         for row in cursor:
             yield (UnitKey(*row[: len(KEY_COLUMNS)]), *row[len(KEY_COLUMNS) :])
 
-    def finish(self, key: UnitKey, status: Status, result: Any, error: str | None, started_at: str) -> None:
+    def finish(
+        self,
+        key: UnitKey,
+        status: Status,
+        result: Any,
+        error: str | None,
+        started_at: str,
+        failure: Failure = NO_FAILURE,
+    ) -> None:
         """Record one finished unit; it is committed with its group (at the latest ``flush_interval_s``
         after the previous group, or at ``flush``/``close``). A retried unit keeps its first start time;
-        ``attempts`` counts the invocations that ran the unit (the requests of its last run are in its
-        error text: "... after N attempt(s): ...")."""
+        ``attempts`` counts the invocations that ran the unit; a failed unit's ``failure`` is its kind and
+        the requests of its last run (``error_kind``, ``error_attempts``)."""
         payload = json.dumps(result, separators=(",", ":")) if result is not None else None
-        self._pending.append((*key.row(), status, payload, error, started_at, now()))
+        self._pending.append(
+            (*key.row(), status, payload, error, *store_failure_columns(status, failure), started_at, now())
+        )
         self.flush_if_due()
 
     def finish_encoded(
@@ -209,10 +230,12 @@ class RunStore:
         error: str | None,
         started_at: str,
         finished_at: str,
+        failure: Failure = NO_FAILURE,
     ) -> None:
         """``finish`` for a result already encoded as its JSON text (``runner.offline``: encoded in the
         process that computed it); the caller calls ``flush_if_due`` once per batch of units."""
-        self._pending.append((*key.row(), status, payload, error, started_at, finished_at))
+        columns = store_failure_columns(status, failure)
+        self._pending.append((*key.row(), status, payload, error, *columns, started_at, finished_at))
 
     def flush_if_due(self) -> None:
         """Commit the group when it is due (see the module docstring); cheap to call often."""
@@ -254,13 +277,21 @@ class RunStore:
         )
         return Counter(dict(rows.fetchall()))
 
-    def failed_units(self) -> list[tuple[UnitKey, str | None, int]]:
-        """Every failed unit: coordinates, stored error, and how many invocations ran it."""
+    def failed_units(self) -> list[FailedUnit]:
+        """Every failed unit: coordinates, stored error, its failure's fields, and how many invocations ran
+        it. A row written before the failure columns existed (``error_kind`` NULL) has its fields read
+        from its text (``read_failure``)."""
         cols = ", ".join(KEY_COLUMNS)
         rows = self._db.execute(
-            f"SELECT {cols}, error, attempts FROM units WHERE status = 'failed' ORDER BY {cols}"
+            f"SELECT {cols}, error, error_kind, error_attempts, attempts FROM units WHERE status = 'failed' "
+            f"ORDER BY {cols}"
         )
-        return [(UnitKey(*row[: len(KEY_COLUMNS)]), row[-2], row[-1]) for row in rows]
+        out = []
+        for row in rows:
+            error, kind, requests, runs = row[len(KEY_COLUMNS) :]
+            failure = read_failure(error) if kind is None else Failure(kind or None, requests)
+            out.append(FailedUnit(UnitKey(*row[: len(KEY_COLUMNS)]), error, failure, runs))
+        return out
 
     def close(self) -> None:
         """Commit what is buffered, then close (also on Ctrl-C: the runner closes in a ``finally``)."""
@@ -301,16 +332,34 @@ def transaction(db: sqlite3.Connection) -> Iterator[None]:
 
 _COLS = ", ".join(KEY_COLUMNS)
 _UPSERT = (
-    f"INSERT INTO units ({_COLS}, status, result, error, attempts, first_started_at, finished_at) "
-    f"VALUES ({', '.join('?' for _ in KEY_COLUMNS)}, ?, ?, ?, 1, ?, ?) "
+    f"INSERT INTO units ({_COLS}, status, result, error, error_kind, error_attempts, attempts, "
+    "first_started_at, finished_at) "
+    f"VALUES ({', '.join('?' for _ in KEY_COLUMNS)}, ?, ?, ?, ?, ?, 1, ?, ?) "
     f"ON CONFLICT ({_COLS}) DO UPDATE SET status = excluded.status, result = excluded.result, "
-    "error = excluded.error, attempts = units.attempts + 1, finished_at = excluded.finished_at"
+    "error = excluded.error, error_kind = excluded.error_kind, error_attempts = excluded.error_attempts, "
+    "attempts = units.attempts + 1, finished_at = excluded.finished_at"
 )
 
 
+def store_failure_columns(status: Status, failure: Failure) -> tuple[str | None, int | None]:
+    """``error_kind`` and ``error_attempts`` of a unit: a failed one's kind ('' for none), NULL when done."""
+    if status != "failed":
+        return None, None
+    return failure.kind or "", failure.attempts
+
+
+class FailedUnit(NamedTuple):
+    """A failed unit as ``RunStore.failed_units`` reads it."""
+
+    key: UnitKey
+    error: str | None
+    failure: Failure
+    runs: int  # invocations that ran it (the units table's ``attempts``)
+
+
 def _write_group(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-    """One group's rows (key columns, status, result text, error, started, finished) and the version bump,
-    inside the caller's transaction."""
+    """One group's rows (key columns, status, result text, error, error kind, error attempts, started,
+    finished) and the version bump, inside the caller's transaction."""
     db.executemany(_UPSERT, rows)
     db.execute(
         "INSERT INTO meta (key, value) VALUES ('store_version', '1') ON CONFLICT(key) DO UPDATE "

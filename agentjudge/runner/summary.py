@@ -22,11 +22,12 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from agentjudge.models.failures import attempts_of, reason_of
+from agentjudge.models.failures import reason_of_kind
 from agentjudge.models.fleet import redact_url
 from agentjudge.registry.model_strings import model_kind
 from agentjudge.runner.pipeline import Pipeline
 from agentjudge.runner.scheduler import ModelTally
+from agentjudge.runner.store import FailedUnit
 from agentjudge.types import ModelSettings
 
 
@@ -221,10 +222,10 @@ def add_totals(earlier: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str,
     return out
 
 
-def failed_unit_rows(failed: list[tuple[Any, str | None, int]]) -> list[dict[str, Any]]:
-    """Every failed unit of the store: coordinates, model, reason, attempts, runs, the error (cut)."""
+def failed_unit_rows(failed: list[FailedUnit]) -> list[dict[str, Any]]:
+    """Every failed unit of the store: coordinates, model, reason, kind, attempts, runs, the error (cut)."""
     rows = []
-    for key, error, runs in failed:
+    for key, error, failure, runs in failed:
         rows.append(
             {
                 "model": key.judge if key.stage == "judge" else key.generator,
@@ -237,8 +238,9 @@ def failed_unit_rows(failed: list[tuple[Any, str | None, int]]) -> list[dict[str
                 "variant": key.variant or None,
                 "temperature": key.temperature or None,
                 "trial": key.trial,
-                "reason": reason_of(error),
-                "attempts": attempts_of(error),
+                "reason": reason_of_kind(failure.kind),
+                "kind": failure.kind,
+                "attempts": failure.attempts,
                 "runs": runs,
                 "error": (error or "")[:300],
             }

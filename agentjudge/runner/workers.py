@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import os
 import pickle
 import signal
@@ -54,6 +53,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agentjudge.fastpaths.heap import freeze
 from agentjudge.runner.scheduler import RemoteUnitError
 from agentjudge.types import GTStep, ModelSettings, PromptFamily, Task
 
@@ -306,7 +306,7 @@ class WorkerPool:
     def fork(self) -> None:
         # everything alive now (litellm, the dataset, the pipeline) stays alive in the workers: frozen, the
         # collector never walks it there, so their pages stay shared with the parent instead of copied
-        gc.freeze()
+        freeze()  # (fastpaths/heap.py)
         for _ in range(self.size):
             request_r, request_w = os.pipe()
             answer_r, answer_w = os.pipe()
@@ -364,7 +364,7 @@ class WorkerPool:
                 if ok:
                     future.set_result(payload)
                 else:
-                    future.set_exception(RemoteUnitError(payload))
+                    future.set_exception(RemoteUnitError(*payload))
         except (asyncio.IncompleteReadError, ConnectionError, EOFError) as exc:
             worker.dead = f"worker process {worker.pid} exited ({type(exc).__name__})"
         except Exception as exc:  # noqa: BLE001 - an unreadable frame: this worker is no longer usable
@@ -502,12 +502,12 @@ def _build(spec: WorkerSpec, client: Any) -> dict[str, dict[str, Any]]:
 
 
 async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int, shares: dict[str, int] | None) -> None:
+    from agentjudge.fastpaths.inline_executor import install_if_loaded
     from agentjudge.models.cache import CallCache
     from agentjudge.models.client import ModelClient
-    from agentjudge.models.inline_executor import install_if_loaded
-    from agentjudge.runner.scheduler import error_text
+    from agentjudge.runner.scheduler import error_attempts, error_text
 
-    install_if_loaded()  # litellm's request building runs inline in this loop (models/inline_executor.py)
+    install_if_loaded()  # litellm's request building runs inline in this loop (fastpaths/inline_executor.py)
     reader, writer = await _pipe_streams(request_fd, answer_fd)
     outbox = _Outbox(writer)
     client = ModelClient(cache=CallCache(spec.cache), read_cache=spec.read_cache, call_limits=shares)
@@ -520,7 +520,7 @@ async def _serve(spec: WorkerSpec, request_fd: int, answer_fd: int, shares: dict
             result = await models[role][name](*payload)
             outbox.send(_frame((call_id, True, result)))
         except Exception as exc:  # noqa: BLE001 - the parent records it as the unit's failure
-            outbox.send(_frame((call_id, False, error_text(exc))))
+            outbox.send(_frame((call_id, False, (error_text(exc), error_attempts(exc)))))
 
     try:
         while True:

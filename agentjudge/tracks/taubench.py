@@ -514,7 +514,7 @@ def taubench_cli(
     from rich.markup import escape
 
     from agentjudge.fserrors import out_path_problem
-    from agentjudge.models.failures import FailureLog
+    from agentjudge.models.failures import FailureLog, read_failure
     from agentjudge.registry.preflight import ModelUse, preflight
 
     console = Console()
@@ -559,9 +559,10 @@ def taubench_cli(
     per_unit = judgments.drop_duplicates(["judge", "condition", "record_id"])
     for row in per_unit.itertuples():
         if isinstance(row.judge_error, str):
-            log.add(str(row.judge), row.judge_error)
+            # read from the table's text until this track runs through the runner (kind kept as a field)
+            log.add(str(row.judge), row.judge_error, read_failure(row.judge_error).kind)
         elif not row.parse_ok and row.judge in (judges or []):
-            log.add(str(row.judge), row.rationale or "answer could not be parsed", "parse")
+            log.add(str(row.judge), row.rationale or "answer could not be parsed", None, "parse")
     if log:
         console.print(escape(log.report()), highlight=False, soft_wrap=True)
     if failed:

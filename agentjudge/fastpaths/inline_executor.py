@@ -1,4 +1,7 @@
-"""The runner's event loops run litellm's request building inline instead of on a thread (issue 15).
+"""The runner's event loops run litellm's request building inline instead of on a thread.
+
+Patches: the running loop's default executor (``loop.set_default_executor``), with one that recognises
+litellm's ``run_in_executor`` call of its synchronous ``completion`` by the shape of what it submits.
 
 Why: ``litellm.acompletion`` builds each request by running its synchronous ``completion`` through
 ``loop.run_in_executor(None, ...)``: every call hops to a thread of the loop's default executor and back. The
@@ -16,6 +19,9 @@ default executor (DNS look-ups, anything a later litellm submits) still runs on 
 internals change only loses the saving. The loop's ``run_in_executor`` still gets a future, so litellm sees
 no difference: the same function runs, with the same copied context, and its exception is raised the same
 way.
+
+Falls back: a submission of any other shape goes to the executor's threads, as asyncio's own executor
+would run it; with ``AGENTJUDGE_NO_FAST_PATHS=1`` the executor is not installed at all.
 """
 
 from __future__ import annotations
@@ -23,9 +29,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import sys
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
+
+from agentjudge import fastpaths
 
 INLINE_PROVIDERS = frozenset({"openai", "hosted_vllm"})
 
@@ -76,7 +85,7 @@ def install(litellm: Any) -> InlineRequestExecutor:
 
 def install_if_loaded() -> InlineRequestExecutor | None:
     """``install`` when litellm has been imported (a run with litellm models imports it before its loop
-    starts); None otherwise: a run without litellm keeps asyncio's own executor."""
-    from agentjudge.models import litellm_import
-
-    return install(litellm_import._LITELLM) if litellm_import._LITELLM is not None else None
+    starts, ``models/litellm_import.py``); None otherwise, and with the fast paths off: the loop keeps
+    asyncio's own executor."""
+    litellm = sys.modules.get("litellm")
+    return install(litellm) if litellm is not None and fastpaths.enabled() else None

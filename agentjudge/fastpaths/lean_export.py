@@ -1,6 +1,9 @@
 """Writing the run folder's parquet files without importing pandas or numpy, in a process that ends
 afterwards.
 
+Patches: pyarrow's lazy imports of pandas and numpy, by a finder put at the front of ``sys.meta_path`` for
+the duration of the export.
+
 Why: pyarrow imports pandas the first time it builds an array from Python values (``pa.array`` asks
 whether the values are a pandas object), although the export never hands it one; and pyarrow imports
 numpy when it is itself imported, although the export hands it Python lists only. Those imports are
@@ -21,6 +24,9 @@ never converts numpy arrays. So only ``run`` under the console script or ``pytho
 it (``cli.main``: the process ends with the verb); ``grid.run_cli`` called from Python and ``cli.app``
 invoked in-process (tests, notebooks) do not. When pandas (numpy) is already imported there is nothing to
 save and it is not refused.
+
+Falls back: with ``AGENTJUDGE_NO_FAST_PATHS=1`` nothing is refused (pyarrow imports pandas and numpy as it
+likes; the files are the same bytes).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from contextlib import contextmanager
 from importlib import metadata
 from types import ModuleType
 from typing import Any
+
+from agentjudge import fastpaths
 
 
 class _Refuse:
@@ -74,8 +82,8 @@ def kept_out() -> frozenset[str]:
 @contextmanager
 def lean_imports(enabled: bool = True) -> Iterator[None]:
     """Inside, ``import pandas`` fails (ModuleNotFoundError), and ``import numpy`` too (``kept_out``);
-    afterwards they work as before."""
-    names = kept_out() if enabled else frozenset()
+    afterwards they work as before. Nothing is refused with the fast paths off."""
+    names = kept_out() if enabled and fastpaths.enabled() else frozenset()
     if not names:
         yield
         return

@@ -1,5 +1,7 @@
 """A worker process's share of a model's requests, held around the HTTP exchange alone.
 
+Patches: ``httpx.AsyncClient.send`` (wrapped once per process), through which litellm sends its requests.
+
 Why: a model's ``concurrency`` bounds the requests its provider is working on. Held around the whole litellm
 call, a share also covers litellm's own work before the request leaves (building it: ~4 ms of CPU) and after
 the answer is back (parsing it: ~3 ms), and the time a busy event loop takes to get to either. At C=32,
@@ -17,14 +19,22 @@ has been seen sending through httpx, and only for a provider known to send its r
 
 Not covered: a streamed request (``stream=True`` returns at the headers, before the answer is computed); the
 runner never streams, and a call seen streaming puts its model back to the whole-call share.
+
+Falls back: a model whose calls never go out through the wrapper (another provider, a later litellm that
+sends some other way) keeps its share around whole calls; with ``AGENTJUDGE_NO_FAST_PATHS=1`` nothing is
+wrapped and every share is held around whole calls (``HttpShares.slot``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
+
+from agentjudge import fastpaths
 
 # providers whose chat requests litellm sends through httpx (the OpenAI SDK or its own httpx handler)
 HTTP_PROVIDERS = frozenset({"openai", "hosted_vllm", "azure", "anthropic"})
@@ -44,9 +54,10 @@ _installed = False
 
 
 def install() -> None:
-    """Wrap ``httpx.AsyncClient.send`` (once per process): outside a call with a slot it is unchanged."""
+    """Wrap ``httpx.AsyncClient.send`` (once per process): outside a call with a slot it is unchanged.
+    Nothing with the fast paths off."""
     global _installed
-    if _installed:
+    if _installed or not fastpaths.enabled():
         return
     import httpx
 
@@ -70,3 +81,42 @@ def install() -> None:
 def sends_through_httpx(slot: Slot) -> bool:
     """What a finished call's slot tells of its model: its request went out through httpx, unstreamed."""
     return slot.sent > 0 and not slot.streamed
+
+
+Share = asyncio.Semaphore | contextlib.nullcontext[None]
+UNLIMITED: contextlib.nullcontext[None] = (
+    contextlib.nullcontext()
+)  # what a call holds beyond its slot's share
+
+
+@dataclass
+class HttpShares:
+    """Where a client holds each model's share, by display name: True around each HTTP exchange (a call was
+    seen sending through httpx), None around whole calls while its calls are watched, False around whole
+    calls for good (a provider not known to send through httpx, or a call seen streaming)."""
+
+    where: dict[str, bool | None] = field(default_factory=dict)
+
+    def slot(self, name: str, share: Share, http_provider: Callable[[], bool]) -> tuple[Slot | None, Share]:
+        """(the call's ``Slot``, what the call itself holds). Without shares (``share`` not a semaphore), or
+        with the fast paths off: no slot, the call holds its share. A model whose calls were seen sending
+        through httpx: the slot holds the share around each request, the call nothing more. Else the call
+        holds the share, and the slot watches how it sends. ``http_provider`` is asked once per model."""
+        if not isinstance(share, asyncio.Semaphore) or not _installed:
+            return None, share
+        if name not in self.where:
+            self.where[name] = None if http_provider() else False
+        known = self.where[name]
+        if known:
+            return Slot(share), UNLIMITED
+        return (Slot(None) if known is None else None), share
+
+    def learn(self, name: str, slot: Slot) -> None:
+        """After a call: a model of an httpx provider whose request went out through httpx, unstreamed, holds
+        its share around the exchange from now on; one seen streaming holds it around whole calls again."""
+        if self.where.get(name) is False:
+            return
+        if slot.streamed:
+            self.where[name] = False
+        elif sends_through_httpx(slot):
+            self.where[name] = True
