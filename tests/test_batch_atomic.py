@@ -157,7 +157,9 @@ def _defer_key_1_for_unit_2(fake: FakeLLM, broker: BatchBroker) -> None:
 
 def _defer_again_then_settle(fake: FakeLLM, broker: BatchBroker) -> None:
     _defer_key_1_for_unit_2(fake, broker)
-    units = broker._db.execute("SELECT units FROM batch_requests WHERE cache_key = 'key-1'").fetchone()[0]
+    units = broker.store.db.execute("SELECT units FROM batch_requests WHERE cache_key = 'key-1'").fetchone()[
+        0
+    ]
     assert json.loads(units) == ["unit-1", "unit-2"]
     _both_answered_once(uploads=1)(fake, broker)
 
@@ -274,8 +276,8 @@ def test_an_interrupted_change_keeps_none_of_its_statements_and_the_next_invocat
     case.setup(fake_llm, store)
 
     broker = _broker(store, _settings(fake_llm), api=case.api)
-    stops = _StopsAt(broker._db, store, case.sql, case.nth)
-    broker._db = stops  # type: ignore[assignment]
+    stops = _StopsAt(broker.store.db, store, case.sql, case.nth)
+    broker.store.db = stops  # type: ignore[assignment]
     with pytest.raises(KeyboardInterrupt):
         case.act(fake_llm, broker)
     broker.close()
@@ -304,8 +306,8 @@ def _interrupted_at(monkeypatch: pytest.MonkeyPatch, sql: str) -> list[_StopsAt]
 
     def init(self: BatchBroker, path: Path, *args: Any, **kwargs: Any) -> None:
         real_init(self, path, *args, **kwargs)
-        made.append(_StopsAt(self._db, path, sql))
-        self._db = made[-1]  # type: ignore[assignment]
+        made.append(_StopsAt(self.store.db, path, sql))
+        self.store.db = made[-1]  # type: ignore[assignment]
 
     monkeypatch.setattr(BatchBroker, "__init__", init)
     return made
@@ -391,8 +393,8 @@ def test_the_broker_commits_without_an_fsync_each_yet_a_killed_process_keeps_eve
     store = tmp_path / "run.sqlite"
     broker = _broker(store, _settings(fake_llm))
     try:
-        assert broker._db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
-        assert broker._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert broker.store.db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        assert broker.store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     finally:
         broker.close()
     # WAL + NORMAL is durable against a process that dies right after a commit: a child queues a request and

@@ -261,7 +261,7 @@ def test_open_requests_counts_only_this_runs_batch_models(tmp_path: Path, fake_l
         ("k4", "now-direct", "queued"),  # a model of this store that no longer sends batches
         ("k5", "now-direct", "submitted"),
     ]
-    broker._db.executemany(
+    broker.store.db.executemany(
         "INSERT INTO batch_requests (cache_key, model, state, line, units) VALUES (?, ?, ?, '{}', '[]')", rows
     )
     assert broker.open_requests() == 2
@@ -278,7 +278,7 @@ def test_recovery_queues_again_only_requests_of_this_runs_models_whose_batch_nob
     said: list[str] = []
     broker = BatchBroker(store, {"judge": settings}, say=said.append)
     batches = [("b-open", "judge", 0), ("b-read", "judge", 1), ("b-other", "now-direct", 0)]
-    broker._db.executemany(
+    broker.store.db.executemany(
         "INSERT INTO batches (batch_id, model, state, collected, created_at, updated_at) "
         "VALUES (?, ?, 'in_progress', ?, '', '')",
         batches,
@@ -290,14 +290,14 @@ def test_recovery_queues_again_only_requests_of_this_runs_models_whose_batch_nob
         ("other", "judge", "b-other"),  # its batch is of a model this run does not poll
         ("foreign", "now-direct", "b-gone"),  # not this run's: left to the model that asks it (defer)
     ]
-    broker._db.executemany(
+    broker.store.db.executemany(
         "INSERT INTO batch_requests (cache_key, model, state, batch_id, line, units, submissions) "
         "VALUES (?, ?, 'submitted', ?, '{}', '[]', 1)",
         rows,
     )
     asyncio.run(broker._recover())
     states = dict(
-        broker._db.execute("SELECT cache_key, state || ':' || IFNULL(batch_id, '') FROM batch_requests")
+        broker.store.db.execute("SELECT cache_key, state || ':' || IFNULL(batch_id, '') FROM batch_requests")
     )
     broker.close()
     assert states == {

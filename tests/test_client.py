@@ -644,9 +644,9 @@ async def test_a_failed_batch_request_shared_by_two_units_counts_its_submissions
         return info.value
 
     assert {e.kind for e in await asyncio.gather(in_unit("A"), in_unit("B"))} == {"batch_pending"}
-    ((key,),) = broker._db.execute("SELECT cache_key FROM batch_requests").fetchall()
+    ((key,),) = broker.store.db.execute("SELECT cache_key FROM batch_requests").fetchall()
     # the one request was submitted twice (an expired batch, then a retry) and then failed for good
-    broker._db.execute(
+    broker.store.db.execute(
         "UPDATE batch_requests SET state = 'failed', error_kind = 'server_error', error = 'boom', "
         "submissions = 2"
     )
@@ -679,7 +679,7 @@ async def test_an_answered_batch_request_counts_each_submission(fake_llm: FakeLL
         "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
     }
     # answered in the second batch (the first expired before reaching it): two submissions
-    broker._db.execute(
+    broker.store.db.execute(
         "UPDATE batch_requests SET state = 'done', answer = ?, submissions = 2", (json.dumps(body),)
     )
     assert (await client.complete(settings, MSG)).text == "hi"

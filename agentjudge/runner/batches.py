@@ -46,6 +46,9 @@ process halfway keeps none of it, so the next invocation finds the state before 
 again. The broker has its own connection to run.sqlite, beside ``RunStore``'s, in the same thread; no
 transaction of either is held across an ``await`` or a call into the other, so neither ever waits for the
 other's write lock (another process's is waited for up to the 30 s busy timeout, then an error).
+
+This module is the state machine (what to submit, poll, collect or give up, and when); every statement it
+runs on the batch tables is a method of ``runner/batch_store.py``'s ``BatchStore`` (``self.store``).
 """
 
 from __future__ import annotations
@@ -53,7 +56,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sqlite3
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -72,56 +74,16 @@ from agentjudge.models.batch import (
 )
 from agentjudge.models.credentials import scrub, settings_secrets
 from agentjudge.models.errors import MODEL_FATAL_KINDS, RETRYABLE_KINDS, classify
-from agentjudge.runner.store import now, transaction
+from agentjudge.runner.batch_store import UPLOADING, BatchStore, batch_rows
 from agentjudge.types import ModelSettings
 
 log = logging.getLogger(__name__)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS batches (
-    batch_id TEXT PRIMARY KEY,
-    model TEXT NOT NULL,
-    input_file_id TEXT,
-    state TEXT NOT NULL,
-    total INTEGER NOT NULL DEFAULT 0,
-    completed INTEGER NOT NULL DEFAULT 0,
-    failed INTEGER NOT NULL DEFAULT 0,
-    requests INTEGER NOT NULL DEFAULT 0,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    collected INTEGER NOT NULL DEFAULT 0,
-    note TEXT,
-    left_open INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS batch_requests (
-    cache_key TEXT PRIMARY KEY,
-    model TEXT NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('queued', 'submitted', 'done', 'failed')),
-    batch_id TEXT,
-    line TEXT NOT NULL,
-    units TEXT NOT NULL,
-    submissions INTEGER NOT NULL DEFAULT 0,
-    answer TEXT,
-    error_kind TEXT,
-    error TEXT,
-    delivered_to TEXT,
-    retries TEXT
-);
-CREATE INDEX IF NOT EXISTS batch_requests_batch ON batch_requests (batch_id);
-CREATE TABLE IF NOT EXISTS batch_members (
-    batch_id TEXT NOT NULL,
-    cache_key TEXT NOT NULL,
-    PRIMARY KEY (batch_id, cache_key)
-);
-"""
-_SET_FAILED = "UPDATE batch_requests SET state = 'failed', error_kind = ?, error = ? WHERE cache_key = ?"
 # what a request or unit failed with ``batch_stuck`` is told (``BatchBroker.fail_open``, grid)
 STUCK_ADVICE = (
     "a whole round of the batch loop made no progress; failed instead of waiting for ever: re-run the same "
     "command (it reads the request's batch if one of this run can still answer it, else sends it again)"
 )
-_REQUEUE = "UPDATE batch_requests SET state = 'queued', batch_id = NULL, retries = ? WHERE cache_key = ?"
-_UPLOADING = "uploading"  # a local row: the file is being uploaded / the batch created
 # a batch that cannot be polled or read this many rounds in a row (or once with a model-fatal kind: the
 # provider does not know it, the key changed, its output file expired) is given up: see ``_give_up``
 MAX_POLL_FAILURES = 8
@@ -145,7 +107,7 @@ class BatchAnswer:
     error: str = ""
     submissions: int = 0
     fresh: bool = True  # False: another unit already received this answer (counted as a cache hit)
-    # the sends after the first, by why the request was sent again (``BatchBroker._requeue``): retries, as
+    # the sends after the first, by why the request was sent again (``BatchStore.requeue``): retries, as
     # a direct call's (``submissions`` = 1 + their sum; 0 and empty for ``fail_open``'s failure)
     retries: dict[str, int] = field(default_factory=dict)
 
@@ -179,23 +141,11 @@ class BatchBroker:
     ) -> None:
         self.settings = settings  # display name -> settings, for the batch models of the run
         self._names = sorted(settings)
-        self._of_run = f"model IN ({', '.join('?' * len(self._names))})"  # a row of one of them
-        self._open = f"state IN ('queued', 'submitted') AND {self._of_run}"  # ``open_requests``' rows
         self.poll_s, self.poll_max_s = poll_s, poll_max_s
         self.max_requests, self.max_bytes = max_requests, max_bytes
         self.say = say or (lambda text: log.info("%s", text))
         self._api = api
-        self._db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # as RunStore's connection: in WAL mode a commit is durable against a crashed or killed process (the
-        # WAL is written before COMMIT returns and sits in the OS's page cache) without an fsync per commit;
-        # only a power cut or OS crash can lose the last commits, as for the units themselves. Atomicity is
-        # unchanged: a transaction is in the WAL whole or not at all (tests/test_batch_atomic.py)
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        # columns a store of an older version lacks
-        self._add_column("batches", "left_open", "INTEGER NOT NULL DEFAULT 0")
-        self._add_column("batch_requests", "retries", "TEXT")
+        self.store = BatchStore(path)
         # a new invocation asks failed requests again (their units were stored as failed, and a re-run
         # retries failed units): only failures of this invocation are answers
         self._failed_now: set[str] = set()
@@ -211,31 +161,14 @@ class BatchBroker:
         self._taken: Counter[tuple[str, str]] = Counter()  # (model it was left to, model asking) -> requests
 
     def close(self) -> None:
-        self._db.close()
-
-    def _add_column(self, table: str, column: str, declaration: str) -> None:
-        """``column`` added to ``table`` when it lacks it (a store written by an older version)."""
-        if column not in {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}:
-            self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
-
-    def _unanswered(self, batch_id: str) -> list[str]:
-        """Cache keys of the requests still submitted to ``batch_id`` (no answer read yet)."""
-        rows = self._db.execute(
-            "SELECT cache_key FROM batch_requests WHERE batch_id = ? AND state = 'submitted'", (batch_id,)
-        )
-        return [key for (key,) in rows]
+        self.store.close()
 
     # --- the model client's side ----------------------------------------------------------------
     def answer(self, key: str) -> BatchAnswer | None:
-        row = self._db.execute(
-            "SELECT state, answer, error_kind, error, submissions, delivered_to, retries FROM batch_requests "
-            "WHERE cache_key = ?",
-            (key,),
-        ).fetchone()
+        row = self.store.request(key)
         if row is None:
             return None
-        state, answer, kind, error, submissions, delivered_to, retries_text = row
-        retries = json.loads(retries_text) if retries_text else {}
+        state, answer, kind, error, submissions, delivered_to, retries = row
         if key in self._stuck and state in ("queued", "submitted"):
             # its send (if any) is counted when its answer is read, by the invocation that reads it
             stuck_kind, stuck_error = self._stuck[key]
@@ -250,66 +183,46 @@ class BatchBroker:
             )
         unit = CURRENT_UNIT.get()
         fresh = delivered_to is None or delivered_to == unit
-        return BatchAnswer("done", json.loads(answer), submissions=submissions, fresh=fresh, retries=retries)
+        return BatchAnswer(
+            "done", json.loads(answer or "null"), submissions=submissions, fresh=fresh, retries=retries
+        )
 
     def delivered(self, key: str) -> None:
         """The answer reached the current unit: another unit asking the same request gets a cache hit."""
-        self._db.execute(
-            "UPDATE batch_requests SET delivered_to = ? WHERE cache_key = ? AND delivered_to IS NULL",
-            (CURRENT_UNIT.get(), key),
-        )
+        self.store.set_delivered(key, CURRENT_UNIT.get())
 
     def defer(self, key: str, settings: ModelSettings, line: dict[str, Any]) -> None:
         """Queue ``line`` for the next batch (or note one more unit waiting for a request already queued)."""
         unit = CURRENT_UNIT.get()
         model = settings.display_name
-        with transaction(self._db):  # the state reset and the unit list together
-            row = self._db.execute(
-                "SELECT units, state, model FROM batch_requests WHERE cache_key = ?", (key,)
-            ).fetchone()
+        with self.store.transaction():  # the state reset and the unit list together
+            row = self.store.waiting(key)
             if row is None:
-                self._db.execute(
-                    "INSERT INTO batch_requests (cache_key, model, state, line, units) "
-                    "VALUES (?, ?, 'queued', ?, ?)",
-                    (key, model, json.dumps(line, sort_keys=True), json.dumps([unit])),
-                )
+                self.store.insert_queued(key, model, line, unit)
                 return
-            units, state, owner = json.loads(row[0]), row[1], row[2]
+            units, state, owner = row
             # failed in an earlier invocation (or answered): ask again; queued or submitted by a model that
             # does not send batches in this run (its queue is never sent, its batches never polled): taken
             # over by the model asking, or its units would wait for ever (counted anew: its submissions
             # were the other model's)
             taken = state in ("queued", "submitted") and owner not in self.settings
             if state in ("failed", "done") or taken:
-                self._db.execute(
-                    "UPDATE batch_requests SET model = ?, state = 'queued', batch_id = NULL, "
-                    "submissions = 0, retries = NULL, answer = NULL, error_kind = NULL, error = NULL "
-                    "WHERE cache_key = ?",
-                    (model, key),
-                )
+                self.store.reset_queued(key, model)
             if unit not in units:
                 units.append(unit)
-                self._db.execute(
-                    "UPDATE batch_requests SET units = ? WHERE cache_key = ?", (json.dumps(units), key)
-                )
+                self.store.set_units(key, units)
         if taken:
             self._taken[(owner, model)] += 1  # said at the next ``settle``
 
     # --- the runner's side ----------------------------------------------------------------------
     def _open_rows(self) -> list[tuple[str, str]]:
         """(cache key, model) of the queued and submitted requests of this run's batch models."""
-        return self._db.execute(
-            f"SELECT cache_key, model FROM batch_requests WHERE {self._open}", self._names
-        ).fetchall()
+        return self.store.open_rows(self._names)
 
     def open_requests(self) -> int:
         """Queued and submitted requests of this run's batch models (a model switched to direct since the
         store was written keeps its rows, which this invocation neither sends nor polls)."""
-        return int(
-            self._db.execute(
-                f"SELECT COUNT(*) FROM batch_requests WHERE {self._open}", self._names
-            ).fetchone()[0]
-        )
+        return self.store.count_open(self._names)
 
     def fail_open(self) -> int:
         """The last line of defence of the grid's batch loop, called after a round that made no
@@ -324,12 +237,7 @@ class BatchBroker:
         is not cancelled: the lines the provider ran before a cancel are billed all the same, and their
         answers are the ones the re-run reads."""
         rows = [(key, model) for key, model in self._open_rows() if key not in self._stuck]
-        batch_of = dict(
-            self._db.execute(
-                f"SELECT cache_key, batch_id FROM batch_requests WHERE {self._open} AND batch_id IS NOT NULL",
-                self._names,
-            ).fetchall()
-        )
+        batch_of = self.store.open_batch_of(self._names)
         reason = (
             "batch mode: nothing would answer this request in this run (it is in no batch being polled: "
             f"run.sqlite's batch records are inconsistent) and {STUCK_ADVICE}"
@@ -379,10 +287,7 @@ class BatchBroker:
         """Submissions a killed invocation left half-recorded: a batch the provider created (found by its
         input file among the provider's recent batches) is adopted and polled; otherwise its requests are
         queued again. The window is one HTTP round trip; this closes it where the provider can list."""
-        stale = self._db.execute(
-            "SELECT batch_id, model, input_file_id FROM batches WHERE state = ?", (_UPLOADING,)
-        ).fetchall()
-        for local, model, file_id in stale:
+        for local, model, file_id in self.store.uploading():
             if model not in self.settings:
                 continue
             found: BatchInfo | None = None
@@ -396,24 +301,11 @@ class BatchBroker:
                     )
                     recent = []
                 found = next((b for b in recent if b.input_file_id == file_id), None)
-            with transaction(self._db):  # the batch renamed with its requests, or requeued whole
+            with self.store.transaction():  # the batch renamed with its requests, or requeued whole
                 if found is not None:
-                    self._db.execute(
-                        "UPDATE batches SET batch_id = ?, state = ?, updated_at = ? WHERE batch_id = ?",
-                        (found.id, found.status, now(), local),
-                    )
-                    for table in ("batch_requests", "batch_members"):
-                        self._db.execute(
-                            f"UPDATE {table} SET batch_id = ? WHERE batch_id = ?", (found.id, local)
-                        )
+                    self.store.adopt_batch(local, found.id, found.status)
                 else:
-                    self._db.execute(
-                        "UPDATE batch_requests SET state = 'queued', batch_id = NULL, "
-                        "submissions = submissions - 1 WHERE batch_id = ? AND state = 'submitted'",
-                        (local,),
-                    )
-                    self._db.execute("DELETE FROM batches WHERE batch_id = ?", (local,))
-                    self._db.execute("DELETE FROM batch_members WHERE batch_id = ?", (local,))
+                    self.store.drop_uploading(local)
             if found is not None:
                 self.say(f"batch {found.id}: created before the interruption; polling it")
         self._requeue_orphans()
@@ -424,20 +316,15 @@ class BatchBroker:
         answer to them can reach this store, so they are queued again: sending them again is the only way
         to get one. (A store written by an older version, whose writes were not atomic, or damaged by a bug;
         left so, the run would wait for them for ever.)"""
-        with transaction(self._db):
-            rows = self._db.execute(
-                "SELECT r.cache_key, r.model, b.model, b.collected FROM batch_requests r "
-                "LEFT JOIN batches b ON b.batch_id = r.batch_id "
-                f"WHERE r.state = 'submitted' AND r.{self._of_run}",
-                self._names,
-            ).fetchall()
+        with self.store.transaction():
+            rows = self.store.submitted_with_batch(self._names)
             lost = [
                 (key, model)
                 for key, model, batch_model, collected in rows
                 if batch_model is None or collected or batch_model not in self.settings
             ]
             for key, _ in lost:  # its send was made, maybe run and billed: counted, and the next is a retry
-                self._requeue(key, "batch_lost")
+                self.store.requeue(key, "batch_lost")
         for model, n in sorted(Counter(model for _, model in lost).items()):
             self.say(
                 f"{n} request(s) of {model} were waiting for a batch that no invocation will read; "
@@ -451,25 +338,18 @@ class BatchBroker:
         queued with transport keys in its body (``extra_headers``: maybe a credential) is sent without
         them, and the stored queued line is rewritten without them (rows an older version left submitted,
         done or failed are not sent again and keep what it stored)."""
-        rows = self._db.execute(
-            "SELECT cache_key, model, line, submissions FROM batch_requests WHERE state = 'queued' "
-            "ORDER BY model, cache_key"
-        ).fetchall()
         out = []
-        for key, model, line, submissions in rows:
+        for key, model, line, submissions in self.store.queued():
             if model not in self.settings or key in self._stuck:  # failed for this invocation: not sent
                 continue
             clean = sendable_line(line)
             if clean != line:
-                self._db.execute("UPDATE batch_requests SET line = ? WHERE cache_key = ?", (clean, key))
+                self.store.set_line(key, clean)
             out.append((key, model, clean, submissions))
         return out
 
     def _open_batches(self) -> list[tuple[str, str]]:
-        rows = self._db.execute(
-            "SELECT batch_id, model FROM batches WHERE collected = 0 AND state != ? ORDER BY created_at",
-            (_UPLOADING,),
-        ).fetchall()
+        rows = self.store.open_batches()
         return [r for r in rows if r[1] in self.settings and r[0] not in self._left_open]
 
     def _limits(self, api: Any) -> tuple[int, int]:
@@ -496,40 +376,21 @@ class BatchBroker:
     async def _submit(self, api: Any, settings: ModelSettings, rows: list[tuple[str, str, int]]) -> None:
         """Upload one file and create its batch; the store names the batch before it is polled."""
         keys = [k for k, _, _ in rows]
-        local = f"{_UPLOADING}-{uuid.uuid4().hex[:12]}"
-        stamp = now()
-        with transaction(self._db):  # the local batch row, its requests' state and its members together
-            self._db.execute(
-                "INSERT INTO batches (batch_id, model, state, requests, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (local, settings.display_name, _UPLOADING, len(rows), stamp, stamp),
-            )
-            self._db.executemany(
-                "UPDATE batch_requests SET state = 'submitted', batch_id = ?, submissions = submissions + 1 "
-                "WHERE cache_key = ?",
-                [(local, k) for k in keys],
-            )
-            self._db.executemany(
-                "INSERT OR IGNORE INTO batch_members (batch_id, cache_key) VALUES (?, ?)",
-                [(local, k) for k in keys],
-            )
+        local = f"{UPLOADING}-{uuid.uuid4().hex[:12]}"
+        with self.store.transaction():  # the local batch row, its requests' state and its members together
+            self.store.insert_uploading(local, settings.display_name, keys)
         data = b"".join(line.encode("utf-8") + b"\n" for _, line, _ in rows)
         try:
             file_id = await api.upload(data, f"agentjudge-{local}.jsonl")
-            self._db.execute("UPDATE batches SET input_file_id = ? WHERE batch_id = ?", (file_id, local))
+            self.store.set_input_file(local, file_id)
             info: BatchInfo = await api.create(file_id, {"agentjudge_submission": local})
         except Exception as exc:  # noqa: BLE001 - a submission that failed is retried or recorded, per request
             self._submission_failed(settings, local, rows, exc)
             return
         # renamed together: a batch renamed without its requests would be collected with none of them, and
         # they would wait for it forever (interrupted here, the next invocation adopts it: ``_recover``)
-        with transaction(self._db):
-            self._db.execute(
-                "UPDATE batches SET batch_id = ?, state = ?, total = ?, updated_at = ? WHERE batch_id = ?",
-                (info.id, info.status, info.request_counts.total or len(rows), now(), local),
-            )
-            self._db.execute("UPDATE batch_requests SET batch_id = ? WHERE batch_id = ?", (info.id, local))
-            self._db.execute("UPDATE batch_members SET batch_id = ? WHERE batch_id = ?", (info.id, local))
+        with self.store.transaction():
+            self.store.name_batch(local, info.id, info.status, info.request_counts.total or len(rows))
         self.progress += len(rows)
         self.say(
             f"batch {info.id}: {len(rows)} request(s) of {settings.display_name} submitted ({info.status})"
@@ -542,27 +403,21 @@ class BatchBroker:
         message = scrub(f"{type(exc).__name__}: {exc}", settings_secrets(settings))[:2000]
         retry = kind in RETRYABLE_KINDS
         failed: list[str] = []
-        with transaction(self._db):  # the batch row goes with its requests' new states, or stays whole
-            self._db.execute("DELETE FROM batches WHERE batch_id = ?", (local,))
-            self._db.execute("DELETE FROM batch_members WHERE batch_id = ?", (local,))
+        with self.store.transaction():  # the batch row goes with its requests' new states, or stays whole
+            self.store.delete_batch(local)
             for key, _, submissions in rows:
                 if retry and submissions + 1 <= settings.max_retries:
-                    self._requeue(key, kind)  # an attempt, counted like a direct call's failed one
+                    self.store.requeue(key, kind)  # an attempt, counted like a direct call's failed one
                 else:
                     failed.append(key)
-                    self._db.execute(
-                        "UPDATE batch_requests SET state = 'failed', batch_id = NULL, error_kind = ?, "
-                        "error = ? "
-                        "WHERE cache_key = ?",
-                        (kind, f"batch submission failed: {message}", key),
-                    )
+                    self.store.set_submission_failed(key, kind, f"batch submission failed: {message}")
         self._note_failed(failed)
         self.progress += len(rows) - len(failed)  # tried, queued again: ``max_retries`` bounds those tries
         self.say(f"{settings.display_name}: batch submission failed ({kind}): {message[:200]}")
 
     def _fail(self, keys: list[str], kind: str, message: str) -> None:
-        with transaction(self._db):
-            self._db.executemany(_SET_FAILED, [(kind, message, k) for k in keys])
+        with self.store.transaction():
+            self.store.set_failed(keys, kind, message)
         self._note_failed(keys)
 
     def _note_failed(self, keys: list[str]) -> None:
@@ -585,18 +440,9 @@ class BatchBroker:
                     if not self._poll_failed(batch_id, model, "poll", exc):
                         still.append((batch_id, model))
                     continue
-                self._db.execute(
-                    "UPDATE batches SET state = ?, total = ?, completed = ?, failed = ?, updated_at = ?, "
-                    "note = ? WHERE batch_id = ?",
-                    (
-                        info.status,
-                        info.request_counts.total,
-                        info.request_counts.completed,
-                        info.request_counts.failed,
-                        now(),
-                        info.errors,
-                        batch_id,
-                    ),
+                counts = info.request_counts
+                self.store.set_polled(
+                    batch_id, info.status, counts.total, counts.completed, counts.failed, info.errors
                 )
                 if info.status not in FINAL_STATES:
                     self._poll_failures.pop(batch_id, None)
@@ -628,7 +474,7 @@ class BatchBroker:
         secrets = settings_secrets(settings)
         detail = scrub(f"{type(exc).__name__}: {exc}", secrets)[:500]
         self._poll_failures.pop(batch_id, None)
-        if kind in PASSING_KINDS and self._left_open_before(batch_id) + 1 < MAX_LEFT_OPEN:
+        if kind in PASSING_KINDS and self.store.left_open(batch_id) + 1 < MAX_LEFT_OPEN:
             message = (
                 f"batch {batch_id}: could not {what} ({kind}, {failures} time(s) in a row): given up for "
                 f"this run, its unanswered requests are failed (a re-run polls the batch again and reads "
@@ -653,34 +499,23 @@ class BatchBroker:
         ``batch_given_up``), but kept open in the store, its requests submitted to it. The provider runs and
         bills it all the same, so a re-run polls it and takes its answers instead of paying for them twice
         (as ``fail_open``: the failure is this invocation's only, and the sends are counted when read)."""
-        keys = self._unanswered(batch_id)
+        keys = self.store.unanswered(batch_id)
         self._left_open.add(batch_id)
-        with transaction(self._db):  # counted across invocations: MAX_LEFT_OPEN of them, then given up
-            self._db.execute(
-                "UPDATE batches SET left_open = left_open + 1, updated_at = ? WHERE batch_id = ?",
-                (now(), batch_id),
-            )
+        with self.store.transaction():  # counted across invocations: MAX_LEFT_OPEN of them, then given up
+            self.store.add_left_open(batch_id)
         for key in keys:
             self._stuck[key] = ("batch_given_up", message)
         self._resolved += len(keys)
         self.progress += len(keys)
         self.say(f"{message[:400]} ({len(keys)} request(s))")
 
-    def _left_open_before(self, batch_id: str) -> int:
-        """How many earlier invocations left ``batch_id`` open (``_leave_open``)."""
-        row = self._db.execute("SELECT left_open FROM batches WHERE batch_id = ?", (batch_id,)).fetchone()
-        return int(row[0]) if row is not None and row[0] is not None else 0
-
     def _give_up(self, batch_id: str, kind: str, message: str) -> None:
         """Mark ``batch_id`` collected (no invocation polls it again) and fail its unanswered requests:
         both or neither."""
-        with transaction(self._db):
-            keys = self._unanswered(batch_id)
-            self._db.executemany(_SET_FAILED, [(kind, message, k) for k in keys])
-            self._db.execute(
-                "UPDATE batches SET collected = 1, note = ?, updated_at = ? WHERE batch_id = ?",
-                (message[:1000], now(), batch_id),
-            )
+        with self.store.transaction():
+            keys = self.store.unanswered(batch_id)
+            self.store.set_failed(keys, kind, message)
+            self.store.set_collected(batch_id, message[:1000])
         self._note_failed(keys)
         self.say(f"{message[:400]} ({len(keys)} request(s))")
 
@@ -696,40 +531,28 @@ class BatchBroker:
         # every request's outcome and the batch's ``collected`` in one transaction: interrupted, nothing
         # of it is kept and the next invocation reads the files again (a failure kept without its batch
         # collected would be asked again by that invocation, as an earlier invocation's failure)
-        with transaction(self._db):
-            rows = {
-                key: submissions
-                for key, submissions in self._db.execute(
-                    "SELECT cache_key, submissions FROM batch_requests "
-                    "WHERE batch_id = ? AND state = 'submitted'",
-                    (info.id,),
-                )
-            }
+        with self.store.transaction():
+            rows = self.store.submitted_to(info.id)
             for text in lines:
                 result = parse_result_line(text)
                 if result is None or result.custom_id not in rows:
                     continue
                 submissions = rows.pop(result.custom_id)
                 if result.status == 200 and result.body is not None and result.error is None:
-                    self._db.execute(
-                        "UPDATE batch_requests SET state = 'done', answer = ? WHERE cache_key = ?",
-                        (scrub(json.dumps(result.body), secrets), result.custom_id),  # as the cache
-                    )
+                    # scrubbed as the cache is
+                    self.store.set_answered(result.custom_id, scrub(json.dumps(result.body), secrets))
                     outcome["answered"] += 1
                     continue
                 kind = _kind_of_status(result.status)
                 if kind in RETRYABLE_KINDS and submissions <= settings.max_retries:
-                    self._requeue(result.custom_id, kind)
+                    self.store.requeue(result.custom_id, kind)
                     outcome["requeued"] += 1
                 else:
                     message = scrub(f"HTTP {result.status} in batch {info.id}: {result.error}", secrets)[
                         :2000
                     ]
                     failed.append(result.custom_id)
-                    self._db.execute(
-                        _SET_FAILED,
-                        (kind, message, result.custom_id),
-                    )
+                    self.store.set_failed([result.custom_id], kind, message)
                     outcome["failed"] += 1
             # requests without a line: a batch that expired/failed/was cancelled before reaching them
             kind = "timeout" if info.status == "expired" else "server_error"
@@ -737,74 +560,23 @@ class BatchBroker:
                 kind = "bad_request"
             for key, submissions in rows.items():
                 if submissions <= settings.max_retries:
-                    self._requeue(key, kind)
+                    self.store.requeue(key, kind)
                     outcome["requeued"] += 1
                 else:
                     reason = f": {scrub(info.errors, secrets)}" if info.errors else ""
                     message = f"batch {info.id} {info.status} after {submissions} submission(s){reason}"
                     failed.append(key)
-                    self._db.execute(
-                        _SET_FAILED,
-                        (kind, message, key),
-                    )
+                    self.store.set_failed([key], kind, message)
                     outcome["failed"] += 1
-            self._db.execute("UPDATE batches SET collected = 1 WHERE batch_id = ?", (info.id,))
+            self.store.set_collected(info.id)
         self._note_failed(failed)  # the failures, as every other path records them; the answers:
         self._resolved += outcome["answered"]
         self.progress += outcome["answered"]
         parts = ", ".join(f"{n} {what}" for what, n in sorted(outcome.items())) or "no requests"
         self.say(f"batch {info.id} {info.status}: {parts}")
 
-    def _requeue(self, key: str, kind: str) -> None:
-        """Queue ``key`` to be sent again (inside the caller's transaction): the send it had stays counted
-        (``submissions``: the provider received it and may bill it), and the next one is a retry of
-        ``kind``, shown with the model's retries like a direct call's."""
-        (text,) = self._db.execute(
-            "SELECT retries FROM batch_requests WHERE cache_key = ?", (key,)
-        ).fetchone()
-        retries = json.loads(text) if text else {}
-        retries[kind] = retries.get(kind, 0) + 1
-        self._db.execute(_REQUEUE, (json.dumps(retries, sort_keys=True), key))
-
 
 # --- `agentjudge batches RUNDIR` -------------------------------------------------------------------
-def batch_rows(db: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Every batch of a run with its provider counts and its requests' and units' states."""
-    out = []
-    for batch_id, model, state, total, completed, failed, requests, created, updated, note in db.execute(
-        "SELECT batch_id, model, state, total, completed, failed, requests, created_at, updated_at, note "
-        "FROM batches ORDER BY created_at, batch_id"
-    ):
-        units: set[str] = set()
-        by_state: Counter[str] = Counter()
-        for req_state, unit_list in db.execute(
-            "SELECT r.state, r.units FROM batch_members m JOIN batch_requests r ON r.cache_key = m.cache_key "
-            "WHERE m.batch_id = ?",
-            (batch_id,),
-        ):
-            by_state[req_state] += 1
-            units.update(json.loads(unit_list))
-        out.append(
-            {
-                "batch_id": batch_id,
-                "model": model,
-                "state": state,
-                "total": total,
-                "completed": completed,
-                "failed": failed,
-                "requests": requests,
-                "units": len(units),
-                "answered": by_state["done"],  # requests of this batch answered (here or in a later one)
-                "request_failures": by_state["failed"],
-                "open": by_state["queued"] + by_state["submitted"],
-                "created": created,
-                "updated": updated,
-                "note": note,
-            }
-        )
-    return out
-
-
 def batches_cli(rundir: Path) -> int:
     """``agentjudge batches RUNDIR``: one line per batch. Exit 0, or 2 when RUNDIR holds no run store."""
     from rich.console import Console
