@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -639,6 +640,10 @@ def test_run_folder_says_requests_retries_and_attempts_per_failed_unit(
         3,
         1,
     )
+    assert failed["kind"] == "server_error"  # the model client's kind, carried as a field
+    with sqlite3.connect(rundir / "run.sqlite") as db:  # the store keeps both fields beside the text
+        stored = db.execute("SELECT error_kind, error_attempts FROM units WHERE status = 'failed'").fetchall()
+    assert stored == [("server_error", 3)]
     out = capsys.readouterr().out
     table = out.split("This run, per model")[1]  # the retries column (a cell may wrap)
     assert "rate_limit 1," in table and "server_error 2" in table
