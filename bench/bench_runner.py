@@ -56,10 +56,10 @@ client once per round, and the last column lists each round's requests/s and ste
 The judge model is ``--model`` (default ``openai/bench-judge``, a name litellm has no price for, as a vLLM,
 Ollama or other self-hosted model; ``--model openai/gpt-4o-mini`` measures a model litellm prices: the
 loopback server answers whatever the name). For a model litellm cannot price the runner hands litellm a
-placeholder per-call price after its first answer (models/client.py, ``_PLACEHOLDER_PRICE``), which spares
-litellm a failed price-map walk of ~1.5-2 ms per call; raw and threads call litellm as a plain user would,
-so for such a model part of the runner's lead over them is that saving, not the runner's own code (the
-``--stubbed`` rows measure that). The output's first line says which case was measured.
+placeholder per-call price after its first answer (``PLACEHOLDER_PRICE``, fastpaths/litellm_pricing.py),
+which spares litellm a failed price-map walk of ~1.5-2 ms per call; raw and threads call litellm as a plain
+user would, so for such a model part of the runner's lead over them is that saving, not the runner's own
+code (the ``--stubbed`` rows measure that). The output's first line says which case was measured.
 
 Each row's header gives the loopback server's own CPU per request (on 2 cores it competes with the client
 being measured). Ratios are measured in one run on one machine: read them, not the absolute figures, when

@@ -413,8 +413,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             Edit(
                 "agentjudge/models/client.py",
-                "        if self.call_limits is None:\n            return _UNLIMITED",
-                "        if True:\n            return _UNLIMITED",
+                "        if self.call_limits is None:\n            return http_shares.UNLIMITED",
+                "        if True:\n            return http_shares.UNLIMITED",
             ),
         ),
         "tests/test_workers.py::test_units_are_sent_ahead_while_the_workers_keep_each_models_limit",
@@ -426,7 +426,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "through httpx: the model gets as many requests in flight as units out",
         (
             Edit(
-                "agentjudge/models/http_shares.py",
+                "agentjudge/fastpaths/http_shares.py",
                 "        async with slot.limit:\n            return await original(self, request, **kwargs)",
                 "        return await original(self, request, **kwargs)",
             ),
@@ -474,7 +474,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "some other way is unlimited",
         (
             Edit(
-                "agentjudge/models/http_shares.py",
+                "agentjudge/fastpaths/http_shares.py",
                 "    return slot.sent > 0 and not slot.streamed",
                 "    return not slot.streamed",
             ),
@@ -565,7 +565,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "worst case): a judge that writes long answers overspends the cap",
         (
             Edit(
-                "agentjudge/models/client.py",
+                "agentjudge/models/cost_gate.py",
                 "        worst += out_tokens * prices[1]\n",
                 "        worst += out_tokens * prices[0]\n",
             ),
@@ -579,7 +579,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the cap stops counting what such a provider bills",
         (
             Edit(
-                "agentjudge/models/client.py",
+                "agentjudge/models/batch_path.py",
                 "await self.cost_gate.settle(reserved, cost if usage.prompt_tokens else reserved, held=True)",
                 "await self.cost_gate.settle(reserved, cost, held=True)",
             ),

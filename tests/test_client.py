@@ -392,7 +392,7 @@ async def test_a_worker_share_is_held_around_the_http_exchange_alone(
     fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Once a call of the model was seen sending its request through httpx, a worker's share is held around
-    each request alone (models/http_shares.py): calls do litellm's work before sending side by side, while
+    each request alone (fastpaths/http_shares.py): calls do litellm's work before sending side by side, while
     the server never has more than the share of requests at once. The first call holds it whole."""
     import litellm
 

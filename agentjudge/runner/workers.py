@@ -10,7 +10,7 @@ What stays where:
 * The parent schedules; the workers hold the limits around the requests. Each worker holds a share of
   every model's ``concurrency`` (``split_limit``: the shares add up to it, no rounding) around the request
   alone (``ModelClient``'s ``call_limits``; around each HTTP exchange once its model was seen sending through
-  httpx, ``models/http_shares.py``), and the parent keeps a few more of a model's units out than the
+  httpx, ``fastpaths/http_shares.py``), and the parent keeps a few more of a model's units out than the
   model's ``concurrency`` (``engine.run_units``'s ``ahead``), so a worker builds the next prompts, looks up
   the cache and parses answers while its share of requests is out: those milliseconds (and the pipes
   both ways) no longer hold a slot. A unit goes to the worker with the fewest of the model's units out
