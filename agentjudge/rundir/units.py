@@ -4,7 +4,7 @@ The schema lives here, below the runner, so that the one writer (``runner/store.
 tables from ``STORE_SCHEMA`` and names its columns with ``KEY_COLUMNS``) and every reader (``RunFolder``,
 the viewer, the tests) share one definition. Other tables of the same file belong to their writers:
 ``score_cache`` and ``gate1_cache`` to ``runner/resume_cache.py``, ``batches``, ``batch_requests`` and
-``batch_members`` to ``runner/batches.py``.
+``batch_members`` to ``runner/batch_store.py``.
 
 Two ways to open the store without changing it, for two kinds of reader:
 
@@ -54,8 +54,8 @@ CREATE TABLE IF NOT EXISTS units (
                  temperature, trial)
 );
 """
-#: columns added after the first version of the table, (name, declaration): ``RunStore`` adds them on open to a
-#: store an older version wrote (NULL in its rows), and a reader of such a store reads them as NULL
+#: columns added after the first version of the table, (name, declaration): ``RunStore`` adds them on open
+#: to a store an older version wrote (NULL in its rows), and a reader of such a store reads them as NULL
 ADDED_UNIT_COLUMNS: tuple[tuple[str, str], ...] = (("error_kind", "TEXT"), ("error_attempts", "INTEGER"))
 #: a unit's coordinates (the primary key), in key order; ``runner.store.UnitKey``'s fields
 KEY_COLUMNS: tuple[str, ...] = (
@@ -72,8 +72,8 @@ KEY_COLUMNS: tuple[str, ...] = (
 )
 #: every column of the units table, in table order. ``result``: the unit's result as compact JSON
 #: (``model_dump(exclude_defaults=True)``); ``attempts``: the invocations that ran the unit; a failed unit's
-#: ``error_kind`` (its kind, '' when none was named) and ``error_attempts`` (the requests the model client sent
-#: for the failed call), beside its ``error`` text (agentjudge/models/failures.py)
+#: ``error_kind`` (its kind, '' when none was named) and ``error_attempts`` (the requests the model client
+#: sent for the failed call), beside its ``error`` text (agentjudge/models/failures.py)
 UNIT_COLUMNS: tuple[str, ...] = (
     *KEY_COLUMNS,
     "status",
