@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from test_sampling_run import _pipeline
 
+from agentjudge.models.failures import Failure
 from agentjudge.rundir import FORMAT_VERSION, RunFolder, RunMeta, RunSummary, SamplingRecord
 from agentjudge.rundir.columns import (
     JUDGMENT_COLUMNS,
@@ -27,7 +28,7 @@ from agentjudge.rundir.columns import (
 from agentjudge.rundir.summary import FailedUnit
 from agentjudge.rundir.synthetic import SyntheticSpec, write_run
 from agentjudge.runner.grid import run_cli
-from agentjudge.runner.store import UnitKey
+from agentjudge.runner.store import StoredFailure, UnitKey
 from agentjudge.runner.summary import failed_unit_rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +78,7 @@ THIS_INVOCATION_KEYS = {"done", "failed", "calls", "requests", "retries_by_kind"
 ALL_INVOCATIONS_KEYS = {"requests", "retries_by_kind"}
 FAILED_UNIT_KEYS = {
     "model", "stage", "record_id", "generator", "generator_trial", "judge", "condition", "variant",
-    "temperature", "trial", "reason", "attempts", "runs", "error",
+    "temperature", "trial", "reason", "kind", "attempts", "runs", "error",
 }  # fmt: skip
 SAMPLING_KEYS = {
     "version", "target_ci_pp", "confidence", "fpc", "pilot", "seed", "applies_to", "population", "order",
@@ -145,9 +146,12 @@ def test_run_summary_json_keys_are_pinned(rundir: Path) -> None:
         assert set(entry["all_invocations"]) == ALL_INVOCATIONS_KEYS
     # this run failed nothing: a failed unit's row is pinned where the runner makes it
     key = UnitKey("judge", "r-1:hard", "hard", "sim/weak", 0, "j", "with_gt", "json-cot0-d1.0", "default", 0)
-    [row] = failed_unit_rows([(key, "timeout after 3 attempt(s): read timed out", 2)])
+    stored = StoredFailure(key, "timeout after 3 attempt(s): read timed out", Failure("timeout", 3), 2)
+    [row] = failed_unit_rows([stored])
     assert set(row) == FAILED_UNIT_KEYS
-    assert FailedUnit.model_validate(row).attempts == 3
+    assert (FailedUnit.model_validate(row).kind, FailedUnit.model_validate(row).attempts) == ("timeout", 3)
+    older = {k: v for k, v in row.items() if k != "kind"}  # a run_summary.json written before the field
+    assert FailedUnit.model_validate(older).kind is None
 
 
 def test_sampling_json_keys_are_pinned(rundir: Path) -> None:

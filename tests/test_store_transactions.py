@@ -45,7 +45,7 @@ def test_a_group_writer_raises_the_error_that_broke_its_write(tmp_path: Path) ->
     writer.write([])  # opens the writer's connection
     assert writer._db is not None
     _interrupt_the_next_insert(writer._db)
-    row = (*_unit(1).row(), "done", "{}", None, now(), now())
+    row = (*_unit(1).row(), "done", "{}", None, None, None, now(), now())
     with pytest.raises(sqlite3.OperationalError) as raised:
         writer.write([row])
     assert str(raised.value) == "interrupted"  # not "cannot rollback - no transaction is active"

@@ -277,7 +277,7 @@ class RunStore:
         )
         return Counter(dict(rows.fetchall()))
 
-    def failed_units(self) -> list[FailedUnit]:
+    def failed_units(self) -> list[StoredFailure]:
         """Every failed unit: coordinates, stored error, its failure's fields, and how many invocations ran
         it. A row written before the failure columns existed (``error_kind`` NULL) has its fields read
         from its text (``read_failure``)."""
@@ -290,7 +290,7 @@ class RunStore:
         for row in rows:
             error, kind, requests, runs = row[len(KEY_COLUMNS) :]
             failure = read_failure(error) if kind is None else Failure(kind or None, requests)
-            out.append(FailedUnit(UnitKey(*row[: len(KEY_COLUMNS)]), error, failure, runs))
+            out.append(StoredFailure(UnitKey(*row[: len(KEY_COLUMNS)]), error, failure, runs))
         return out
 
     def close(self) -> None:
@@ -348,7 +348,7 @@ def store_failure_columns(status: Status, failure: Failure) -> tuple[str | None,
     return failure.kind or "", failure.attempts
 
 
-class FailedUnit(NamedTuple):
+class StoredFailure(NamedTuple):
     """A failed unit as ``RunStore.failed_units`` reads it."""
 
     key: UnitKey

@@ -27,7 +27,7 @@ from agentjudge.models.fleet import redact_url
 from agentjudge.registry.model_strings import model_kind
 from agentjudge.runner.pipeline import Pipeline
 from agentjudge.runner.scheduler import ModelTally
-from agentjudge.runner.store import FailedUnit
+from agentjudge.runner.store import StoredFailure
 from agentjudge.types import ModelSettings
 
 
@@ -222,7 +222,7 @@ def add_totals(earlier: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str,
     return out
 
 
-def failed_unit_rows(failed: list[FailedUnit]) -> list[dict[str, Any]]:
+def failed_unit_rows(failed: list[StoredFailure]) -> list[dict[str, Any]]:
     """Every failed unit of the store: coordinates, model, reason, kind, attempts, runs, the error (cut)."""
     rows = []
     for key, error, failure, runs in failed:
