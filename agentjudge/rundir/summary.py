@@ -48,8 +48,8 @@ class FailedUnit(Strict):
     temperature: str | None  # the store's text form: "default" or the value's repr
     trial: int
     reason: str  # ``models.failures`` reason: auth, connection, rate_limit, server, timeout, parse, ...
-    # the failure's kind (``ModelCallError.kind``, ``parse_error``, ...; null when none was named), absent from
-    # a run_summary.json written before it was kept
+    # the failure's kind (``ModelCallError.kind``, ``parse_error``, ...; null when none was named); absent
+    # from a run_summary.json written before it was kept
     kind: str | None = None
     attempts: int | None
     runs: int
