@@ -28,10 +28,11 @@ the delta-method (linearised) variance of θ̂ as a function of per-scenario sum
 (Ā_Y, Ā_f the labelled means, B̄ the mean of f over all items; with weights each labelled sum is a weighted
 sum, below), Var θ̂ ≈ k·Σ_c z_c², k = C/(C − 1) with C the labelled scenarios. λ̂ = −Σu v / Σv² (clipped to
 [0, 1] as the authors' code does) minimises exactly this estimate, so the PPI interval is never wider than
-the direct (λ = 0) one computed the same way: a deterministic guarantee, not an asymptotic one. The
-interval is θ̂ ± t_{C−1}·sqrt(Var). Why not a bootstrap here: the sums give the interval in closed form for
-thousands of replicates at once (the planted-population coverage checks run vectorised), and a bootstrap
-would have to re-tune λ in every resample to be honest about its noise. Each item as its own cluster gives
+the direct (λ = 0) one computed the same way (up to the t quantile's degrees of freedom). The interval is
+θ̂ ± t·sqrt(Var), t with Satterthwaite's degrees of freedom (``satterthwaite_df``). Why not a bootstrap
+here: the sums give the interval in closed form for thousands of replicates at once (the planted-
+population coverage checks run vectorised), and a bootstrap would have to re-tune λ in every resample to
+be honest about its noise. Each item as its own cluster gives
 the i.i.d. PPI++ interval; ``tests/test_ppi.py`` checks it against the authors' ``ppi_py``.
 
 Unequal inclusion. ``human-sample`` labels imperfect items about 14/6 against perfect ones, far above their
