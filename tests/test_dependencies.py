@@ -25,6 +25,7 @@ IMPORT_NAME_OF = {
     "llama-cpp-python": {"llama_cpp"},
     "pillow": {"PIL"},
     "python-dateutil": {"dateutil"},
+    "ppi-python": {"ppi_py"},
 }
 
 

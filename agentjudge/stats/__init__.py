@@ -1,9 +1,12 @@
 """§8 statistics: pure, seeded functions over DataFrames (alignment, cluster bootstrap, κ, jury,
-robustness, pass^k). Analyses in ``analysis/`` compose these; nothing here reads files."""
+robustness, pass^k) and §11's estimates against people from few labels (direct, PPI++ with inverse-
+inclusion weights, label budget, annotator κ). Analyses in ``analysis/`` compose these; nothing here reads
+files."""
 
 from agentjudge.stats.agreement import (
     COORDS,
     cohen_kappa,
+    kappa_from_confusion,
     kappa_tier_correlation,
     pairwise_agreement,
     soft_jury,
@@ -29,21 +32,39 @@ from agentjudge.stats.bootstrap import (
     slow_ratio_reference,
 )
 from agentjudge.stats.passk import pass_at_k, pass_hat_k, passk_curve, success_counts
+from agentjudge.stats.people import ANNOTATOR_COLUMNS, PPI_COLUMNS, annotator_agreement, ppi_table
+from agentjudge.stats.ppi import (
+    LabelBudget,
+    PPIEstimate,
+    cluster_sums,
+    label_budget,
+    ppi_from_sums,
+    ppi_mean,
+    stratum_inclusion,
+)
 from agentjudge.stats.robust import WEIGHTINGS, binary_collapse_table, topology_balanced, weighting_rankings
 
 __all__ = [
+    "ANNOTATOR_COLUMNS",
     "COORDS",
+    "PPI_COLUMNS",
     "WEIGHTINGS",
     "ClusterBootstrap",
     "GroupDraws",
+    "LabelBudget",
+    "PPIEstimate",
     "add_alignment_columns",
     "alignment_table",
+    "annotator_agreement",
     "binary_collapse",
     "binary_collapse_table",
+    "cluster_sums",
     "cohen_kappa",
     "diff_table",
     "draw_indices",
+    "kappa_from_confusion",
     "kappa_tier_correlation",
+    "label_budget",
     "multiplicities",
     "mu",
     "paired_difference",
@@ -52,10 +73,14 @@ __all__ = [
     "pass_hat_k",
     "passk_curve",
     "percentile_ci",
+    "ppi_from_sums",
+    "ppi_mean",
+    "ppi_table",
     "slow_ratio_reference",
     "snap",
     "soft_jury",
     "spearman",
+    "stratum_inclusion",
     "success_counts",
     "topology_balanced",
     "verdict_matrix",

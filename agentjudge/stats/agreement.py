@@ -50,8 +50,15 @@ def cohen_kappa(
         return float("nan")
     k = n_categories
     conf = np.bincount(a * k + b, weights=sample_weight, minlength=k * k).reshape(k, k).astype(float)
-    n = conf.sum()
-    expected = np.outer(conf.sum(axis=1), conf.sum(axis=0)) / n
+    return float(kappa_from_confusion(conf, weights))
+
+
+def kappa_from_confusion(conf: np.ndarray, weights: str | None = None) -> np.ndarray:
+    """Cohen's κ of (..., k, k) confusion matrices (rows rater a, columns rater b), vectorised over the
+    leading axes: a cluster bootstrap's B resampled matrices give B κ's in one call. NaN where undefined
+    (an empty matrix, or both raters constant on the same category)."""
+    conf = np.asarray(conf, dtype=float)
+    k = conf.shape[-1]
     if weights is None:
         w = 1.0 - np.eye(k)
     elif weights == "linear":
@@ -59,10 +66,12 @@ def cohen_kappa(
         w = np.abs(grid[:, None] - grid[None, :]) / (k - 1)
     else:
         raise ValueError(f"unknown weights {weights!r}")
-    denom = (w * expected).sum()
-    if denom == 0:
-        return float("nan")
-    return float(1.0 - (w * conf).sum() / denom)
+    n = conf.sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected = conf.sum(axis=-1)[..., :, None] * conf.sum(axis=-2)[..., None, :] / n[..., None, None]
+        denom = (w * expected).sum(axis=(-2, -1))
+        kappa = 1.0 - (w * conf).sum(axis=(-2, -1)) / denom
+    return np.asarray(np.where((n > 0) & (denom != 0), kappa, np.nan))
 
 
 def verdict_matrix(
