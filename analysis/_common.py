@@ -107,6 +107,8 @@ def judge_kind(ctx: Context, judge: str) -> str:
         return "constant"
     if ctx.is_baseline(judge):
         return "baseline"
+    if ctx.is_imported_baseline(judge):
+        return "judge-specific baseline"
     if ctx.is_simulated_judge(judge):
         return "simulated"
     kind = ctx.meta.get("judges", {}).get(judge, {}).get("kind")

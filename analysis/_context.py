@@ -167,12 +167,20 @@ class Context:
         info = self.meta.get("judges", {}).get(judge, {})
         return judge.startswith("simjudge/") or info.get("kind") == "simjudge"
 
+    def is_imported_baseline(self, judge: str) -> bool:
+        """A publication's judge-specific baseline (Prometheus-2 of AgentJudgeBench): shown beside the
+        ranking like a calibration point, never ranked or pooled with the judges it was a baseline for."""
+        return self.meta.get("judges", {}).get(judge, {}).get("kind") == "imported-baseline"
+
     def rankable_judges(self) -> list[str]:
-        """Judges that may be ranked, pooled, put on a jury or in κ: all but the oracle and constants."""
-        return [j for j in self.judges if not (self.is_oracle(j) or self.is_constant(j))]
+        """Judges that may be ranked, pooled, put on a jury or in κ: all but the oracle, constants and
+        imported baselines."""
+        return [j for j in self.judges if j not in self.calibration_judges()]
 
     def calibration_judges(self) -> list[str]:
-        return [j for j in self.judges if self.is_oracle(j) or self.is_constant(j)]
+        return [
+            j for j in self.judges if self.is_oracle(j) or self.is_constant(j) or self.is_imported_baseline(j)
+        ]
 
     def is_simulated(self, generator: str) -> bool:
         info = self.meta.get("generators", {}).get(generator, {})
@@ -191,6 +199,8 @@ class Context:
             return f"{judge} (constant, calibration)"
         if self.is_baseline(judge):
             return f"{judge} (baseline)"
+        if self.is_imported_baseline(judge):
+            return f"{judge} (judge-specific baseline)"
         return f"{judge} (simulated)" if self.is_simulated_judge(judge) else judge
 
     def generator_label(self, generator: str) -> str:

@@ -33,6 +33,8 @@ MEANING = {
     "oracle": "the reference snapped to {0, 0.5, 1}: the best any three-level judge can score (an upper "
     "bound; it reads the answer key)",
     "constant": "the same verdict whatever it sees: what a judge gets for the base rate alone",
+    "judge-specific baseline": "a fine-tuned evaluator a publication ran beside its judges as a baseline "
+    "(imported; never ranked or pooled with them)",
 }
 
 # SPEC §1 headline figures (AgentJudgeBench, 2026), shown beside this run's cell where it has one.

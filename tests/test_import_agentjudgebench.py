@@ -324,18 +324,23 @@ def _agentjudge(*args: str | Path) -> subprocess.CompletedProcess[str]:
 def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     done = _agentjudge(tmp_path / "empty", "--records", RECORDS, "--out", tmp_path / "out")
-    assert done.returncode == 2 and "neither layout" in done.stdout and not (tmp_path / "out").exists()
+    assert done.returncode == 2 and "no judge verdicts found" in done.stdout
+    assert not (tmp_path / "out").exists()
     bad = tmp_path / "bad"
     bad.mkdir()
+    # a judge file without the judged fields: named with the columns found, since nothing else is there
     (bad / "judge_qwq_32b.jsonl").write_text(
         json.dumps({"id": "x", "generator": "g", "difficulty": "easy"}) + "\n"
     )
     done = _agentjudge(bad, "--records", RECORDS, "--out", tmp_path / "out")
-    assert done.returncode == 2 and "judge_qwq_32b.jsonl, row 1: fields generated_tool_calls" in done.stdout
-    assert "found difficulty, generator, id" in done.stdout and not (tmp_path / "out").exists()
-    (bad / "judge_qwq_32b.jsonl").write_text(json.dumps({"id": "x", "generated_tool_calls": []}) + "\n")
+    assert done.returncode == 2 and "no judge verdicts found" in done.stdout
+    assert "judge_qwq_32b.jsonl: columns difficulty, generator, id fit no kind" in done.stdout
+    assert not (tmp_path / "out").exists()
+    (bad / "judge_qwq_32b.jsonl").write_text(
+        json.dumps({"id": "x", "generated_tool_calls": [], "programmatic_judge_response": {}}) + "\n"
+    )
     done = _agentjudge(bad, "--records", RECORDS, "--out", tmp_path / "out")
-    assert done.returncode == 2 and "the generator is not a column" in done.stdout
+    assert done.returncode == 2 and "judge_qwq_32b.jsonl, row 1: the generator is not a column" in done.stdout
     release = tmp_path / "release"
     build_release(release, "per-judge")
     (tmp_path / "taken").mkdir()
@@ -353,18 +358,20 @@ def test_the_download_root_and_rows_that_name_no_cell(tmp_path: Path) -> None:
     """The download's root (its judge files in data/) is read as the per-judge layout; a failed row whose
     generator and difficulty are None too is counted (its cell unknown); a generator column present but
     null in a row with data is named as such."""
-    from agentjudge.tracks.agentjudgebench.files import ReleaseError, read_release
+    from agentjudge.tracks.agentjudgebench.files import Failure, ReleaseError, read_judged, scan
 
     build_release(tmp_path / "root" / "data", "per-judge")
     path = tmp_path / "root" / "data" / "judge_qwq_32b.jsonl"
     lines = path.read_text().splitlines()
     ghost = {k: None for k in json.loads(lines[0])}
     path.write_text("\n".join([*lines, json.dumps(ghost)]) + "\n")
-    release = read_release(tmp_path / "root")
-    assert release.layout == "per-judge files"
-    unknown = {k: v for k, v in release.failure_rows.items() if k[1] == "(unknown generator)"}
-    assert list(unknown.values()) == [1]
+    release = scan(tmp_path / "root")
+    assert release.layout == "per-judge files" and len(release.of("judged")) == len(JUDGES)
+    items = [item for found in release.of("judged") for item in read_judged(found)]
+    unknown = [i for i in items if isinstance(i, Failure) and i.generator == "(unknown generator)"]
+    assert len(unknown) == 1 and unknown[0].judge == "qwq_32b"
     row = json.loads(lines[0]) | {"generator": None}
     path.write_text(json.dumps(row) + "\n")
+    (found,) = [f for f in scan(tmp_path / "root").of("judged") if f.path == path]
     with pytest.raises(ReleaseError, match=r"row 1: the generator \(generator\) is None, not a name"):
-        read_release(tmp_path / "root")
+        list(read_judged(found))

@@ -458,13 +458,18 @@ def import_agentjudgebench(
     release: Annotated[
         Path,
         typer.Argument(
-            help="The release's judge outputs: judge_<judge>.jsonl files or <gen>/judged_by_<judge>/ folders."
+            help="The downloaded release (its root or data/), or the pipeline's judge outputs "
+            "(judge_<judge>.jsonl files or <gen>/judged_by_<judge>/ folders)."
         ),
     ],
-    records: Annotated[
-        Path, typer.Option(help="The released base records (published layout, records.jsonl).")
-    ],
     out: Annotated[Path, typer.Option(help="A new run folder for the imported run.")],
+    records: Annotated[
+        Path | None,
+        typer.Option(
+            help="Base records (published layout) for the run instead of the release's own "
+            "data/main/records.jsonl, checked against it; needed when the release has none."
+        ),
+    ] = None,
 ) -> None:
     """The AgentJudgeBench paper's generator outputs and judge verdicts as a run folder (report, view,
     --add-judge)."""

@@ -41,8 +41,16 @@ CREATE TABLE IF NOT EXISTS verdicts (
     verdicts TEXT,                -- JSON {metric: value or null}; NULL when the judgment failed
     rationale TEXT NOT NULL DEFAULT '',
     raw TEXT NOT NULL DEFAULT '',
-    failure TEXT,                 -- why the source has no verdict (a failed judge call), else NULL
+    failure TEXT,                 -- why the source has no verdict, or why a metric has none; else NULL
+    overall REAL,                 -- the source's own alignment figure for this row (%), when it gives one
     PRIMARY KEY (judge, generator, record_id, condition)
+);
+CREATE TABLE IF NOT EXISTS reference (
+    generator TEXT NOT NULL,      -- the publication's programmatic scores of one output, as a file has them
+    record_id TEXT NOT NULL,
+    copy TEXT NOT NULL,           -- '' for the output's own row; a judge's name for that judge file's copy
+    tool REAL NOT NULL, param REAL NOT NULL, seq REAL NOT NULL, cov REAL NOT NULL,
+    PRIMARY KEY (generator, record_id, copy)
 );
 """
 

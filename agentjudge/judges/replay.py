@@ -1,9 +1,10 @@
 """``imported/<key>`` judges: verdicts released by a publication, replayed from ``imported.sqlite``
-(``generators/imported.py`` describes the file). Each request is answered with the verdict the publication
+(``generators/replay.py`` describes the file). Each request is answered with the verdict the publication
 gave to this generator's output for this task under this condition (``JudgeRequest.generator`` says
 whose output it is). A metric the source left without a value is a verdict of None, and a judgment the
 source lost (its judge call failed there) has every metric None: both are counted as unparseable answers
-of that judge with the source's reason, never defaulted, and never retried (the source will not change)."""
+of that judge with the source's reason (``failure``), never defaulted, and never retried (the source will
+not change)."""
 
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ class ImportedJudge:
         values = json.loads(verdicts)
         missing = sorted(m for m, v in values.items() if v is None)
         rationales = {"overall": rationale} if rationale else {}
-        if missing:
-            rationales["_parse_problems"] = f"imported: the source gives no value for {', '.join(missing)}"
+        if missing:  # the source's reason when the import recorded one
+            why = failure or f"the source gives no value for {', '.join(missing)}"
+            rationales["_parse_problems"] = f"imported: {why}"
         return JudgeResult(verdicts=values, rationales=rationales, parse_ok=not missing, raw_output=raw)
 
 

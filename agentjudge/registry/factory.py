@@ -177,7 +177,7 @@ def make_judge(settings: ModelSettings, client: ModelClient) -> Judge:
         raise ModelResolutionError(
             f"{model!r} is a simulated generator, not a judge; use it under generators."
         )
-    if model.startswith("imported/"):
+    if model.startswith(("imported/", "imported-baseline/")):
         return _check(_imported(settings, "judge"), Judge, "Judge", settings)
     if model.startswith("baseline/"):
         try:

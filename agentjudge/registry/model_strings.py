@@ -3,9 +3,9 @@
 The registry (``agentjudge.registry.factory``) builds generators and judges; this module only answers two
 questions the runner needs *before* anything is spent: is this model string resolvable (so a typo'd
 ``sim/`` profile is a bad-input error at load time, not a failure an hour in), and what kind of model is
-it (``sim``, ``simjudge``, ``baseline``, ``imported``, ``plugin``, ``litellm`` -- written to meta.json so
-reports can label simulated and oracle models as such). The rules mirror the registry's resolution order in
-ARCHITECTURE.md.
+it (``sim``, ``simjudge``, ``baseline``, ``imported``, ``imported-baseline``, ``plugin``, ``litellm`` --
+written to meta.json so reports can label simulated and oracle models as such). The rules mirror the
+registry's resolution order in ARCHITECTURE.md.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
-Kind = Literal["sim", "simjudge", "baseline", "imported", "plugin", "litellm"]
+Kind = Literal["sim", "simjudge", "baseline", "imported", "imported-baseline", "plugin", "litellm"]
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
@@ -37,6 +37,8 @@ def model_kind(model: str) -> Kind:
         return "baseline"
     if model.startswith("imported/"):
         return "imported"
+    if model.startswith("imported-baseline/"):  # a publication's judge-specific baseline (Prometheus-2)
+        return "imported-baseline"
     if model in _entry_points() or _FACTORY.match(model):
         return "plugin"
     return "litellm"
@@ -140,7 +142,9 @@ def model_problem(model: str, role: Literal["generator", "judge"]) -> str | None
             return "simjudge/ models are simulated judges, not generators"
         if model.removeprefix("simjudge/") not in load_profiles():
             return f"unknown simulated judge profile; known: {', '.join(sorted(load_profiles()))}"
-    elif kind == "imported":
+    elif kind in ("imported", "imported-baseline"):
+        if kind == "imported-baseline" and role != "judge":
+            return "imported-baseline/ models are judges, not generators"
         if not any((folder / "imported.sqlite").is_file() for folder in _IMPORT_FOLDERS):
             return (
                 "imported/ models replay a folder written by `agentjudge import`: no imported.sqlite next to "

@@ -72,7 +72,7 @@ from agentjudge.runner.store import GroupWriter, RunStore, UnitKey, now, store_f
 from agentjudge.runner.work import Dataset, ScoreKey, compute_scores, prefix_order
 from agentjudge.types import ModelSettings, Prediction, Score, ScoringMode, Usage
 
-OFFLINE_KINDS = frozenset({"sim", "simjudge", "baseline", "imported"})
+OFFLINE_KINDS = frozenset({"sim", "simjudge", "baseline", "imported", "imported-baseline"})
 AUTO_MIN_OFFLINE_UNITS = 20_000  # with `workers` unset, smaller stages run their offline units in process
 CHUNK_UNITS = 1_000  # units per chunk: ~tens of ms of work, a ~0.5 MB answer
 _HEADER = struct.Struct("!Q")
