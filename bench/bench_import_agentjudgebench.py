@@ -20,9 +20,9 @@ Then, each in a fresh process, in this order (``--repeats`` times over):
   after   this checkout on the released layout (only ``--out``: the release's own records)
 
 each step being ``agentjudge import agentjudgebench …`` then ``agentjudge report RUN``. Per process: wall
-time; peak RSS of the process or its largest child (``wait4``); and the peak of the summed RSS of the
-process and all its children, sampled every 0.2 s (forked workers share pages with their parent, so the
-sum over-counts: an upper bound). The ratios after / before are of the medians over the repeats.
+time; peak RSS of the process or its largest child (``wait4``); and the peak of the summed PSS of the
+process and all its children (the memory they hold together, shared pages split between them), sampled
+every 0.2 s. The ratios after / before are of the medians over the repeats.
 ``--prometheus`` adds a seventh judge file (Prometheus-2) to the released layout (not in the ratios: the
 before code cannot read that layout).
 
@@ -213,18 +213,16 @@ def make_release(data: Path, out: Path, prometheus: bool, seed: int = 0) -> int:
     return judged
 
 
-def _tree_rss(pid: int) -> int:
-    """Summed RSS (bytes) of ``pid`` and its descendants, from /proc."""
+def _tree_pss(pid: int) -> int:
+    """Summed PSS (bytes) of ``pid`` and its descendants, from /proc: a page shared by n processes counts
+    1/n in each, so forked workers are not counted twice."""
     parents: dict[int, int] = {}
-    rss: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-            parents[int(entry)] = int(fields[1])
-            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+                parents[int(entry)] = int(handle.read().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             continue
     tree, frontier = {pid}, [pid]
@@ -234,11 +232,18 @@ def _tree_rss(pid: int) -> int:
             if ppid == parent and child not in tree:
                 tree.add(child)
                 frontier.append(child)
-    return sum(rss.get(p, 0) for p in tree)
+    total = 0
+    for p in tree:
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as handle:
+                total += next(int(line.split()[1]) for line in handle if line.startswith("Pss:")) * 1024
+        except (OSError, StopIteration, ValueError):
+            continue
+    return total
 
 
 def measure(args: list[str], cwd: Path, code: Path) -> dict[str, Any]:
-    """Exit code, wall s, peak RSS GiB (wait4: the process or its largest child), peak summed RSS GiB of
+    """Exit code, wall s, peak RSS GiB (wait4: the process or its largest child), peak summed PSS GiB of
     the process tree (sampled), output tail."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")])}
     started = time.perf_counter()
@@ -255,7 +260,7 @@ def measure(args: list[str], cwd: Path, code: Path) -> dict[str, Any]:
 
     def sample() -> None:
         while not done.wait(0.2):
-            peak[0] = max(peak[0], _tree_rss(proc.pid))
+            peak[0] = max(peak[0], _tree_pss(proc.pid))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -329,7 +334,7 @@ def main() -> None:
                 results.setdefault((label, what), []).append(r)
                 print(
                     f"[{repeat + 1}/{args.repeats}] {label:38s} {what:6s} exit {r['exit']}  "
-                    f"{r['wall']:7.1f} s  peak RSS {r['rss']:.2f} GiB  tree {r['tree']:.2f} GiB  "
+                    f"{r['wall']:7.1f} s  peak RSS {r['rss']:.2f} GiB  tree PSS {r['tree']:.2f} GiB  "
                     f"(load {os.getloadavg()[0]:.1f})",
                     flush=True,
                 )
@@ -350,13 +355,13 @@ def main() -> None:
         for what in ("import", "report"):
             line = (
                 f"  {label:38s} {what:6s} {med(label, what, 'wall'):7.1f} s  peak RSS "
-                f"{med(label, what, 'rss'):.2f} GiB  tree {med(label, what, 'tree'):.2f} GiB"
+                f"{med(label, what, 'rss'):.2f} GiB  tree PSS {med(label, what, 'tree'):.2f} GiB"
             )
             if label != base:
                 line += (
                     f"   ratio: time {med(label, what, 'wall') / med(base, what, 'wall'):.2f}  "
                     f"peak RSS {med(label, what, 'rss') / med(base, what, 'rss'):.2f}  "
-                    f"tree {med(label, what, 'tree') / med(base, what, 'tree'):.2f}"
+                    f"tree PSS {med(label, what, 'tree') / med(base, what, 'tree'):.2f}"
                 )
             print(line)
     if not args.keep:
