@@ -300,6 +300,9 @@ def main() -> None:
             ["git", "-C", str(ROOT), "archive", args.before], capture_output=True, check=True
         )
         subprocess.run(["tar", "-x", "-C", str(before)], input=archive.stdout, check=True)
+        if (before / "analysis").is_dir() and not (before / "agentjudge" / "analysis").exists():
+            # what the wheel (and the editable install, for this checkout) maps into the package
+            (before / "agentjudge" / "analysis").symlink_to(Path("..") / "analysis")
     sha = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", args.before], capture_output=True, text=True
     ).stdout.strip()
