@@ -1,5 +1,5 @@
 """A download of the released AgentJudgeBench dataset in miniature, written from what is known of its layout
-(used by tests/test_import_agentjudgebench_released.py and bench/bench_import_agentjudgebench.py).
+(used by tests/test_import_agentjudgebench_released.py; the bench writes its own, at the paper's scale).
 
 What is known of the release (HF dataset ServiceNow-AI/AgentJudgeBench at 13ac79a) and planted here:
 

@@ -1,4 +1,5 @@
-"""``imported/<key>`` judges: verdicts released by a publication, replayed from ``imported.sqlite``
+"""``imported/<key>`` judges (and ``imported-baseline/<key>``: a publication's judge-specific baseline, which
+the report shows apart): verdicts released by a publication, replayed from ``imported.sqlite``
 (``generators/replay.py`` describes the file). Each request is answered with the verdict the publication
 gave to this generator's output for this task under this condition (``JudgeRequest.generator`` says
 whose output it is). A metric the source left without a value is a verdict of None, and a judgment the
