@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agentjudge.errors import InputError
 from agentjudge.rundir import RunFolder
 from agentjudge.stats import ClusterBootstrap
 from agentjudge.types import METRICS, TOPOLOGIES, Record
@@ -27,7 +28,7 @@ YES = {"yes", "y", "1", "true", "agree"}
 NO = {"no", "n", "0", "false", "disagree"}
 
 
-class HumanInputError(ValueError):
+class HumanInputError(InputError):
     """Bad input for the human-validation verbs; the message names file, row and column."""
 
 

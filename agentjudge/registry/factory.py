@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from agentjudge.errors import InputError
 from agentjudge.types import Generator, Judge, ModelSettings
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ ENTRY_POINT_GROUP = "agentjudge.models"
 _FACTORY_RE = re.compile(r"^(?P<module>[A-Za-z_][\w.]*):(?P<attr>[A-Za-z_]\w*)$")
 
 
-class ModelResolutionError(ValueError):
+class ModelResolutionError(InputError):
     """A model string that names nothing usable."""
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
+from agentjudge.errors import InputError
 
-class RunFolderError(ValueError):
+
+class RunFolderError(InputError):
     """A run folder, or one of its files, that cannot be read. The message is one line that names the file
     (or folder) and says what to do; a command prints it and exits 2."""
 

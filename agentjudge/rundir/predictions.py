@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agentjudge import strict_json
+from agentjudge.errors import InputError
 from agentjudge.rundir.columns import PREDICTION_COLUMNS
 from agentjudge.types import DIFFICULTIES, Prediction, ToolCall, Trajectory, Usage
 
@@ -31,7 +32,7 @@ REQUIRED_PREDICTION_COLUMNS = (
 )
 
 
-class PredictionsFileError(ValueError):
+class PredictionsFileError(InputError):
     """A predictions file that cannot be read; the message names the file, the line or row and the field."""
 
 

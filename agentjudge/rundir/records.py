@@ -30,6 +30,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter, ValidationError, field_validator
 
 from agentjudge import strict_json
+from agentjudge.errors import InputError
 from agentjudge.memo import exact_key
 from agentjudge.types import (
     Difficulty,
@@ -55,7 +56,7 @@ _TYPE_ALIASES = {
 }
 
 
-class LayoutError(ValueError):
+class LayoutError(InputError):
     """A file that is not in the published layout; the message names file, line, record id and field."""
 
 

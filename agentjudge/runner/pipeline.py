@@ -33,6 +33,7 @@ from pydantic import (
     model_validator,
 )
 
+from agentjudge.errors import InputError
 from agentjudge.runner.sampling.spec import Sampling
 from agentjudge.types import (
     DIFFICULTIES,
@@ -77,7 +78,7 @@ _DEFAULT_CONDITIONS: tuple[Condition, ...] = ("with_gt", "without_gt")
 _DEFAULT_TEMPERATURES: tuple[float | None, ...] = (None,)
 
 
-class PipelineError(Exception):
+class PipelineError(InputError):
     """A pipeline file (or a command-line override) that cannot be run; the message names file and key."""
 
 

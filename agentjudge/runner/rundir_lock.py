@@ -24,6 +24,7 @@ import socket
 import time
 from pathlib import Path
 
+from agentjudge.errors import InputError
 from agentjudge.rundir.lock import LOCK_FILE, describe_holder, read_holder
 
 _HELD: set[int] = set()  # descriptors of the locks this process holds (closed in forked children)
@@ -39,7 +40,7 @@ def _close_in_child() -> None:
 os.register_at_fork(after_in_child=_close_in_child)
 
 
-class RunFolderBusy(Exception):
+class RunFolderBusy(InputError):
     """Another process holds the run folder; the message names it (pid, host, start time)."""
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from agentjudge.errors import InputError
 from agentjudge.memo import exact_key, remembered
 from agentjudge.runner.pipeline import Pipeline
 from agentjudge.runner.store import UnitKey, temperature_key, temperature_value
@@ -34,7 +35,7 @@ _HELD_PER_RECORD = 512  # tasks and expected responses remembered (each process 
 ScoreKey = tuple[str, str, int]  # record_id, generator display name, generator trial
 
 
-class GridError(Exception):
+class GridError(InputError):
     """The dataset and the pipeline do not make a runnable grid (bad input, exit code 2)."""
 
 

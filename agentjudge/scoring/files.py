@@ -14,12 +14,13 @@ from typing import Any
 import pandas as pd
 
 from agentjudge import strict_json
+from agentjudge.errors import InputError
 from agentjudge.rundir.columns import SCORE_COLUMNS
 from agentjudge.rundir.predictions import read_predictions
 from agentjudge.types import Prediction, Record, ScoringMode
 
 
-class ScoreInputError(ValueError):
+class ScoreInputError(InputError):
     """Bad predictions input; the message names the file, the row and the field."""
 
 

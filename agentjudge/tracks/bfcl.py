@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from agentjudge import strict_json
 from agentjudge.dataset.resolve import is_nested_alternative
+from agentjudge.errors import InputError
 from agentjudge.rundir.records import json_object_line
 from agentjudge.types import GTStep, Record, Strict, ToolCall, ToolSchema, Topology
 
@@ -51,7 +52,7 @@ DECLARED_TYPE_KEY = "x-bfcl-type"
 _SCHEMA_CHILDREN = ("items", "additionalProperties")
 
 
-class BfclError(ValueError):
+class BfclError(InputError):
     """Input that cannot be imported; the message names file, line, task id and field."""
 
 

@@ -29,6 +29,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from agentjudge import strict_json
+from agentjudge.errors import InputError
 from agentjudge.types import (
     METRICS,
     Condition,
@@ -107,7 +108,7 @@ class TauItem(Strict):
     n_bad_arguments: int
 
 
-class TauBenchError(ValueError):
+class TauBenchError(InputError):
     """Unreadable trajectory file; the message names the file, the episode and the field."""
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from agentjudge.errors import InputError
 from agentjudge.rundir import RunFolder, RunFolderError
 from agentjudge.viewer.index import FACETS, MAX_PAGE, QueryError, VerdictIndex
 from agentjudge.viewer.item import Items
@@ -33,7 +34,7 @@ from agentjudge.viewer.item import Items
 STATIC_FILES = {"index.html": "text/html", "app.js": "text/javascript", "app.css": "text/css"}
 
 
-class ViewerError(ValueError):
+class ViewerError(InputError):
     """A folder the viewer cannot open; the message names the file and what is wrong."""
 
 

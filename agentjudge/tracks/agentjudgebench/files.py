@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentjudge.errors import InputError
 from agentjudge.types import METRICS
 
 # metric -> its keys in a judgment, the released short one first; the pipeline's spelling second
@@ -75,7 +76,7 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # a judgment's raw text, 
 _GENERIC_STEM = re.compile(r"^(train|test|validation|data|part|default|\d+|.*\d+_of_\d+)$")
 
 
-class ReleaseError(ValueError):
+class ReleaseError(InputError):
     """A release file that is not what the importer reads; the message names file, row and fields."""
 
 

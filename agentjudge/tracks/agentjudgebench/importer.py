@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentjudge.errors import InputError
 from agentjudge.resources import data_dir
 from agentjudge.tracks.agentjudgebench.files import (
     LOST,
@@ -85,7 +86,7 @@ ABSENT = "the publication released no output of this generator for this task (no
 UNREADABLE = "the publication's generated calls for this task cannot be read"
 
 
-class ImportError_(ValueError):  # noqa: N801 - ImportError is a builtin
+class ImportError_(InputError):  # noqa: N801 - ImportError is a builtin
     """Bad input to the importer: the message names the file, row and field."""
 
 
