@@ -1,3 +1,3 @@
-from agentjudge.commands.app import main
+from agentjudge.commands import main
 
 main()

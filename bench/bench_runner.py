@@ -390,6 +390,7 @@ def stub_runner(latency: float, log: str, argv: list[str]) -> None:
     inherit the stub."""
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     from agentjudge.commands.app import main as agentjudge_main
+
     from agentjudge.models.litellm_import import litellm_module
 
     litellm = litellm_module()

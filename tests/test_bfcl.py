@@ -506,9 +506,8 @@ def test_swapped_gt_partners_stay_within_a_source(records: list[Record]) -> None
 def test_audit_shows_human_queries_and_refuses_a_difficulty_they_lack(
     bfcl_files: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    from typer.testing import CliRunner
-
     from agentjudge.commands.app import app
+    from typer.testing import CliRunner
 
     out = tmp_path / "out"
     assert import_cli(*bfcl_files, out=out, category="multiple") == 0
@@ -534,9 +533,8 @@ def test_audit_shows_human_queries_and_refuses_a_difficulty_they_lack(
 
 
 def test_audit_default_on_synthetic_records_is_hard() -> None:
-    from typer.testing import CliRunner
-
     from agentjudge.commands.app import app
+    from typer.testing import CliRunner
 
     mini = Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl"
     result = CliRunner().invoke(app, ["audit", str(mini), "--n", "6", "--seed", "0"])
@@ -546,9 +544,8 @@ def test_audit_default_on_synthetic_records_is_hard() -> None:
 
 
 def test_validate_counts_base_scenarios_and_records(bfcl_files: tuple[Path, Path], tmp_path: Path) -> None:
-    from typer.testing import CliRunner
-
     from agentjudge.commands.app import app
+    from typer.testing import CliRunner
 
     out = tmp_path / "out"
     assert import_cli(*bfcl_files, out=out, category="multiple") == 0
@@ -558,9 +555,8 @@ def test_validate_counts_base_scenarios_and_records(bfcl_files: tuple[Path, Path
 
 
 def test_score_writes_which_accepted_value_matched(bfcl_files: tuple[Path, Path], tmp_path: Path) -> None:
-    from typer.testing import CliRunner
-
     from agentjudge.commands.app import app
+    from typer.testing import CliRunner
 
     out = tmp_path / "out"
     assert import_cli(*bfcl_files, out=out, category="multiple") == 0

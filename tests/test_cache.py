@@ -11,9 +11,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from agentjudge.commands.app import app
 from typer.testing import CliRunner
 
-from agentjudge.commands.app import app
 from agentjudge.models.cache import CallCache, cache_key, clear_cli, default_cache_path, stats_cli
 from agentjudge.models.client import ModelClient
 from agentjudge.types import ModelSettings

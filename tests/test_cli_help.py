@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from typer.testing import CliRunner
-
 from agentjudge.commands.app import app
+from typer.testing import CliRunner
 
 
 @pytest.mark.parametrize(

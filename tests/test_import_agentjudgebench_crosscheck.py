@@ -12,9 +12,8 @@ from pathlib import Path
 
 import agentjudgebench_published_fixture as fixture
 import pytest
-from typer.testing import CliRunner
-
 from agentjudge.commands.app import app
+from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "data" / "mini" / "records.jsonl"

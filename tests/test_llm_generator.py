@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from agentjudge.commands.app import app
 from fakeserver import TEST_KEY, FakeLLM, prompt_text
 from typer.testing import CliRunner
 
-from agentjudge.commands.app import app
 from agentjudge.generators.llm import LLMGenerator, parse_calls_text
 from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelClient

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 import yaml
+from agentjudge.commands.app import app
 from test_runner import make_record, write_dataset, write_pipeline
 from typer.testing import CliRunner
 
-from agentjudge.commands.app import app
 from agentjudge.rundir.records import write_records
 from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import PipelineError, config_hash, load_pipeline, override_models

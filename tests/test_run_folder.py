@@ -25,11 +25,11 @@ from typing import Any
 import pandas as pd
 import pytest
 import yaml
+from agentjudge.commands.app import app
 from test_runner import write_pipeline
 from typer.testing import CliRunner
 
 from agentjudge import strict_json
-from agentjudge.commands.app import app
 from agentjudge.rundir import RunFolder
 from agentjudge.rundir.lock import read_holder
 from agentjudge.rundir.units import store_units

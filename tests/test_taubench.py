@@ -12,10 +12,10 @@ import jsonschema
 import numpy as np
 import pandas as pd
 import pytest
+from agentjudge.commands.app import app
 from fakeserver import FakeLLM
 from typer.testing import CliRunner
 
-from agentjudge.commands.app import app
 from agentjudge.tracks.taubench import (
     TauBenchError,
     auc,

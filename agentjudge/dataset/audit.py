@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentjudge.errors import InputError
 from agentjudge.types import DIFFICULTIES, TOPOLOGIES, Difficulty, Record
 
 CHECKLIST = (
@@ -114,35 +116,47 @@ def difficulties_of(record: Record) -> list[Difficulty]:
     return [d for d in DIFFICULTIES if record.queries.get(d)]
 
 
-def audit_cli(path: Path, n: int, seed: int, difficulty: str | None) -> int:
-    """``difficulty`` None: each record at hard, or at the hardest query it has when it has no hard one."""
-    from rich.console import Console
-    from rich.markup import escape
+@dataclass(frozen=True)
+class AuditSample:
+    """The sampled (record, difficulty) pairs of ``path`` for a person to grade, in print order; ``note``
+    says how records without the asked difficulty are shown."""
 
-    from agentjudge.dataset.validate import read_for_cli
+    path: Path
+    seed: int
+    difficulties: tuple[str, ...]
+    picked: tuple[tuple[Record, Difficulty], ...]
+    note: str
 
-    console = Console(soft_wrap=True, highlight=False)
+    def header(self) -> str:
+        return (
+            f"# Audit of {len(self.picked)} records from {self.path} (seed {self.seed}, difficulties "
+            f"{','.join(self.difficulties)}{self.note})\n"
+        )
+
+
+def audit_sample(path: Path, n: int, seed: int, difficulty: str | None) -> AuditSample:
+    """``difficulty`` None: each record at hard, or at the hardest query it has when it has no hard one.
+    Bad flags or a record without the asked difficulty raise an ``InputError``."""
+    from agentjudge.dataset.validate import read_dataset
+
     wanted = [d.strip() for d in (difficulty or "hard").split(",") if d.strip()]
     bad = [d for d in wanted if d not in DIFFICULTIES]
     if bad or not wanted or n < 1:
-        why = f"--difficulty must list {', '.join(DIFFICULTIES)}" if bad or not wanted else "--n must be >= 1"
-        console.print(f"[red]error:[/] {why}")
-        return 2
-    records = read_for_cli(path, console)
-    if records is None:
-        return 2
+        raise InputError(
+            f"--difficulty must list {', '.join(DIFFICULTIES)}" if bad or not wanted else "--n must be >= 1"
+        )
+    records = read_dataset(path)
     picked = sample(records, n, seed, wanted)  # type: ignore[arg-type]
     lacking = [(r, d) for r, d in picked if d not in difficulties_of(r)]
     if lacking and difficulty is not None:
         record, d = lacking[0]
         has = ", ".join(difficulties_of(record)) or "none"
         human = " (human-written queries: one query, no rewrites)" if record.human_query else ""
-        console.print(
-            f"[red]error:[/] {escape(str(path))}: {len(lacking)} of {len(picked)} sampled records have no "
+        raise InputError(
+            f"{path}: {len(lacking)} of {len(picked)} sampled records have no "
             f"{d} query, e.g. record {record.id!r} has only: {has}{human}; leave out --difficulty to audit "
             "each record at the difficulties it has"
         )
-        return 2
     picked = [(r, d if d in difficulties_of(r) else (difficulties_of(r) or [d])[-1]) for r, d in picked]
     note = ""
     if lacking:
@@ -151,9 +165,4 @@ def audit_cli(path: Path, n: int, seed: int, difficulty: str | None) -> int:
             f"; {len(lacking)} record(s) without a {','.join(wanted)} query shown at the hardest query they "
             f"have ({n_human} human-written: their only query)"
         )
-    print(
-        f"# Audit of {len(picked)} records from {path} (seed {seed}, difficulties {','.join(wanted)}{note})\n"
-    )
-    for i, (record, d) in enumerate(picked, 1):
-        print(render(record, d, i))
-    return 0
+    return AuditSample(Path(path), seed, tuple(wanted), tuple(picked), note)

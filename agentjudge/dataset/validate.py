@@ -8,7 +8,6 @@ that need them are skipped and say so in ``gates_run``). Exit codes: 0 every rec
 from __future__ import annotations
 
 import multiprocessing as mp
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -45,64 +44,15 @@ def counted(records: list[Record]) -> str:
     return f"{len(records)} {noun} ({n_queries} records over {over})"
 
 
-def read_for_cli(path: Path, console: Any) -> list[Record] | None:
-    """The records of ``path`` for a verb that reads a dataset; an unreadable or empty file is one error
-    line on ``console`` and None (the verb then exits 2)."""
-    from rich.markup import escape
-
+def read_dataset(path: Path) -> list[Record]:
+    """The records of ``path`` for a verb that reads a dataset; an unreadable or empty file raises a
+    ``LayoutError`` (an ``InputError``: the verb exits 2) naming the file."""
     from agentjudge.rundir.records import LayoutError, read_records
 
-    try:
-        records = read_records(path)
-    except LayoutError as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
-        return None
+    records = read_records(path)
     if not records:
-        console.print(f"[red]error:[/] {escape(str(path))}: no records in the file")
-        return None
+        raise LayoutError(f"{path}: no records in the file")
     return records
-
-
-def validate_cli(path: Path) -> int:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = Console(soft_wrap=True)
-    records = read_for_cli(path, console)
-    if records is None:
-        return 2
-    reports = check_records(records)
-    failing = [(r, rep) for r, rep in zip(records, reports, strict=True) if not rep.passed]
-    by_code: Counter[tuple[str, str]] = Counter()
-    records_by_code: dict[tuple[str, str], set[str]] = {}
-    for record, rep in failing:
-        for f in rep.findings:
-            by_code[(f.gate, f.code)] += 1
-            records_by_code.setdefault((f.gate, f.code), set()).add(record.id)
-    skipped_replay = sum(1 for rep in reports if rep.gates_run and "gate1:replay" not in rep.gates_run)
-    console.print(f"{path}: {counted(records)}; {len(records) - len(failing)} pass, {len(failing)} fail")
-    if skipped_replay:
-        console.print(f"replay skipped for {skipped_replay} records (no executable environment)")
-    if by_code:
-        table = Table(title="findings by reason")
-        for col in ("gate", "reason", "findings", "records"):
-            table.add_column(col, justify="right" if col in ("findings", "records") else "left")
-        for (gate, code), count in sorted(by_code.items(), key=lambda kv: (-kv[1], kv[0])):
-            table.add_row(gate, code, str(count), str(len(records_by_code[(gate, code)])))
-        console.print(table)
-        printed = 0
-        for record, rep in failing:
-            for f in rep.findings:
-                if printed >= MAX_DETAIL_LINES:
-                    break
-                where = f"{f.gate}:{f.code}" + (f"[{f.difficulty}]" if f.difficulty else "")
-                console.print(f"{escape(record.id)}  {where}  {escape(f.detail)}", soft_wrap=True)
-                printed += 1
-        total = sum(by_code.values())
-        if total > printed:
-            console.print(f"… {total - printed} more findings not shown (all are counted above)")
-    return 0 if not failing else 1
 
 
 def gate1_failures(records: list[Record]) -> dict[str, list[str]]:

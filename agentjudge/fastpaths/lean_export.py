@@ -21,9 +21,9 @@ remembers the failed imports: until a call that needs pandas (``Table.from_panda
 imports it, it treats a pandas Series given to ``pa.array`` as a plain sequence (a categorical Series
 becomes ``string``, not ``dictionary``; checked with pyarrow 26), and a pyarrow imported without numpy
 never converts numpy arrays. So only ``run`` under the console script or ``python -m agentjudge`` uses
-it (``cli.main``: the process ends with the verb); ``grid.run_cli`` called from Python and ``cli.app``
-invoked in-process (tests, notebooks) do not. When pandas (numpy) is already imported there is nothing to
-save and it is not refused.
+it (``commands.main`` says so with ``process_ends_after_run``: the process ends with the verb);
+``agentjudge.api.run`` called from Python and the typer app invoked in-process (tests, notebooks) do
+not. When pandas (numpy) is already imported there is nothing to save and it is not refused.
 
 Falls back: with ``AGENTJUDGE_NO_FAST_PATHS=1`` nothing is refused (pyarrow imports pandas and numpy as it
 likes; the files are the same bytes).
@@ -39,6 +39,19 @@ from types import ModuleType
 from typing import Any
 
 from agentjudge import fastpaths
+
+_ENDS_AFTER_RUN = False  # set by the console script: this process ends with the run
+
+
+def process_ends_after_run(value: bool = True) -> None:
+    """Say that this process ends after the run it starts (the ``agentjudge`` console script), so the
+    run's export may keep pandas and numpy out (``lean_imports``)."""
+    global _ENDS_AFTER_RUN
+    _ENDS_AFTER_RUN = value
+
+
+def ends_after_run() -> bool:
+    return _ENDS_AFTER_RUN
 
 
 class _Refuse:

@@ -29,9 +29,6 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 SCHEMA_VERSION = 1
 HIT_GROUP = 256  # distinct keys whose hits are counted in memory before they are written together
 HIT_INTERVAL_S = 1.0  # ... or this long after the group's first hit, whichever comes first
@@ -301,52 +298,3 @@ class CallCache:
             self.path.with_name(self.path.name + "-wal"),
             self.path.with_name(self.path.name + "-shm"),
         ]
-
-
-def _human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GB"
-
-
-def stats_cli(path: Path | None = None) -> int:
-    """``agentjudge cache stats``: entries, size, per-model entries and hits. 2 if the file is missing."""
-    console = Console(soft_wrap=True)
-    target = Path(path) if path is not None else default_cache_path()
-    if not target.exists():
-        console.print(f"[yellow]No cache at {target} (nothing has been cached yet).[/yellow]")
-        return 0 if path is None else 2
-    try:
-        stats = CallCache(target).stats()
-    except sqlite3.DatabaseError as exc:
-        console.print(f"[red]{target} is not a readable cache: {exc}[/red]")
-        return 2
-    console.print(
-        f"Cache {stats['path']}: {stats['entries']} entries, {_human_bytes(stats['size_bytes'])}, "
-        f"{stats['hits']} hits served"
-    )
-    table = Table("model", "entries", "hits")
-    for model, row in stats["per_model"].items():
-        table.add_row(model, str(row["entries"]), str(row["hits"]))
-    console.print(table)
-    return 0
-
-
-def clear_cli(path: Path | None = None, model: str | None = None) -> int:
-    """``agentjudge cache clear [--model M]``: delete entries and say how many."""
-    console = Console(soft_wrap=True)
-    target = Path(path) if path is not None else default_cache_path()
-    if not target.exists():
-        console.print(f"[yellow]No cache at {target}; nothing to clear.[/yellow]")
-        return 0 if path is None else 2
-    try:
-        deleted = CallCache(target).clear(model)
-    except sqlite3.DatabaseError as exc:
-        console.print(f"[red]{target} is not a readable cache: {exc}[/red]")
-        return 2
-    scope = f" of model {model}" if model else ""
-    console.print(f"Deleted {deleted} cached answers{scope} from {target}.")
-    return 0

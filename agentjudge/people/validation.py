@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -84,15 +84,29 @@ def select_sample(scores: pd.DataFrame, n: int, seed: int, difficulty: str | Non
     return pd.concat(parts, ignore_index=True)
 
 
-def sample_cli(rundir: Path, n: int, seed: int, out: Path | None, difficulty: str = "hard") -> int:
-    """Write the annotators' CSV; exit 2 on an unusable run folder or output path."""
+@dataclass(frozen=True)
+class Sample:
+    """The annotators' CSV ``out``: its rows, the scoring mode the scores are from, the difficulty."""
+
+    out: Path
+    rows: tuple[dict[str, Any], ...]
+    mode: str
+    difficulty: str
+
+    @property
+    def per_topology(self) -> dict[str, int]:
+        return dict(pd.Series([r["topology"] for r in self.rows]).value_counts().to_dict())
+
+
+def write_sample(rundir: Path, n: int, seed: int, out: Path | None, difficulty: str = "hard") -> Sample:
+    """Write the annotators' CSV (default RUNDIR/human/sample.csv); an unusable run folder or output path
+    raises ``HumanInputError`` before anything is written."""
     from agentjudge.fserrors import out_path_problem
 
     rundir = Path(rundir)
     target = Path(out) if out is not None else rundir / "human" / "sample.csv"
     if (problem := out_path_problem(target, "file")) is not None:
-        print(f"error: --out {problem}", file=sys.stderr)
-        return 2
+        raise HumanInputError(f"--out {problem}")
     try:
         folder = RunFolder.open(rundir)
         scores = folder.scores()
@@ -104,18 +118,15 @@ def sample_cli(rundir: Path, n: int, seed: int, out: Path | None, difficulty: st
         scored = scores.merge(preds, on=["record_id", "generator", "trial"], how="inner")
         sample = select_sample(scored, n, seed, difficulty)
         records = {r.id: r for r in folder.records()}
-    except (ValueError, OSError) as exc:  # RunFolderError and HumanInputError among them
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except InputError:  # RunFolderError and HumanInputError among them
+        raise
+    except (ValueError, OSError) as exc:
+        raise HumanInputError(str(exc)) from exc
     rows = []
     for i, r in enumerate(sample.itertuples(index=False)):
         rec = records.get(str(r.base_id))
         if rec is None:
-            print(
-                f"error: record {r.base_id!r} (from scores.parquet) is not in the records file",
-                file=sys.stderr,
-            )
-            return 2
+            raise HumanInputError(f"record {r.base_id!r} (from scores.parquet) is not in the records file")
         rows.append(
             {
                 "sample_id": i + 1,
@@ -135,16 +146,9 @@ def sample_cli(rundir: Path, n: int, seed: int, out: Path | None, difficulty: st
                 **{c: "" for c in AGREE_COLUMNS},
             }
         )
-    out = Path(out) if out is not None else rundir / "human" / "sample.csv"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(out, index=False, quoting=csv.QUOTE_MINIMAL)
-    per_topo = pd.Series([r["topology"] for r in rows]).value_counts().to_dict()
-    print(
-        f"wrote {len(rows)} rows to {out} ({difficulty} difficulty, {mode} scores; per topology {per_topo})"
-    )
-    if len(rows) < n:
-        print(f"note: only {len(rows)} of the {n} requested rows were available")
-    return 0
+    target.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(target, index=False, quoting=csv.QUOTE_MINIMAL)
+    return Sample(target, tuple(rows), mode, difficulty)
 
 
 def parse_label(value: str, where: str) -> float:
@@ -213,25 +217,14 @@ def agreement_tables(labels: pd.DataFrame, resamples: int, seed: int) -> pd.Data
     return pd.concat(parts, ignore_index=True).rename(columns={"n_verdicts": "n_labels"})
 
 
-def agree_cli(rundir: Path, labels: Path, resamples: int, seed: int) -> int:
-    """Print and write RUNDIR/human/agreement.csv; exit 2 on a bad labels file."""
-    try:
-        long = read_labels(Path(labels))
-    except HumanInputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+def write_agreement(rundir: Path, labels: Path, resamples: int, seed: int) -> tuple[pd.DataFrame, Path]:
+    """RUNDIR/human/agreement.csv from the labels file; returns the table and its path. A bad labels file
+    raises ``HumanInputError``."""
+    long = read_labels(Path(labels))
     if long["agree"].notna().sum() == 0:
-        print(f"error: {labels}: every agree_* cell is blank; nothing to compare", file=sys.stderr)
-        return 2
+        raise HumanInputError(f"{labels}: every agree_* cell is blank; nothing to compare")
     table = agreement_tables(long, resamples, seed)
     out = Path(rundir) / "human" / "agreement.csv"
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(out, index=False)
-    for r in table.itertuples(index=False):
-        print(
-            f"{r.scope:9s} {r.group:20s} {100 * r.agreement:5.1f} % [{100 * r.ci_lo:5.1f}, "
-            f"{100 * r.ci_hi:5.1f}]"
-            f"  n={r.n_labels} missing={r.missing}"
-        )
-    print(f"wrote {out} (published overall 92.7 %, parameter structure lowest at 82.5 %)")
-    return 0
+    return table, out

@@ -11,9 +11,9 @@ If a generator's outputs differ between runs (a real model re-sampled), the delt
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +22,13 @@ import pandas as pd
 from agentjudge.analysis._context import (
     CANONICAL_ORDER,
     Context,
-    RunFolderError,
     as_str_category,
     fmt_pp,
     load_context,
     make_context,
 )
 from agentjudge.analysis.first_screen import Screen
+from agentjudge.errors import InputError
 from agentjudge.stats import COORDS
 
 
@@ -146,39 +146,39 @@ def _sources(ctx: Context) -> list[str]:
     return [str(s) for s in col.cat.categories if (col == s).any()]
 
 
-def compare_cli(rundirs: list[Path], out: Path, resamples: int, seed: int, ci: str = "expanded") -> int:
-    """CLI entry: 0 written, 1 written but some analysis failed, 2 bad input."""
+@dataclass(frozen=True)
+class Compared:
+    """What ``compare_runs`` wrote: the report folder, failed sections, judge pairs sharing verdict rows."""
+
+    out: Path
+    failed: int
+    overlapping_pairs: int
+    labels: tuple[str, ...]
+
+
+def compare_runs(rundirs: list[Path], out: Path, resamples: int, seed: int, ci: str = "expanded") -> Compared:
+    """The joined report of two or more runs under ``out``; bad input raises an ``InputError``."""
     from agentjudge.report.write import write_report
 
     if len(rundirs) < 2:
-        print("error: compare needs at least two run folders", file=sys.stderr)
-        return 2
+        raise InputError("compare needs at least two run folders")
     if resamples < 1:
-        print("error: --resamples must be >= 1", file=sys.stderr)
-        return 2
-    try:
-        contexts = [load_context(Path(r), resamples=resamples, seed=seed, ci=ci) for r in rundirs]
-    except RunFolderError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise InputError("--resamples must be >= 1")
+    contexts = [load_context(Path(r), resamples=resamples, seed=seed, ci=ci) for r in rundirs]
     sampled = [str(c.rundir) for c in contexts if c.sampling is not None]
     if sampled:  # their design weights and prefixes are per run: a join would pool them unweighted
-        print(
-            f"error: compare does not join sampled runs ({', '.join(sampled)} judged a sample: "
-            "sampling.json); report each with `agentjudge report`, whose CIs account for its design",
-            file=sys.stderr,
+        raise InputError(
+            f"compare does not join sampled runs ({', '.join(sampled)} judged a sample: "
+            "sampling.json); report each with `agentjudge report`, whose CIs account for its design"
         )
-        return 2
     labels = _labels([Path(r) for r in rundirs])
     sources_of = {label: _sources(c) for label, c in zip(labels, contexts, strict=True)}
     if len(set().union(*sources_of.values())) > 1:  # report splits by source; compare cannot pool them
         named = "; ".join(f"{label}: {', '.join(s)}" for label, s in sources_of.items())
-        print(
-            f"error: compare does not pool record sources ({named}); compare runs of one source "
-            "(run `agentjudge report` on each run folder for its per-source reports)",
-            file=sys.stderr,
+        raise InputError(
+            f"compare does not pool record sources ({named}); compare runs of one source "
+            "(run `agentjudge report` on each run folder for its per-source reports)"
         )
-        return 2
     ctx = join_runs(contexts, labels, Path(out), resamples, seed, ci)
     deltas = paired_deltas(ctx)
     out = Path(out)
@@ -186,9 +186,4 @@ def compare_cli(rundirs: list[Path], out: Path, resamples: int, seed: int, ci: s
         ctx, out, title="agentjudge compare: " + " vs ".join(labels), add=_deltas_block(deltas)
     )
     overlap = int((deltas["shared_rows"] > 0).sum()) if len(deltas) else 0
-    print(
-        f"comparison written to {out / 'report.html'} and {out / 'report.md'}; {overlap} judge pair(s) "
-        "across runs share verdict rows"
-        + (f"; {failed} section(s) FAILED (see the report)" if failed else "")
-    )
-    return 1 if failed else 0
+    return Compared(out, failed, overlap, tuple(labels))

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import html
 import math
-import sys
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -21,6 +21,7 @@ from agentjudge.analysis import SECTIONS, Context, RunFolderError, Section, load
 from agentjudge.analysis._figures import to_png
 from agentjudge.analysis.first_screen import Screen
 from agentjudge.analysis.first_screen import build as build_screen
+from agentjudge.errors import InputError
 from agentjudge.provenance import git_commit
 from agentjudge.report.html import (
     figure_html,
@@ -210,23 +211,28 @@ def write_report(
     return failed + screen_failed
 
 
-def report_cli(rundir: Path, resamples: int, seed: int, ci: str = "expanded") -> int:
-    """CLI entry: 0 written, 1 written but some analysis failed, 2 unusable run folder."""
+@dataclass(frozen=True)
+class Written:
+    """What ``write_run_report`` wrote: the report folder, how many analysis sections failed, and one line
+    per record source whose own report could not be written (and why)."""
+
+    out: Path
+    failed: int
+    missing: tuple[str, ...]
+
+
+def write_run_report(rundir: Path, resamples: int, seed: int, ci: str = "expanded") -> Written:
+    """RUNDIR/report/ (one report per record source when the run mixes them); an unusable run folder or
+    output path raises an ``InputError`` (``RunFolderError``) before anything is written."""
     rundir = Path(rundir)
     if resamples < 1:
-        print("error: --resamples must be >= 1", file=sys.stderr)
-        return 2
-    try:
-        ctx = load_context(rundir, resamples=resamples, seed=seed, ci=ci)
-    except RunFolderError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise InputError("--resamples must be >= 1")
+    ctx = load_context(rundir, resamples=resamples, seed=seed, ci=ci)
     out = rundir / "report"
     from agentjudge.fserrors import out_path_problem
 
     if (problem := out_path_problem(out, "dir")) is not None:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
+        raise InputError(problem)
     sources = [str(s) for s in ctx.data["source"].cat.categories if (ctx.data["source"] == s).any()]
     missing: list[str] = []  # one line per source whose own report cannot be written, and why
     if len(sources) > 1:  # never pool synthetic and imported records: one full report per source
@@ -237,8 +243,7 @@ def report_cli(rundir: Path, resamples: int, seed: int, ci: str = "expanded") ->
             except RunFolderError as exc:  # e.g. this source has only trajectory-condition rows
                 missing.append(f"No {source} report: {exc}")
         if not subs:
-            print(f"error: no source can be reported on ({'; '.join(missing)})", file=sys.stderr)
-            return 2
+            raise RunFolderError(f"no source can be reported on ({'; '.join(missing)})")
 
         def add(screen: Screen) -> None:
             if missing:
@@ -249,9 +254,4 @@ def report_cli(rundir: Path, resamples: int, seed: int, ci: str = "expanded") ->
             failed += write_report(sub, out / source)
     else:
         failed = write_report(ctx, out)
-    print(
-        f"report written to {out / 'report.html'} and {out / 'report.md'}"
-        + (f"; {failed} analysis section(s) FAILED (see the report)" if failed else "")
-        + "".join(f"; {line}" for line in missing)
-    )
-    return 1 if failed or missing else 0
+    return Written(out, failed, tuple(missing))

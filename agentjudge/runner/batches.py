@@ -74,7 +74,7 @@ from agentjudge.models.batch import (
 )
 from agentjudge.models.credentials import scrub, settings_secrets
 from agentjudge.models.errors import MODEL_FATAL_KINDS, RETRYABLE_KINDS, classify
-from agentjudge.runner.batch_store import UPLOADING, BatchStore, batch_rows
+from agentjudge.runner.batch_store import UPLOADING, BatchStore
 from agentjudge.types import ModelSettings
 
 log = logging.getLogger(__name__)
@@ -574,58 +574,3 @@ class BatchBroker:
         self.progress += outcome["answered"]
         parts = ", ".join(f"{n} {what}" for what, n in sorted(outcome.items())) or "no requests"
         self.say(f"batch {info.id} {info.status}: {parts}")
-
-
-# --- `agentjudge batches RUNDIR` -------------------------------------------------------------------
-def batches_cli(rundir: Path) -> int:
-    """``agentjudge batches RUNDIR``: one line per batch. Exit 0, or 2 when RUNDIR holds no run store."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    from agentjudge.runner.store import open_readonly
-
-    console = Console(width=None if Console().is_terminal else 200)
-    errors = Console(stderr=True, width=200)
-    store = rundir / "run.sqlite"
-    if not rundir.is_dir():
-        what = "not a folder (give the run folder, not a file in it)" if rundir.exists() else "no such folder"
-        errors.print(f"[red]error:[/red] {escape(str(rundir))}: {what}", highlight=False, soft_wrap=True)
-        return 2
-    db = open_readonly(store)
-    if db is None:
-        errors.print(
-            f"[red]error:[/red] {escape(str(store))}: not a run store (run `agentjudge run ... --out "
-            f"{escape(str(rundir))}` first)",
-            highlight=False,
-            soft_wrap=True,
-        )
-        return 2
-    try:
-        has_table = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='batches'").fetchone()
-        rows = batch_rows(db) if has_table else []
-    finally:
-        db.close()
-    if not rows:
-        console.print(f"{escape(str(rundir))}: no batches (no model of this run has batch: true)")
-        return 0
-    table = Table(title=f"Batches of {rundir}")
-    columns = ("batch", "model", "state", "provider total", "completed", "failed", "requests", "units",
-               "answered", "failed requests", "open", "created", "updated")  # fmt: skip
-    for col in columns:
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        table.add_row(
-            r["batch_id"],
-            r["model"],
-            r["state"] + (f" ({r['note']})" if r["note"] else ""),
-            *(str(r[k]) for k in ("total", "completed", "failed", "requests", "units", "answered")),
-            str(r["request_failures"]),
-            str(r["open"]),
-            r["created"],
-            r["updated"],
-        )
-    console.print(table)
-    states = Counter(r["state"] for r in rows)
-    console.print(", ".join(f"{n} {state}" for state, n in sorted(states.items())))
-    return 0

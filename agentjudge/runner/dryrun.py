@@ -25,16 +25,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
 from agentjudge.judges.prompts import needs_cache_breakpoint
 from agentjudge.models.prices import batch_token_prices, cost_at, count_tokens, pipeline_prices, prices
 from agentjudge.registry.model_strings import model_kind
 from agentjudge.rundir.units import open_readonly
 from agentjudge.runner.pipeline import Pipeline
 from agentjudge.runner.prefixes import PrefixCache, PromptPieces, split_messages
+from agentjudge.runner.result import DryRunPlan, SampledPlan
 from agentjudge.runner.store import UnitKey
 from agentjudge.runner.work import Dataset, judge_units, predict_units, prefix_order
 from agentjudge.types import (
@@ -291,40 +288,31 @@ def estimate(
     return rows
 
 
-_COST_COLUMNS = ("cost_usd", "cost_cached_usd", "cost_batch_usd", "cost_batch_cached_usd")
+COST_COLUMNS = ("cost_usd", "cost_cached_usd", "cost_batch_usd", "cost_batch_cached_usd")
+COST_LABELS = dict(zip(COST_COLUMNS, ("list $", "cached $", "batch $", "batch+cache $"), strict=True))
 _STACKING = {
     "litellm": "litellm's cache_read_input_token_cost_batches",
     "documented 50%": "the provider's batch page: cache reads and writes at 50 %",
 }
 
 
-def _money(value: float | None) -> str:
-    return "unknown" if value is None else f"{value:,.2f}"
-
-
-def dry_run_report(
+def plan(
     pipe: Pipeline,
     data: Dataset,
     rundir: Path,
-    console: Console,
     partners: dict[str, str] | None = None,
     start_over: bool = False,
-) -> int:
-    """The dry-run table; ``start_over`` (``--force-new``): the calls of a run that starts over, not of
-    the resumed one (units already done in RUNDIR would be archived and made again)."""
+) -> DryRunPlan:
+    """The dry run's estimate with its notes; ``start_over`` (``--force-new``): the calls of a run that
+    starts over, not of the resumed one (units already done in RUNDIR would be archived and made again)."""
     rows = estimate(pipe, data, partners or {}, None if start_over else rundir)
     counted = rows.pop()
-    what = "calls a new run would make (--force-new)" if start_over else "calls still to make"
-    table = Table(title=f"Dry run of {pipe.name}: {what} (nothing is spent or written)")
-    columns = ("model", "role", "kind", "calls", "prompt tokens", "cached share", "completion tokens")
-    for col in (*columns, "list $", "cached $", "batch $", "batch+cache $"):
-        table.add_column(col, justify="left" if col in ("model", "role", "kind") else "right")
     totals: dict[str, float] = defaultdict(float)
     unknown: dict[str, list[str]] = defaultdict(list)
     sources: dict[str, list[str]] = defaultdict(list)
     stacked: dict[str, list[str]] = defaultdict(list)  # batch+cache source -> models
     for r in rows:
-        for col in _COST_COLUMNS:
+        for col in COST_COLUMNS:
             if r[col] is None:
                 unknown[col].append(r["model"])
             else:
@@ -333,51 +321,20 @@ def dry_run_report(
             sources[r["batch_source"]].append(r["model"])
         if r["batch_cache_source"] != "-":
             stacked[r["batch_cache_source"]].append(r["model"])
-        share = r["cached_prompt_tokens"] / r["prompt_tokens"] if r["prompt_tokens"] else 0.0
-        table.add_row(
-            escape(r["model"]),
-            r["role"],
-            r["kind"],
-            f"{r['calls']:,}",
-            f"{r['prompt_tokens']:,}",
-            f"{share:.0%}",
-            f"{r['completion_tokens']:,}",
-            _money(r["cost_usd"]),
-            _money(r["cost_cached_usd"]),
-            _money(r["cost_batch_usd"]),
-            _money(r["cost_batch_cached_usd"]),
-        )
-    prompt = sum(r["prompt_tokens"] for r in rows)
-    cached = sum(r["cached_prompt_tokens"] for r in rows)
-    table.add_row(
-        "total",
-        "",
-        "",
-        f"{sum(r['calls'] for r in rows):,}",
-        f"{prompt:,}",
-        f"{cached / prompt:.0%}" if prompt else "0%",
-        f"{sum(r['completion_tokens'] for r in rows):,}",
-        *(_money(totals[c]) for c in _COST_COLUMNS),
-        style="bold",
-    )
-    console.print(table)
     total_line = (
         f"total: {sum(r['calls'] for r in rows)} calls; ~${totals['cost_usd']:,.2f} at list price, "
         f"~${totals['cost_cached_usd']:,.2f} with prefix caching, ~${totals['cost_batch_usd']:,.2f} in "
         f"batch mode, ~${totals['cost_batch_cached_usd']:,.2f} in batch mode with caching where documented, "
         "for models with a known price"
     )
-    console.print(escape(total_line), soft_wrap=True)
+    expected_line = None
     batch_models = [r["model"] for r in rows if r.get("batch")]
     if batch_models:
         expected = [r["cost_batch_usd"] if r.get("batch") else r["cost_usd"] for r in rows]
         known = sum(v for v in expected if v is not None)
-        console.print(
-            escape(
-                f"expected: ~${known:,.2f} with batch: true for {', '.join(batch_models)} (batch price) "
-                "and list price for the rest; --max-cost reserves at the same prices"
-            ),
-            soft_wrap=True,
+        expected_line = (
+            f"expected: ~${known:,.2f} with batch: true for {', '.join(batch_models)} (batch price) "
+            "and list price for the rest; --max-cost reserves at the same prices"
         )
     notes = [
         f"prompt family {pipe.prompt_family}, judge tool rendering {pipe.judge_tool_rendering}",
@@ -417,14 +374,20 @@ def dry_run_report(
             "plus a final answer, each re-sending the growing conversation; an agent that strays or "
             "retries costs more"
         )
-    label = dict(zip(_COST_COLUMNS, ("list $", "cached $", "batch $", "batch+cache $"), strict=True))
     for col, names in unknown.items():
-        notes.append(f"{label[col]}: price unknown for {', '.join(names)} (not counted in the total)")
-    for note in notes:
-        console.print(escape("- " + note), soft_wrap=True)
+        notes.append(f"{COST_LABELS[col]}: price unknown for {', '.join(names)} (not counted in the total)")
+    sampled = None
     if pipe.sampling is not None:
-        sampled_report(pipe, data, rundir, console, partners or {}, start_over, rows)
-    return 0
+        sampled = _sampled_plan(pipe, data, rundir, partners or {}, start_over, rows)
+    return DryRunPlan(
+        pipeline=pipe.name,
+        start_over=start_over,
+        rows=tuple(rows),
+        total_line=total_line,
+        expected_line=expected_line,
+        notes=tuple(notes),
+        sampled=sampled,
+    )
 
 
 def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -433,7 +396,7 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "judge": sum(r["calls"] for r in rows if r["role"] == "judge"),
         "generator": sum(r["calls"] for r in rows if r["role"] == "generator"),
     }
-    for col in _COST_COLUMNS:
+    for col in COST_COLUMNS:
         values = [r[col] for r in rows]
         out[col] = None if any(v is None for v in values) else sum(values)
     expected = [r["cost_batch_usd"] if r.get("batch") else r["cost_usd"] for r in rows]
@@ -441,15 +404,14 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def sampled_report(
+def _sampled_plan(
     pipe: Pipeline,
     data: Dataset,
     rundir: Path,
-    console: Console,
     partners: dict[str, str],
     start_over: bool,
     full_rows: list[dict[str, Any]],
-) -> None:
+) -> SampledPlan:
     """Beside the full grid's estimate: the sampled grid's (``agentjudge.runner.sampling.estimate``), expected
     from the variances of earlier verdicts of the same judges when there are any, and at most (every
     cell at the largest variance a mean in [0, 1] can have)."""
@@ -462,31 +424,15 @@ def sampled_report(
     folders = [rundir, *([spec.prior_run] if spec.prior_run is not None else [])]
     priors = prior_variances(folders, pipe)
     cases = [("expected", priors), ("at most", {})] if priors else [("at most", {})]
-    table = Table(
-        title=f"Sampled grid: 95 % CIs of ±{spec.target_ci_pp:g} pp per cell (pipeline key sampling)"
-    )
-    for col in ("grid", "judge calls", "generator calls", "list $", "cached $", "batch $", "batch+cache $"):
-        table.add_column(col, justify="left" if col == "grid" else "right")
-    full = _totals(full_rows)
+    grids: list[tuple[str, dict[str, Any]]] = [("full (every scenario)", _totals(full_rows))]
     lines = []
-
-    def add(label: str, t: dict[str, Any]) -> None:
-        share = f" ({100 * t['judge'] / full['judge']:.0f} %)" if full["judge"] and t is not full else ""
-        table.add_row(
-            label,
-            f"{t['judge']:,}{share}",
-            f"{t['generator']:,}",
-            *(_money(t[c]) for c in _COST_COLUMNS),
-        )
-
-    add("full (every scenario)", full)
     for label, prior in cases:
         sizes, sources = expected_sizes(spec, pipe, grid.population, prior)
         grid.sizes = sizes
         rows = estimate(pipe, data, partners, None if start_over else rundir, plan=grid)
         rows.pop()
         t = _totals(rows)
-        add(f"sampled, {label}", t)
+        grids.append((f"sampled, {label}", t))
         used = ", ".join(f"{n} from {k}" for k, n in sources.items() if n)
         if label == "expected":
             lines.append(
@@ -505,11 +451,9 @@ def sampled_report(
             lines.append(
                 f"sampled, {label}: ~${t['expected']:,.2f} with the pipeline's batch models in batch mode"
             )
-    console.print(table)
     lines.append(
         f"a cell judges a prefix of one seeded order of the {grid.population:,} base scenarios (pilot "
         f"{min(spec.pilot, grid.population):,}), sized to reach {100 * SIZING_MARGIN:.0f} % of the target "
         + ("with the finite-population correction" if spec.fpc else "without finite-population correction")
     )
-    for line in lines:
-        console.print(escape("- " + line), soft_wrap=True)
+    return SampledPlan(target_ci_pp=spec.target_ci_pp, grids=tuple(grids), notes=tuple(lines))

@@ -1,9 +1,21 @@
-"""``agentjudge infer``: run one generator over a dataset and write its predictions (resumable).
+"""``agentjudge infer``: one generator over a dataset, its predictions written to a file (resumable).
 
 Predictions are a stage of their own so that scoring and judging can be re-run without paying for
-generation again. The file (JSONL or Parquet, by suffix) has one row per (record at a difficulty, trial)
-with the columns of ARCHITECTURE.md; ``calls_json`` is the JSON list of calls, or null for a failure.
-Re-running with the same output keeps the successful rows and retries only what is missing or failed.
+generation again. This is a run of one stage through the runner's machinery: the predict units of the
+(record, difficulty, trial) grid run through ``scheduler.run_units`` (per-model workers, failures by model
+and reason, the model's tallies and money), as the grid's predict stage runs them; only the place finished
+units go differs. A run folder's units go to its run.sqlite; here they go to the predictions file itself
+(``PredictionsFile``), which is also what a re-run resumes from: its successful rows are kept, and only
+what is missing or failed runs again.
+
+The file (JSONL or Parquet, by suffix) has one row per (record at a difficulty, trial) with the columns of
+docs/formats.md; ``calls_json`` is the JSON list of calls, or null for a failure. A JSONL file gets each
+prediction appended the moment it finishes (a killed process loses nothing finished); either file is
+rewritten whole at the end, also on Ctrl-C, in the order of the grid (records in file order, difficulties,
+trials). Other generators' rows in the same file are written back unchanged.
+
+Unlike a grid run, a failure that every further call would repeat (an auth error) does not stop the
+generator's remaining units: each records its failure, as ``infer`` always has.
 """
 
 from __future__ import annotations
@@ -11,35 +23,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typing import IO, Any
 
 from agentjudge import strict_json
-from agentjudge.dataset.validate import gate1_failures, gate1_message
-from agentjudge.fserrors import out_path_problem
-from agentjudge.models.cache import CallCache
-from agentjudge.models.client import ModelClient
-from agentjudge.models.failures import FailureLog
-from agentjudge.registry.preflight import ModelUse, preflight
-from agentjudge.rundir.predictions import (
-    prediction_row,
-    read_predictions,
-    write_predictions,
-)
-from agentjudge.types import (
-    DIFFICULTIES,
-    Difficulty,
-    Generator,
-    ModelSettings,
-    Prediction,
-    Record,
-    Task,
-)
+from agentjudge.errors import InputError, PreflightError
+from agentjudge.models.failures import Failure
+from agentjudge.runner import scheduler
+from agentjudge.runner.events import QUIET, InferPlanned, Reporter, SkippedInvalid
+from agentjudge.runner.result import CallCounts, FailureGroup, InferResult
+from agentjudge.runner.store import Status, UnitKey
+from agentjudge.types import DIFFICULTIES, Difficulty, ModelSettings, Prediction, Record, Task
 
-MAX_IN_FLIGHT = 64  # tasks scheduled at once; the client's per-model semaphore is the real rate limit
+MAX_IN_FLIGHT = 64  # units the generator works on at once; the client's per-model semaphore is the rate limit
 
 
 def build_tasks(records: Iterable[Record], difficulties: Iterable[Difficulty]) -> list[Task]:
@@ -48,155 +43,205 @@ def build_tasks(records: Iterable[Record], difficulties: Iterable[Difficulty]) -
     return [record.task(d) for record in records for d in chosen if d in record.queries]
 
 
-async def run_generator(
-    generator: Generator, jobs: list[tuple[Task, int]], on_done: Any = None
-) -> list[Prediction]:
-    """Run ``generator`` over (task, trial) pairs concurrently; an exception becomes a recorded failure."""
-    gate = asyncio.Semaphore(MAX_IN_FLIGHT)
+class PredictionsFile:
+    """The scheduler's store for ``infer``: a finished unit's prediction is kept (and, for JSONL, appended
+    to the file at once); ``rows`` are the predictions made, in the grid's order."""
 
-    async def one(task: Task, trial: int) -> Prediction:
-        async with gate:
-            try:
-                pred = await generator(task, trial)
-            except Exception as exc:  # noqa: BLE001 - recorded and counted, not hidden
-                pred = Prediction.for_task(
-                    task,
-                    generator.name,
-                    trial,
-                    calls=None,
-                    error=f"generator_raised: {type(exc).__name__}: {exc}",
-                    error_kind="generator_raised",
-                )
-        if on_done is not None:
-            on_done(pred)
-        return pred
+    flush_interval_s = 0.2
 
-    return list(await asyncio.gather(*(one(t, k) for t, k in jobs)))
+    def __init__(self, order: dict[UnitKey, int], append: IO[str] | None) -> None:
+        self.order = order
+        self.append = append
+        self.made: dict[UnitKey, Prediction] = {}
+
+    def finish(
+        self, key: UnitKey, status: Status, result: Any, error: str | None, started_at: str, failure: Failure
+    ) -> None:
+        prediction: Prediction = result  # the work below hands the prediction itself, never None
+        self.made[key] = prediction
+        if self.append is not None:  # JSONL: every finished prediction is on disk at once
+            from agentjudge.rundir.predictions import prediction_row
+
+            self.append.write(strict_json.dumps(prediction_row(prediction), ensure_ascii=False) + "\n")
+            self.append.flush()
+
+    def flush_if_due(self) -> None:
+        return None
+
+    def flush(self) -> None:
+        return None
+
+    @property
+    def rows(self) -> list[Prediction]:
+        return [self.made[key] for key in sorted(self.made, key=self.order.__getitem__)]
 
 
-def infer_cli(
+def infer_predictions(
     data: Path,
     generator: str,
     out: Path,
+    *,
     difficulties: list[str] | None = None,
     trials: int = 1,
     api_base: str | None = None,
     no_cache: bool = False,
     probe: bool = False,
     skip_invalid: bool = False,
-) -> int:
-    """CLI body. 0 all predictions succeeded, 1 some failed (recorded in the file), 2 bad input (also: a
-    failed preflight, records failing Gate 1 without ``--skip-invalid``, an unwritable ``--out``)."""
-    console = Console(stderr=True, soft_wrap=True)
+    progress: Reporter | None = None,
+) -> InferResult:
+    """Run ``generator`` over ``data`` into the predictions file ``out``; see ``agentjudge.api.infer``.
+    Bad input (also a failed preflight, records failing Gate 1 without ``skip_invalid``, an unwritable or
+    unreadable ``out``) raises an ``InputError`` before anything is written."""
     from agentjudge.registry.factory import ModelResolutionError, make_generator
-    from agentjudge.rundir.records import read_records
 
+    report = progress if progress is not None else QUIET
     chosen = list(difficulties or DIFFICULTIES)
-    bad = [d for d in chosen if d not in DIFFICULTIES]
-    if bad:
-        console.print(f"[red]--difficulty {', '.join(bad)}: choose from {', '.join(DIFFICULTIES)}[/red]")
-        return 2
-    if out.suffix not in (".jsonl", ".parquet"):
-        console.print(f"[red]--out {out}: use a .jsonl or .parquet file name[/red]")
-        return 2
-    try:
-        records = list(read_records(data))
-    except (OSError, ValueError) as exc:
-        console.print(f"[red]cannot read {data}: {exc}[/red]")
-        return 2
-    if not records:
-        console.print(f"[red]{data}: no records[/red]")
-        return 2
-    failing = gate1_failures(records)
-    if failing and not skip_invalid:
-        console.print(f"[red]{escape(gate1_message(data, failing, len(records)))}[/red]")
-        return 2
-    if failing:
-        records = [r for r in records if r.id not in failing]
-        console.print(f"--skip-invalid: {len(failing)} record(s) failing Gate 1 left out")
+    records = _records(data, chosen, out, skip_invalid, report)
     settings = ModelSettings(model=generator, api_base=api_base)
-    problems = preflight([ModelUse("generator", settings, "--generator")], probe=probe)
-    out_problem = out_path_problem(out, "file")
-    problems += [f"--out {out_problem}"] if out_problem else []
-    if problems:
-        for line in problems:
-            console.print(f"[red]error:[/red] {escape(line)}", highlight=False)
-        console.print(f"preflight: {len(problems)} problem(s); nothing was run or written.")
-        return 2
+    _preflight(settings, out, probe)
+    from agentjudge.models.cache import CallCache
+    from agentjudge.models.client import ModelClient
+
     client = ModelClient(cache=CallCache(), read_cache=not no_cache)
     try:
         gen = make_generator(settings, client)
     except ModelResolutionError as exc:
-        console.print(f"[red]--generator: {exc}[/red]")
-        return 2
-
+        raise InputError(f"--generator: {exc}") from exc
     bind = getattr(gen, "bind", None)
     if callable(bind):  # simulated generators perturb the GT, so they need the records (as in the runner)
         bind({r.id: r for r in records})
-
-    previous: list[Prediction] = []
-    others: list[Prediction] = []  # other generators' rows in the same file: written back unchanged
-    if out.exists():
-        try:
-            for p in read_predictions(out):
-                (previous if p.generator == gen.name else others).append(p)
-        except (OSError, ValueError) as exc:
-            console.print(
-                f"[red]existing output {out} is unreadable ({exc}); move it away to start over[/red]"
-            )
-            return 2
+    previous, others = _earlier(out, gen.name)
     kept = {(p.record_id, p.trial): p for p in previous if p.error is None}
     tasks = build_tasks(records, chosen)  # type: ignore[arg-type]
-    jobs = [(t, k) for t in tasks for k in range(trials) if (t.record_id, k) not in kept]
-    console.print(
-        f"{gen.name}: {len(tasks) * trials} predictions, {len(kept)} already done, {len(jobs)} to run"
+    jobs = {
+        UnitKey("predict", t.record_id, t.difficulty, gen.name, k): t
+        for t in tasks
+        for k in range(trials)
+        if (t.record_id, k) not in kept
+    }
+    report.event(InferPlanned(gen.name, len(tasks) * trials, len(kept), len(jobs)))
+    made, log = _run(gen, jobs, out, [*others, *kept.values()], report)
+    failed = [p for p in made if p.error is not None]
+    return InferResult(
+        out=out,
+        generator=gen.name,
+        planned=len(tasks) * trials,
+        kept=len(kept),
+        new=len(made),
+        failed=len(failed),
+        calls=CallCounts.of(client.stats.total),
+        failures=tuple(
+            FailureGroup(model, reason, n, log.failures.examples[(model, reason)])
+            for (model, reason), n in log.failures.counts.items()
+        ),
     )
 
-    done: list[Prediction] = []
-    write_predictions(out, [*others, *kept.values()])  # drops old failures: they are retried below
+
+def _run(
+    gen: Any, jobs: dict[UnitKey, Task], out: Path, unchanged: list[Prediction], report: Reporter
+) -> tuple[list[Prediction], scheduler.RunLog]:
+    """The predict stage over ``jobs``; the file holds ``unchanged`` and what was made, also on Ctrl-C.
+    Returns the predictions made (in the grid's order) and the stage's log (failures by model and reason)."""
+    from agentjudge.rundir.predictions import write_predictions
+
+    write_predictions(out, unchanged)  # drops old failures: they are retried below
     append = out.open("a", encoding="utf-8") if out.suffix == ".jsonl" else None
+    sink = PredictionsFile({key: i for i, key in enumerate(jobs)}, append)
 
-    def on_done(pred: Prediction) -> None:
-        done.append(pred)
-        progress.advance(bar)
-        if append is not None:  # JSONL: every finished prediction is on disk at once (crash-safe resume)
-            append.write(strict_json.dumps(prediction_row(pred), ensure_ascii=False) + "\n")
-            append.flush()
+    async def work(key: UnitKey) -> scheduler.Outcome:
+        task, trial = jobs[key], key.generator_trial
+        try:
+            pred = await gen(task, trial)
+        except Exception as exc:  # noqa: BLE001 - recorded and counted, not hidden
+            pred = Prediction.for_task(
+                task,
+                gen.name,
+                trial,
+                calls=None,
+                error=f"generator_raised: {type(exc).__name__}: {exc}",
+                error_kind="generator_raised",
+            )
+        status: Status = "failed" if pred.error is not None else "done"
+        # the sink takes the prediction itself as the result
+        return scheduler.Outcome(
+            status, pred, pred.error, pred.usage, kind=pred.error_kind, attempts=pred.error_attempts
+        )
 
+    log = scheduler.RunLog(stop_on_fatal=False)  # every unit runs and records its own failure
     try:
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-        ) as progress:
-            bar = progress.add_task(f"infer {gen.name}", total=len(jobs))
-            asyncio.run(run_generator(gen, jobs, on_done=on_done))
+        with report.bars() as bars:
+            bar = bars.add_task(f"infer {gen.name}", total=len(jobs))
+            asyncio.run(
+                scheduler.run_units(
+                    "predict",
+                    list(jobs),
+                    lambda key: key.generator,
+                    {gen.name: MAX_IN_FLIGHT},
+                    work,
+                    sink,
+                    asyncio.Semaphore(MAX_IN_FLIGHT),
+                    scheduler.Budget(None),
+                    {},
+                    bars,
+                    log,
+                    bar=bar,
+                )
+            )
     finally:
         if append is not None:
             append.close()
-        write_predictions(out, [*others, *kept.values(), *done])  # also on Ctrl-C: what finished is kept
-    new = done
+        write_predictions(out, [*unchanged, *sink.rows])  # also on Ctrl-C: what finished is kept
+    return sink.rows, log
 
-    failed = [p for p in new if p.error is not None]
-    total = client.stats.total
-    console.print(
-        f"wrote {len(kept) + len(new)} predictions to {out}: {len(new)} new, {len(failed)} failed; "
-        f"model calls {total.calls}, cache hits {total.cache_hits} ({total.hit_rate:.0%}), "
-        f"retries {total.retries}, "
-        f"tokens {total.prompt_tokens} in / {total.completion_tokens} out, cost ${total.cost_usd:.4f}"
-        + (f" ({total.unknown_cost_calls} answers without a known price)" if total.unknown_cost_calls else "")
-        + (
-            f" ({total.unseen_cost_requests} requests timed out or came back unreadable or empty: "
-            "maybe billed, not counted)"
-            if total.unseen_cost_requests
-            else ""
-        )
-    )
-    log = FailureLog()
-    log.extend((p.generator, p.error, p.error_kind) for p in failed)
-    if log:
-        console.print(escape(log.report()), highlight=False)
-    return 1 if failed else 0
+
+def _records(data: Path, chosen: list[str], out: Path, skip_invalid: bool, report: Reporter) -> list[Record]:
+    """The records to predict: flags checked, the file read, Gate 1's failures refused or left out."""
+    from agentjudge.dataset.validate import gate1_failures, gate1_message
+    from agentjudge.rundir.records import read_records
+
+    bad = [d for d in chosen if d not in DIFFICULTIES]
+    if bad:
+        raise InputError(f"--difficulty {', '.join(bad)}: choose from {', '.join(DIFFICULTIES)}")
+    if out.suffix not in (".jsonl", ".parquet"):
+        raise InputError(f"--out {out}: use a .jsonl or .parquet file name")
+    try:
+        records = list(read_records(data))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read {data}: {exc}") from exc
+    if not records:
+        raise InputError(f"{data}: no records")
+    failing = gate1_failures(records)
+    if failing and not skip_invalid:
+        raise InputError(gate1_message(data, failing, len(records)))
+    if failing:
+        records = [r for r in records if r.id not in failing]
+        report.event(SkippedInvalid(len(failing)))
+    return records
+
+
+def _preflight(settings: ModelSettings, out: Path, probe: bool) -> None:
+    from agentjudge.fserrors import out_path_problem
+    from agentjudge.registry.preflight import ModelUse, preflight
+
+    problems = preflight([ModelUse("generator", settings, "--generator")], probe=probe)
+    out_problem = out_path_problem(out, "file")
+    problems += [f"--out {out_problem}"] if out_problem else []
+    if problems:
+        raise PreflightError(problems)
+
+
+def _earlier(out: Path, generator: str) -> tuple[list[Prediction], list[Prediction]]:
+    """The file's rows of this generator, and of the others (written back unchanged)."""
+    from agentjudge.rundir.predictions import read_predictions
+
+    previous: list[Prediction] = []
+    others: list[Prediction] = []
+    if out.exists():
+        try:
+            for p in read_predictions(out):
+                (previous if p.generator == generator else others).append(p)
+        except (OSError, ValueError) as exc:
+            raise InputError(
+                f"existing output {out} is unreadable ({exc}); move it away to start over"
+            ) from exc
+    return previous, others

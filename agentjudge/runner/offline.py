@@ -61,13 +61,11 @@ from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
-from rich.markup import escape
-from rich.progress import Progress, TaskID
-
 from agentjudge.fastpaths.heap import freeze
 from agentjudge.models.failures import Failure, is_model_fatal
 from agentjudge.registry.model_strings import model_kind
 from agentjudge.runner import scheduler
+from agentjudge.runner.events import Bars, OfflineStoreWarning
 from agentjudge.runner.store import GroupWriter, RunStore, UnitKey, now, store_failure_columns
 from agentjudge.runner.work import Dataset, ScoreKey, compute_scores, prefix_order
 from agentjudge.types import ModelSettings, Prediction, Score, ScoringMode, Usage
@@ -459,10 +457,10 @@ async def run_offline_units(
     store: RunStore,
     budget: scheduler.Budget,
     tallies: dict[str, scheduler.ModelTally],
-    progress: Progress,
+    progress: Bars,
     log: scheduler.RunLog,
     workers: int | None,
-    bar: TaskID | None = None,
+    bar: Any = None,
 ) -> None:
     """Run ``units`` (pending, offline) in chunks with ``offline_workers(workers, len(units))`` processes
     and store them; the accounting is the engine's (``scheduler.settle``). ``bar``: the stage's progress bar
@@ -530,15 +528,9 @@ async def run_offline_units(
         started = now()
         for index, (stored, answer, store_error) in answers:  # stored as they come (not the files' order)
             chunk = chunks[index]
-            if store_error is not None and not told and log.console is not None:
+            if store_error is not None and not told:
                 told = True
-                log.console.print(
-                    f"[yellow]warning:[/yellow] an offline worker process could not store its chunk in "
-                    f"{escape(store.path.name)} ({escape(store_error[:300])}); the main process stores "
-                    "that process's units instead",
-                    highlight=False,
-                    soft_wrap=True,
-                )
+                log.report(OfflineStoreWarning(store.path.name, store_error[:300]))
             finished = now()
             for unit, encoded in zip(chunk, answer, strict=True):
                 model = model_of(unit)

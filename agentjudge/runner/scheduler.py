@@ -14,23 +14,7 @@ import contextlib
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
+from typing import Any, Protocol
 
 from agentjudge.models.errors import ModelCallError
 from agentjudge.models.failures import (
@@ -41,9 +25,24 @@ from agentjudge.models.failures import (
     is_model_fatal,
     reason_of_kind,
 )
-from agentjudge.runner.store import RunStore, Status, UnitKey, now
+from agentjudge.runner.events import Bars, Event, ModelStopped
+from agentjudge.runner.store import Status, UnitKey, now
 from agentjudge.runner.work import prefix_order
 from agentjudge.types import Usage
+
+
+class UnitStore(Protocol):
+    """Where finished units go: the run folder's ``RunStore``, or ``infer``'s predictions file."""
+
+    flush_interval_s: float
+
+    def finish(
+        self, key: UnitKey, status: Status, result: Any, error: str | None, started_at: str, failure: Failure
+    ) -> None: ...
+
+    def flush_if_due(self) -> None: ...
+
+    def flush(self) -> None: ...
 
 
 @dataclass
@@ -106,67 +105,14 @@ class RunLog:
     failures: FailureLog = field(default_factory=FailureLog)
     stopped: dict[str, str] = field(default_factory=dict)  # model -> the error that stopped it
     not_run: dict[str, int] = field(default_factory=dict)  # model -> units left because it was stopped
-    console: Console | None = None
+    report: Callable[[Event], None] = field(default=lambda event: None)  # the run's (runner/events.py)
+    stop_on_fatal: bool = True  # False: every unit runs and records its own failure (``infer``)
 
     def stop(self, model: str, error: str, kind: str | None) -> None:
-        if model in self.stopped:
+        if model in self.stopped or not self.stop_on_fatal:
             return
         self.stopped[model] = error
-        if self.console is not None:
-            self.console.print(
-                f"[red]stopping {escape(model)}[/red] ({reason_of_kind(kind)}, not retried): "
-                f"{escape(clip(error, 400))}; its remaining units are not run",
-                highlight=False,
-                soft_wrap=True,
-            )
-
-
-class RateColumn(ProgressColumn):
-    """Units per second (rich's built-in speed column is for bytes)."""
-
-    def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text("-/s" if speed is None else f"{speed:.1f}/s", style="progress.data.speed")
-
-
-class StageElapsedColumn(TimeElapsedColumn):
-    """Time since the stage's bar started, also after ``rate_from_here`` restarted its clock."""
-
-    def render(self, task: Task) -> Text:
-        began = task.fields.get("began")
-        # rich's own reading of the time since the (re)start: a finished task keeps it in ``finished_time``
-        since = task.finished_time if task.finished else task.elapsed
-        if began is None or task.start_time is None or since is None:
-            return super().render(task)
-        elapsed = task.start_time - began + since  # plus the stage's time before the restart
-        return Text(str(timedelta(seconds=max(0, int(elapsed)))), style="progress.elapsed")  # rich's format
-
-
-def make_progress(console: Console, get_time: Callable[[], float] | None = None) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description:<8}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        RateColumn(),
-        StageElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=console,
-        disable=not console.is_terminal,
-        transient=False,
-        get_time=get_time,
-    )
-
-
-def rate_from_here(progress: Progress, bar: TaskID) -> None:
-    """Measure the bar's rate (and so its time left) afresh from now on, keeping its count and elapsed time.
-
-    A stage's offline units (simulated models, baselines) finish thousands at a time in seconds, before its
-    model calls; measured over both, the rate of the calls that remain would read hundreds of times too
-    fast, and the time left near zero, for rich's whole estimate window (30 s)."""
-    task = next(t for t in progress.tasks if t.id == bar)
-    began = task.fields.get("began", task.start_time)
-    progress.reset(bar, total=task.total, completed=int(task.completed), **{**task.fields, "began": began})
+        self.report(ModelStopped(model, reason_of_kind(kind), clip(error, 400)))
 
 
 class RemoteUnitError(Exception):
@@ -238,15 +184,15 @@ async def run_units(
     model_of: Callable[[UnitKey], str],
     caps: dict[str, int],
     work: Callable[[UnitKey], Awaitable[Outcome]],
-    store: RunStore,
+    store: UnitStore,
     global_cap: asyncio.Semaphore,
     budget: Budget,
     tallies: dict[str, ModelTally],
-    progress: Progress,
+    progress: Bars,
     log: RunLog | None = None,
     reading_batch_answers: bool = False,
     last: Collection[UnitKey] = (),
-    bar: TaskID | None = None,
+    bar: Any = None,
     ahead: Mapping[str, int] | None = None,
 ) -> list[UnitKey]:
     """Run ``units`` (already filtered to what is pending); commit each as it finishes. Returns the units

@@ -1,4 +1,4 @@
-"""The end-of-run table: per model, what this invocation did and what it cost; and RUNDIR/run_summary.json.
+"""The end-of-run account: per model, what this invocation did and what it cost; and RUNDIR/run_summary.json.
 
 ``requests`` are the HTTP requests actually sent (retries included, cache hits not); ``retries`` are by the
 model client's error kind (``rate_limit``, ``server_error``, ``timeout``, ``connection``,
@@ -18,9 +18,6 @@ from its prefix cache and the money that saved) cover the models that call an AP
 from __future__ import annotations
 
 from typing import Any
-
-from rich.markup import escape
-from rich.table import Table
 
 from agentjudge.models.failures import reason_of_kind
 from agentjudge.models.fleet import redact_url
@@ -83,100 +80,6 @@ def endpoint_counts(settings: ModelSettings, client_stats: Any) -> dict[str, dic
         count = seen.get(label)
         out[label] = {"ok": count.ok if count else 0, "failed": count.failed if count else 0}
     return out
-
-
-def endpoint_table(pipe: Pipeline, client_stats: Any) -> Table | None:
-    """The fleets' requests per endpoint (None when no model lists ``api_bases``)."""
-    table = Table(title="This run, per endpoint (fleets)")
-    for col in ("model", "endpoint", "ok", "failed", "share of ok"):
-        table.add_column(col, justify="left" if col in ("model", "endpoint") else "right")
-    fleets = [s for s in (*pipe.generators, *pipe.judges) if s.api_bases]
-    for settings in fleets:
-        counts = endpoint_counts(settings, client_stats)
-        total_ok = sum(c["ok"] for c in counts.values())
-        for label, c in counts.items():
-            table.add_row(
-                escape(settings.display_name), escape(label), str(c["ok"]), str(c["failed"]),
-                _share(c["ok"], total_ok),
-            )  # fmt: skip
-    return table if fleets else None
-
-
-def _share(part: float, whole: float) -> str:
-    """Cached share of the prompt tokens sent to the provider ("-" when nothing was sent)."""
-    return f"{part / whole:.0%}" if whole else "-"
-
-
-def summary_table(rows: list[dict[str, Any]]) -> Table:
-    """The end-of-run table of ``summary_rows``, with a total row."""
-    table = Table(title="This run, per model")
-    for col in (
-        "model",
-        "role",
-        "kind",
-        "done",
-        "failed",
-        "calls",
-        "requests",
-        "retries",
-        "cache hits",
-        "parse fail",
-        "tokens",
-        "cached share",
-        "cost $",
-        "saved $",
-    ):
-        table.add_column(col, justify="left" if col in ("model", "role", "kind") else "right")
-    total = {
-        "done": 0,
-        "failed": 0,
-        "calls": 0,
-        "requests": 0,
-        "cache_hits": 0,
-        "parse_failures": 0,
-        "tokens": 0,
-        "cost_usd": 0.0,
-        "unknown_cost_calls": 0,
-        "unseen_cost_requests": 0,
-        "cached_prompt_tokens": 0,
-        "prompt_tokens": 0,
-        "cache_saved_usd": 0.0,
-    }
-    retries_total: dict[str, int] = {}
-    for row in rows:
-        for key in total:
-            total[key] += row[key] or 0
-        for kind, n in row["retries_by_kind"].items():
-            retries_total[kind] = retries_total.get(kind, 0) + n
-        table.add_row(
-            escape(row["model"]),
-            row["role"],
-            row["kind"],
-            str(row["done"]),
-            str(row["failed"]),
-            str(row["calls"]),
-            str(row["requests"]),
-            retries_text(row["retries_by_kind"]),
-            "-" if row["cache_hits"] is None else str(row["cache_hits"]),
-            str(row["parse_failures"]),
-            str(row["tokens"]),
-            _share(row["cached_prompt_tokens"], row["prompt_tokens"]),
-            cost_text(row["cost_usd"], row["unknown_cost_calls"] + row["unseen_cost_requests"]),
-            f"{row['cache_saved_usd']:.4f}",
-        )
-    table.add_row(
-        "total",
-        "",
-        "",
-        *(str(total[k]) for k in ("done", "failed", "calls", "requests")),
-        retries_text(retries_total),
-        *(str(total[k]) for k in ("cache_hits", "parse_failures", "tokens")),
-        _share(total["cached_prompt_tokens"], total["prompt_tokens"]),
-        cost_text(total["cost_usd"], int(total["unknown_cost_calls"] + total["unseen_cost_requests"])),
-        f"{total['cache_saved_usd']:.4f}",
-        style="bold",
-    )
-    return table
 
 
 def cost_text(cost: float, unknown_cost_calls: int) -> str:

@@ -6,8 +6,8 @@ and printed, so a generator that fails often cannot look better than it is by ha
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,40 +95,75 @@ def write_scores(rows: list[dict[str, Any]], out: Path) -> None:
         raise ScoreInputError(f"{out}: output must end in .parquet or .csv")
 
 
-def score_cli(
+@dataclass(frozen=True)
+class Scored:
+    """What ``score_files`` wrote: the scores file (one row per successful prediction and mode), and the
+    value-matches file when asked; the predictions read, and the failed ones per generator (not scored)."""
+
+    out: Path
+    modes: tuple[ScoringMode, ...]
+    lenient: bool
+    predictions: int
+    failed: dict[str, int]
+    generators: dict[str, int]  # predictions per generator
+    rows: list[dict[str, Any]]
+    value_matches: Path | None
+    value_match_lines: int
+
+    @property
+    def scored(self) -> int:
+        return self.predictions - sum(self.failed.values())
+
+    def means(self) -> pd.DataFrame:
+        """Each metric's mean per scoring mode and generator."""
+        metrics = ["p_tool", "p_param", "p_seq", "p_cov", "p_value", "p_seq_dag"]
+        return pd.DataFrame(self.rows).groupby(["scoring_mode", "generator"])[metrics].mean()
+
+    def state_match(self) -> tuple[int, int, int] | None:
+        """(predictions ending in the GT's end state, predictions with an environment, those without);
+        None when no record has an environment."""
+        frame = pd.DataFrame(self.rows)
+        per_prediction = frame.loc[
+            frame["scoring_mode"] == self.modes[0], "state_match"
+        ]  # one per prediction
+        known = per_prediction.dropna()
+        if not len(known):
+            return None
+        return int(known.astype(bool).sum()), len(known), len(per_prediction) - len(known)
+
+
+def scoring_modes(mode: str) -> list[ScoringMode]:
+    """``--mode``: paper, strict or both."""
+    if mode == "both":
+        return ["paper", "strict"]
+    if mode in ("paper", "strict"):
+        return [mode]  # type: ignore[list-item]
+    raise ScoreInputError(f"--mode must be paper, strict or both, not {mode!r}")
+
+
+def score_files(
     data: Path, predictions: Path, out: Path, mode: str, lenient: bool, value_matches_out: Path | None = None
-) -> int:
-    """Read, score, write, print a summary; 0 on success, 2 on bad input (message on stderr)."""
+) -> Scored:
+    """Read, score, write; bad input (flags, paths, files) raises ``ScoreInputError`` (or the reader's
+    ``LayoutError``) before anything is written."""
+    from agentjudge.fserrors import out_path_problem
     from agentjudge.rundir.records import read_records
 
-    modes: list[ScoringMode]
-    if mode == "both":
-        modes = ["paper", "strict"]
-    elif mode in ("paper", "strict"):
-        modes = [mode]  # type: ignore[list-item]
-    else:
-        print(f"error: --mode must be paper, strict or both, not {mode!r}", file=sys.stderr)
-        return 2
+    modes = scoring_modes(mode)
     if out.suffix not in (".parquet", ".csv"):
-        print(f"error: {out}: output must end in .parquet or .csv", file=sys.stderr)
-        return 2
-    from agentjudge.fserrors import out_path_problem
-
+        raise ScoreInputError(f"{out}: output must end in .parquet or .csv")
     if (problem := out_path_problem(out, "file")) is not None:
-        print(f"error: --out {problem}", file=sys.stderr)
-        return 2
+        raise ScoreInputError(f"--out {problem}")
     if value_matches_out is not None:
         if value_matches_out.suffix != ".jsonl":
-            print(f"error: {value_matches_out}: --value-matches must end in .jsonl", file=sys.stderr)
-            return 2
+            raise ScoreInputError(f"{value_matches_out}: --value-matches must end in .jsonl")
         if (problem := out_path_problem(value_matches_out, "file")) is not None:
-            print(f"error: --value-matches {problem}", file=sys.stderr)
-            return 2
+            raise ScoreInputError(f"--value-matches {problem}")
     try:
         records = read_records(data)
         preds = read_predictions(predictions)
         if not preds:
-            raise ValueError(f"{predictions}: no predictions")
+            raise ScoreInputError(f"{predictions}: no predictions")
         rows, failed = score_rows(records, preds, modes, lenient)
         matches = value_match_lines(records, preds) if value_matches_out is not None else []
         write_scores(rows, out)
@@ -138,34 +173,18 @@ def score_cli(
                 strict_json.dumps(line, ensure_ascii=False, default=str) + "\n" for line in matches
             )
             value_matches_out.write_text(text, encoding="utf-8")
-    except ValueError as exc:  # LayoutError, ScoreInputError, a broken GT trace
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    n_scored = len(preds) - sum(failed.values())
-    print(f"scored {n_scored} of {len(preds)} predictions ({', '.join(modes)}"
-          f"{', lenient' if lenient else ''}) -> {out}")  # fmt: skip
-    if value_matches_out is not None:
-        print(
-            f"which accepted value each argument matched: {len(matches)} predictions -> {value_matches_out}"
-        )
-    for gen in sorted({p.generator for p in preds}):
-        if failed[gen]:
-            total = sum(1 for p in preds if p.generator == gen)
-            print(f"  {gen}: {failed[gen]} of {total} predictions failed (not scored)")
-    if rows:
-        frame = pd.DataFrame(rows)
-        metrics = ["p_tool", "p_param", "p_seq", "p_cov", "p_value", "p_seq_dag"]
-        summary = frame.groupby(["scoring_mode", "generator"])[metrics].mean()
-        print(summary.round(3).to_string())
-        per_prediction = frame.loc[frame["scoring_mode"] == modes[0], "state_match"]  # one row per prediction
-        known = per_prediction.dropna()
-        if len(known):
-            matched = int(known.astype(bool).sum())
-            without = len(per_prediction) - len(known)
-            pct = 100 * matched / len(known)
-            print(
-                f"state_match: {matched} of {len(known)} scored predictions ({pct:.1f} %) "
-                "end in the GT's end state when their calls are run in the record's environment"
-                + (f"; {without} on records without an environment are not counted" if without else "")
-            )
-    return 0
+    except InputError:
+        raise
+    except ValueError as exc:  # a broken GT trace
+        raise ScoreInputError(str(exc)) from exc
+    return Scored(
+        out=out,
+        modes=tuple(modes),
+        lenient=lenient,
+        predictions=len(preds),
+        failed=dict(failed),
+        generators=dict(Counter(p.generator for p in preds)),
+        rows=rows,
+        value_matches=value_matches_out,
+        value_match_lines=len(matches),
+    )

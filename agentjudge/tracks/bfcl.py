@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -272,34 +273,29 @@ def import_manifest(
     }
 
 
-def import_cli(tasks: Path, answers: Path, out: Path, category: str | None) -> int:
-    from rich.console import Console
-    from rich.markup import escape
+@dataclass(frozen=True)
+class Imported:
+    """What ``import_files`` wrote: OUT/records.jsonl and OUT/manifest.json, and how many records will fail
+    ``agentjudge validate`` (an answer its query does not ground, or one that breaks its own schema)."""
 
+    records_path: Path
+    category: str
+    records: int
+    manifest: dict[str, Any]
+    failing_validation: int
+
+
+def import_files(tasks: Path, answers: Path, out: Path, category: str | None) -> Imported:
+    """BFCL's task and answer files as records in the published layout; a bad file raises ``BfclError``
+    before anything is written."""
+    from agentjudge.dataset.validate import check_records
     from agentjudge.rundir.records import dumps_record, records_text, write_text_atomic
 
-    console = Console(soft_wrap=True)
     name = category or category_of(tasks)
-    try:
-        records = import_bfcl(tasks, answers, name)
-    except BfclError as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
-        return 2
+    records = import_bfcl(tasks, answers, name)
     text = records_text(dumps_record(r) for r in records)
     manifest = import_manifest(records, tasks, answers, name, text)
     write_text_atomic(out / "records.jsonl", text)
     write_text_atomic(out / "manifest.json", strict_json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-    shapes = ", ".join(f"{k} {v}" for k, v in manifest["counts"]["dag_type"].items())
-    console.print(
-        f"{len(records)} BFCL {name} tasks → {out / 'records.jsonl'} ({shapes}); human-written queries, "
-        "no executable environment (state_match will be None)"
-    )
-    from agentjudge.dataset.validate import check_records
-
     failing = sum(not report.passed for report in check_records(records, processes=1))
-    console.print(
-        f"{failing} of {len(records)} will fail `agentjudge validate` (an answer its query does not ground, "
-        "or one that breaks its own schema: docs/tracks.md, 'Real human-written tasks (BFCL)'); "
-        f"see them with: agentjudge validate {out / 'records.jsonl'}"
-    )
-    return 0
+    return Imported(out / "records.jsonl", name, len(records), manifest, failing)

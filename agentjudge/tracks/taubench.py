@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,6 +31,7 @@ from pydantic import ValidationError
 
 from agentjudge import strict_json
 from agentjudge.errors import InputError
+from agentjudge.models.failures import FailureLog
 from agentjudge.types import (
     METRICS,
     Condition,
@@ -502,7 +504,19 @@ def _markdown(summary: dict[str, Any], source: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def taubench_cli(
+@dataclass(frozen=True)
+class TauBenchRun:
+    """What ``run_taubench`` wrote into ``out``: the summary (also summary.json), its markdown (summary.md),
+    the judgments without a verdict (parse or transport failures) and the failures by judge and reason."""
+
+    out: Path
+    summary: dict[str, Any]
+    markdown: str
+    failed: int
+    failures: FailureLog
+
+
+def run_taubench(
     data: Path,
     out: Path,
     judges: list[str] | None,
@@ -510,51 +524,39 @@ def taubench_cli(
     conditions: list[str] | None,
     no_cache: bool = False,
     probe: bool = False,
-) -> int:
-    from rich.console import Console
-    from rich.markup import escape
-
+) -> TauBenchRun:
+    """Judge τ-bench's trajectories into ``out``; bad input (also a failed preflight) raises an
+    ``InputError`` before anything is written."""
+    from agentjudge.errors import PreflightError
     from agentjudge.fserrors import out_path_problem
-    from agentjudge.models.failures import FailureLog, read_failure
+    from agentjudge.models.failures import read_failure
     from agentjudge.registry.preflight import ModelUse, preflight
 
-    console = Console()
-    try:
-        episodes = load_episodes(data)
-    except TauBenchError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        return 2
+    episodes = load_episodes(data)
     bad = [c for c in conditions or [] if c not in ("with_gt", "without_gt")]
     if bad:
-        console.print(
-            f"[red]error:[/red] --condition {bad[0]!r}: the τ-bench track has with_gt and without_gt"
-        )
-        return 2
+        raise TauBenchError(f"--condition {bad[0]!r}: the τ-bench track has with_gt and without_gt")
     if not episodes:
-        console.print(f"[red]error:[/red] {data}: no episodes")
-        return 2
+        raise TauBenchError(f"{data}: no episodes")
     settings = [ModelSettings(model=m, api_base=api_base) for m in (judges or DEFAULT_JUDGES)]
     uses = [ModelUse("judge", s, f"--judge[{i}]") for i, s in enumerate(settings)]
     problems = preflight(uses, probe=probe)
     out_problem = out_path_problem(out, "dir")
     problems += [f"--out {out_problem}"] if out_problem else []
     if problems:
-        for line in problems:
-            console.print(f"[red]error:[/red] {escape(line)}", highlight=False, soft_wrap=True)
-        console.print(f"preflight: {len(problems)} problem(s); nothing was run or written.")
-        return 2
+        raise PreflightError(problems)
     tools = infer_tool_schemas(episodes)
     items = [to_item(ep, tools) for ep in episodes]
     ep_table = episodes_table(items)
     conds: list[Condition] = list(conditions or ["with_gt", "without_gt"])  # type: ignore[arg-type]
     judgments = asyncio.run(judge_items(items, settings, conds, no_cache=no_cache))
     summary = summarize(ep_table, judgments)
+    markdown = _markdown(summary, data)
     out.mkdir(parents=True, exist_ok=True)
     ep_table.to_parquet(out / "episodes.parquet", index=False)
     judgments.to_parquet(out / "judgments.parquet", index=False)
     (out / "summary.json").write_text(strict_json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    (out / "summary.md").write_text(_markdown(summary, data))
-    console.print(_markdown(summary, data), markup=False, highlight=False)
+    (out / "summary.md").write_text(markdown)
     failed = int(judgments["verdict"].isna().sum())
     log = FailureLog()
     per_unit = judgments.drop_duplicates(["judge", "condition", "record_id"])
@@ -564,10 +566,4 @@ def taubench_cli(
             log.add(str(row.judge), row.judge_error, read_failure(row.judge_error).kind)
         elif not row.parse_ok and row.judge in (judges or []):
             log.add(str(row.judge), row.rationale or "answer could not be parsed", None, "parse")
-    if log:
-        console.print(escape(log.report()), highlight=False, soft_wrap=True)
-    if failed:
-        console.print(
-            f"[yellow]{failed} judgments failed (parse or transport); see judgments.parquet[/yellow]"
-        )
-    return 1 if failed else 0
+    return TauBenchRun(out, summary, markdown, failed, log)

@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from agentjudge.errors import InputError
-from agentjudge.rundir import RunFolder, RunFolderError
+from agentjudge.rundir import RunFolder
 from agentjudge.viewer.index import FACETS, MAX_PAGE, QueryError, VerdictIndex
 from agentjudge.viewer.item import Items
 
@@ -196,36 +196,3 @@ def start(rundir: Path, host: str = "127.0.0.1", port: int = 0) -> tuple[Threadi
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="agentjudge-view", daemon=True).start()
     return server, viewer
-
-
-def view_cli(rundir: Path, host: str, port: int) -> int:
-    """``agentjudge view``: serve until Ctrl-C (exit 0); a folder that cannot be opened exits 2."""
-    from rich.console import Console
-    from rich.markup import escape
-
-    console = Console()
-    try:
-        server, viewer = start(rundir, host, port)
-    except (ViewerError, RunFolderError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        return 2
-    except OSError as exc:
-        console.print(
-            f"[red]error:[/red] cannot listen on {host}:{port}: {escape(exc.strerror or str(exc))}",
-            highlight=False,
-        )
-        return 2
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{server.server_address[1]}/"
-    console.print(
-        f"viewing {escape(str(rundir))}: {viewer.index.rows:,} verdict rows, opened in {viewer.open_s:.1f} s",
-        highlight=False,
-    )
-    console.print(f"open {url}  (the report: {url}report/; Ctrl-C stops)", highlight=False, soft_wrap=True)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        server.shutdown()
-        console.print("stopped", highlight=False)
-        return 0

@@ -98,32 +98,8 @@ def judge_name(key: str) -> str:
     return BASELINE_NAME if is_baseline_judge(key) else JUDGE_NAMES.get(key, key)
 
 
-def import_cli(release_dir: Path, records: Path | None, out: Path) -> int:
-    """Exit 0: imported; 2: bad input (one line, nothing written)."""
-    from rich.console import Console
-    from rich.markup import escape
-
-    console = Console()
-    try:
-        summary = import_release(release_dir, records, out, console)
-    except (ImportError_, ReleaseError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        return 2
-    console.print(
-        f"imported {summary['rows']:,} judged rows ({summary['judgments']:,} judgments) of "
-        f"{len(summary['generators'])} generators x {len(summary['judges'])} judges from {summary['files']} "
-        f"file(s) ({summary['layout']}) into {escape(str(out))}",
-        highlight=False,
-        soft_wrap=True,
-    )
-    for line in summary["notes"]:
-        console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
-    console.print(f"done: {escape(str(out))} (agentjudge report {escape(str(out))})", highlight=False)
-    return 0
-
-
 def import_release(
-    release_dir: Path, records_path: Path | None, out: Path, console: Any = None
+    release_dir: Path, records_path: Path | None, out: Path, progress: Any = None
 ) -> dict[str, Any]:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ImportError_(f"{out}: exists and is not empty; give a new folder for the imported run")
@@ -139,7 +115,7 @@ def import_release(
     anchor = next(p for p in (out.parent.absolute(), *out.parent.absolute().parents) if p.is_dir())
     work = Path(tempfile.mkdtemp(prefix=".import-", dir=anchor))
     try:
-        summary = _build(work, release, records_path, release_records, console)
+        summary = _build(work, release, records_path, release_records, progress)
         if out.exists():
             out.rmdir()
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -366,10 +342,10 @@ def _build(
     release: Release,
     records_path: Path | None,
     release_records: Path | None,
-    console: Any,
+    progress: Any,
 ) -> dict[str, Any]:
     from agentjudge.generators.replay import SOURCE_FILE
-    from agentjudge.runner.grid import run_cli
+    from agentjudge.runner.run import run_pipeline
 
     source = records_path or release_records
     assert source is not None
@@ -381,7 +357,7 @@ def _build(
     store = Store(work / SOURCE_FILE)
     tally = Tally()
     for found in release.of("outputs"):
-        _say(console, f"reading {found.path} (generator outputs)")
+        _say(progress, f"reading {found.path} (generator outputs)")
         for item in read_outputs(found):
             tally.rows_read[str(found.path)] += 1
             if isinstance(item, Failure):
@@ -391,7 +367,7 @@ def _build(
         tally.files += 1
     # primary files first: a re-run only fills judgments its primary lost
     for found in sorted(release.of("verdicts", "judged"), key=lambda f: f.rerun):
-        _say(console, f"reading {found.path} (judge {found.judge})")
+        _say(progress, f"reading {found.path} (judge {found.judge})")
         for judged in read_judged(found):
             tally.rows_read[str(found.path)] += 1
             if isinstance(judged, Failure):
@@ -436,7 +412,7 @@ def _build(
     import yaml
 
     (work / "pipeline.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False), encoding="utf-8")
-    code = run_cli(work / "pipeline.yaml", work)
+    code = run_pipeline(work / "pipeline.yaml", work, progress=progress).exit_code  # the run's reporter
     if code != 0:
         raise ImportError_(f"the imported grid did not run cleanly (exit {code}); see the messages above")
     disagreements = _scorer_disagreements(work, work / SOURCE_FILE, tally)
@@ -491,11 +467,12 @@ def _build(
     return summary
 
 
-def _say(console: Any, text: str) -> None:
-    if console is not None:
-        from rich.markup import escape
+def _say(progress: Any, text: str) -> None:
+    """A step of the import, to the caller's reporter (``runner.events``: the command line prints it)."""
+    if progress is not None:
+        from agentjudge.runner.events import Note
 
-        console.print(f"  {escape(text)}", highlight=False, soft_wrap=True)
+        progress.event(Note(text))
 
 
 def _known(rid: str, found: Found, records: Records, tally: Tally) -> bool:

@@ -1,0 +1,174 @@
+"""The tracks' verbs: ``taubench``, ``import bfcl`` and ``import agentjudgebench``, shells over
+``agentjudge.api``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentjudge.commands._app import NO_CACHE, PROBE, guarded
+
+
+def taubench(
+    data: Annotated[
+        Path, typer.Argument(help="τ-bench historical trajectories JSON (e.g. gpt-4o-airline.json).")
+    ],
+    out: Annotated[
+        Path, typer.Option(help="Output folder: episodes.parquet, judgments.parquet, summary.md.")
+    ],
+    judge: Annotated[
+        list[str] | None,
+        typer.Option(help="Judges (repeatable); default: baseline/always-1, rule, gt-rule, ceiling."),
+    ] = None,
+    condition: Annotated[
+        list[str] | None, typer.Option(help="with_gt and/or without_gt (default both).")
+    ] = None,
+    api_base: Annotated[str | None, typer.Option(help="API base for --judge models.")] = None,
+    no_cache: Annotated[bool, NO_CACHE] = False,
+    probe: Annotated[bool, PROBE] = False,
+) -> None:
+    """τ-bench track: judge real multi-turn agent trajectories and relate verdicts to τ-bench's reward."""
+    raise typer.Exit(
+        guarded(
+            lambda: taubench_cli(
+                data=data,
+                out=out,
+                judges=judge,
+                api_base=api_base,
+                conditions=condition,
+                no_cache=no_cache,
+                probe=probe,
+            )
+        )
+    )
+
+
+def taubench_cli(
+    data: Path,
+    out: Path,
+    judges: list[str] | None,
+    api_base: str | None,
+    conditions: list[str] | None,
+    no_cache: bool = False,
+    probe: bool = False,
+) -> int:
+    """0 every judgment has a verdict, 1 some failed (parse or transport), 2 bad input."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from agentjudge import api
+    from agentjudge.commands._app import failed_preflight
+
+    console = Console()
+    try:
+        done = api.taubench(
+            data, out, judges=judges, conditions=conditions, api_base=api_base, no_cache=no_cache, probe=probe
+        )
+    except api.PreflightError as exc:
+        return failed_preflight(console, exc)
+    except api.InputError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        return 2
+    console.print(done.markdown, markup=False, highlight=False)
+    if done.failures:
+        console.print(escape(done.failures.report()), highlight=False, soft_wrap=True)
+    if done.failed:
+        console.print(
+            f"[yellow]{done.failed} judgments failed (parse or transport); see judgments.parquet[/yellow]"
+        )
+    return 1 if done.failed else 0
+
+
+def import_bfcl(
+    tasks: Annotated[Path, typer.Argument(help="BFCL task file, e.g. BFCL_v4_multiple.json (JSON Lines).")],
+    answers: Annotated[
+        Path, typer.Argument(help="Its accepted answers, e.g. BFCL_v4_multiple.possible_answer.json.")
+    ],
+    out: Annotated[Path, typer.Option(help="Output folder for records.jsonl and manifest.json.")],
+    category: Annotated[
+        str | None, typer.Option(help="Category name for ids/origin; default: from the file name.")
+    ] = None,
+) -> None:
+    """BFCL tasks + accepted answers → records (human query, every accepted value kept, no environment)."""
+    raise typer.Exit(guarded(lambda: import_cli(tasks=tasks, answers=answers, out=out, category=category)))
+
+
+def import_cli(tasks: Path, answers: Path, out: Path, category: str | None) -> int:
+    """0 written, 2 a bad task or answer file (nothing written)."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from agentjudge import api
+
+    console = Console(soft_wrap=True)
+    try:
+        done = api.import_bfcl(tasks, answers, out, category=category)
+    except api.InputError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        return 2
+    shapes = ", ".join(f"{k} {v}" for k, v in done.manifest["counts"]["dag_type"].items())
+    console.print(
+        f"{done.records} BFCL {done.category} tasks → {done.records_path} ({shapes}); human-written queries, "
+        "no executable environment (state_match will be None)"
+    )
+    console.print(
+        f"{done.failing_validation} of {done.records} will fail `agentjudge validate` (an answer its query "
+        "does not ground, or one that breaks its own schema: docs/tracks.md, 'Real human-written tasks "
+        "(BFCL)'); "
+        f"see them with: agentjudge validate {done.records_path}"
+    )
+    return 0
+
+
+def import_agentjudgebench(
+    release: Annotated[
+        Path,
+        typer.Argument(
+            help="The downloaded release (its root or data/), or the pipeline's judge outputs "
+            "(judge_<judge>.jsonl files or <gen>/judged_by_<judge>/ folders)."
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="A new run folder for the imported run.")],
+    records: Annotated[
+        Path | None,
+        typer.Option(
+            help="Base records (published layout) for the run instead of the release's own "
+            "data/main/records.jsonl, checked against it; needed when the release has none."
+        ),
+    ] = None,
+) -> None:
+    """The AgentJudgeBench paper's generator outputs and judge verdicts as a run folder (report, view,
+    --add-judge)."""
+    raise typer.Exit(guarded(lambda: import_agentjudgebench_cli(release, records, out)))
+
+
+def import_agentjudgebench_cli(release: Path, records: Path | None, out: Path) -> int:
+    """0 imported, 2 bad input (one line, nothing written)."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from agentjudge import api
+    from agentjudge.commands.progress import ConsoleReporter, run_console
+
+    console = Console()
+    try:
+        done = api.import_agentjudgebench(
+            release, out, records=records, progress=ConsoleReporter(run_console())
+        )
+    except api.InputError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return 2
+    summary = done.summary
+    console.print(
+        f"imported {summary['rows']:,} judged rows ({summary['judgments']:,} judgments) of "
+        f"{len(summary['generators'])} generators x {len(summary['judges'])} judges from {summary['files']} "
+        f"file(s) ({summary['layout']}) into {escape(str(out))}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    for line in summary["notes"]:
+        console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
+    console.print(f"done: {escape(str(out))} (agentjudge report {escape(str(out))})", highlight=False)
+    return 0
