@@ -22,9 +22,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from agentjudge.commands.run import run_cli
 from agentjudge.registry.model_strings import model_kind
 from agentjudge.rundir import RunFolder
-from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import load_pipeline
 from agentjudge.stats.paired_runs import paired_alignment_delta
 

@@ -37,8 +37,8 @@ sys.path.insert(0, str(REPO / "tests"))
 import yaml  # noqa: E402
 from fakeserver import TEST_KEY, TEST_KEY_ENV, FakeLLM  # noqa: E402
 
+from agentjudge.commands.run import run_cli  # noqa: E402
 from agentjudge.rundir import RunFolder  # noqa: E402
-from agentjudge.runner.grid import run_cli  # noqa: E402
 
 
 def _verdict(_request: dict[str, object]) -> str:

@@ -129,8 +129,8 @@ def grid(server: FakeLLM, out: Path, trials: int) -> None:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "pipeline.yaml"
     path.write_text(yaml.safe_dump(pipe, sort_keys=False), encoding="utf-8")
-    from agentjudge.report.write import report_cli
-    from agentjudge.runner.grid import run_cli
+    from agentjudge.commands.report import report_cli
+    from agentjudge.commands.run import run_cli
 
     t0 = time.perf_counter()
     code = run_cli(path, out / "run")

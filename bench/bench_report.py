@@ -22,7 +22,7 @@ from pathlib import Path
 
 
 def _child(rundir: str, resamples: int, seed: int, q: mp.Queue) -> None:
-    from agentjudge.report.write import report_cli
+    from agentjudge.commands.report import report_cli
 
     t0 = time.perf_counter()
     code = report_cli(Path(rundir), resamples=resamples, seed=seed)

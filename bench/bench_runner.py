@@ -389,8 +389,7 @@ def stub_runner(latency: float, log: str, argv: list[str]) -> None:
     the runner's own CPU per call, without litellm's ~10 ms (and its noise) on top. Workers forked by the run
     inherit the stub."""
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    from agentjudge.commands.app import main as agentjudge_main
-
+    from agentjudge.commands import main as agentjudge_main
     from agentjudge.models.litellm_import import litellm_module
 
     litellm = litellm_module()

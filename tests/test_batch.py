@@ -23,9 +23,9 @@ import pytest
 from fakeserver import TEST_KEY, TEST_KEY_ENV, FakeLLM
 from test_runner import read, write_pipeline
 
+from agentjudge.commands.run import run_cli
 from agentjudge.models.batch import parse_result_line, split_lines
 from agentjudge.rundir import RunFolder
-from agentjudge.runner.grid import run_cli
 
 TESTS = Path(__file__).resolve().parent
 UNITS = 8 * 2  # predictions (4 records x 2 difficulties, sim/perfect) x conditions

@@ -26,9 +26,9 @@ from fakeserver import FakeLLM
 from test_batch import UNITS, _pipeline, _Refused, _responder, _stable
 from test_runner import read
 
+from agentjudge.commands.run import run_cli
 from agentjudge.models.batch import CURRENT_UNIT, BatchAPI, BatchInfo, request_line
 from agentjudge.runner.batches import BatchBroker
-from agentjudge.runner.grid import run_cli
 
 TABLES = ("batches", "batch_requests", "batch_members")
 

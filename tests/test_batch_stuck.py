@@ -26,8 +26,8 @@ from test_batch import FAST_POLL, UNITS, _judge, _pipeline, _responder, _stable
 from test_batch_atomic import _bounded_settle, _Spinning
 from test_runner import read, write_pipeline
 
+from agentjudge.commands.run import run_cli
 from agentjudge.runner.batches import BatchBroker
-from agentjudge.runner.grid import run_cli
 
 
 def _fresh_provider(fake: FakeLLM) -> None:

@@ -17,11 +17,12 @@ import pandas as pd
 import pytest
 import yaml
 
+from agentjudge.commands.tracks import import_cli
 from agentjudge.dataset import resolve
 from agentjudge.dataset.gates import run_gates
 from agentjudge.rundir.records import read_records, write_records
 from agentjudge.scoring.scorer import score_calls, score_prediction, value_matches
-from agentjudge.tracks.bfcl import BfclError, import_bfcl, import_cli, to_json_schema
+from agentjudge.tracks.bfcl import BfclError, import_bfcl, to_json_schema
 from agentjudge.types import GTStep, Prediction, Record, ToolCall
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -422,8 +423,8 @@ def test_parallel_calls_in_any_order_keep_p_seq_dag(records: list[Record]) -> No
 
 
 def test_grid_and_report_on_mixed_sources(records: list[Record], tmp_path: Path) -> None:
-    from agentjudge.report.write import report_cli
-    from agentjudge.runner.grid import run_cli
+    from agentjudge.commands.report import report_cli
+    from agentjudge.commands.run import run_cli
 
     synthetic = read_records(ROOT / "data" / "mini" / "records.jsonl")[:3]
     write_records(tmp_path / "mixed.jsonl", [*synthetic, *records])
@@ -506,8 +507,9 @@ def test_swapped_gt_partners_stay_within_a_source(records: list[Record]) -> None
 def test_audit_shows_human_queries_and_refuses_a_difficulty_they_lack(
     bfcl_files: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    from agentjudge.commands.app import app
     from typer.testing import CliRunner
+
+    from agentjudge.commands import app
 
     out = tmp_path / "out"
     assert import_cli(*bfcl_files, out=out, category="multiple") == 0
@@ -533,8 +535,9 @@ def test_audit_shows_human_queries_and_refuses_a_difficulty_they_lack(
 
 
 def test_audit_default_on_synthetic_records_is_hard() -> None:
-    from agentjudge.commands.app import app
     from typer.testing import CliRunner
+
+    from agentjudge.commands import app
 
     mini = Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl"
     result = CliRunner().invoke(app, ["audit", str(mini), "--n", "6", "--seed", "0"])
@@ -544,8 +547,9 @@ def test_audit_default_on_synthetic_records_is_hard() -> None:
 
 
 def test_validate_counts_base_scenarios_and_records(bfcl_files: tuple[Path, Path], tmp_path: Path) -> None:
-    from agentjudge.commands.app import app
     from typer.testing import CliRunner
+
+    from agentjudge.commands import app
 
     out = tmp_path / "out"
     assert import_cli(*bfcl_files, out=out, category="multiple") == 0
@@ -555,8 +559,9 @@ def test_validate_counts_base_scenarios_and_records(bfcl_files: tuple[Path, Path
 
 
 def test_score_writes_which_accepted_value_matched(bfcl_files: tuple[Path, Path], tmp_path: Path) -> None:
-    from agentjudge.commands.app import app
     from typer.testing import CliRunner
+
+    from agentjudge.commands import app
 
     out = tmp_path / "out"
     assert import_cli(*bfcl_files, out=out, category="multiple") == 0

@@ -11,10 +11,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from agentjudge.commands.app import app
 from typer.testing import CliRunner
 
-from agentjudge.models.cache import CallCache, cache_key, clear_cli, default_cache_path, stats_cli
+from agentjudge.commands import app
+from agentjudge.commands.cache import clear_cli, stats_cli
+from agentjudge.models.cache import CallCache, cache_key, default_cache_path
 from agentjudge.models.client import ModelClient
 from agentjudge.types import ModelSettings
 

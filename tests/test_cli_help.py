@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from agentjudge.commands.app import app
 from typer.testing import CliRunner
+
+from agentjudge.commands import app
 
 
 @pytest.mark.parametrize(

@@ -19,11 +19,11 @@ import pytest
 from fakeserver import FakeLLM
 from test_runner import read, write_pipeline
 
+from agentjudge.commands.run import run_cli
 from agentjudge.judges.llm import LLMJudge
 from agentjudge.models.cache import CallCache, cache_key
 from agentjudge.models.client import Completion, ModelClient
 from agentjudge.rundir.predictions import read_predictions, write_predictions
-from agentjudge.runner.grid import run_cli
 from agentjudge.runner.store import from_stored, stored_json
 from agentjudge.types import JudgeRequest, JudgeResult, Prediction, Task, ToolCall, Usage
 

@@ -128,7 +128,8 @@ def test_yaml_blocks_load_and_validate(page: Path, line: int, before: str, code:
 def _cli() -> dict[str, set[str]]:
     """'verb' or 'group verb' -> the flags it takes (from the command tree the `agentjudge` script runs)."""
     import typer.main
-    from agentjudge.commands.app import app
+
+    from agentjudge.commands import app
 
     found: dict[str, set[str]] = {}
 

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentjudge.commands.app import app
 from fakeserver import TEST_KEY_ENV, FakeLLM
 from test_runner import write_pipeline
 from typer.testing import CliRunner
 
+from agentjudge.commands import app
 from agentjudge.registry.preflight import ModelUse, preflight
 from agentjudge.types import ModelSettings
 

@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 from test_resume_cache import _fail, _outputs, _pipeline
 
+from agentjudge.commands.run import run_cli
 from agentjudge.runner import resume_cache
-from agentjudge.runner.grid import run_cli
 
 KEPT = ("predictions.parquet", "scores.parquet")
 

@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from test_resume_cache import _outputs, _pipeline
 
+from agentjudge.commands.run import run_cli
 from agentjudge.runner import export
-from agentjudge.runner.grid import run_cli
 
 
 def test_small_and_large_tables_write_the_same_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -45,7 +45,7 @@ def test_take_without_numpy_writes_the_same_files(tmp_path: Path) -> None:
         "with lean_imports():\n"
         "    from agentjudge.runner import export\n"
         "    export.SMALL_TABLE_ROWS = 0\n"
-        "    from agentjudge.runner.grid import run_cli\n"
+        "    from agentjudge.commands.run import run_cli\n"
         "    code = run_cli(Path(sys.argv[1]), Path('take'), lean_export=True)\n"
         "print('RESULT', code, *refused, 'numpy' in sys.modules)\n"
     )

@@ -9,8 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentjudge.report.compare import compare_cli
-from agentjudge.report.write import report_cli
+from agentjudge.commands.report import compare_cli, report_cli
 from agentjudge.rundir.synthetic import SyntheticSpec, Variant, write_run
 
 JUDGES = {"judge-a": 1, "judge-b": 2, "baseline/always-1": 3, "baseline/ceiling": 3}

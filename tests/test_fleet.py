@@ -20,12 +20,12 @@ from fakeserver import TEST_KEY_ENV, FakeLLM
 from test_preflight import _free_port
 from test_runner import _verdict_json, read, write_pipeline
 
+from agentjudge.commands.run import run_cli
 from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelCallError, ModelClient
 from agentjudge.models.fleet import redact_url
 from agentjudge.registry.preflight import ModelUse, preflight
 from agentjudge.rundir import RunFolder
-from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import PipelineError, config_hash, load_pipeline
 from agentjudge.types import ModelSettings
 
@@ -398,10 +398,10 @@ def test_grid_with_every_endpoint_dead_fails_each_unit_without_a_verdict(
     rundir = tmp_path / "run"
     judge = _fleet(urls, max_retries=0)
     pipeline = write_pipeline(tmp_path, judges=[judge], generators=["sim/perfect"], conditions=["with_gt"])
-    from agentjudge.runner import grid
+    from agentjudge.runner import run
 
     # the preflight would refuse this run (rightly: nothing answers); here the servers die after it
-    monkeypatch.setattr(grid, "_preflight", lambda *a, **k: [])
+    monkeypatch.setattr(run, "preflight", lambda *a, **k: [])
     assert run_cli(pipeline, rundir) == 1
     # no replica ever answered: the first calls find the fleet unreachable and stop it; the units already
     # given out fail (unsent once it is stopped), the rest are left for a re-run

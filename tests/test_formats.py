@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from test_sampling_run import _pipeline
 
+from agentjudge.commands.run import run_cli
 from agentjudge.models.failures import Failure
 from agentjudge.rundir import FORMAT_VERSION, RunFolder, RunMeta, RunSummary, SamplingRecord
 from agentjudge.rundir.columns import (
@@ -27,7 +28,6 @@ from agentjudge.rundir.columns import (
 )
 from agentjudge.rundir.summary import FailedUnit
 from agentjudge.rundir.synthetic import SyntheticSpec, write_run
-from agentjudge.runner.grid import run_cli
 from agentjudge.runner.store import StoredFailure, UnitKey
 from agentjudge.runner.summary import failed_unit_rows
 

@@ -384,9 +384,9 @@ def test_no_sentence_in_more_than_five_percent_of_one_difficultys_queries() -> N
 def test_audit_prints_a_topology_stratified_gradable_sample(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from pathlib import Path
 
-    from agentjudge.commands.app import app
     from typer.testing import CliRunner
 
+    from agentjudge.commands import app
     from agentjudge.types import TOPOLOGIES
 
     runner = CliRunner()

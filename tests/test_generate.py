@@ -8,10 +8,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from agentjudge.commands.app import app
 from test_gates import linear_record
 from typer.testing import CliRunner
 
+from agentjudge.commands import app
 from agentjudge.dataset import gates, generate, scenario, world
 from agentjudge.rundir.records import read_records, write_records
 from agentjudge.types import TOPOLOGIES, Record, ToolCall

@@ -16,10 +16,10 @@ import pytest
 from fakeserver import TEST_KEY_ENV, FakeLLM, Reply
 from test_runner import _verdict_json, write_pipeline
 
+from agentjudge.commands.run import run_cli
 from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelCallError, ModelClient
 from agentjudge.registry.preflight import ModelUse, preflight
-from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import config_hash, load_pipeline
 from agentjudge.types import ModelSettings
 

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentjudge.people.validation import agree_cli, parse_label, read_labels, sample_cli
+from agentjudge.commands.people import agree_cli, sample_cli
+from agentjudge.people.validation import parse_label, read_labels
 from agentjudge.rundir.records import write_records
 from agentjudge.types import TOPOLOGIES, GTStep, Record, ToolCall, ToolSchema
 

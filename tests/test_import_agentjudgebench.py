@@ -23,9 +23,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from agentjudge.report.write import report_cli
+from agentjudge.commands.report import report_cli
+from agentjudge.commands.run import run_cli
 from agentjudge.rundir.records import read_records
-from agentjudge.runner.grid import run_cli
 from agentjudge.scoring.scorer import score_calls
 from agentjudge.tracks.agentjudgebench.importer import import_release
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import agentjudgebench_published_fixture as fixture
 import pytest
-from agentjudge.commands.app import app
 from typer.testing import CliRunner
+
+from agentjudge.commands import app
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "data" / "mini" / "records.jsonl"

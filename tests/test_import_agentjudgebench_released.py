@@ -18,8 +18,8 @@ import agentjudgebench_released_fixture as fixture
 import pandas as pd
 import pytest
 
-from agentjudge.report.write import report_cli
-from agentjudge.runner.grid import run_cli
+from agentjudge.commands.report import report_cli
+from agentjudge.commands.run import run_cli
 from agentjudge.tracks.agentjudgebench.importer import import_release
 
 ROOT = Path(__file__).resolve().parents[1]

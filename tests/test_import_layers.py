@@ -21,6 +21,7 @@ LAYERS: list[list[str]] = [
     [
         "agentjudge",
         "agentjudge.types",
+        "agentjudge.errors",
         "agentjudge.fastpaths",
         "agentjudge.fserrors",
         "agentjudge.memo",

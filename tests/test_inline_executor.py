@@ -16,9 +16,9 @@ import pytest
 from fakeserver import TEST_KEY
 from test_runner import _verdict_json, write_pipeline
 
+from agentjudge.commands.run import run_cli
 from agentjudge.fastpaths import inline_executor
 from agentjudge.models.litellm_import import litellm_module
-from agentjudge.runner.grid import run_cli
 
 
 def test_litellm_request_building_runs_in_the_loop_thread_and_answers_the_same(fake_llm: Any) -> None:

@@ -6,17 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
-from agentjudge.commands.app import app
 from fakeserver import TEST_KEY, FakeLLM, prompt_text
 from typer.testing import CliRunner
 
+from agentjudge.commands import app
+from agentjudge.commands.data import infer_cli
 from agentjudge.generators.llm import LLMGenerator, parse_calls_text
 from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelClient
 from agentjudge.rundir.columns import PREDICTION_COLUMNS
 from agentjudge.rundir.predictions import read_predictions
 from agentjudge.rundir.records import write_records
-from agentjudge.runner.infer import infer_cli
 from agentjudge.types import GTStep, Record, Task, ToolCall, ToolSchema
 
 TOOLS = [

@@ -30,8 +30,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> str:  # type: ignore[mis
 
 
 def test_local_grid_with_and_without_structured_output(server: str, tmp_path: Path) -> None:
+    from agentjudge.commands.run import run_cli
     from agentjudge.registry.preflight import ModelUse, preflight
-    from agentjudge.runner.grid import run_cli
     from agentjudge.types import ModelSettings
 
     spec = yaml.safe_load((ROOT / "pipelines" / "local.yaml").read_text())

@@ -18,13 +18,13 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from agentjudge.commands.run import run_cli
 from agentjudge.judges import baselines
 from agentjudge.rundir import RunFolder
 from agentjudge.rundir.records import read_records
 from agentjudge.rundir.units import store_units
 from agentjudge.runner import export, grid, offline
 from agentjudge.runner import store as store_module
-from agentjudge.runner.grid import run_cli
 from agentjudge.types import ToolCall
 
 MINI = Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl"
@@ -451,7 +451,7 @@ def test_sigkill_of_an_offline_run_with_two_processes_then_resume(tmp_path: Path
     # chunks of 100 units: many small groups, so the kill lands between commits
     code = (
         "import sys; from agentjudge.runner import offline; offline.CHUNK_UNITS = 100; "
-        "from agentjudge.commands.app import app; sys.argv = ['agentjudge', *sys.argv[1:]]; app()"
+        "from agentjudge.commands import app; sys.argv = ['agentjudge', *sys.argv[1:]]; app()"
     )
     command = [sys.executable, "-c", code, *command[3:]]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -502,7 +502,7 @@ def test_ctrl_c_of_an_offline_run_with_two_processes_then_resume(tmp_path: Path)
     rundir = work / "run"
     code = (
         "import sys; from agentjudge.runner import offline; offline.CHUNK_UNITS = 100; "
-        "from agentjudge.commands.app import app; sys.argv = ['agentjudge', *sys.argv[1:]]; app()"
+        "from agentjudge.commands import app; sys.argv = ['agentjudge', *sys.argv[1:]]; app()"
     )
     command = [sys.executable, "-c", code, "run", str(pipeline), "--out", str(rundir)]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 import yaml
-from agentjudge.commands.app import app
 from test_runner import make_record, write_dataset, write_pipeline
 from typer.testing import CliRunner
 
+from agentjudge.commands import app
+from agentjudge.commands.run import run_cli
 from agentjudge.rundir.records import write_records
-from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import PipelineError, config_hash, load_pipeline, override_models
 
 REPO = Path(__file__).resolve().parents[1]

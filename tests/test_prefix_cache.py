@@ -16,6 +16,7 @@ import pytest
 import yaml
 from fakeserver import Reply
 
+from agentjudge.commands.run import run_cli
 from agentjudge.judges.prompts import (
     TAG_QUERY,
     TAG_TOOLS,
@@ -26,7 +27,6 @@ from agentjudge.judges.prompts import (
 )
 from agentjudge.models.client import ModelClient
 from agentjudge.models.prices import cache_saving, cached_prompt_tokens, count_tokens, prices
-from agentjudge.runner.grid import run_cli
 from agentjudge.runner.prefixes import PrefixCache, PromptPieces, cacheable, split_messages
 from agentjudge.runner.store import UnitKey
 from agentjudge.runner.work import prefix_order
@@ -342,8 +342,8 @@ def test_dry_run_counts_with_the_tokenizer_and_prices_three_ways(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from agentjudge.runner.dryrun import estimate
-    from agentjudge.runner.grid import load_dataset
     from agentjudge.runner.pipeline import load_pipeline
+    from agentjudge.runner.run import load_dataset
 
     judge = {"model": "openai/gpt-4o", "name": "big"}
     pipe = load_pipeline(
@@ -411,8 +411,8 @@ def test_batch_cache_stacking_only_where_the_provider_lists_it(monkeypatch: pyte
 
 def test_dry_run_batch_plus_cache_column(tmp_path: Path) -> None:
     from agentjudge.runner.dryrun import estimate
-    from agentjudge.runner.grid import load_dataset
     from agentjudge.runner.pipeline import load_pipeline
+    from agentjudge.runner.run import load_dataset
 
     path = _pipeline(tmp_path, {"model": "openai/gpt-4o", "name": "gpt"}, generators=["sim/weak"])
     spec = yaml.safe_load(path.read_text())
@@ -442,11 +442,12 @@ def test_dry_run_prices_an_interactive_episode_along_the_gt_path(tmp_path: Path)
 
     from rich.console import Console
 
+    from agentjudge.commands.run_output import print_plan
     from agentjudge.generators.interactive import initial_messages, tool_content
     from agentjudge.generators.llm import openai_tools
-    from agentjudge.runner.dryrun import dry_run_report, estimate
-    from agentjudge.runner.grid import load_dataset
+    from agentjudge.runner.dryrun import estimate, plan
     from agentjudge.runner.pipeline import load_pipeline
+    from agentjudge.runner.run import load_dataset
 
     gens = [
         {"model": "openai/gpt-4o", "name": "shot"},
@@ -476,7 +477,7 @@ def test_dry_run_prices_an_interactive_episode_along_the_gt_path(tmp_path: Path)
                 grown += count_tokens("openai/gpt-4o", text=tool_content(step.output, None))[0]
     assert low * 0.99 <= rows["agent"]["prompt_tokens"] <= high * 1.01
     out = io.StringIO()
-    assert dry_run_report(pipe, data, tmp_path / "none", Console(file=out, width=400)) == 0
+    print_plan(Console(file=out, width=400), plan(pipe, data, tmp_path / "none"))
     (note,) = [line for line in out.getvalue().splitlines() if "interactive generator(s)" in line]
     assert "agent" in note and "shot" not in note and "one call per GT step" in note
 

@@ -12,10 +12,10 @@ import pytest
 from fakeserver import TEST_KEY_ENV, FakeLLM
 from test_runner import _verdict_json, make_records, read, write_pipeline
 
+from agentjudge.commands.run import run_cli
 from agentjudge.models.failures import FailureLog, reason_of
 from agentjudge.registry.preflight import ModelUse, preflight
 from agentjudge.rundir.records import write_records
-from agentjudge.runner.grid import run_cli
 from agentjudge.types import ModelSettings, ToolSchema
 
 
@@ -210,7 +210,7 @@ def test_gate1_failures_are_refused_or_skipped(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_fs_error_escaping_a_verb_is_one_line_rc2(capsys: pytest.CaptureFixture[str]) -> None:
-    from agentjudge.commands.app import _guarded
+    from agentjudge.commands._app import guarded as _guarded
 
     def full() -> int:
         raise OSError(28, "No space left on device", "/data/run/judgments.parquet")
@@ -254,7 +254,7 @@ def test_structured_output_sends_the_schema_and_is_recorded(tmp_path: Path, fake
     }
     judg = read(tmp_path / "run", "judgments")
     assert judg.groupby("judge").structured_output.all().to_dict() == {"so": True, "plain": False}
-    from agentjudge.report.write import report_cli
+    from agentjudge.commands.report import report_cli
 
     assert report_cli(tmp_path / "run", resamples=20, seed=0) in (0, 1)
     # the failures section is folded in report.html (report.md keeps one line per section)
@@ -265,8 +265,7 @@ def test_structured_output_sends_the_schema_and_is_recorded(tmp_path: Path, fake
 
 
 def test_empty_inputs_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from agentjudge.runner.infer import infer_cli
-    from agentjudge.scoring.files import score_cli
+    from agentjudge.commands.data import infer_cli, score_cli
 
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.progress import TaskID
 
-from agentjudge.runner import scheduler
+from agentjudge.commands import progress as bars
 
 
 class Clock:
@@ -15,15 +16,15 @@ class Clock:
         return self.now
 
 
-def _bar_after_offline_burst(restart: bool) -> tuple[scheduler.Progress, scheduler.TaskID, Clock]:
+def _bar_after_offline_burst(restart: bool) -> tuple[bars.StageBars, TaskID, Clock]:
     clock = Clock()
-    progress = scheduler.make_progress(Console(force_terminal=True, width=120), get_time=clock)
+    progress = bars.make_progress(Console(force_terminal=True, width=120), get_time=clock)
     bar = progress.add_task("judge", total=2100)
     for _ in range(2):  # two offline chunks of 1,000 units within a second
         clock.now += 0.5
         progress.advance(bar, 1000)
     if restart:
-        scheduler.rate_from_here(progress, bar)
+        progress.restart_rate(bar)
     for _ in range(2):  # then model calls, one per second
         clock.now += 1
         progress.advance(bar, 1)
@@ -45,9 +46,9 @@ def test_the_elapsed_time_still_counts_from_the_stage_start() -> None:
     progress, bar, clock = _bar_after_offline_burst(restart=True)
     (task,) = progress.tasks
     clock.now = 1075.0
-    assert str(scheduler.StageElapsedColumn().render(task)) == "0:01:15"
+    assert str(bars.StageElapsedColumn().render(task)) == "0:01:15"
     assert task.description == "judge"
     clock.now = 1090.0
     progress.advance(bar, 98)  # the last calls: the bar finishes and its time stops
     clock.now = 2000.0
-    assert task.finished and str(scheduler.StageElapsedColumn().render(task)) == "0:01:30"
+    assert task.finished and str(bars.StageElapsedColumn().render(task)) == "0:01:30"

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from agentjudge.analysis import SECTIONS
 
-from agentjudge.report.write import report_cli
+from agentjudge.commands.report import report_cli
 from agentjudge.rundir.synthetic import SyntheticSpec, Variant, write_run
 
 

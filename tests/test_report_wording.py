@@ -8,8 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentjudge.report.compare import compare_cli
-from agentjudge.report.write import report_cli
+from agentjudge.commands.report import compare_cli, report_cli
 from agentjudge.rundir.synthetic import SyntheticSpec, write_run
 
 
@@ -38,8 +37,8 @@ def test_score_says_what_state_match_counts(tmp_path: Path, capsys: pytest.Captu
     """The GT's own calls reach its end state, no calls at all do not: "1 of 2 (50.0 %)"."""
     import json
 
+    from agentjudge.commands.data import score_cli
     from agentjudge.rundir.records import read_records, write_records
-    from agentjudge.scoring.files import score_cli
 
     records = read_records(Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl")[:2]
     write_records(tmp_path / "records.jsonl", records)

@@ -20,9 +20,9 @@ import pytest
 import yaml
 from test_runner import write_pipeline
 
+from agentjudge.commands.run import run_cli
 from agentjudge.rundir import RunFolder
 from agentjudge.rundir.units import store_units
-from agentjudge.runner.grid import run_cli
 from agentjudge.types import METRICS, JudgeRequest, JudgeResult
 
 LOG_ENV = "AGENTJUDGE_TEST_JUDGE_LOG"
@@ -405,7 +405,7 @@ def test_sigkill_with_group_commits_repeats_only_the_open_group(tmp_path: Path) 
 def test_rerun_of_a_finished_grid_only_checks_and_exits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import agentjudge.runner.grid as grid
+    import agentjudge.runner.run as grid  # where the invocation reads its dataset
 
     pipeline = write_pipeline(tmp_path, judges=["baseline/rule"], difficulties=["easy"])
     rundir = tmp_path / "run"

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from test_runner import make_records, write_pipeline
 
+from agentjudge.commands.run import run_cli
 from agentjudge.dataset import validate
 from agentjudge.rundir.records import LayoutError, read_records, write_records
 from agentjudge.runner import offline, resume_cache
-from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import file_digest, forget_digests
 from agentjudge.runner.store import RunStore, UnitKey
 from agentjudge.runner.work import Dataset, compute_scores
@@ -318,7 +318,7 @@ def test_run_invoked_in_process_leaves_pyarrows_pandas_support_intact(tmp_path: 
     probe = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
-        "from agentjudge.commands.app import app\n"
+        "from agentjudge.commands import app\n"
         "result = CliRunner().invoke(app, ['run', sys.argv[1], '--out', 'inproc'])\n"
         "assert result.exit_code == 0, result.output\n"
         "import pandas as pd, pyarrow as pa\n"

@@ -11,8 +11,8 @@ import yaml
 from agentjudge.analysis._context import load_context
 from agentjudge.analysis.rq7_outcome import analyze
 
-from agentjudge.report.write import report_cli
-from agentjudge.runner.grid import run_cli
+from agentjudge.commands.report import report_cli
+from agentjudge.commands.run import run_cli
 
 MINI = Path(__file__).resolve().parents[1] / "data" / "mini" / "records.jsonl"
 

@@ -25,15 +25,15 @@ from typing import Any
 import pandas as pd
 import pytest
 import yaml
-from agentjudge.commands.app import app
 from test_runner import write_pipeline
 from typer.testing import CliRunner
 
 from agentjudge import strict_json
+from agentjudge.commands import app
+from agentjudge.commands.run import run_cli
 from agentjudge.rundir import RunFolder
 from agentjudge.rundir.lock import read_holder
 from agentjudge.rundir.units import store_units
-from agentjudge.runner.grid import run_cli
 from agentjudge.runner.rundir_lock import RunFolderBusy, RunFolderLock
 from agentjudge.types import METRICS, JudgeRequest, JudgeResult
 
@@ -409,7 +409,7 @@ def test_a_ctrl_c_after_the_run_said_done_keeps_exit_0(
     def late_ctrl_c() -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(gc, "unfreeze", late_ctrl_c)  # runs in _run_locked's finally, after "done"
+    monkeypatch.setattr(gc, "unfreeze", late_ctrl_c)  # runs in run_grid's finally, after "done"
     assert run_cli(pipeline, tmp_path / "run") == 0
     out = capsys.readouterr().out
     assert "done:" in out and "interrupted" not in out
@@ -427,8 +427,8 @@ def test_a_ctrl_c_during_the_work_is_130_and_interrupted_only(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(grid._Grid, "export", ctrl_c)  # the work is done, its files are not written yet
-    assert grid.run_cli(pipeline, tmp_path / "run") == 130
+    assert run_cli(pipeline, tmp_path / "run") == 130
     out = capsys.readouterr().out
     assert "interrupted" in out and "done:" not in out
     monkeypatch.undo()
-    assert grid.run_cli(pipeline, tmp_path / "run") == 0  # the re-run resumes and finishes
+    assert run_cli(pipeline, tmp_path / "run") == 0  # the re-run resumes and finishes

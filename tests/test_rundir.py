@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 from test_runner import write_pipeline
 
+from agentjudge.commands.run import run_cli
 from agentjudge.rundir import (
     FORMAT_VERSION,
     LabelLine,
@@ -27,7 +28,6 @@ from agentjudge.rundir import (
 )
 from agentjudge.rundir.synthetic import SyntheticSpec, write_run
 from agentjudge.rundir.units import UNIT_COLUMNS, store_units
-from agentjudge.runner.grid import run_cli
 from agentjudge.runner.rundir_lock import RunFolderLock
 
 

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from agentjudge.commands.run import run_cli
 from agentjudge.rundir.records import write_records
-from agentjudge.runner.grid import run_cli
 from agentjudge.runner.work import swap_partners
 from agentjudge.types import GTStep, JudgeRequest, JudgeResult, Record, ToolCall, ToolSchema, Usage
 

@@ -20,9 +20,9 @@ import yaml
 from test_resume import LOG_ENV
 from test_runner import make_record
 
+from agentjudge.commands.run import run_cli
 from agentjudge.rundir.records import write_records
 from agentjudge.rundir.units import store_meta, store_units
-from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import (
     PipelineError,
     config_hash,
@@ -155,7 +155,7 @@ def test_another_order_is_refused_and_an_unsampled_rerun_judges_everything(
 
 
 def test_first_screen_says_the_run_was_sampled(tmp_path: Path) -> None:
-    from agentjudge.report.write import report_cli
+    from agentjudge.commands.report import report_cli
 
     pipeline, rundir = _pipeline(tmp_path / "p"), tmp_path / "run"
     assert run_cli(pipeline, rundir) == 0
@@ -173,7 +173,7 @@ def test_cells_judged_in_full_before_count_as_complete(tmp_path: Path) -> None:
     """A judge added to a run whose other judges judged every scenario: their cells stay complete, only
     the new judge's cells start at the pilot (what an imported run extended by a judge needs)."""
     pipe = load_pipeline(_pipeline(tmp_path / "p"))
-    from agentjudge.runner.grid import load_dataset
+    from agentjudge.runner.run import load_dataset
 
     grid = SampledGrid.build(pipe.sampling, pipe, load_dataset(pipe))  # type: ignore[arg-type]
     old = [

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentjudge.commands.data import score_cli
 from agentjudge.dataset.env import ToolError
-from agentjudge.scoring.files import SCORE_COLUMNS, score_cli
+from agentjudge.scoring.files import SCORE_COLUMNS
 from agentjudge.scoring.scorer import (
     METRIC_FIELDS,
     prepare,

@@ -135,7 +135,7 @@ def test_registry_and_kinds() -> None:
 
 
 def test_meta_marks_simulated_judges() -> None:
-    from agentjudge.runner.grid import model_info
+    from agentjudge.runner.meta import model_info
 
     info = model_info([ModelSettings(model="simjudge/careful")])
     assert info["simjudge/careful"]["kind"] == "simjudge" and info["simjudge/careful"]["simulated"] is True

@@ -7,8 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentjudge.report.compare import compare_cli
-from agentjudge.report.write import report_cli
+from agentjudge.commands.report import compare_cli, report_cli
 from agentjudge.rundir.synthetic import SyntheticSpec, Variant, write_run
 
 SPEC = SyntheticSpec(n_base=8, judges={"judge-a": 1, "judge-b": 2}, seed=1)

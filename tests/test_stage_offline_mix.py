@@ -12,8 +12,8 @@ import pytest
 from rich.progress import Progress
 from test_runner import read, write_pipeline
 
-from agentjudge.runner import offline, scheduler
-from agentjudge.runner.grid import run_cli
+from agentjudge.commands.run import run_cli
+from agentjudge.runner import offline
 from agentjudge.types import JudgeRequest, JudgeResult, Prediction, Usage
 
 
@@ -91,13 +91,15 @@ def test_a_stage_mixing_offline_and_other_units_shows_one_bar_counting_all(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     made: list[Progress] = []
-    real = scheduler.make_progress
+    from agentjudge.commands import progress as bars
+
+    real = bars.make_progress
 
     def keep(console: Any) -> Progress:
         made.append(real(console))
         return made[-1]
 
-    monkeypatch.setattr(scheduler, "make_progress", keep)
+    monkeypatch.setattr(bars, "make_progress", keep)
     generator = {"model": "test_stage_offline_mix:make_priced_generator", "name": "paid"}
     judge = {"model": "test_stage_offline_mix:make_plugin_judge", "name": "plugin-judge"}
     pipeline = write_pipeline(
@@ -111,5 +113,5 @@ def test_a_stage_mixing_offline_and_other_units_shows_one_bar_counting_all(
     bars = [(t.description, t.total, t.completed) for t in progress.tasks]
     # 2 generators x 4 records x 2 difficulties = 16 predictions; x 2 judges x 1 condition = 32 judge units
     assert bars == [("predict", 16, 16), ("score", 16, 16), ("judge", 32, 32)]
-    # after the offline units the bar's rate is measured afresh (scheduler.rate_from_here), its start kept
+    # after the offline units the bar's rate is measured afresh (StageBars.restart_rate), its start kept
     assert all("began" in progress.tasks[i].fields for i in (0, 2))

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from agentjudge.commands.app import app
 from fakeserver import TEST_KEY, FakeLLM, prompt_text
 from reference_scorer import strict_scores
 from typer.testing import CliRunner
 
+from agentjudge.commands import app
 from agentjudge.rundir.records import read_records
 
 runner = CliRunner()

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from test_runner import write_pipeline
 
+from agentjudge.commands.run import batches_cli, run_cli
 from agentjudge.rundir.units import connect_reader, open_readonly
 from agentjudge.runner import resume_cache
-from agentjudge.runner.batches import batches_cli
-from agentjudge.runner.grid import run_cli
 from agentjudge.runner.store import RangeReader, RunStore
 
 SIDE_FILES = ("run.sqlite-wal", "run.sqlite-shm")

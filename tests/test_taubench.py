@@ -12,10 +12,10 @@ import jsonschema
 import numpy as np
 import pandas as pd
 import pytest
-from agentjudge.commands.app import app
 from fakeserver import FakeLLM
 from typer.testing import CliRunner
 
+from agentjudge.commands import app
 from agentjudge.tracks.taubench import (
     TauBenchError,
     auc,
@@ -148,7 +148,7 @@ def test_bad_file_names_episode_and_field(tmp_path: Path) -> None:
 def test_cli_rejected_key_prints_failures_by_model_and_reason(
     tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from agentjudge.tracks.taubench import taubench_cli
+    from agentjudge.commands.tracks import taubench_cli
 
     small = tmp_path / "three.json"
     small.write_text(json.dumps(json.loads(DATA.read_text())[:3]))

@@ -11,9 +11,9 @@ import pytest
 from test_runner import read, write_pipeline
 from test_templates import TAG_CALLS, TAG_QUERY, TAG_REFERENCE, TAG_TOOLS, make_request
 
+from agentjudge.commands.run import run_cli
 from agentjudge.judges.prompts import build_messages, load_template, paper_prompt
 from agentjudge.rundir.records import gt_turns
-from agentjudge.runner.grid import run_cli
 from agentjudge.runner.pipeline import config_hash, hashed_config, load_pipeline
 
 OUTPUT_KEYS = (

@@ -15,13 +15,13 @@ import pytest
 import yaml
 from fakeserver import FakeLLM, Reply
 
+from agentjudge.commands.run import run_cli
 from agentjudge.judges.llm import LLMJudge
 from agentjudge.judges.outcome_rules import gt_outcome, rule_outcome
 from agentjudge.judges.trajectory import TAG_TRAJECTORY, build_messages, parse_outcome
 from agentjudge.models.cache import CallCache
 from agentjudge.models.client import ModelClient
 from agentjudge.rundir.records import read_records
-from agentjudge.runner.grid import run_cli
 from agentjudge.runner.work import Dataset
 from agentjudge.types import JudgeRequest, PromptVariant, Record, ToolCall, ToolStep, Trajectory
 

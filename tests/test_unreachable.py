@@ -19,9 +19,9 @@ from fakeserver import TEST_KEY_ENV, FakeLLM
 from test_preflight import _free_port
 from test_runner import write_pipeline
 
+from agentjudge.commands.run import run_cli
 from agentjudge.models.client import ModelCallError, ModelClient, endpoint_of
 from agentjudge.models.failures import is_model_fatal, reason_of_kind
-from agentjudge.runner.grid import run_cli
 from agentjudge.types import ModelSettings
 
 MSG = [{"role": "user", "content": "say hello"}]

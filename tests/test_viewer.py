@@ -22,10 +22,10 @@ import pytest
 import yaml
 from test_runner import make_records
 
-from agentjudge.report.write import report_cli
+from agentjudge.commands.report import report_cli
+from agentjudge.commands.run import run_cli
 from agentjudge.rundir.records import write_records
 from agentjudge.rundir.synthetic import SyntheticSpec, write_run
-from agentjudge.runner.grid import run_cli
 from agentjudge.viewer.server import start
 
 ROOT = Path(__file__).resolve().parents[1]

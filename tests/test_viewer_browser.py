@@ -14,7 +14,7 @@ import pytest
 from chromium import Chromium, find_chromium
 from test_viewer import HOSTILE, build_run
 
-from agentjudge.report.write import report_cli
+from agentjudge.commands.report import report_cli
 from agentjudge.viewer.server import start
 
 pytestmark = pytest.mark.skipif(

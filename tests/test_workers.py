@@ -23,11 +23,11 @@ import pytest
 from fakeserver import prompt_text
 from test_runner import write_pipeline
 
+from agentjudge.commands.run import run_cli
 from agentjudge.models.cache import CallCache
 from agentjudge.rundir import RunFolder
 from agentjudge.rundir.units import store_units
 from agentjudge.runner import workers
-from agentjudge.runner.grid import run_cli
 from agentjudge.runner.workers import WorkerPool, effective_workers
 
 

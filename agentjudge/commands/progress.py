@@ -108,12 +108,12 @@ def run_console() -> Console:
 class ConsoleReporter:
     """The runner's events printed on ``console``; ``bars`` makes the progress bars."""
 
-    def __init__(self, console: Console, bars: Callable[[Console], StageBars] = make_progress) -> None:
+    def __init__(self, console: Console, bars: Callable[[Console], StageBars] | None = None) -> None:
         self.console = console
-        self._bars = bars
+        self._bars = bars  # None: a run's bars (``make_progress``)
 
     def bars(self) -> AbstractContextManager[Any]:
-        return self._bars(self.console)
+        return (self._bars or make_progress)(self.console)
 
     def event(self, event: events.Event) -> None:
         say = self.console.print

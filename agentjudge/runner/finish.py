@@ -10,23 +10,55 @@ reason, the models stopped, the cost cap, the money spent.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from agentjudge.fastpaths.heap import collector_paused
 from agentjudge.runner import offline
 from agentjudge.runner.meta import model_info, run_meta, sampling_meta, write_run_summary
+from agentjudge.runner.pipeline import Pipeline
 from agentjudge.runner.result import CostCapStop, FailureGroup, RunResult, StageUnits, StoppedModel
-from agentjudge.runner.store import RangeReader, UnitKey, UnitRow, key_ranges
+from agentjudge.runner.scheduler import Budget, ModelTally, RunLog
+from agentjudge.runner.store import RangeReader, RunStore, UnitKey, UnitRow, key_ranges
 from agentjudge.runner.summary import summary_rows
+from agentjudge.runner.work import Dataset, ScoreKey
+from agentjudge.types import ModelSettings, PromptVariant, Score, ScoringMode
 
-if TYPE_CHECKING:
-    from agentjudge.runner.grid import _Grid
+
+class Grid(Protocol):
+    """What the end of an invocation reads of the grid that ran (``runner.grid._Grid``; read only)."""
+
+    @property
+    def pipe(self) -> Pipeline: ...
+    @property
+    def data(self) -> Dataset: ...
+    @property
+    def store(self) -> RunStore: ...
+    @property
+    def client(self) -> Any: ...
+    @property
+    def budget(self) -> Budget: ...
+    @property
+    def log(self) -> RunLog: ...
+    @property
+    def tallies(self) -> dict[str, ModelTally]: ...
+    @property
+    def scores(self) -> dict[ScoreKey, dict[ScoringMode, Score]]: ...
+    @property
+    def variants(self) -> dict[str, PromptVariant]: ...
+    @property
+    def settings(self) -> dict[str, ModelSettings]: ...
+    @property
+    def unplanned(self) -> Mapping[str, int]: ...
+    @property
+    def sampler(self) -> Any: ...
+
 
 EXPORT_PROCESSES = 2  # the judgments export's processes, whatever `workers` says (memory; see export)
 
 
-def export(grid: _Grid, rundir: Path, wanted: list[UnitKey], jwanted: list[UnitKey]) -> dict[str, StageUnits]:
+def export(grid: Grid, rundir: Path, wanted: list[UnitKey], jwanted: list[UnitKey]) -> dict[str, StageUnits]:
     """Write the run folder's files from the store; returns the planned units per stage as stored."""
     grid.store.flush()  # everything committed: counted by SQLite, seen by the export's readers
     wanted_set = set(wanted)
@@ -118,7 +150,7 @@ def export(grid: _Grid, rundir: Path, wanted: list[UnitKey], jwanted: list[UnitK
     }
 
 
-def finish(grid: _Grid, rundir: Path, units: dict[str, StageUnits], resume_command: str) -> RunResult:
+def finish(grid: Grid, rundir: Path, units: dict[str, StageUnits], resume_command: str) -> RunResult:
     """run_summary.json, and the invocation's result (``RunResult``)."""
     pipe, client, log, budget = grid.pipe, grid.client, grid.log, grid.budget
     rows = summary_rows(pipe, grid.tallies, client.stats)
