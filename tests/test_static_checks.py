@@ -21,6 +21,8 @@ STRICT = [
     "agentjudge/errors.py",
     "agentjudge/stats",
     "agentjudge/api",
+    "agentjudge/runner/result.py",  # what the API returns
+    "agentjudge/runner/events.py",  # what run and infer report while they work
     "agentjudge/rundir",
 ]
 
