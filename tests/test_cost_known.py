@@ -19,7 +19,7 @@ import pytest
 from fakeserver import FakeLLM
 from test_runner import read, write_pipeline
 
-from agentjudge.commands.run import run_cli
+from agentjudge import api
 from agentjudge.judges.llm import LLMJudge
 from agentjudge.models.cache import CallCache, cache_key
 from agentjudge.models.client import Completion, ModelClient
@@ -154,7 +154,7 @@ def test_predictions_parquet_cost_is_null_for_an_unpriced_model_and_zero_for_a_c
         conditions=["with_gt"],
         difficulties=["easy"],
     )
-    assert run_cli(pipeline, tmp_path / "run") == 0
+    assert api.run(pipeline, tmp_path / "run").status == "complete"
     assert str(pq.read_schema(tmp_path / "run" / "predictions.parquet").field("cost_usd").type) == "double"
     preds = read(tmp_path / "run", "predictions").set_index("generator")
     assert len(preds) == 8 and not preds.cached.any() and (preds.prompt_tokens > 0).all()
@@ -167,7 +167,7 @@ def test_predictions_parquet_cost_is_null_for_an_unpriced_model_and_zero_for_a_c
     assert rows["priced"]["cost_usd"] == pytest.approx(preds.loc["priced", "cost_usd"].sum())
 
     sent = len(fake_llm.requests)
-    assert run_cli(pipeline, tmp_path / "again") == 0  # a new run folder, the same call cache
+    assert api.run(pipeline, tmp_path / "again").status == "complete"  # a new run folder, the same call cache
     assert len(fake_llm.requests) == sent
     again = read(tmp_path / "again", "predictions")
     assert again.cached.all() and (again.cost_usd == 0.0).all()
@@ -193,7 +193,7 @@ def test_an_unpriced_batch_generator_has_null_cost_rows(tmp_path: Path, fake_llm
         batch_poll_s=0.01,
         batch_poll_max_s=0.05,
     )
-    assert run_cli(pipeline, tmp_path / "run") == 0
+    assert api.run(pipeline, tmp_path / "run").status == "complete"
     assert fake_llm.batches_created == 1
     preds = read(tmp_path / "run", "predictions")
     assert len(preds) == 4 and (preds.prompt_tokens > 0).all() and preds.cost_usd.isna().all()

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from test_resume_cache import _fail, _outputs, _pipeline
 
-from agentjudge.commands.run import run_cli
+from agentjudge import api
 from agentjudge.runner import resume_cache
 
 KEPT = ("predictions.parquet", "scores.parquet")
@@ -31,8 +31,8 @@ def _inodes(rundir: Path) -> dict[str, tuple[int, int]]:
 def runs(tmp_path: Path) -> tuple[Path, Path, Path]:
     """(pipeline, a fresh run's folder, the folder of a second run of it to resume)"""
     pipeline = _pipeline(tmp_path / "p")
-    assert run_cli(pipeline, tmp_path / "fresh") == 0
-    assert run_cli(pipeline, tmp_path / "run") == 0
+    assert api.run(pipeline, tmp_path / "fresh").status == "complete"
+    assert api.run(pipeline, tmp_path / "run").status == "complete"
     return pipeline, tmp_path / "fresh", tmp_path / "run"
 
 
@@ -40,7 +40,7 @@ def test_retrying_judge_units_rewrites_only_the_judgments(runs: tuple[Path, Path
     pipeline, fresh, run = runs
     before = _inodes(run)
     _fail(run / "run.sqlite", "judge", 5)
-    assert run_cli(pipeline, run) == 0
+    assert api.run(pipeline, run).status == "complete"
     after = _inodes(run)
     assert [after[name] == before[name] for name in (*KEPT, "judgments.parquet")] == [True, True, False]
     assert _outputs(run) == _outputs(fresh)
@@ -55,7 +55,7 @@ def test_a_changed_prediction_rewrites_both(runs: tuple[Path, Path, Path]) -> No
         )
     before = _inodes(run)
     _fail(run / "run.sqlite", "judge", 2)
-    assert run_cli(pipeline, run) == 0
+    assert api.run(pipeline, run).status == "complete"
     after = _inodes(run)
     assert all(after[name] != before[name] for name in KEPT)
     raw = pq.read_table(run / "predictions.parquet", columns=["raw_output"]).column(0).to_pylist()
@@ -68,7 +68,7 @@ def test_a_replaced_or_missing_file_is_written_again(runs: tuple[Path, Path, Pat
     text = (run / "predictions.parquet").read_bytes()
     (run / "predictions.parquet").write_bytes(text[:-1] + b"\0")  # same size, another file's content
     _fail(run / "run.sqlite", "judge", 2)
-    assert run_cli(pipeline, run) == 0
+    assert api.run(pipeline, run).status == "complete"
     assert _outputs(run) == _outputs(fresh)
 
 
@@ -77,7 +77,7 @@ def test_changed_code_rewrites_them(runs: tuple[Path, Path, Path], monkeypatch: 
     before = _inodes(run)
     monkeypatch.setattr(resume_cache, "code_fingerprint", functools.cache(lambda: "another version"))
     _fail(run / "run.sqlite", "judge", 2)
-    assert run_cli(pipeline, run) == 0
+    assert api.run(pipeline, run).status == "complete"
     after = _inodes(run)
     assert all(after[name] != before[name] for name in KEPT)
     assert _outputs(run) == _outputs(fresh)

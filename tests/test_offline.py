@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from agentjudge import api
 from agentjudge.commands.run import run_cli
 from agentjudge.judges import baselines
 from agentjudge.rundir import RunFolder
@@ -81,9 +82,9 @@ def test_two_processes_write_the_same_files_as_one(tmp_path: Path, monkeypatch: 
         real_init(self, size, *args, **kwargs)
 
     monkeypatch.setattr(offline.ChunkPool, "__init__", counting_init)
-    assert run_cli(_pipeline(tmp_path / "one", 1), tmp_path / "one" / "run") == 0
+    assert api.run(_pipeline(tmp_path / "one", 1), tmp_path / "one" / "run").status == "complete"
     assert forks == []  # workers: 1 never forks
-    assert run_cli(_pipeline(tmp_path / "two", 2), tmp_path / "two" / "run") == 0
+    assert api.run(_pipeline(tmp_path / "two", 2), tmp_path / "two" / "run").status == "complete"
     # predict, scores and judge: this process and one child; the export: two children
     assert forks == [1, 1, 1, 2]
     judgments = pq.ParquetFile(tmp_path / "two" / "run" / "judgments.parquet")
@@ -100,7 +101,7 @@ def test_row_groups_do_not_depend_on_the_batches_read(tmp_path: Path) -> None:
     """write_judgments cuts row groups every ``chunk`` wanted units whatever the store's batches are, and
     leaves out stored units that are not wanted (the rows of such a unit never reach the file)."""
     pipe = _pipeline(tmp_path / "src", 1, limit=4)
-    assert run_cli(pipe, tmp_path / "src" / "run") == 0
+    assert api.run(pipe, tmp_path / "src" / "run").status == "complete"
     from agentjudge.runner.store import RangeReader, key_ranges
 
     reader = RangeReader(tmp_path / "src" / "run" / "run.sqlite", "judge")
@@ -158,7 +159,7 @@ def _judgments_inputs(tmp_path: Path, limit: int) -> tuple[list[tuple[Any, ...]]
     from agentjudge.runner.work import compute_scores
 
     pipe = _pipeline(tmp_path / "src", 1, limit=limit)
-    assert run_cli(pipe, tmp_path / "src" / "run") == 0
+    assert api.run(pipe, tmp_path / "src" / "run").status == "complete"
     reader = RangeReader(tmp_path / "src" / "run" / "run.sqlite", "judge")
     raw = reader((None, None))
     reader.close()
@@ -441,7 +442,7 @@ def test_sigkill_of_an_offline_run_with_two_processes_then_resume(tmp_path: Path
     """Killed during the judge stage (two children computing chunks): the children exit, the re-run
     stores only what is missing, and the files equal those of an uninterrupted run."""
     ref = tmp_path / "ref"
-    assert run_cli(_pipeline(ref, 1, limit=30), ref / "run") == 0
+    assert api.run(_pipeline(ref, 1, limit=30), ref / "run").status == "complete"
     total = _judge_rows(ref / "run" / "run.sqlite")
     work = tmp_path / "killed"
     pipeline = _pipeline(work, 2, limit=30)
@@ -474,7 +475,7 @@ def test_sigkill_of_an_offline_run_with_two_processes_then_resume(tmp_path: Path
         time.sleep(0.05)
     err = proc.stderr.read().decode("utf-8", "replace")  # type: ignore[union-attr]
     assert "Traceback" not in err, err[-2000:]  # a child whose answer met a closed pipe exits quietly
-    assert run_cli(pipeline, rundir) == 0
+    assert api.run(pipeline, rundir).status == "complete"
     attempts = RunFolder.open(rundir).units(["attempts"])["attempts"].value_counts().to_dict()
     assert attempts == {1: total + _predict_rows(rundir)}  # every unit stored once, none run twice
     for name in FILES:
@@ -496,7 +497,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.slow  # one more subprocess run; the SIGKILL test above covers resuming in the fast suite
 def test_ctrl_c_of_an_offline_run_with_two_processes_then_resume(tmp_path: Path) -> None:
     ref = tmp_path / "ref"
-    assert run_cli(_pipeline(ref, 1, limit=30), ref / "run") == 0
+    assert api.run(_pipeline(ref, 1, limit=30), ref / "run").status == "complete"
     work = tmp_path / "interrupted"
     pipeline = _pipeline(work, 2, limit=30)
     rundir = work / "run"
@@ -518,7 +519,7 @@ def test_ctrl_c_of_an_offline_run_with_two_processes_then_resume(tmp_path: Path)
     assert "re-run the same command to resume" in out
     assert children and not any(_alive(c) for c in children)  # stopped and reaped by the parent
     assert _judge_rows(rundir / "run.sqlite") < _judge_rows(ref / "run" / "run.sqlite")
-    assert run_cli(pipeline, rundir) == 0
+    assert api.run(pipeline, rundir).status == "complete"
     for name in FILES:
         assert (ref / "run" / name).read_bytes() == (rundir / name).read_bytes(), name
 
@@ -541,10 +542,10 @@ def test_a_child_stores_its_own_chunks(tmp_path: Path, monkeypatch: pytest.Monke
     share), every unit is stored once, and the files equal those of one process."""
     monkeypatch.setattr(offline, "CHUNK_UNITS", 250)
     ref = tmp_path / "ref"
-    assert run_cli(_pipeline(ref, 1, limit=20), ref / "run") == 0
+    assert api.run(_pipeline(ref, 1, limit=20), ref / "run").status == "complete"
     seen = _stored_by_main(monkeypatch)
     work = tmp_path / "two"
-    assert run_cli(_pipeline(work, 2, limit=20), work / "run") == 0
+    assert api.run(_pipeline(work, 2, limit=20), work / "run").status == "complete"
     total = _judge_rows(work / "run" / "run.sqlite")
     assert total == 20 * 3 * 3 * 5 * 3  # records x difficulties x generators x judges x conditions
     assert 0 < seen.count("judge") < total * 3 // 4  # the child stored a good part of the judge stage
@@ -607,7 +608,7 @@ def test_under_a_cost_cap_the_main_process_stores_every_unit(
     pipeline = _pipeline(tmp_path, 2, limit=20)
     data = yaml.safe_load(pipeline.read_text(encoding="utf-8"))
     pipeline.write_text(yaml.safe_dump({**data, "max_cost_usd": 5.0}, sort_keys=False), encoding="utf-8")
-    assert run_cli(pipeline, tmp_path / "run") == 0
+    assert api.run(pipeline, tmp_path / "run").status == "complete"
     assert seen.count("judge") == _judge_rows(tmp_path / "run" / "run.sqlite") == 20 * 3 * 3 * 5 * 3
 
 
@@ -626,7 +627,7 @@ def test_the_export_counts_judge_units_in_sqlite_when_none_is_unplanned(
     monkeypatch.setattr(grid.RunStore, "iter_statuses", counting)
     pipeline = _pipeline(tmp_path, 1, limit=5)
     rundir = tmp_path / "run"
-    assert run_cli(pipeline, rundir) == 0
+    assert api.run(pipeline, rundir).status == "complete"
     assert streamed.count("judge") == 1  # the judge stage's status read; none by the export
     planned = 5 * 3 * 3 * 5 * 3
     meta = json.loads((rundir / "meta.json").read_text(encoding="utf-8"))
@@ -644,7 +645,9 @@ def test_the_export_counts_judge_units_in_sqlite_when_none_is_unplanned(
             "(SELECT rowid FROM units WHERE stage='judge' AND judge='baseline/rule' LIMIT 1)"
         )
         db.execute("DELETE FROM meta WHERE key = 'exported_complete'")
-    assert run_cli(pipeline, rundir) == 0  # re-runs the failed unit, skips and does not count the other
+    assert (
+        api.run(pipeline, rundir).status == "complete"
+    )  # re-runs the failed unit, skips and does not count the other
     meta = json.loads((rundir / "meta.json").read_text(encoding="utf-8"))
     assert meta["units"]["judge"] == {"planned": planned, "done": planned, "failed": 0}
     assert pq.ParquetFile(rundir / "judgments.parquet").metadata.num_rows == planned * 8
@@ -664,7 +667,7 @@ def test_a_constant_baseline_is_asked_once_per_condition(
 
     monkeypatch.setattr(baselines.ConstantJudge, "__call__", counting)
     rundir = tmp_path / "run"
-    assert run_cli(_pipeline(tmp_path, 1, limit=5), rundir) == 0
+    assert api.run(_pipeline(tmp_path, 1, limit=5), rundir).status == "complete"
     assert sorted(asked) == ["swapped_gt", "with_gt", "without_gt"]
     units = RunFolder.open(rundir).units(
         ["condition", "result"], [("judge", "==", "baseline/always-1"), ("status", "==", "done")]
@@ -692,12 +695,12 @@ def test_a_condition_blind_baseline_is_asked_once_per_prediction_with_the_same_a
         return await real(self, request)
 
     monkeypatch.setattr(judge_class, "__call__", counting)
-    assert run_cli(_pipeline(tmp_path / "blind", 1, limit=5), tmp_path / "blind" / "run") == 0
+    assert api.run(_pipeline(tmp_path / "blind", 1, limit=5), tmp_path / "blind" / "run").status == "complete"
     predictions = 5 * 3 * 3  # records x difficulties x generators
     assert len(asked) == predictions  # one condition each (the first in the record's order), not three
     asked.clear()
     monkeypatch.delattr(judge_class, "condition_blind")
-    assert run_cli(_pipeline(tmp_path / "each", 1, limit=5), tmp_path / "each" / "run") == 0
+    assert api.run(_pipeline(tmp_path / "each", 1, limit=5), tmp_path / "each" / "run").status == "complete"
     assert sorted(set(asked)) == ["swapped_gt", "with_gt", "without_gt"] and len(asked) == 3 * predictions
     for name in FILES:
         blind = (tmp_path / "blind" / "run" / name).read_bytes()

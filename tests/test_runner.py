@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from agentjudge import api
 from agentjudge.commands.run import run_cli
 from agentjudge.rundir.records import write_records
 from agentjudge.runner.work import swap_partners
@@ -217,7 +218,7 @@ def test_swap_partner_is_next_record_of_same_topology() -> None:
 def test_small_grid_end_to_end(tmp_path: Path) -> None:
     pipeline = write_pipeline(tmp_path)
     rundir = tmp_path / "run"
-    assert run_cli(pipeline, rundir) == 0
+    assert api.run(pipeline, rundir).status == "complete"
 
     preds = read(rundir, "predictions")
     assert list(preds.columns) == PREDICTION_COLUMNS
@@ -290,13 +291,15 @@ def test_small_grid_end_to_end(tmp_path: Path) -> None:
 def test_rerun_of_finished_grid_does_nothing_and_exports_identically(tmp_path: Path) -> None:
     pipeline = write_pipeline(tmp_path, judges=["baseline/rule"])
     rundir = tmp_path / "run"
-    assert run_cli(pipeline, rundir) == 0
+    assert api.run(pipeline, rundir).status == "complete"
     first, meta = read(rundir, "judgments"), (rundir / "meta.json").read_text()
-    assert run_cli(pipeline, rundir) == 0  # only checks and exits (issue 15): nothing run, nothing written
+    assert (
+        api.run(pipeline, rundir).status == "complete"
+    )  # only checks and exits (issue 15): nothing run, nothing written
     assert (rundir / "meta.json").read_text() == meta  # last_invocation: the last one that did work
     pd.testing.assert_frame_equal(first, read(rundir, "judgments"))
     (rundir / "scores.parquet").unlink()  # the full path: nothing left to run, the files rebuilt
-    assert run_cli(pipeline, rundir) == 0
+    assert api.run(pipeline, rundir).status == "complete"
     meta_after = json.loads((rundir / "meta.json").read_text())
     assert all(row["done"] == 0 for row in meta_after["last_invocation"]["per_model"])
     pd.testing.assert_frame_equal(first, read(rundir, "judgments"))
@@ -354,7 +357,7 @@ def test_failed_predictions_are_counted_not_scored_or_judged(tmp_path: Path) -> 
         conditions=["with_gt"],
     )
     rundir = tmp_path / "run"
-    assert run_cli(pipeline, rundir) == 1
+    assert api.run(pipeline, rundir).status == "stopped"
     preds = read(rundir, "predictions")
     failing = preds[preds.generator == "test_runner:make_failing_generator"]
     assert len(failing) == 8 and failing.error.str.contains("scripted failure").all()
@@ -400,7 +403,7 @@ def test_conditions_show_own_no_or_swapped_gt(tmp_path: Path) -> None:
     pipeline = write_pipeline(
         tmp_path, generators=["sim/perfect"], judges=["test_runner:make_echo_judge"], difficulties=["easy"]
     )
-    assert run_cli(pipeline, tmp_path / "run") == 0
+    assert api.run(pipeline, tmp_path / "run").status == "complete"
     own = {r.id: r.gt[0].call.arguments["customer_id"] for r in make_records()}
     partners = swap_partners(make_records())
     assert len(_EchoJudge.seen) == 4 * 3
@@ -433,7 +436,7 @@ def test_llm_judges_through_fake_server_count_parse_failures_and_cache(tmp_path:
         tmp_path, generators=["sim/mid"], judges=judges, conditions=["with_gt", "without_gt"]
     )
     units_per_judge = 8 * 2  # predictions x conditions
-    assert run_cli(pipeline, tmp_path / "run1") == 0
+    assert api.run(pipeline, tmp_path / "run1").status == "complete"
     assert len(fake_llm.requests) == 2 * units_per_judge
     judg = read(tmp_path / "run1", "judgments")
     bad = judg[(judg.judge == "judge-b") & (judg.base_id == "test-0001")]
@@ -454,7 +457,7 @@ def test_llm_judges_through_fake_server_count_parse_failures_and_cache(tmp_path:
     assert per_model["judge-a"]["tokens"] > 0
 
     # A second run into a fresh folder with the same cache: every judge answer comes from the cache.
-    assert run_cli(pipeline, tmp_path / "run2") == 0
+    assert api.run(pipeline, tmp_path / "run2").status == "complete"
     assert len(fake_llm.requests) == 2 * units_per_judge
     per_model = {
         r["model"]: r
@@ -479,13 +482,13 @@ def test_reask_recovers_a_malformed_verdict_and_no_cache_calls_again(
     pipeline = write_pipeline(
         tmp_path, generators=["sim/perfect"], judges=[judge], conditions=["with_gt"], reask=1
     )
-    assert run_cli(pipeline, tmp_path / "run") == 0
+    assert api.run(pipeline, tmp_path / "run").status == "complete"
     assert len(fake_llm.requests) == 8 + 2  # 8 units, 2 of them (C-101, two difficulties) re-asked once
     judg = read(tmp_path / "run", "judgments")
     assert judg.parse_ok.all() and (judg.verdict == 1.0).all()
 
     # --no-cache: the cache is not read, so every call is made again.
-    assert run_cli(pipeline, tmp_path / "run2", no_cache=True) == 0
+    assert api.run(pipeline, tmp_path / "run2", no_cache=True).status == "complete"
     assert len(fake_llm.requests) == 2 * (8 + 2)
 
     # --judge / --api-base replace the pipeline's judges (key from the provider's usual variable).
@@ -567,7 +570,7 @@ def test_a_slow_model_does_not_stall_the_others(tmp_path: Path) -> None:
     pipeline = write_pipeline(
         tmp_path, generators=["sim/perfect"], judges=judges, conditions=["with_gt"], concurrency=2
     )
-    assert run_cli(pipeline, tmp_path / "run") == 0
+    assert api.run(pipeline, tmp_path / "run").status == "complete"
     slow, fast = _TimedJudge.finished["slow"], _TimedJudge.finished["fast"]
     assert len(slow) == len(fast) == 8
     # All of the fast judge's units finish while the slow judge is still on its first two.
@@ -593,7 +596,7 @@ def test_llm_generator_failures_are_retried_on_the_next_run(tmp_path: Path, fake
         tmp_path, generators=[gen], judges=["baseline/always-1"], conditions=["with_gt"]
     )
     rundir = tmp_path / "run"
-    assert run_cli(pipeline, rundir) == 1
+    assert api.run(pipeline, rundir).status == "stopped"
     preds = read(rundir, "predictions")
     failed = preds[preds.error.notna()]
     assert sorted(failed.base_id) == ["test-0001", "test-0001"] and failed.calls_json.isna().all()
@@ -602,7 +605,7 @@ def test_llm_generator_failures_are_retried_on_the_next_run(tmp_path: Path, fake
     calls_first = len(fake_llm.requests)
 
     down.clear()
-    assert run_cli(pipeline, rundir) == 0
+    assert api.run(pipeline, rundir).status == "complete"
     assert len(fake_llm.requests) == calls_first + 2  # only the two failed predictions were asked again
     preds = read(rundir, "predictions")
     assert preds.error.isna().all()

@@ -20,6 +20,7 @@ import yaml
 from test_resume import LOG_ENV
 from test_runner import make_record
 
+from agentjudge import api
 from agentjudge.commands.run import run_cli
 from agentjudge.rundir.records import write_records
 from agentjudge.rundir.units import store_meta, store_units
@@ -158,7 +159,7 @@ def test_first_screen_says_the_run_was_sampled(tmp_path: Path) -> None:
     from agentjudge.commands.report import report_cli
 
     pipeline, rundir = _pipeline(tmp_path / "p"), tmp_path / "run"
-    assert run_cli(pipeline, rundir) == 0
+    assert api.run(pipeline, rundir).status == "complete"
     assert report_cli(rundir, resamples=200, seed=0) == 0
     text = (rundir / "report" / "report.md").read_text()
     first = text.split("## Everything else")[0]
@@ -218,7 +219,7 @@ def test_sigkill_in_the_second_stage_then_resume_equals_uninterrupted(
         sampling={"target_ci_pp": 4.0, "pilot": 10},
     )  # fmt: skip
     monkeypatch.setenv(LOG_ENV, str(tmp_path / "ref.log"))
-    assert run_cli(pipeline, tmp_path / "ref") == 0
+    assert api.run(pipeline, tmp_path / "ref").status == "complete"
     ref = _record(tmp_path / "ref")
     assert ref["stages"] >= 2, "the design must go beyond its pilot for this test"
     pilot_units = 10 * 2 * 2

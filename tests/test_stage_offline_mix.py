@@ -12,6 +12,7 @@ import pytest
 from rich.progress import Progress
 from test_runner import read, write_pipeline
 
+from agentjudge import api
 from agentjudge.commands.run import run_cli
 from agentjudge.runner import offline
 from agentjudge.types import JudgeRequest, JudgeResult, Prediction, Usage
@@ -73,7 +74,7 @@ def test_a_cap_spent_before_the_judge_stage_computes_no_offline_chunk(
     )
     rundir = tmp_path / "run"
     spy = ChunkSpy(monkeypatch)
-    assert run_cli(pipeline, rundir, max_cost=0.05) == 1
+    assert api.run(pipeline, rundir, max_cost=0.05).status == "stopped"
     # 8 predictions (4 records x 2 difficulties) at $0.01: 5 reach the cap, 3 are not started; the judge
     # stage would judge the 5 with 2 baselines: 10 units, none stored, none computed
     assert spy.units == []
@@ -82,7 +83,9 @@ def test_a_cap_spent_before_the_judge_stage_computes_no_offline_chunk(
     assert meta["units"]["judge"].get("done", 0) == 0
     assert meta["last_invocation"]["units_not_run_at_cost_cap"] == 3 + 10
     assert len(read(rundir, "judgments")) == 0
-    assert run_cli(pipeline, rundir) == 0  # no cap: the rest runs, the offline units are computed now
+    assert (
+        api.run(pipeline, rundir).status == "complete"
+    )  # no cap: the rest runs, the offline units are computed now
     assert spy.units == ["judge"] * 16
     assert len(read(rundir, "judgments")) == 16 * 4 * 2  # units x metrics x scoring modes
 
@@ -108,7 +111,7 @@ def test_a_stage_mixing_offline_and_other_units_shows_one_bar_counting_all(
         judges=["baseline/rule", judge],
         conditions=["with_gt"],
     )
-    assert run_cli(pipeline, tmp_path / "run") == 0
+    assert run_cli(pipeline, tmp_path / "run") == 0  # the command line draws the bars
     (progress,) = made
     bars = [(t.description, t.total, t.completed) for t in progress.tasks]
     # 2 generators x 4 records x 2 difficulties = 16 predictions; x 2 judges x 1 condition = 32 judge units

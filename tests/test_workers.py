@@ -23,6 +23,7 @@ import pytest
 from fakeserver import prompt_text
 from test_runner import write_pipeline
 
+from agentjudge import api
 from agentjudge.commands.run import run_cli
 from agentjudge.models.cache import CallCache
 from agentjudge.rundir import RunFolder
@@ -301,7 +302,7 @@ def test_two_workers_equal_one_and_keep_the_limits(
         fake_llm.max_in_flight = 0
         in_flight = _InFlight(0.03)  # calls overlap, so the limits are exercised
         fake_llm.set_responder(in_flight)
-        assert run_cli(pipeline, folder / "run") == 0
+        assert api.run(pipeline, folder / "run").status == "complete"
         assert len(fake_llm.requests) == 2 * units_per_judge
         # the limits hold across processes: the pipeline's 4 in all, each judge's own concurrency
         assert 2 <= fake_llm.max_in_flight <= 4
@@ -334,7 +335,7 @@ def test_identical_judge_prompts_are_sent_once_with_two_workers(tmp_path: Path, 
             folder, generators=gens, judges=[judge], conditions=["with_gt"], concurrency=8, workers=n
         )
         fake_llm.requests.clear()
-        assert run_cli(pipeline, folder / "run") == 0
+        assert api.run(pipeline, folder / "run").status == "complete"
         sent[n] = [_digest(r) for r in fake_llm.requests]
         # the repeats are taken after every first asking has started, so they wait for nobody's answer
         # while holding a concurrency slot: they are read from the call cache (or share a request still out)
@@ -395,7 +396,7 @@ def test_sigkill_with_two_workers_then_resume_loses_nothing_and_repays_nothing(
         conditions=["with_gt", "without_gt"],
         workers=1,
     )
-    assert run_cli(ref_pipeline, ref / "run") == 0
+    assert api.run(ref_pipeline, ref / "run").status == "complete"
     fake_llm.requests.clear()
 
     rundir = tmp_path / "run"
@@ -413,7 +414,7 @@ def test_sigkill_with_two_workers_then_resume_loses_nothing_and_repays_nothing(
     time.sleep(0.5)  # the orphaned workers see their input close and exit
     before_resume = len(fake_llm.requests)
 
-    assert run_cli(pipeline, rundir) == 0
+    assert api.run(pipeline, rundir).status == "complete"
     resumed = [_digest(r) for r in fake_llm.requests[before_resume:]]
     assert not set(resumed) & set(finished)  # no finished unit was sent again
     sent = [_digest(r) for r in fake_llm.requests]
@@ -452,7 +453,7 @@ def test_ctrl_c_with_two_workers_stops_them_and_resumes(tmp_path: Path, fake_llm
     assert "re-run the same command to resume" in out
     finished = _done_units(rundir / "run.sqlite")
     before_resume = len(fake_llm.requests)
-    assert run_cli(pipeline, rundir) == 0
+    assert api.run(pipeline, rundir).status == "complete"
     resumed = {_digest(r) for r in fake_llm.requests[before_resume:]}
     assert not resumed & set(finished)  # finished units were not sent again
     assert len({_digest(r) for r in fake_llm.requests}) == units
@@ -475,7 +476,7 @@ def test_identical_prompts_in_flight_together_meet_in_one_worker(
         tmp_path, generators=gens, judges=[judge], conditions=["with_gt"], concurrency=8, workers=2
     )
     fake_llm.requests.clear()
-    assert run_cli(pipeline, tmp_path / "run") == 0
+    assert api.run(pipeline, tmp_path / "run").status == "complete"
     sent = [_digest(r) for r in fake_llm.requests]
     assert len(set(sent)) < 5 * 8  # the set-up has identical prompts, else this test shows nothing
     assert sorted(sent) == sorted(set(sent))
@@ -504,7 +505,7 @@ def test_a_judge_units_route_names_its_request(
     pipeline = write_pipeline(
         tmp_path, generators=gens, judges=judges, conditions=["with_gt", "without_gt"], workers=2
     )
-    assert run_cli(pipeline, tmp_path / "run") == 0
+    assert api.run(pipeline, tmp_path / "run").status == "complete"
     assert sum(map(len, routes.values())) == len(routes)  # one request per route
     requests = [next(iter(r)) for r in routes.values()]
     assert len(set(requests)) == len(requests)  # one route per request
@@ -687,7 +688,7 @@ def test_units_are_sent_ahead_while_the_workers_keep_each_models_limit(
         )
         in_flight = _InFlight(0.05)
         fake_llm.set_responder(in_flight)
-        assert run_cli(pipeline, folder / "run") == 0
+        assert api.run(pipeline, folder / "run").status == "complete"
         assert in_flight.most["judge-a"] == 3 and in_flight.most["judge-b"] == 2
         runs[n] = folder / "run"
     assert most_out["judge-a"] == 3 + 2 and most_out["judge-b"] == 2 + 2  # ahead: max(workers, cap / 4)
@@ -785,7 +786,7 @@ def test_a_model_whose_concurrency_is_below_the_workers_runs_in_the_one_holding_
         conditions=["with_gt"],
         workers=2,
     )
-    assert run_cli(pipeline, tmp_path / "run") == 0
+    assert api.run(pipeline, tmp_path / "run").status == "complete"
     judgments = pd.read_parquet(tmp_path / "run" / "judgments.parquet")
     assert (
         judgments["record_id"].nunique() == 8 and judgments["judge_error"].isna().all()
