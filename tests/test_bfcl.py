@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from agentjudge.commands.tracks import import_cli
+from agentjudge.commands.tracks import import_bfcl_cli
 from agentjudge.dataset import resolve
 from agentjudge.dataset.gates import run_gates
 from agentjudge.rundir.records import read_records, write_records
@@ -201,7 +201,7 @@ def test_synthetic_lines_do_not_gain_the_new_fields() -> None:
 
 def test_cli_writes_records_and_manifest(bfcl_files: tuple[Path, Path], tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert import_cli(*bfcl_files, out=out, category="multiple") == 0
+    assert import_bfcl_cli(*bfcl_files, out=out, category="multiple") == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["n_records"] == 3 and manifest["origin"] == "bfcl/multiple"
     assert manifest["counts"]["dag_type"] == {"fan_out": 1, "linear": 2}
@@ -246,7 +246,7 @@ def test_bad_input_is_one_line_naming_file_line_and_field(
         import_bfcl(tasks, answers)
     assert expect in str(err.value) and target.name in str(err.value)
     out = tmp_path / "out"
-    assert import_cli(tasks, answers, out=out, category=None) == 2
+    assert import_bfcl_cli(tasks, answers, out=out, category=None) == 2
     printed = capsys.readouterr().out
     assert expect in " ".join(printed.split()) and "Traceback" not in printed
     assert not out.exists()  # nothing half-written
@@ -512,7 +512,7 @@ def test_audit_shows_human_queries_and_refuses_a_difficulty_they_lack(
     from agentjudge.commands import app
 
     out = tmp_path / "out"
-    assert import_cli(*bfcl_files, out=out, category="multiple") == 0
+    assert import_bfcl_cli(*bfcl_files, out=out, category="multiple") == 0
     data = str(out / "records.jsonl")
     runner = CliRunner()
 
@@ -552,7 +552,7 @@ def test_validate_counts_base_scenarios_and_records(bfcl_files: tuple[Path, Path
     from agentjudge.commands import app
 
     out = tmp_path / "out"
-    assert import_cli(*bfcl_files, out=out, category="multiple") == 0
+    assert import_bfcl_cli(*bfcl_files, out=out, category="multiple") == 0
     result = CliRunner().invoke(app, ["validate", str(out / "records.jsonl")])
     assert result.exit_code == 0, result.output
     assert "3 base scenarios (3 records over 1 difficulty: easy); 3 pass, 0 fail" in result.output
@@ -564,7 +564,7 @@ def test_score_writes_which_accepted_value_matched(bfcl_files: tuple[Path, Path]
     from agentjudge.commands import app
 
     out = tmp_path / "out"
-    assert import_cli(*bfcl_files, out=out, category="multiple") == 0
+    assert import_bfcl_cli(*bfcl_files, out=out, category="multiple") == 0
     lam = {
         "name": "math.integral",
         "arguments": {"function": "lambda x: x**2", "bounds": {"low": 1, "high": 2}},
@@ -603,9 +603,11 @@ def test_import_says_how_many_records_will_fail_validate(
     ungrounded = json.loads(json.dumps(ANSWERS))
     ungrounded[0]["ground_truth"][0]["physics.electric_field"]["charge"] = [5.0]  # the query says 4C
     answers = _write(tmp_path / "answers.json", ungrounded)
-    assert import_cli(tasks, answers, out=tmp_path / "out", category=None) == 0
+    assert import_bfcl_cli(tasks, answers, out=tmp_path / "out", category=None) == 0
     assert "1 of 3 will fail `agentjudge validate`" in capsys.readouterr().out
-    assert import_cli(tasks, _write(tmp_path / "a2.json", ANSWERS), out=tmp_path / "o2", category=None) == 0
+    assert (
+        import_bfcl_cli(tasks, _write(tmp_path / "a2.json", ANSWERS), out=tmp_path / "o2", category=None) == 0
+    )
     assert "0 of 3 will fail `agentjudge validate`" in capsys.readouterr().out
 
 

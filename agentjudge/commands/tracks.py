@@ -92,10 +92,12 @@ def import_bfcl(
     ] = None,
 ) -> None:
     """BFCL tasks + accepted answers → records (human query, every accepted value kept, no environment)."""
-    raise typer.Exit(guarded(lambda: import_cli(tasks=tasks, answers=answers, out=out, category=category)))
+    raise typer.Exit(
+        guarded(lambda: import_bfcl_cli(tasks=tasks, answers=answers, out=out, category=category))
+    )
 
 
-def import_cli(tasks: Path, answers: Path, out: Path, category: str | None) -> int:
+def import_bfcl_cli(tasks: Path, answers: Path, out: Path, category: str | None) -> int:
     """0 written, 2 a bad task or answer file (nothing written)."""
     from rich.console import Console
     from rich.markup import escape
