@@ -17,6 +17,7 @@ import asyncio
 import gc
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,7 @@ from agentjudge.types import (
 _BLIND_HELD = 4_096  # judge_offline: outcomes of condition-blind judges kept (a record's few dozen suffice)
 
 
+@dataclass
 class Ending:
     """How the run ended, once its result is made and its files written: a Ctrl-C after that point finds
     nothing left to lose, so the run returns its result instead of claiming an interruption."""
