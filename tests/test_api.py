@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_runner import read, write_pipeline
+from test_runner import write_pipeline
 
 from agentjudge import api
 from agentjudge.runner import events
@@ -68,7 +68,9 @@ def test_a_complete_run_returns_its_units_and_a_rerun_has_nothing_to_do(tmp_path
         "baseline/always-1",
     ]
     assert result.resume_command == f"agentjudge run {pipeline} --out {tmp_path / 'run'}"
-    assert len(read(tmp_path / "run", "judgments")) == 32 * 4 * 2  # units x metrics x scoring modes
+    folder = api.RunFolder.open(result.rundir)  # the typed reader agrees with the result
+    assert len(folder.judgments()) == 32 * 4 * 2  # units x metrics x scoring modes
+    assert (folder.status.state, folder.status.done) == ("complete", 16 + 32)
     # the reporter heard the stages and the end (the same result), and the bars counted every unit
     assert [(e.stage, e.pending, e.total) for e in recorder.of(events.StageStarted)] == [
         ("predict", 16, 16),

@@ -21,7 +21,7 @@ from agentjudge import __version__, strict_json
 from agentjudge.errors import InputError
 from agentjudge.models.fleet import redact_model_urls
 from agentjudge.provenance import git_commit
-from agentjudge.rundir.units import open_readonly
+from agentjudge.rundir.units import open_readonly, read_meta
 from agentjudge.runner.events import Event, FolderArchived, JudgesAdded
 from agentjudge.runner.pipeline import Pipeline, config_hash, hashed_config
 from agentjudge.runner.store import RunStore, archive_run, config_diff, now
@@ -72,20 +72,18 @@ def finished(pipe: Pipeline, rundir: Path, skip_invalid: bool) -> bool:
 def earlier_added(rundir: Path, given: list[str]) -> list[str]:
     """The models added to this run folder with ``--add-judge`` by earlier invocations and not given again
     (read from its store with ``rundir.units.open_readonly``; none when the folder holds no run)."""
-    meta = _stored_meta(rundir, "added_judges")
+    meta = _stored_meta(rundir)
     entries = json.loads(meta["added_judges"]) if meta and "added_judges" in meta else []
     return [e["model"] for e in entries if isinstance(e, dict) and e.get("model") and e["model"] not in given]
 
 
-def _stored_meta(rundir: Path, key: str | None = None) -> dict[str, str] | None:
-    """The store's meta table (one ``key`` of it), read-only; None when the folder holds no readable store."""
+def _stored_meta(rundir: Path) -> dict[str, str] | None:
+    """The store's meta table, read without writing; None when the folder holds no readable store."""
     conn = open_readonly(rundir / "run.sqlite")
     if conn is None:
         return None
     try:
-        if key is None:
-            return dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        return dict(conn.execute("SELECT key, value FROM meta WHERE key = ?", (key,)).fetchall())
+        return read_meta(conn)
     except sqlite3.Error:
         return None
     finally:

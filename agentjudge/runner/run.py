@@ -140,16 +140,22 @@ def run_pipeline(
 
 
 def _up_to_date(out: Path, resume: str) -> RunResult:
-    """The result of a run with nothing to do: its units as meta.json counts them."""
-    import json
-
+    """The result of a run with nothing to do: its units as its meta.json counts them (``RunFolder``)."""
+    from agentjudge.rundir import RunFolder, RunFolderError
     from agentjudge.runner.result import StageUnits
 
     try:
-        units = json.loads((out / "meta.json").read_text(encoding="utf-8"))["units"]
-        stages = {stage: StageUnits(u["planned"], u["done"], u["failed"]) for stage, u in units.items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # a meta.json edited by hand
-        stages = {}
+        units = RunFolder.open(out).meta.units
+    except RunFolderError:  # a meta.json edited by hand since the last export: the store says done
+        units = None
+    stages = (
+        {}
+        if units is None
+        else {
+            stage: StageUnits(counts.planned, counts.done, counts.failed)
+            for stage, counts in (("predict", units.predict), ("judge", units.judge))
+        }
+    )
     return RunResult(out, "complete", resume, units=stages, up_to_date=True)
 
 
