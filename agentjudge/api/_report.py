@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,7 @@ class CompareResult:
 
 
 def compare(
-    rundirs: list[Path] | list[str] | tuple[Path | str, ...],
+    rundirs: Sequence[Path | str],
     *,
     out: Path | str = "compare",
     resamples: int = 1000,
