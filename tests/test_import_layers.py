@@ -224,3 +224,79 @@ def test_checker_finds_a_lazy_cycle_and_an_upward_import(tmp_path: Path) -> None
     layers = [["pkg", "pkg.low", "pkg.sub"], ["pkg.high"]]
     assert upward_imports(graph, layers) == ["pkg.low (layer 1) imports pkg.high (layer 2)"]
     assert layer_of("pkg.sub.leaf", layers) == 0 and layer_of("other", layers) is None
+
+
+def test_checker_finds_a_cycle_between_packages_without_a_module_cycle(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "app/__init__.py": "",
+            "app/a/__init__.py": "",
+            "app/a/one.py": "from app.b import two\n",
+            "app/a/three.py": "",
+            "app/b/__init__.py": "",
+            "app/b/two.py": "",
+            "app/b/four.py": "from app.a import three\n",
+        },
+    )
+    graph = import_graph(root, ("app",))
+    assert cycles(graph) == []
+    assert cycles(package_graph(graph)) == [["app.a", "app.b"]]
+
+
+def layout_report(root: Path = ROOT, rev: str | None = None) -> str:
+    """The package tree with line counts, the import graph between packages and its cycles, the largest
+    modules; with ``rev``, also the largest modules of that revision (``git show``). Printed by
+    ``python tests/test_import_layers.py [--before REV]``."""
+    import subprocess
+    from collections import Counter
+
+    mods = modules(root, SOURCES)
+    lines = {m: len(p.read_text(encoding="utf-8").splitlines()) for m, p in mods.items()}
+    per_package: Counter[str] = Counter()
+    files: Counter[str] = Counter()
+    for m, n in lines.items():
+        per_package[package_of(m)] += n
+        files[package_of(m)] += 1
+    out = ["## Packages (layer, files, lines)", ""]
+    for i, group in enumerate(LAYERS, start=1):
+        for name in group:
+            if name in per_package:
+                out.append(f"{i:>2}  {name:<28} {files[name]:>3} files {per_package[name]:>6} lines")
+    out += [
+        "",
+        f"total: {len(lines)} modules, {sum(lines.values()):,} lines",
+        "",
+        "## Imports between packages",
+        "",
+    ]
+    graph = package_graph(import_graph(root, SOURCES))
+    for name in sorted(graph):
+        if graph[name]:
+            out.append(f"{name} -> {', '.join(sorted(graph[name]))}")
+    out += ["", f"package-level cycles: {cycles(graph) or 'none'}", "", "## Largest modules", ""]
+    out += [
+        f"{n:>6}  {mods[m].relative_to(root)}" for m, n in sorted(lines.items(), key=lambda kv: -kv[1])[:12]
+    ]
+    if rev is not None:
+        names = subprocess.run(
+            ["git", "ls-tree", "-r", "--name-only", rev], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.split()
+        sizes = []
+        for name in names:
+            if name.endswith(".py") and name.split("/")[0] in SOURCES:
+                text = subprocess.run(
+                    ["git", "show", f"{rev}:{name}"], cwd=root, capture_output=True, text=True, check=True
+                ).stdout
+                sizes.append((len(text.splitlines()), name))
+        out += ["", f"## Largest modules at {rev}", ""]
+        out += [f"{n:>6}  {name}" for n, name in sorted(sizes, reverse=True)[:12]]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="The package layout, its import graph and module sizes.")
+    parser.add_argument("--before", metavar="REV", help="also the largest modules at this git revision")
+    print(layout_report(rev=parser.parse_args().before))
