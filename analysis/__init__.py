@@ -31,7 +31,17 @@ from . import (
     rq7_outcome,
     sources,
 )
-from ._context import Context, RunFolderError, Section, load_context
+from ._context import (
+    CANONICAL_ORDER,
+    Context,
+    RunFolderError,
+    Section,
+    as_str_category,
+    fmt_pp,
+    load_context,
+    make_context,
+)
+from ._figures import to_png
 
 
 @dataclass(frozen=True)
@@ -62,4 +72,16 @@ SECTIONS: tuple[Analysis, ...] = (
     Analysis("failures", failures.analyze),
 )
 
-__all__ = ["SECTIONS", "Analysis", "Context", "RunFolderError", "Section", "load_context"]
+__all__ = [
+    "CANONICAL_ORDER",
+    "SECTIONS",
+    "Analysis",
+    "Context",
+    "RunFolderError",
+    "Section",
+    "as_str_category",
+    "fmt_pp",
+    "load_context",
+    "make_context",
+    "to_png",
+]

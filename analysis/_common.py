@@ -39,7 +39,7 @@ def paired(ctx: Context, df: pd.DataFrame, factor: str) -> pd.DataFrame:
     condition) may use. A sampled run (``ctx.design``) judged each cell on a prefix of one order of
     scenarios: the comparison keeps, in every slice of the other coordinates, the prefix all the levels of
     ``factor`` in ``df`` judged, with that prefix's design weights, so both sides stand on the same
-    scenarios and one finite-population fraction (stats.sampling). An unsampled run: ``df`` itself."""
+    scenarios and one finite-population fraction (stats.design). An unsampled run: ``df`` itself."""
     if ctx.design is None or df.empty:
         return df
     from agentjudge.stats.design import shared_lengths

@@ -114,7 +114,7 @@ class Context:
     generators: list[str]
     colors: dict[str, tuple[float, float, float, float]]
     # a sampled run's design (RUNDIR/sampling.json; None when every scenario was judged): rows carry
-    # ``_rank`` and ``design_weight`` (stats.sampling), and paired deltas use ``paired_rows`` of _common
+    # ``_rank`` and ``design_weight`` (stats.design), and paired deltas use ``paired_rows`` of _common
     design: Design | None = None
     sampling: SamplingRecord | None = None
 
@@ -304,7 +304,7 @@ def make_context(
 ) -> Context:
     """A context over judgments that already carry the alignment columns (one run, or several joined).
     ``record``: a sampled run's design (``sampling.json``): the rows get their design weights and the
-    bootstrap its finite-population correction (``stats.sampling``)."""
+    bootstrap its finite-population correction (``stats.design``)."""
     modes = values_of(data["scoring_mode"])
     mode = "strict" if "strict" in modes else modes[0]
     judges = values_of(data["judge"])

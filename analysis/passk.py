@@ -40,7 +40,7 @@ def _judges(ctx: Context, sec: Section) -> None:
     tmp["hit"] = hit
     per_trial = tmp.groupby(TASK + ["trial"], observed=True, dropna=False)["hit"].all().reset_index()
     weight = None
-    if ctx.design is not None:  # a sampled run: each task weighs as its cell's prefix says (stats.sampling)
+    if ctx.design is not None:  # a sampled run: each task weighs as its cell's prefix says (stats.design)
         tmp["design_weight"] = df["design_weight"].to_numpy()
         w = tmp.groupby(TASK + ["trial"], observed=True, dropna=False)["design_weight"].first()
         per_trial["design_weight"] = w.to_numpy()

@@ -62,7 +62,7 @@ def analyze(ctx: Context) -> Section:
             f"Rankings below are within each run ({', '.join(runs)}): a judge is ranked only against the "
             "judges of its own run, and ρ compares two rankings of the same judges."
         )
-    design = "design_weight" if ctx.design is not None else None  # a sampled run's (stats.sampling)
+    design = "design_weight" if ctx.design is not None else None  # a sampled run's (stats.design)
     long, rho = weighting_rankings(ranked, by=by, design=design)
     sec.tables["robust_weightings"] = with_labels(ctx, long)
     sec.tables["robust_weighting_rho"] = rho

@@ -134,7 +134,7 @@ def analyze(ctx: Context) -> Section:
         "κ and the jury use rankable judges only (" + ", ".join(judges) + "); κ is n/a where it is "
         "undefined (a judge that gives one verdict level on every shared row has no variance to agree on)."
     )
-    design = "design_weight" if ctx.design is not None else None  # a sampled run (stats.sampling)
+    design = "design_weight" if ctx.design is not None else None  # a sampled run (stats.design)
     pairs = pairwise_agreement(main, by=("condition",), design=design)
     if pairs.empty:  # e.g. a comparison of runs whose judges graded different outputs
         sec.lacking = "RQ2: no two rankable judges share a verdict row (same record, output and variant)."

@@ -8,7 +8,7 @@ and the FULL grid on it: two simulated judges (``simjudge`` careful and anchored
 anchoring and errors from ``agentjudge.judges.simjudge.planted_verdicts``, the quickstart's own rule) ×
 two simulated generators (weak, strong) × 3 difficulties × with/without GT = 24 cells, 4 metrics each.
 The truth of every statistic is its value on that full grid. The design then runs exactly as a sampled
-``agentjudge run`` decides it: the stratified order (``stats.sampling.stratified_order``), the pilot, the
+``agentjudge run`` decides it: the stratified order (``stats.design.stratified_order``), the pilot, the
 stages of ``sampling.stages.next_sizes`` on the per-scenario sums the cells hold so far, until no cell
 grows. The judged rows are estimated with the report's own code: ``ClusterBootstrap`` with the design's
 finite-population scale and weights, ``analysis._common.paired`` for paired deltas (the prefix both sides

@@ -271,12 +271,12 @@ def test_the_scorers_end_state_check_compares_without_copying_the_world(
 
 
 def test_the_gt_trace_copies_the_world_after_writes_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``scoring._gt_trace`` (the GT's end state and which steps write) copies a DomainEnvironment's world
+    """``scoring.gt_trace`` (the GT's end state and which steps write) copies a DomainEnvironment's world
     once at the start and after each write, not after every step, and finds what the copy-per-step
     reading finds (an environment without ``state_equals``), over every domain and topology."""
     from agentjudge.dataset import world
     from agentjudge.dataset.world import _slugs, make_environment
-    from agentjudge.scoring.scorer import _gt_trace
+    from agentjudge.scoring.scorer import gt_trace
 
     class SnapshotsOnly:  # the protocol's minimum: every step compared through a copy
         def __init__(self, record: Record) -> None:
@@ -300,9 +300,9 @@ def test_the_gt_trace_copies_the_world_after_writes_only(monkeypatch: pytest.Mon
     for slug in _slugs():
         for topology in TOPOLOGIES:
             record, _ = build_scenario(slug, topology, 0, 7)
-            expected = _gt_trace(record, SnapshotsOnly)
+            expected = gt_trace(record, SnapshotsOnly)
             copies.clear()
-            assert _gt_trace(record, lambda r: make_environment(r)) == expected, (slug, topology)
+            assert gt_trace(record, lambda r: make_environment(r)) == expected, (slug, topology)
             assert len(copies) == 1 + len(expected[1])  # the start, then one per write
             seen_reads += len(record.gt) - len(expected[1])
     assert seen_reads > 0  # some GT step only reads: a copy per step would have been more

@@ -120,7 +120,7 @@ class _Episode:
 
     def __init__(self, record: Record, difficulty: Difficulty, rates: AgentRates, rng: random.Random) -> None:
         from agentjudge.dataset.world import make_environment
-        from agentjudge.scoring.scorer import _gt_trace
+        from agentjudge.scoring.scorer import gt_trace
 
         self.record, self.rng = record, rng
         self.query, self.context = record.queries[difficulty], record.system_prompt
@@ -130,7 +130,7 @@ class _Episode:
         n = len(record.gt)
         env = make_environment(record)
         ops = {name: spec.op for name, spec in env.tools.items()} if env is not None else {}
-        writes = list(_gt_trace(record, None)[1]) if env is not None else []
+        writes = list(gt_trace(record, None)[1]) if env is not None else []
         derived = [i for i in range(n) if self._derived_keys(i)]
         draw = {kind: rng.random() < getattr(rates, kind) for kind in AGENT_ERRORS}
         self.stop_at = rng.randint(1, n - 1) if draw["stops_early"] and n >= 2 else None

@@ -86,7 +86,7 @@ THINKING_OFF_KEY = "judge_thinking_off"
 ATTEMPT_SEPARATOR = "\n\n===== agentjudge: re-ask {n} =====\n\n"
 
 
-def _call_settings(settings: ModelSettings, cot: bool) -> ModelSettings:
+def call_settings(settings: ModelSettings, cot: bool) -> ModelSettings:
     """Settings for one call: judge-only ``extra`` keys removed, the matching thinking params merged in."""
     extra = dict(settings.extra)
     on = extra.pop(THINKING_ON_KEY, None)
@@ -151,7 +151,7 @@ class LLMJudge:
         if not episode and self.prompt_family == "agentjudge" and needs_cache_breakpoint(self.settings.model):
             messages = with_cache_breakpoint(messages, request, self.tool_rendering)
         outcome: float | None = None
-        settings = _call_settings(self.settings, request.variant.cot)
+        settings = call_settings(self.settings, request.variant.cot)
         schema = response_format(settings, request, self.prompt_family)
         texts: list[str] = []
         usage = Usage()

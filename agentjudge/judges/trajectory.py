@@ -3,7 +3,7 @@
 The published judge sees only the calls; an interactive episode also has what each call returned, the
 errors, and the agent's final message, which is what a judge needs to tell whether the user's request was
 ACCOMPLISHED (the outcome, compared with ``state_match``). Same shape as the structural prompts
-(``templates.py``): static instructions first from files in ``prompts/`` (``trajectory_*.md`` plus the
+(``prompts.py``): static instructions first from files in ``prompts/`` (``trajectory_*.md`` plus the
 shared rubric, default and chain-of-thought files), untrusted content last in tagged JSON blocks. The four
 metrics are parsed by ``parse.parse_verdicts`` exactly as for the other conditions; the outcome is read
 here with the same number rules and scale (three-level snapped, free-form clamped) and counts as a fifth

@@ -339,13 +339,13 @@ def _cost_problem(settings: ModelSettings) -> str | None:
 
 
 async def _probe(settings: ModelSettings) -> str | None:
-    from agentjudge.judges.llm import _call_settings
+    from agentjudge.judges.llm import call_settings
     from agentjudge.models.client import ModelClient
     from agentjudge.models.errors import ModelCallError
 
     client = ModelClient(cache=None)
     try:  # judge-only extra keys (thinking switches) are not provider parameters: send what a judge would
-        call = _call_settings(settings, cot=False)
+        call = call_settings(settings, cot=False)
     except ValueError as exc:
         return f"--probe: {exc}"
     one_token = call.model_copy(update={"max_tokens": 1, "max_retries": 0})

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from agentjudge.analysis._context import (
+from agentjudge.analysis import (
     CANONICAL_ORDER,
     Context,
     as_str_category,

@@ -17,8 +17,7 @@ from typing import cast
 import pandas as pd
 
 from agentjudge import __version__
-from agentjudge.analysis import SECTIONS, Context, RunFolderError, Section, load_context
-from agentjudge.analysis._figures import to_png
+from agentjudge.analysis import SECTIONS, Context, RunFolderError, Section, load_context, to_png
 from agentjudge.analysis.first_screen import Screen
 from agentjudge.analysis.first_screen import build as build_screen
 from agentjudge.errors import InputError

@@ -3,7 +3,7 @@
 Nothing is written and no model is constructed. Tokens are counted by each model's tokenizer through
 ``litellm.token_counter`` (``models.prices.count_tokens``; chars/4 only where litellm fails, and then the
 footnote says so) on the exact prompts the run would send (generator messages from
-``LLMGenerator.messages``, judge messages from ``judges.templates.build_messages``), where the judges'
+``LLMGenerator.messages``, judge messages from ``judges.prompts.build_messages``), where the judges'
 inputs use the GT calls as a stand-in for the predictions that do not exist yet. Completion tokens are
 those of a plausible answer: the GT calls for a generator, and for a judge a JSON verdict with one-sentence
 rationales (x3 with chain-of-thought). Judge counts assume every prediction succeeds.

@@ -4,7 +4,7 @@ A provider's prefix cache serves the longest prefix of a prompt it has seen rece
 from 1,024 tokens on, in steps of 128; Anthropic: up to a ``cache_control`` breakpoint). So the estimate
 needs, per call, how many leading tokens an earlier call of the same model already sent. This module cuts
 each rendered prompt into pieces at its data blocks (tools, request, reference, calls: the tags of
-``judges.templates``) and at message boundaries, and replays the calls in the order the runner makes them
+``judges.prompts``) and at message boundaries, and replays the calls in the order the runner makes them
 (``work.prefix_order``), remembering every prefix of pieces each model has sent. Everything from the block
 of calls under review onwards is never counted as shared: in a real run it differs between generators
 (the dry run only has the GT calls as a stand-in for predictions that do not exist yet).

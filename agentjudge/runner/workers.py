@@ -170,7 +170,7 @@ def _request_frame(message: tuple[Any, ...], tokens: _TaskTokens, known: set[str
     query and system prompt: ~85 % of a judge request's bytes) and a judge request's GT steps named by a
     token; what this worker lacks is sent once, in ``new``, in the frame of the first payload that refers to
     it. The worker then holds one copy of each: the judge prompt's memos, keyed by the identity of the GT
-    steps (``judges.templates``), hit there as they do here.
+    steps (``judges.prompts``), hit there as they do here.
 
     The payload's items are looked at, not pickled through a ``persistent_id`` hook: that hook is a Python
     call for every object pickled (~300 for a judge request: ~20 µs of the parent's time per call with

@@ -534,7 +534,7 @@ def _default_env_factory(record: Record) -> Any:
     return environment_for(record)
 
 
-def _gt_trace(record: Record, env_factory: Callable[[Record], Any] | None) -> tuple[Any, tuple[int, ...]]:
+def gt_trace(record: Record, env_factory: Callable[[Record], Any] | None) -> tuple[Any, tuple[int, ...]]:
     """(GT end state, indices of the GT steps that change the state); (None, ()) without an environment.
     A step is a write when executing it changes the snapshot: no tool metadata needed, any environment."""
     from agentjudge.dataset.env import ToolError
@@ -567,7 +567,7 @@ def _in_state(env: Any, state: Any) -> bool:
 
 def gt_end_state(record: Record, env_factory: Callable[[Record], Any] | None = None) -> dict[str, Any] | None:
     """The snapshot after executing the GT calls on a fresh environment; None without an environment."""
-    state: dict[str, Any] | None = _gt_trace(record, env_factory)[0]
+    state: dict[str, Any] | None = gt_trace(record, env_factory)[0]
     return state
 
 
@@ -576,7 +576,7 @@ def _gt_prepared(
 ) -> tuple[Any, tuple[int, ...]]:
     if prepared is not None and prepared.gt_state is not _UNSET:
         return prepared.gt_state
-    trace = _gt_trace(record, env_factory)
+    trace = gt_trace(record, env_factory)
     if prepared is not None:
         prepared.gt_state = trace
     return trace

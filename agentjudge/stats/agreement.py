@@ -104,7 +104,7 @@ def pairwise_agreement(
 ) -> pd.DataFrame:
     """Raw agreement and κ (three categories, verdicts snapped) for every judge pair per ``by`` group.
 
-    ``design``: the column of a sampled run's design weights (``stats.sampling``). Two judges share the
+    ``design``: the column of a sampled run's design weights (``stats.design``). Two judges share the
     coordinates of the shorter of their two prefixes, whose weight is the larger of their two rows'; each
     shared coordinate counts with it, so a pair's figure pooled over cells weighs them as the full grid."""
     rows = []

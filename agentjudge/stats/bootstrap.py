@@ -121,7 +121,7 @@ class ClusterBootstrap:
         alpha_clusters: int | None = None,
         weight_col: str | None = None,
     ) -> None:
-        """``scale``, ``alpha_clusters`` and ``weight_col`` serve a sampled run (``stats.sampling``): a
+        """``scale``, ``alpha_clusters`` and ``weight_col`` serve a sampled run (``stats.design``): a
         cluster's multiplicity M enters as 1 + scale·(M − 1) (the finite-population correction,
         ``sampling.fpc_scale``), the expanded tails are those of ``alpha_clusters`` scenarios (its smallest
         cell) rather than of every cluster, and every ratio multiplies its weights by the column

@@ -23,7 +23,7 @@ WEIGHTINGS: dict[str, dict[str, float]] = {
 
 
 def _row_weights(df: pd.DataFrame, design: str | None) -> np.ndarray | None:
-    """The design weights of a sampled run's rows (``stats.sampling``), or None (every row counts once)."""
+    """The design weights of a sampled run's rows (``stats.design``), or None (every row counts once)."""
     return None if design is None else df[design].to_numpy(dtype=float)
 
 

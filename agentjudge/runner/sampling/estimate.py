@@ -44,7 +44,7 @@ def prior_variances(paths: list[Path], pipe: Pipeline) -> dict[CellKey, Prior]:
     generator, difficulty, "gt_gain")."""
     out: dict[CellKey, Prior] = {}
     for folder in paths:
-        for cell, prior in _variances(folder / "judgments.parquet", pipe).items():
+        for cell, prior in _variances(folder, pipe).items():
             out.setdefault(cell, prior)
     return out
 
@@ -55,20 +55,24 @@ def _moments(resid: Any) -> Prior:
     return float(resid.var(ddof=1)), (float((centred**4).mean()) / (m2 * m2) if m2 > 0 else 1.0)
 
 
-def _variances(path: Path, pipe: Pipeline) -> dict[CellKey, Prior]:
+def _variances(folder: Path, pipe: Pipeline) -> dict[CellKey, Prior]:
     import numpy as np
     import pandas as pd
 
+    from agentjudge.rundir import RunFolder, RunFolderError
     from agentjudge.stats.design import ratio_residuals
 
-    if not path.is_file():
-        return {}
     cols = [
         *("base_id", "judge", "generator", "difficulty", "condition", "scoring_mode", "reference"),
         *("verdict", "prompt_format", "cot", "default_mode", "temperature", "trial", "generator_trial"),
     ]
     try:
-        df = pd.read_parquet(path, columns=cols)
+        run = RunFolder.open(folder)
+        if not run.has("judgments"):
+            return {}
+        df = run.judgments(columns=cols)
+    except RunFolderError:  # not a run folder (yet): no prior
+        return {}
     except Exception:  # noqa: BLE001 - pyarrow raises several types; an unreadable prior is no prior
         return {}
     variant, _ = headline_slice(pipe)

@@ -1,9 +1,9 @@
 """The stages of a sampled run: which units each stage plans, and how each cell's prefix grows.
 
-Stage 1 (the pilot) judges the first ``pilot`` scenarios of the order (``stats.sampling.stratified_order``)
+Stage 1 (the pilot) judges the first ``pilot`` scenarios of the order (``stats.design.stratified_order``)
 in every cell; a cell whose units the run folder already holds for every scenario (a judge added to a
 finished run) counts as judged in full. After each stage, every cell's per-scenario variance is estimated
-from all it has judged (``stats.sampling.ratio_residuals``, in each scoring mode of the run, the largest
+from all it has judged (``stats.design.ratio_residuals``, in each scoring mode of the run, the largest
 counts); a cell whose CI would be within the target is done, any other grows to the prefix that reaches
 the target with room to spare (``next_sizes``); the run goes on until no cell grows. A stage is an
 ordinary round of the grid: predict, score, judge, each resumable and, in batch mode, one batch round.
@@ -242,7 +242,7 @@ def next_sizes(
 ) -> dict[CellKey, int]:
     """Each cell's prefix after a stage. A cell is done when its estimated CI half-width is at most
     ``ACCEPT`` of the target; else it grows to the size that reaches ``SIZING_MARGIN`` of the target at
-    the upper variance (``stats.sampling.upper_variance``, ``UPPER`` standard errors above the estimate),
+    the upper variance (``stats.design.upper_variance``, ``UPPER`` standard errors above the estimate),
     at least one scenario more, at most what the largest possible variance needs (``bound_n``) or the
     population. ``sums`` holds, per cell and scoring mode, the per-scenario sums and counts of alignment
     over the cell's prefix (by rank); the largest variance over the modes counts.
