@@ -213,7 +213,8 @@ def _anchors(page: Path) -> set[str]:
 def test_every_relative_link_and_anchor_resolves() -> None:
     problems = []
     checked = 0
-    for page in [*PAGES, ROOT / "ARCHITECTURE.md", ROOT / "FIDELITY.md"]:
+    readmes = [*sorted((ROOT / "agentjudge").rglob("README.md")), ROOT / "analysis" / "README.md"]
+    for page in [*PAGES, ROOT / "ARCHITECTURE.md", ROOT / "FIDELITY.md", *readmes]:
         text = FENCE.sub("", page.read_text(encoding="utf-8"))
         for target in re.findall(r"\]\(([^)\s]+)\)", text):
             if re.match(r"[a-z]+:", target):
