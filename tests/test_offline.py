@@ -352,7 +352,7 @@ def test_a_prediction_repeating_earlier_calls_is_scored_as_they_were_under_its_o
     reordered = list(gt)
     reordered[at] = ToolCall(name=gt[at].name, arguments=dict(reversed(gt[at].arguments.items())))
     assert reordered[at].arguments == gt[at].arguments  # equal, spelled in another order
-    _, writes = scorer._gt_trace(first, None)
+    _, writes = scorer.gt_trace(first, None)
     skipped = [ToolStep(turn=i, call=c, executed=i != writes[0]) for i, c in enumerate(gt)]  # a write not run
     trajectory = Trajectory(messages=[], steps=skipped, turns=len(gt), stop_reason="answered")
     plan = [  # (record, difficulty, generator, trial, calls, trajectory)
