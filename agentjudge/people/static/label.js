@@ -51,7 +51,11 @@ function keyOf(x) { return [x.record_id, x.generator, x.generator_trial].join("|
 
 // ---------------------------------------------------------------- the item (left)
 
-function json(value) { return el("pre", {}, JSON.stringify(value, null, 2)); }
+// JSON on one line when it is short (most arguments), indented when it is not
+function json(value) {
+  const flat = JSON.stringify(value);
+  return el("pre", {}, flat !== undefined && flat.length <= 90 ? flat : JSON.stringify(value, null, 2));
+}
 
 function callsBox(calls, title, withOutputs) {
   const box = el("div", {}, el("h3", { text: title }));
@@ -66,18 +70,24 @@ function callsBox(calls, title, withOutputs) {
   return box;
 }
 
+// --show-reference: the programmatic scores (in the strict mode when the run has it) and, folded, every
+// judge's verdicts. A blind page never receives them (the server leaves them out).
+function referenceScores(item) {
+  if (!item.scores || !item.scores.length) return null;
+  return item.scores.find((s) => s.scoring_mode === "strict") || item.scores[0];
+}
+
 function referenceParts(item) {
-  const parts = [el("h3", { text: "programmatic scores (shown: these labels are not blind)" })];
-  const metrics = ["p_tool", "p_param", "p_seq", "p_cov"];
-  if (!item.scores.length) parts.push(el("p", { class: "empty", text: "no scores (no reference for this output)" }));
-  else parts.push(el("table", {}, el("thead", {}, el("tr", {}, el("th", { text: "scoring mode" }), ...metrics.map((m) => el("th", { class: "num", text: m })))),
-    el("tbody", {}, ...item.scores.map((s) => el("tr", {}, el("td", { text: s.scoring_mode }), ...metrics.map((m) => el("td", { class: "num", text: fmt(s[m]) })))))));
+  const score = referenceScores(item);
   const names = STATE.metrics.map((m) => m.key);
-  parts.push(el("h3", { text: `judges' verdicts (${item.judges.length})` }));
-  parts.push(el("table", { class: "judges" }, el("thead", {}, el("tr", {}, el("th", { text: "judge" }), el("th", { text: "condition" }), el("th", { text: "prompt" }),
-    ...names.map((m) => el("th", { class: "num", text: m })))),
-    el("tbody", {}, ...item.judges.map((j) => el("tr", {}, el("td", { text: j.judge }), el("td", { text: j.condition }), el("td", { text: j.variant }),
-      ...names.map((m) => el("td", { class: "num", text: j.metrics[m] ? (j.metrics[m].verdict === null ? "failed" : fmt(j.metrics[m].verdict)) : "—" })))))));
+  const parts = [el("h3", { text: "programmatic scores (shown: these labels are not blind)" }),
+    score ? el("p", { class: "scores", text: `${score.scoring_mode} mode: ` + names.map((m) => `${m} ${fmt(score["p_" + m])}`).join(" · ") })
+      : el("p", { class: "empty", text: "no scores (no reference for this output)" })];
+  parts.push(el("details", {}, el("summary", { text: `every judge's verdicts (${item.judges.length} verdict sets)` }),
+    el("table", { class: "judges" }, el("thead", {}, el("tr", {}, el("th", { text: "judge" }), el("th", { text: "condition" }), el("th", { text: "prompt" }), el("th", { text: "temp." }),
+      ...names.map((m) => el("th", { class: "num", text: m })))),
+      el("tbody", {}, ...item.judges.map((j) => el("tr", {}, el("td", { text: j.judge }), el("td", { text: j.condition }), el("td", { text: j.variant }), el("td", { text: j.temperature }),
+        ...names.map((m) => el("td", { class: "num", text: j.metrics[m] ? (j.metrics[m].verdict === null ? "failed" : fmt(j.metrics[m].verdict)) : "—" }))))))));
   return parts;
 }
 
@@ -101,7 +111,7 @@ function renderItem(item) {
   if (pred.error) parts.push(el("p", { class: "failed", text: "generator error: " + pred.error }));
   if (pred.trajectory) parts.push(el("details", {}, el("summary", { text: `the generator's trajectory (${pred.turns} turns, ${pred.stop_reason}): its calls with their outputs` }), json(pred.trajectory)));
   if (pred.raw_output) parts.push(el("details", {}, el("summary", { text: "the generator's raw output" }), el("pre", {}, pred.raw_output)));
-  if (item.scores) parts.push(...referenceParts(item));
+  if (item.scores) parts.splice(3, 0, ...referenceParts(item));  // under the query
   document.getElementById("item").replaceChildren(...parts);
 }
 
@@ -112,18 +122,20 @@ function renderPanel() {
     const chosen = CHOSEN[m.key];
     const levels = el("div", { class: "levels" }, ...LEVELS.map(([key, value, label]) =>
       el("button", { type: "button", tabindex: "-1", class: "level" + (chosen === value ? " chosen" : ""), "data-value": label,
-        onclick: () => { CURSOR = i; choose(value); } }, el("b", { text: `${label}  [${key}]` }), m.levels[label] || "")));
+        onclick: () => { CURSOR = i; choose(value); } }, el("span", { class: "head" }, el("b", { text: label }), el("kbd", { text: key })), m.levels[label] || "")));
+    const score = ITEM && referenceScores(ITEM);
+    const reference = score ? el("span", { class: "reference", text: `reference ${fmt(score["p_" + m.key])}` }) : null;
     return el("div", { class: "metric" + (i === CURSOR ? " current" : ""), "data-metric": m.key },
-      el("div", { class: "name" }, el("span", { text: m.name }), el("span", { class: "value", text: chosen === undefined ? "" : String(chosen) })), levels);
+      el("div", { class: "name" }, el("span", {}, m.name, reference), el("span", { class: "value", text: chosen === undefined ? "" : String(chosen) })), levels);
   });
   document.getElementById("metrics").replaceChildren(...blocks);
 }
 
 function renderHeader() {
   const q = STATE.queue;
-  document.getElementById("who").textContent = `${STATE.judge} · ${STATE.sample.difficulty} outputs, sample of ${q.length} (seed ${STATE.sample.seed})`;
+  document.getElementById("who").textContent = `${STATE.judge} · sample of ${q.length} ${STATE.sample.difficulty} outputs (seed ${STATE.sample.seed})`;
   const blind = document.getElementById("blind");
-  blind.textContent = STATE.show_reference ? "NOT blind: scores and verdicts shown" : "blind: no scores, no verdicts";
+  blind.textContent = STATE.show_reference ? "NOT blind: reference shown" : "blind: no scores, no verdicts";
   blind.className = STATE.show_reference ? "no" : "yes";
   document.getElementById("count").textContent = `${STATE.labelled} / ${q.length}`;
   document.getElementById("count").title = `${STATE.labelled} labelled, ${STATE.skipped} skipped` + (STATE.outside ? `, ${STATE.outside} outside the sample` : "");
