@@ -184,7 +184,7 @@ class Chromium:
         keypress with its text, keyup): a character ("1", "s") or a key name ("Enter", "ArrowLeft",
         "Escape"). Typed text goes to the focused field."""
         named = {"Enter": (13, "\r"), "Escape": (27, ""), "ArrowLeft": (37, ""), "ArrowUp": (38, ""),
-                 "ArrowRight": (39, ""), "ArrowDown": (40, ""), "Backspace": (8, ""), "Tab": (9, "")}  # fmt: skip
+                 "ArrowRight": (39, ""), "ArrowDown": (40, ""), "Tab": (9, "")}  # fmt: skip
         if key in named:
             code, text = named[key]
             common = {"key": key, "code": key, "windowsVirtualKeyCode": code, "nativeVirtualKeyCode": code}

@@ -93,8 +93,9 @@ def test_three_labels_by_keyboard_then_a_restart_resumes(rundir: Path, browser: 
         for i, digits in enumerate(keys):
             for key in digits:
                 browser.press(key)
-            assert chosen(browser) == dict(zip(["tool", "param", "seq", "cov"], ["1", "0.5", "1", "0"] if i == 0 else [
-                {"1": "1", "5": "0.5", "0": "0"}[k] for k in digits]))  # fmt: skip
+            level = {"1": "1", "5": "0.5", "0": "0"}
+            metrics = ("tool", "param", "seq", "cov")
+            assert chosen(browser) == {m: level[k] for m, k in zip(metrics, digits, strict=True)}
             if i == 1:  # a note, typed after N; Escape leaves it
                 browser.press("n")
                 browser.type("hard to read")
