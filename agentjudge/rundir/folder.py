@@ -236,8 +236,6 @@ class RunFolder:
         ``trial``, ``topology``) and the reference's ``p_tool`` … ``p_cov`` in the scoring mode returned
         (strict when the scores have it), NaN where the output has no score (a run without a GT).
         The mode is None when the folder has no scores at all."""
-        import pandas as pd
-
         keys = ["record_id", "generator", "trial"]
         preds = self.predictions(columns=[*keys, "base_id", "difficulty", "error"])
         preds = preds[preds["error"].isna()].drop(columns=["error"]).reset_index(drop=True)
@@ -255,8 +253,11 @@ class RunFolder:
                 preds[col] = float("nan")
         if "topology" not in preds or preds["topology"].isna().any():  # unscored outputs: the records say
             topology = {r.id: r.topology for r in self.records()}
-            known = preds["topology"] if "topology" in preds else pd.Series(None, index=preds.index)
-            preds["topology"] = known.fillna(preds["base_id"].astype(str).map(topology))
+            mapped = preds["base_id"].astype(str).map(topology).astype(object)
+            if "topology" in preds:
+                known = preds["topology"].astype(object)
+                mapped = known.where(known.notna(), mapped)
+            preds["topology"] = mapped
             if preds["topology"].isna().any():
                 lost = preds.loc[preds["topology"].isna(), "base_id"].iloc[0]
                 raise RunFolderError(
