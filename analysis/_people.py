@@ -150,8 +150,8 @@ def load(rundir: Path, weighted: bool = True) -> PeopleData | None:
         return None
     outputs, mode = folder.outputs()
     notes = [str(w.message) for w in torn]
-    designed_days = sorted({line.sample.difficulty for line in lines if line.sample is not None})
-    difficulties = (
+    designed_days: list[str] = sorted({line.sample.difficulty for line in lines if line.sample is not None})
+    difficulties: list[str] = (
         designed_days if weighted and designed_days else sorted({line.difficulty for line in lines})
     )
     keys = outputs.set_index(["record_id", "generator", "trial"])

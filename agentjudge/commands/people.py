@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentjudge.commands._app import at_least, guarded
+from agentjudge.commands._app import FLAG, at_least, guarded
 
 if TYPE_CHECKING:
     from agentjudge.people.agree import PeopleTables
@@ -69,7 +69,9 @@ def label(
     show_reference: Annotated[
         bool,
         typer.Option(
-            "--show-reference", help="Show the scores and the judges' verdicts (not blind; recorded as such)."
+            "--show-reference",
+            help="Show the scores and the judges' verdicts (not blind; recorded as such).",
+            metavar=FLAG,
         ),
     ] = False,
 ) -> None:
@@ -153,7 +155,9 @@ def human_agree(
     unweighted: Annotated[
         bool,
         typer.Option(
-            "--unweighted", help="No inverse-inclusion weights (the published check): figures of the sample."
+            "--unweighted",
+            help="No inverse-inclusion weights (the published check): figures of the sample.",
+            metavar=FLAG,
         ),
     ] = False,
 ) -> None:
