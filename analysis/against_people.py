@@ -111,7 +111,7 @@ def _reference(ctx: Context, sec: Section, data: _people.PeopleData, resamples: 
     sec.figures["people_reference"] = grouped_bars(
         frame, "group", "estimate", "value", colors,
         title="The programmatic reference against people, per metric and topology",
-        ylabel="agreement with people (%)", zoom=True,
+        ylabel="agreement (%)", zoom=True, xlabel="metric, then topology",
     )  # fmt: skip
 
 
@@ -164,7 +164,7 @@ def _judges(ctx: Context, sec: Section, data: _people.PeopleData, resamples: int
             sec.figures["people_judges"] = grouped_bars(
                 main.assign(judge=[ctx.judge_label(j) for j in main["judge"]]),
                 "judge", "condition", "ppi", colors, lo="ppi_lo", hi="ppi_hi",
-                title="Each judge against people (PPI, 95 % CI)", ylabel="agreement with people (%)",
+                title="Each judge against people (PPI, 95 % CI)", ylabel="agreement (%)", zoom=True,
             )  # fmt: skip
 
 

@@ -454,3 +454,37 @@ def test_a_run_with_one_difficulty_is_labelled_at_it(rundir: Path) -> None:
     from agentjudge.people.labelling import default_difficulty
 
     assert default_difficulty(easy_only) == "easy" and default_difficulty(outputs) == "hard"
+
+
+# ------------------------------------------------------------------------------------------- the viewer
+
+
+def test_the_viewer_shares_the_host_check_and_shows_people_beside_the_judges(rundir: Path) -> None:
+    from agentjudge.viewer.server import start as view
+
+    session = Labelling(rundir, "ana", n=24, seed=3)
+    entry = session.queue_state()["queue"][0]
+    session.save(label_body(entry, note="looked twice"))
+    httpd, _ = view(rundir)
+    try:
+        port = int(httpd.server_address[1])
+        path = f"/api/item?record={entry['record_id']}&generator={entry['generator']}&gtrial=0"
+        status, answer = request(port, "GET", path, host=f"rebound.example:{port}")
+        assert status == 403 and "is not this server" in answer["error"]
+        status, item = request(port, "GET", path, host=f"localhost:{port}")
+        assert status == 200
+        assert item["people"] == [
+            {
+                "judge": "human/ana",
+                "verdicts": {"tool": 1.0, "param": 0.5, "seq": 1.0, "cov": 0.0},
+                "note": "looked twice",
+                "at": item["people"][0]["at"],
+                "blind": True,
+                "skipped": False,
+                "in_sample": True,
+            }
+        ]
+        assert {j["judge"] for j in item["judges"]} == {"baseline/rule", "simjudge/careful"}
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -215,7 +215,7 @@ class Labelling:
         return {
             "saved": True,
             "line": number,
-            "at": line.at.isoformat(),
+            "at": line.model_dump(mode="json")["at"],
             "labelled": state["labelled"],
             "next": state["next"],
         }
