@@ -15,7 +15,7 @@ MAPPED = {
     "agentjudge.data.full": "data/full",
 }
 DATA = {
-    "agentjudge": ["**/*.yaml", "**/*.json", "**/*.md", "viewer/static/*"],
+    "agentjudge": ["**/*.yaml", "**/*.json", "**/*.md", "viewer/static/*", "people/static/*"],
     "agentjudge.prompts": ["*.md"],
     "agentjudge.prompts.paper": ["*.md"],
     "agentjudge.pipelines": ["*.yaml"],

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import (
+    against_people,
     failures,
     guide,
     headline,
@@ -47,8 +48,8 @@ from ._figures import to_png
 @dataclass(frozen=True)
 class Analysis:
     """One registered section: its key (the module's name, used in tables and anchors), its function, and
-    the run-folder file it needs (``None``: every run has it; otherwise the section is left out of the
-    report of a run without that file, with no "n/a" line)."""
+    the run-folder file it needs, a glob pattern relative to the folder (``None``: every run has it;
+    otherwise the section is left out of the report of a run without such a file, with no "n/a" line)."""
 
     key: str
     analyze: Callable[[Context], Section]
@@ -69,6 +70,7 @@ SECTIONS: tuple[Analysis, ...] = (
     Analysis("published_grid", published_grid.analyze, only_when="imported_cells.csv"),
     Analysis("passk", passk.analyze),
     Analysis("rq7_outcome", rq7_outcome.analyze),
+    Analysis("against_people", against_people.analyze, only_when="labels/*.jsonl"),
     Analysis("failures", failures.analyze),
 )
 

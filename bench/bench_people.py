@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from planted_people import Planted, plant  # noqa: E402
 
-from agentjudge.people.validation import select_sample  # noqa: E402
 from agentjudge.stats import ClusterBootstrap, ppi_table, stratum_inclusion  # noqa: E402
+from agentjudge.stats.label_sample import select_sample  # noqa: E402
 from agentjudge.types import DIFFICULTIES, METRICS, TOPOLOGIES  # noqa: E402
 
 UNIT = ["record_id", "generator", "generator_trial"]

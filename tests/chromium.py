@@ -179,6 +179,32 @@ class Chromium:
         value = self.wait_for("document.body && document.body.getAttribute('data-ready')", timeout)
         return str(value)
 
+    def press(self, key: str) -> None:
+        """One key pressed and released as a keyboard sends it (the page's focused element gets keydown,
+        keypress with its text, keyup): a character ("1", "s") or a key name ("Enter", "ArrowLeft",
+        "Escape"). Typed text goes to the focused field."""
+        named = {"Enter": (13, "\r"), "Escape": (27, ""), "ArrowLeft": (37, ""), "ArrowUp": (38, ""),
+                 "ArrowRight": (39, ""), "ArrowDown": (40, ""), "Tab": (9, "")}  # fmt: skip
+        if key in named:
+            code, text = named[key]
+            common = {"key": key, "code": key, "windowsVirtualKeyCode": code, "nativeVirtualKeyCode": code}
+        else:
+            text = key
+            upper = key.upper()
+            code = ord(upper) if len(key) == 1 else 0
+            name = f"Digit{key}" if key.isdigit() else f"Key{upper}" if key.isalpha() else ""
+            common = {"key": key, "code": name, "windowsVirtualKeyCode": code, "nativeVirtualKeyCode": code}
+        self.call(
+            "Input.dispatchKeyEvent",
+            {"type": "keyDown", "text": text, **common} if text else {"type": "rawKeyDown", **common},
+        )
+        self.call("Input.dispatchKeyEvent", {"type": "keyUp", **common})
+
+    def type(self, text: str) -> None:
+        """Text typed into the focused field, one character at a time."""
+        for char in text:
+            self.call("Input.insertText", {"text": char})
+
     def screenshot(self) -> bytes:
         data = self.call("Page.captureScreenshot", {"format": "png"})["data"]
         return base64.b64decode(data)

@@ -23,9 +23,11 @@ from agentjudge.rundir import (
     LabelLine,
     RunFolder,
     RunFolderError,
+    Shown,
     TornLabelWarning,
     meta,
 )
+from agentjudge.rundir.labels import append_label, label_path
 from agentjudge.rundir.synthetic import SyntheticSpec, write_run
 from agentjudge.rundir.units import UNIT_COLUMNS, store_units
 from agentjudge.runner.rundir_lock import RunFolderLock
@@ -305,7 +307,7 @@ def _label(**fields: Any) -> dict[str, Any]:
         "verdicts": {"tool": 1, "param": 0.5, "seq": 0, "cov": 1},
         "note": "",
         "annotator": "ann",
-        "shown": {"gt": True, "reference": False},
+        "shown": {"gt": True, "scores": False, "verdicts": False},
         "at": "2026-12-05T10:00:00Z",
     }
     return {**line, **fields}
@@ -376,6 +378,39 @@ def test_a_bad_label_line_is_refused_naming_file_line_and_field(
         RunFolder.open(folder).labels()
     assert str(raised.value).startswith(f"{path}, line 2: {problem}")
     assert "\n" not in str(raised.value)
+
+
+def test_shown_says_whether_the_label_was_blind_and_reads_the_older_one_key_form(folder: Path) -> None:
+    _write_labels(
+        folder,
+        "ann",
+        [
+            _label(),
+            _label(record_id="test-0001:hard", shown={"gt": True, "scores": True, "verdicts": False}),
+            _label(record_id="test-0002:hard", shown={"gt": False, "reference": True}),
+        ],
+    )
+    first, second, third = RunFolder.open(folder).labels()
+    assert first.shown.blind and not second.shown.blind
+    assert third.shown == Shown(gt=False, scores=True, verdicts=True)
+
+
+def test_append_label_writes_whole_lines_and_cuts_a_torn_tail(folder: Path) -> None:
+    line = LabelLine.model_validate(_label(note="a\nnote on two lines"))
+    assert append_label(folder, line) == 1 and append_label(folder, line) == 2
+    path = folder / "labels" / "ann.jsonl"
+    assert path.read_bytes().count(b"\n") == 2 and RunFolder.open(folder).labels(history=True) == [line, line]
+    with path.open("ab") as handle:
+        handle.write(b'{"record_id": "test-00')
+    with pytest.warns(
+        TornLabelWarning, match=r"ann\.jsonl, line 3: cut off before saving: a line torn by a crash"
+    ):
+        assert append_label(folder, line) == 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(RunFolder.open(folder).labels(history=True)) == 3
+    with pytest.raises(RunFolderError, match="annotator '../x'"):
+        label_path(folder, "../x")
 
 
 def test_a_label_line_that_is_not_json_is_refused(folder: Path) -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentjudge.api._cache import CacheCleared, CacheStats, cache_clear, cache_stats
 from agentjudge.api._data import GenerateResult, ValidationResult, audit, generate, score, validate
-from agentjudge.api._people import Agreement, human_agree, human_sample
+from agentjudge.api._people import Agreement, Labelling, human_agree, human_sample, label
 from agentjudge.api._report import CompareResult, ReportResult, Viewing, compare, report, view
 from agentjudge.api._run import batches, infer, run
 from agentjudge.api._tracks import ReleaseImport, import_agentjudgebench, import_bfcl, taubench
@@ -67,6 +67,7 @@ __all__ = [
     "GenerateResult",
     "InferResult",
     "InputError",
+    "Labelling",
     "PreflightError",
     "ReleaseImport",
     "ReportResult",
@@ -90,6 +91,7 @@ __all__ = [
     "import_agentjudgebench",
     "import_bfcl",
     "infer",
+    "label",
     "report",
     "run",
     "score",

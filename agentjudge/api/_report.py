@@ -87,12 +87,13 @@ def _check(seed: int) -> None:
 @dataclass(frozen=True)
 class Viewing:
     """A viewer serving a run folder on its own thread until ``close``: its ``url``, the verdict rows it
-    indexed, the seconds opening took."""
+    indexed, the seconds opening took, and ``warning`` when it listens beyond this machine."""
 
     url: str
     rows: int
     open_seconds: float
     server: Any
+    warning: str | None = None
 
     def close(self) -> None:
         self.server.shutdown()
@@ -101,12 +102,22 @@ class Viewing:
 
 def view(rundir: Path | str, *, host: str = "127.0.0.1", port: int = 0) -> Viewing:
     """Serve the run folder's item viewer (``agentjudge view``; read, never written); ``port`` 0 picks a free
-    one. Raises ``InputError`` for a folder that cannot be opened or an address that cannot be listened on."""
-    from agentjudge.viewer.server import start
+    one. Raises ``InputError`` for a folder that cannot be opened or an address that cannot be listened on.
+    Beyond loopback the server warns (``ExposedServerWarning``; also in ``warning``)."""
+    import warnings
 
-    try:
-        server, viewer = start(Path(rundir), host, port)
-    except OSError as exc:
-        raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    from agentjudge.viewer.server import start
+    from agentjudge.viewer.serving import ExposedServerWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ExposedServerWarning)
+        try:
+            server, viewer = start(Path(rundir), host, port)
+        except OSError as exc:
+            raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    warning = next((str(w.message) for w in caught if issubclass(w.category, ExposedServerWarning)), None)
+    if warning is not None:  # said once more, to whoever watches this process's warnings
+        warnings.warn(warning, ExposedServerWarning, stacklevel=2)
     shown = f"[{host}]" if ":" in host else host
-    return Viewing(f"http://{shown}:{server.server_address[1]}/", viewer.index.rows, viewer.open_s, server)
+    url = f"http://{shown}:{server.server_address[1]}/"
+    return Viewing(url, viewer.index.rows, viewer.open_s, server, warning)

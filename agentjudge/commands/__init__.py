@@ -4,7 +4,7 @@ the API, print what it returns, exit with the code it means). The verbs, in the 
 - ``commands/data.py``: generate, validate, audit, infer, score
 - ``commands/run.py``: run, batches
 - ``commands/report.py``: report, view, compare
-- ``commands/people.py``: human-sample, human-agree
+- ``commands/people.py``: human-sample, label, human-agree
 - ``commands/tracks.py``: taubench, import bfcl, import agentjudgebench
 - ``commands/cache.py``: cache stats, cache clear
 
@@ -22,6 +22,7 @@ app.command()(run.batches)
 app.command()(report.view)
 app.command()(report.compare)
 app.command("human-sample")(people.human_sample)
+app.command()(people.label)
 app.command("human-agree")(people.human_agree)
 app.command()(tracks.taubench)
 app.add_typer(cache_app, name="cache")

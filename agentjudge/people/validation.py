@@ -14,16 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from agentjudge.errors import InputError
 from agentjudge.rundir import RunFolder
 from agentjudge.stats import ClusterBootstrap
-from agentjudge.types import METRICS, TOPOLOGIES, Record
+from agentjudge.stats.label_sample import select_sample
+from agentjudge.types import METRICS, Record
 
 AGREE_COLUMNS = tuple(f"agree_{m}" for m in METRICS)
-IMPERFECT_SHARE = 14 / 20
 YES = {"yes", "y", "1", "true", "agree"}
 NO = {"no", "n", "0", "false", "disagree"}
 
@@ -44,44 +43,6 @@ def _tools_compact(record: Record) -> str:
 
 def _calls_compact(calls: list[dict[str, Any]]) -> str:
     return json.dumps(calls, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-
-
-def _pick(
-    pool: pd.DataFrame, k: int, rng: np.random.Generator, avoid: frozenset[str] = frozenset()
-) -> pd.DataFrame:
-    """k rows: distinct records not in ``avoid`` first (one random generator per record), then the rest."""
-    if k <= 0 or pool.empty:
-        return pool.iloc[:0]
-    shuffled = pool.iloc[rng.permutation(len(pool))]
-    fresh = ~shuffled["record_id"].astype(str).isin(avoid).to_numpy()
-    distinct = shuffled[fresh].drop_duplicates("record_id")
-    rest = shuffled.drop(distinct.index)
-    return pd.concat([distinct, rest]).iloc[:k]
-
-
-def select_sample(scores: pd.DataFrame, n: int, seed: int, difficulty: str | None = "hard") -> pd.DataFrame:
-    """Stratified sample of scored predictions: equal share per topology; within a topology ~70 % with some
-    score below 1 and ~30 % perfect (14 + 6 of 20), topping up from the other pool when one runs short."""
-    rng = np.random.default_rng(seed)
-    pool = scores if difficulty is None else scores[scores["difficulty"].astype(str) == difficulty]
-    topologies = [t for t in TOPOLOGIES if (pool["topology"].astype(str) == t).any()]
-    if not topologies:
-        raise HumanInputError(f"no scored predictions at difficulty {difficulty!r}")
-    quota = {
-        t: n // len(topologies) + (1 if i < n % len(topologies) else 0) for i, t in enumerate(topologies)
-    }
-    perfect = (pool[[f"p_{m}" for m in METRICS]].to_numpy(float) >= 1.0).all(axis=1)
-    parts = []
-    for t in topologies:
-        in_t = (pool["topology"].astype(str) == t).to_numpy()
-        imp_pool, perf_pool = pool[in_t & ~perfect], pool[in_t & perfect]
-        want_imp = round(quota[t] * IMPERFECT_SHARE)
-        imp = _pick(imp_pool, want_imp, rng)
-        perf = _pick(perf_pool, quota[t] - len(imp), rng, frozenset(imp["record_id"].astype(str)))
-        if len(imp) + len(perf) < quota[t]:  # too few perfect ones: top up with imperfect ones
-            imp = _pick(imp_pool, quota[t] - len(perf), rng, frozenset(perf["record_id"].astype(str)))
-        parts.append(pd.concat([imp, perf]))
-    return pd.concat(parts, ignore_index=True)
 
 
 @dataclass(frozen=True)
@@ -109,14 +70,16 @@ def write_sample(rundir: Path, n: int, seed: int, out: Path | None, difficulty: 
         raise HumanInputError(f"--out {problem}")
     try:
         folder = RunFolder.open(rundir)
-        scores = folder.scores()
-        preds = folder.predictions(columns=["record_id", "generator", "trial", "calls_json", "error"])
-        modes = sorted(scores["scoring_mode"].astype(str).unique())
-        mode = "strict" if "strict" in modes else modes[0]
-        scores = scores[scores["scoring_mode"].astype(str) == mode]
-        preds = preds[preds["error"].isna()][["record_id", "generator", "trial", "calls_json"]]
-        scored = scores.merge(preds, on=["record_id", "generator", "trial"], how="inner")
+        outputs, mode = folder.outputs()
+        if mode is None:
+            raise HumanInputError(
+                f"{folder.table_path('scores')}: not found: the CSV asks people to agree with the "
+                "reference's scores, and this run has none (label it in the browser: `agentjudge label`)"
+            )
+        scored = outputs.dropna(subset=[f"p_{m}" for m in METRICS])
         sample = select_sample(scored, n, seed, difficulty)
+        calls = folder.predictions(columns=["record_id", "generator", "trial", "calls_json"])
+        sample = sample.merge(calls, on=["record_id", "generator", "trial"], how="left")
         records = {r.id: r for r in folder.records()}
     except InputError:  # RunFolderError and HumanInputError among them
         raise

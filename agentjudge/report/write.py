@@ -39,7 +39,7 @@ def _run_analyses(ctx: Context, names: tuple[str, ...] | None = None) -> tuple[l
         name = entry.key
         if names is not None and name not in names:
             continue
-        if entry.only_when is not None and not (ctx.rundir / entry.only_when).is_file():
+        if entry.only_when is not None and not any(ctx.rundir.glob(entry.only_when)):
             continue
         if nothing_parsed and name != "failures":  # every statistic would be undefined: say so once
             sec = Section(key=name, title=name)

@@ -230,6 +230,45 @@ class RunFolder:
         for the ``columns`` and ``filters`` needed: the file is read in row groups and only those."""
         return self._frame("judgments", columns, filters)
 
+    def outputs(self) -> tuple[pd.DataFrame, str | None]:
+        """The generator outputs a person can label, with what the reference says of each: one row per
+        prediction without a generator error (``record_id``, ``base_id``, ``difficulty``, ``generator``,
+        ``trial``, ``topology``) and the reference's ``p_tool`` … ``p_cov`` in the scoring mode returned
+        (strict when the scores have it), NaN where the output has no score (a run without a GT).
+        The mode is None when the folder has no scores at all."""
+        keys = ["record_id", "generator", "trial"]
+        preds = self.predictions(columns=[*keys, "base_id", "difficulty", "error"])
+        preds = preds[preds["error"].isna()].drop(columns=["error"]).reset_index(drop=True)
+        metrics = ("p_tool", "p_param", "p_seq", "p_cov")
+        mode = None
+        if self.has("scores"):
+            scores = self.scores(columns=[*keys, "scoring_mode", "topology", *metrics])
+            modes = sorted(scores["scoring_mode"].astype(str).unique())
+            if modes:
+                mode = "strict" if "strict" in modes else modes[0]
+                scores = scores[scores["scoring_mode"].astype(str) == mode].drop(columns=["scoring_mode"])
+                preds = preds.merge(scores, on=keys, how="left")
+        for col in metrics:
+            if col not in preds:
+                preds[col] = float("nan")
+        if "topology" not in preds or preds["topology"].isna().any():  # unscored outputs: the records say
+            topology = {r.id: r.topology for r in self.records()}
+            mapped = preds["base_id"].astype(str).map(topology).astype(object)
+            if "topology" in preds:
+                known = preds["topology"].astype(object)
+                mapped = known.where(known.notna(), mapped)
+            preds["topology"] = mapped
+            if preds["topology"].isna().any():
+                lost = preds.loc[preds["topology"].isna(), "base_id"].iloc[0]
+                raise RunFolderError(
+                    f"{self.table_path('predictions')}: record {lost!r} is in no scores row and not in the "
+                    f"records file {self.dataset_path}"
+                )
+        for col in ("record_id", "base_id", "difficulty", "generator", "topology"):
+            preds[col] = preds[col].astype(str)
+        preds["trial"] = preds["trial"].astype(int)
+        return preds, mode
+
     def _frame(self, table: Table, columns: Sequence[str] | None, filters: Filters | None) -> pd.DataFrame:
         import pandas as pd
 

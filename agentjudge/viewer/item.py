@@ -1,6 +1,8 @@
 """One item of a run folder with everything said about it: the record (query at that difficulty, tools,
 GT calls with their outputs), the generator's output (calls, trajectory), the programmatic scores in each
-scoring mode, and every judge's verdicts, rationales and raw answers, the reference beside each.
+scoring mode, every judge's verdicts, rationales and raw answers, the reference beside each, and people's
+labels (``human/NAME``). ``output`` is the record and the generator's output alone, which the labelling page
+(``people.label``) shows a person without the scores and verdicts.
 
 An item is one generator output: (record id at a difficulty, generator, generator trial). Everything is
 read for that item alone, through ``rundir.RunFolder``: judgments.parquet, predictions.parquet and
@@ -16,6 +18,7 @@ import json
 import math
 import re
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +123,64 @@ class Items:
             "prediction": _prediction(prediction[0]) if prediction else None,
             "scores": [_clean(s) for s in scores],
             "judges": self._judges(verdict_rows, record_id, generator, generator_trial),
+            "people": self.people(record_id, generator, generator_trial),
         }
+
+    def scores(self, record_id: str, generator: str, generator_trial: int) -> list[dict[str, Any]]:
+        """The output's programmatic scores, one entry per scoring mode (empty without scores)."""
+        rows = self._rows("scores", record_id, generator, ("trial", generator_trial), _SCORE_FIELDS)
+        return [_clean(s) for s in rows]
+
+    def output(self, record_id: str, generator: str, generator_trial: int) -> dict[str, Any]:
+        """The record and the generator's output alone, no score and no verdict: what the labelling page
+        shows a person (``people.label``). ``QueryError`` when the run has no such output."""
+        rows = self._rows(
+            "predictions",
+            record_id,
+            generator,
+            ("trial", generator_trial),
+            ["base_id", "difficulty", "calls_json", "raw_output", "error", "trajectory_json", "stop_reason",
+             "turns", "generation"],
+        )  # fmt: skip
+        if not rows:
+            raise QueryError(
+                f"no output of generator {generator!r} (trial {generator_trial}) on record {record_id!r}"
+            )
+        row = rows[0]
+        base_id, difficulty = str(row.pop("base_id")), str(row.pop("difficulty"))
+        return {
+            "record_id": record_id,
+            "base_id": base_id,
+            "difficulty": difficulty,
+            "generator": generator,
+            "generator_trial": generator_trial,
+            "record": self.record(base_id, difficulty),
+            "prediction": _prediction(row),
+        }
+
+    def people(self, record_id: str, generator: str, generator_trial: int) -> list[dict[str, Any]]:
+        """People's latest labels of this item (``human/NAME``, labels/NAME.jsonl), read afresh on every call
+        so the page shows labels saved while it is open; a labels file that does not read is one entry
+        with its error."""
+        try:
+            with warnings.catch_warnings():  # a torn last line: the reader skips it, and so do we, quietly
+                warnings.simplefilter("ignore")
+                labels = self.folder.labels()
+        except RunFolderError as exc:
+            return [{"judge": "human/?", "error": str(exc)}]
+        return [
+            {
+                "judge": label.judge,
+                "verdicts": dict(label.verdicts),
+                "note": label.note,
+                "at": label.at.isoformat(),
+                "blind": label.shown.blind,
+                "skipped": label.skipped,
+                "in_sample": label.sample is not None,
+            }
+            for label in labels
+            if label.item == (record_id, generator, generator_trial)
+        ]
 
     def _rows(
         self, name: Table, record_id: str, generator: str, trial: tuple[str, int], columns: list[str]
@@ -227,6 +287,8 @@ class Items:
         except LayoutError as exc:
             return {"missing": str(exc)}
         return {
+            "topology": record.topology,
+            "domain": record.domain,
             "query": record.queries.get(difficulty),  # type: ignore[call-overload]
             "queries": dict(record.queries),
             "system_prompt": record.system_prompt,

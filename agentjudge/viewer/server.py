@@ -1,4 +1,5 @@
-"""The viewer's HTTP server: the standard library's threading server, JSON endpoints, static files.
+"""The viewer's HTTP server: JSON endpoints and static files over ``serving`` (the local pages' one server:
+loopback Host names only unless told otherwise, a warning when bound beyond loopback).
 
 Endpoints (all GET, all read-only):
 
@@ -10,26 +11,27 @@ Endpoints (all GET, all read-only):
 - ``/api/item?record=&generator=&gtrial=`` — one generator output with every judge's verdicts (``item.py``);
 - ``/report/<path>`` — the run's report folder, so report.html's links to the viewer work.
 
-A bad request is a 400 whose JSON says what to fix; a path outside the report folder is a 404.
+A bad request is a 400 whose JSON says what to fix; a path outside the report folder is a 404; a request
+whose Host header is not this server is a 403. The item carries people's labels (``human/NAME``) beside
+the judges' verdicts.
 """
 
 from __future__ import annotations
 
-import json
 import mimetypes
-import threading
 import time
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from importlib import resources
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote
 
 from agentjudge.errors import InputError
 from agentjudge.rundir import RunFolder
+from agentjudge.viewer import serving
 from agentjudge.viewer.index import FACETS, MAX_PAGE, QueryError, VerdictIndex
 from agentjudge.viewer.item import Items
+from agentjudge.viewer.serving import Handler, RequestError
 
 STATIC_FILES = {"index.html": "text/html", "app.js": "text/javascript", "app.css": "text/css"}
 
@@ -120,79 +122,46 @@ def _int(params: dict[str, str], key: str, default: int, low: int, high: int) ->
     return value
 
 
-def make_handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
+def make_handler(viewer: Viewer) -> type[Handler]:
     report_root = (viewer.rundir / "report").resolve()
 
-    class Handler(BaseHTTPRequestHandler):
+    class ViewerHandler(Handler):
         server_version = "agentjudge-view"
+        static_files = STATIC_FILES
 
-        def log_message(self, format: str, *args: Any) -> None:  # quiet: the terminal shows the URL only
-            return
-
-        def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
-            url = urlsplit(self.path)
-            query = parse_qs(url.query, keep_blank_values=False)
+        def get(self, path: str, query: dict[str, list[str]]) -> None:
             try:
-                if url.path in ("/", "/index.html"):
-                    self._static("index.html")
-                elif url.path.startswith("/static/"):
-                    self._static(url.path.removeprefix("/static/"))
-                elif url.path == "/api/facets":
-                    self._json(viewer.facets())
-                elif url.path == "/api/rows":
-                    self._json(viewer.rows(query))
-                elif url.path == "/api/item":
-                    self._json(viewer.item(query))
-                elif url.path == "/report" or url.path.startswith("/report/"):
-                    self._report(unquote(url.path.removeprefix("/report").lstrip("/")) or "report.html")
+                if path in ("/", "/index.html"):
+                    self.send_static("index.html")
+                elif path.startswith("/static/"):
+                    self.send_static(path.removeprefix("/static/"))
+                elif path == "/api/facets":
+                    self.send_json(viewer.facets())
+                elif path == "/api/rows":
+                    self.send_json(viewer.rows(query))
+                elif path == "/api/item":
+                    self.send_json(viewer.item(query))
+                elif path == "/report" or path.startswith("/report/"):
+                    self._report(unquote(path.removeprefix("/report").lstrip("/")) or "report.html")
                 else:
-                    self._error(HTTPStatus.NOT_FOUND, f"no such page: {url.path}")
+                    raise RequestError(HTTPStatus.NOT_FOUND, f"no such page: {path}")
             except QueryError as exc:
-                self._error(HTTPStatus.BAD_REQUEST, str(exc))
-            except (BrokenPipeError, ConnectionResetError):
-                return
-
-        def _static(self, name: str) -> None:
-            if name not in STATIC_FILES:
-                self._error(HTTPStatus.NOT_FOUND, f"no such file: {name}")
-                return
-            body = resources.files("agentjudge.viewer").joinpath("static", name).read_bytes()
-            self._send(HTTPStatus.OK, f"{STATIC_FILES[name]}; charset=utf-8", body)
+                raise RequestError(HTTPStatus.BAD_REQUEST, str(exc)) from None
 
         def _report(self, relative: str) -> None:
             target = (report_root / relative).resolve()
             if not target.is_relative_to(report_root) or not target.is_file():
-                self._error(HTTPStatus.NOT_FOUND, f"not in the run's report folder: {relative}")
-                return
+                raise RequestError(HTTPStatus.NOT_FOUND, f"not in the run's report folder: {relative}")
             kind = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
             if kind.startswith("text/"):
                 kind += "; charset=utf-8"
-            self._send(HTTPStatus.OK, kind, target.read_bytes())
+            self.send_body(HTTPStatus.OK, kind, target.read_bytes())
 
-        def _json(self, value: Any) -> None:
-            body = json.dumps(value, allow_nan=False, default=str).encode("utf-8")
-            self._send(HTTPStatus.OK, "application/json", body)
-
-        def _error(self, status: HTTPStatus, message: str) -> None:
-            body = json.dumps({"error": message}).encode("utf-8")
-            self._send(status, "application/json", body)
-
-        def _send(self, status: HTTPStatus, kind: str, body: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.send_header("X-Content-Type-Options", "nosniff")
-            self.end_headers()
-            self.wfile.write(body)
-
-    return Handler
+    return ViewerHandler
 
 
 def start(rundir: Path, host: str = "127.0.0.1", port: int = 0) -> tuple[ThreadingHTTPServer, Viewer]:
-    """A running server (on its own thread) over ``rundir``; ``port`` 0 picks a free one."""
+    """A running server (on its own thread) over ``rundir``; ``port`` 0 picks a free one. Answers loopback
+    Host names only unless ``host`` binds beyond loopback (``serving``)."""
     viewer = Viewer(rundir)
-    server = ThreadingHTTPServer((host, port), make_handler(viewer))
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="agentjudge-view", daemon=True).start()
-    return server, viewer
+    return serving.start(make_handler(viewer), host, port, "agentjudge-view"), viewer

@@ -161,8 +161,29 @@ function scoresTable(scores) {
     el("tbody", {}, ...scores.map((s) => el("tr", {}, el("td", { text: s.scoring_mode }), ...present.map((m) => el("td", { class: "num", text: fmt(s[m]) }))))));
 }
 
-function judgesTable(judges, mode) {
-  const metrics = ["tool", "param", "seq", "cov", "outcome"].filter((m) => judges.some((j) => m in j.metrics));
+// People's labels (human/NAME, labels/NAME.jsonl) as rows of the judges' table: the person's verdict with the
+// reference beside it, their note where the judges have a rationale.
+function peopleRows(people, scores, mode, metrics, settings) {
+  const score = scores.find((s) => s.scoring_mode === mode) || scores[0] || {};
+  return people.map((p) => {
+    if (p.error) return el("tr", {}, el("td", { class: "failed", colspan: String(2 + settings.length + metrics.length), text: p.error }));
+    const how = (p.skipped ? "skipped" : p.blind ? "blind" : "saw the reference") + (p.in_sample ? "" : ", outside the sample");
+    const cells = metrics.map((m) => {
+      if (!(m in p.verdicts)) return el("td", { class: "num", text: "—" });
+      const v = p.verdicts[m];
+      const ref = score["p_" + m];
+      const gap = ref === undefined || ref === null ? null : Math.abs(ref - v);
+      const cls = "num " + (gap === null ? "" : gap < 1e-9 ? "match" : gap < 0.5 ? "near" : "mismatch");
+      return el("td", { class: cls, text: fmt(v) + (gap === null ? "" : ` (${fmt(ref)})`) });
+    });
+    const note = el("td", {}, p.note ? el("span", { class: "note", text: (p.skipped ? "skipped: " : "note: ") + p.note }) : null);
+    return el("tr", { class: "person" }, el("td", {}, p.judge, el("span", { class: "kind", text: " person" })),
+      ...settings.map(([k]) => el("td", { text: k === "condition" ? how : "" })), ...cells, note);
+  });
+}
+
+function judgesTable(judges, mode, people, scores) {
+  const metrics = ["tool", "param", "seq", "cov", "outcome"].filter((m) => judges.some((j) => m in j.metrics) || (people || []).some((p) => p.verdicts && m in p.verdicts));
   // a prompt or temperature column only when the run varies it (as in the list): one value says nothing
   const varies = (k) => (FACET_DATA.facets[k] || []).length > 1;
   const settings = [["condition", "condition"], ["variant", "prompt"], ["temperature", "temp."]].filter(([k]) => k === "condition" || varies(k));
@@ -189,6 +210,7 @@ function judgesTable(judges, mode) {
     return el("tr", {}, el("td", {}, j.judge, kind ? el("span", { class: "kind", text: " " + kind }) : null),
       ...settings.map(([k]) => el("td", { text: j[k] })), ...cells, why);
   });
+  rows.push(...peopleRows(people || [], scores || [], mode, metrics, settings));
   return el("table", { class: "verdicts" }, el("thead", {}, head), el("tbody", {}, ...rows));
 }
 
@@ -222,7 +244,9 @@ async function renderItem() {
   if (picked) shown.sort((x, y) => (y.judge === picked) - (x.judge === picked));  // the list's judge first (a stable sort)
   parts.push(el("h3", { text: `every judge on this item: ${shown.length} verdict sets` }));
   if (narrow.length) parts.push(el("p", { class: "note", text: `only ${narrow.map((k) => k + " = " + p.get(k)).join(", ")} (the list's filters); ${item.judges.length - shown.length} more with other settings — clear those filters to see them` }));
-  parts.push(judgesTable(shown, mode));
+  const people = item.people || [];
+  if (people.length) parts.push(el("p", { class: "note", text: `and ${people.length} ${people.length === 1 ? "person" : "people"} (human/NAME, labelled with agentjudge label): their verdict (the reference)` }));
+  parts.push(judgesTable(shown, mode, people, item.scores));
   const pred = item.prediction;
   const calls = el("div", { class: "calls" }, callsList(rec.gt, "GT calls (with their outputs)"),
     callsList(pred ? pred.calls : null, `${item.generator}'s calls`));
