@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from agentjudge.report.html import (
 def _run_analyses(ctx: Context, names: tuple[str, ...] | None = None) -> tuple[list[Section], int]:
     sections, failed = [], 0
     nothing_parsed = not bool(ctx.df["ok"].any())
+    why = _no_verdict_why(ctx) if nothing_parsed else ""
     for entry in SECTIONS:
         name = entry.key
         if names is not None and name not in names:
@@ -42,8 +44,8 @@ def _run_analyses(ctx: Context, names: tuple[str, ...] | None = None) -> tuple[l
         if entry.only_when is not None and not (ctx.rundir / entry.only_when).is_file():
             continue
         if nothing_parsed and name != "failures":  # every statistic would be undefined: say so once
-            sec = Section(key=name, title=name)
-            sec.lacking = f"{name}: n/a — no verdict of this run could be parsed (see the failures section)."
+            sec = Section(key=name, title=entry.title)
+            sec.lacking = f"n/a — {why} (see Parse and transport failures)."
             sections.append(sec)
             continue
         try:
@@ -55,6 +57,29 @@ def _run_analyses(ctx: Context, names: tuple[str, ...] | None = None) -> tuple[l
             sec.text.append("```\n" + traceback.format_exc(limit=-4) + "```")
             sections.append(sec)
     return sections, failed
+
+
+def _no_verdict_why(ctx: Context) -> str:
+    """Why a run has no verdict to analyse, by what its failed rows were: transport and provider errors
+    (by their reasons: connection, auth, ...) or answers that could not be parsed."""
+    df = ctx.df
+    failed = ~df["ok"].to_numpy()
+    transport = int((df["has_error"].to_numpy() & failed).sum())
+    unparsed = int(failed.sum()) - transport
+    reasons: dict[str, int] = {}
+    for units in ctx.progress.judge_units.values():
+        for reason, n in units.reasons:
+            reasons[reason] = reasons.get(reason, 0) + n
+    parts = []
+    if transport:
+        by = ", ".join(f"{r} {n:,}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
+        parts.append(
+            f"{transport:,} verdict rows failed in the call" + (f" (failed units: {by})" if by else "")
+        )
+    if unparsed:
+        parts.append(f"{unparsed:,} answers could not be parsed")
+    lead = "no verdict yet" if ctx.progress.unfinished else "no verdict in this run"
+    return f"{lead}: " + "; ".join(parts) if parts else lead
 
 
 def _level(value: object) -> str:
@@ -115,8 +140,18 @@ def render(
     title: str, screen: Screen, sections: list[Section], summary: list[str], out: Path
 ) -> tuple[list[str], list[str]]:
     """Markdown lines and HTML body parts; writes tables/*.csv and figures/*.png under ``out``."""
+    unfinished = [str(p) for k, p in screen.blocks if k == "unfinished"]
+    if unfinished:  # the first line says it: the figures below cover part of the grid
+        title += " — UNFINISHED"
     md = [f"# {title}", ""]
     body = [f"<h1>{html.escape(title)}</h1>"]
+    if unfinished:
+        md += [*(f"> **{line}**  " for line in unfinished), ""]
+        body.append(
+            "<div class='banner unfinished'>"
+            + "<br>".join(_code(html.escape(line)) for line in unfinished)
+            + "</div>"
+        )
     banner = [str(p) for k, p in screen.blocks if k == "banner"]
     if banner:
         md += [*(f"> **{line}**  " for line in banner), ""]
@@ -173,6 +208,11 @@ def render(
     return md, body
 
 
+def _code(escaped: str) -> str:
+    """`a command` of an escaped line as <code>a command</code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+
+
 def _clip(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` characters at a word boundary, with an ellipsis when cut."""
     if len(text) <= limit:
@@ -204,6 +244,7 @@ def write_report(
         screen, screen_failed = _first_screen(ctx, sections)
     if add is not None:
         add(screen)
+    screen.blocks[:0] = [("unfinished", line) for line in ctx.progress.unfinished]
     md, body = render(title, screen, sections, _summary(ctx), out)
     (out / "report.md").write_text("\n".join(md))
     (out / "report.html").write_text(page(title, "\n".join(body)))
@@ -218,6 +259,7 @@ class Written:
     out: Path
     failed: int
     missing: tuple[str, ...]
+    unfinished: tuple[str, ...] = ()
 
 
 def write_run_report(rundir: Path, resamples: int, seed: int, ci: str = "expanded") -> Written:
@@ -253,4 +295,4 @@ def write_run_report(rundir: Path, resamples: int, seed: int, ci: str = "expande
             failed += write_report(sub, out / source)
     else:
         failed = write_report(ctx, out)
-    return Written(out, failed, tuple(missing))
+    return Written(out, failed, tuple(missing), ctx.progress.unfinished)

@@ -277,6 +277,16 @@ class RunStore:
         )
         return Counter(dict(rows.fetchall()))
 
+    def counts_by_judge(self) -> dict[str, Counter[str]]:
+        """Judge units by judge and status (committed ones)."""
+        out: dict[str, Counter[str]] = {}
+        rows = self._db.execute(
+            "SELECT judge, status, COUNT(*) FROM units WHERE stage = 'judge' GROUP BY judge, status"
+        )
+        for judge, status, n in rows.fetchall():
+            out.setdefault(judge, Counter())[status] = n
+        return out
+
     def failed_units(self) -> list[StoredFailure]:
         """Every failed unit: coordinates, stored error, its failure's fields, and how many invocations ran
         it. A row written before the failure columns existed (``error_kind`` NULL) has its fields read
