@@ -125,7 +125,7 @@ def test_auth_failure_stops_the_model_with_one_message(
     out = capsys.readouterr().out
     assert len(fake_llm.requests) == 1  # 8 judge units planned, one request made, none retried
     assert out.count("stopping judge") == 1
-    assert "judge: auth x1" in out and "judge: stopped after auth" in out and "7 unit(s) not run" in out
+    assert "judge: auth x1" in out and "judge: stopped (auth)" in out and "7 unit(s) not run" in out
 
 
 def test_cost_cap_is_never_exceeded(

@@ -116,7 +116,7 @@ def test_a_stopped_model_and_an_added_judge_with_no_verdict_are_shown_with_their
     code, out, md = _report(rundir, capsys)
     assert code == 0
     first = md[2]
-    assert "openai/gpt-4o-mini was stopped by a connection failure" in first
+    assert "openai/gpt-4o-mini was stopped (connection failure" in first
     assert f"Resume it with `agentjudge run {pipeline} --out {rundir}`" in first
     row = next(line for line in md if line.startswith("| — | openai/gpt-4o-mini |"))
     assert "failed units: connection" in row  # named by its reason, not "could not be parsed"

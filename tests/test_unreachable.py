@@ -194,3 +194,41 @@ def test_a_provider_base_url_from_the_environment_is_checked_before_any_unit(
     text = err.out + err.err
     assert "no-such-host.invalid" in text and "connection failed" in text
     assert not (tmp_path / "run" / "run.sqlite").exists()
+
+
+HINT = "(`agentjudge run PIPELINE --out RUNDIR --dry-run --probe` does)"
+
+
+def test_what_a_stopped_model_prints_is_whole_and_says_each_thing_once(
+    tmp_path: Path, fake_llm: FakeLLM, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Our own advice is never cut (only the provider's quoted error may be, at its end, with " …"), and no
+    line says both that a call was not retried and how many attempts it made."""
+    fake_llm.drop_next(-1)
+    judge = {
+        "model": "openai/gpt-4o-mini",  # priced: --max-cost applies
+        "name": "a-judge-with-a-rather-long-display-name-for-the-console",
+        "api_base": fake_llm.base_url,
+        "api_key_env": TEST_KEY_ENV,
+        "max_retries": 4,
+    }
+    pipeline = write_pipeline(tmp_path, judges=[judge], conditions=["with_gt"], concurrency=2, workers=1)
+    assert run_cli(pipeline, tmp_path / "run", max_cost=1.0) == 1
+    lines = capsys.readouterr().out.splitlines()
+    stopping = [line for line in lines if line.startswith("stopping ")]
+    assert len(stopping) == 1 and HINT in stopping[0]
+    example = next(line for line in lines if ": connection x" in line)
+    assert HINT in example
+    closing = next(line for line in lines if "unit(s) not run. Fix the set-up" in line)
+    assert closing.endswith("stopped (connection); " + closing.split("; ", 1)[1])
+    assert "--probe checks it" not in closing  # the error already said how to check: said once
+    for line in lines:
+        assert not ("not retried" in line and "attempt(s)" in line), line
+        assert line.count("attempt(s)") <= 1, line
+
+    # the preflight's probe of the same endpoint: the advice whole there too
+    capsys.readouterr()
+    assert run_cli(pipeline, tmp_path / "run2", dry_run=True, probe=True) == 2
+    out = capsys.readouterr()
+    (probe,) = [line for line in (out.out + out.err).splitlines() if "--probe: a 1-token call failed" in line]
+    assert HINT in probe

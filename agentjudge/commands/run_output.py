@@ -61,9 +61,11 @@ def print_closing(console: Console, result: RunResult) -> None:
     for line in failed_units_text(failed_rows, str(result.rundir / "run_summary.json")):
         console.print(escape(line), highlight=False, soft_wrap=True)
     for stopped in result.stopped_models:
+        # the error of an unreachable model already says how to check it; the others get the advice here
+        check = "" if stopped.reason == "connection" else " (agentjudge run ... --dry-run --probe checks it)"
         console.print(
-            f"{escape(stopped.model)}: stopped after {escape(stopped.error[:200])}; {stopped.units_not_run} "
-            "unit(s) not run. Fix the set-up (agentjudge run ... --dry-run --probe checks it), then re-run.",
+            f"{escape(stopped.model)}: stopped ({stopped.reason}); {stopped.units_not_run} unit(s) "
+            f"not run. Fix the set-up{check}, then re-run.",
             highlight=False,
             soft_wrap=True,
         )

@@ -361,6 +361,7 @@ async def _probe(settings: ModelSettings) -> str | None:
     from agentjudge.judges.llm import call_settings
     from agentjudge.models.client import ModelClient
     from agentjudge.models.errors import ModelCallError
+    from agentjudge.models.failures import clip
 
     client = ModelClient(cache=None)
     try:  # judge-only extra keys (thinking switches) are not provider parameters: send what a judge would
@@ -373,7 +374,7 @@ async def _probe(settings: ModelSettings) -> str | None:
     except ModelCallError as exc:
         if exc.kind == "empty_response":
             return None  # it answered, with nothing in one token: the model and key work
-        return f"--probe: a 1-token call failed: {exc.kind}: {exc.message[:300]}"
+        return f"--probe: a 1-token call failed: {exc.kind}: {clip(exc.message, 600)}"
     return None
 
 

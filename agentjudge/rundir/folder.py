@@ -102,7 +102,7 @@ def stop_reasons(meta: RunMeta) -> tuple[str, ...]:
         cap = f" (--max-cost {last.cost_cap_usd:g})" if last.cost_cap_usd is not None else ""
         out.append(f"the cost cap{cap} was reached: {last.units_not_run_at_cost_cap:,} unit(s) not run")
     for model, why in (last.stopped_models or {}).items():
-        out.append(f"{model} was stopped by a {why.reason} failure (no further call of it was made)")
+        out.append(f"{model} was stopped ({why.reason} failure; no further call of it was made)")
     failed = units.predict.failed + units.judge.failed
     if failed:
         out.append(f"{failed:,} unit(s) failed (a re-run retries them)")

@@ -182,7 +182,10 @@ def finish(grid: Grid, rundir: Path, units: dict[str, StageUnits], resume_comman
         FailureGroup(model, reason, n, log.failures.examples[(model, reason)])
         for (model, reason), n in log.failures.counts.items()
     )
-    stopped = tuple(StoppedModel(model, log.stopped[model], n) for model, n in sorted(log.not_run.items()))
+    stopped = tuple(
+        StoppedModel(model, log.stopped[model], n, log.stopped_reasons.get(model, "other"))
+        for model, n in sorted(log.not_run.items())
+    )
     cost_cap = None
     if budget.skipped:
         gate = client.cost_gate

@@ -114,7 +114,7 @@ class RunLog:
             return
         self.stopped[model] = error
         self.stopped_reasons[model] = reason_of_kind(kind)
-        self.report(ModelStopped(model, reason_of_kind(kind), clip(error, 400)))
+        self.report(ModelStopped(model, reason_of_kind(kind), clip(error, 600)))
 
 
 class RemoteUnitError(Exception):
