@@ -30,6 +30,7 @@ from agentjudge.report.html import (
     page,
     paragraphs_html,
     table_html,
+    view_note,
 )
 
 
@@ -137,9 +138,16 @@ def _first_screen(ctx: Context, sections: list[Section]) -> tuple[Screen, int]:
 
 
 def render(
-    title: str, screen: Screen, sections: list[Section], summary: list[str], out: Path
+    title: str,
+    screen: Screen,
+    sections: list[Section],
+    summary: list[str],
+    out: Path,
+    viewer: str | None = None,
 ) -> tuple[list[str], list[str]]:
-    """Markdown lines and HTML body parts; writes tables/*.csv and figures/*.png under ``out``."""
+    """Markdown lines and HTML body parts; writes tables/*.csv and figures/*.png under ``out``. ``viewer``:
+    the run folder `agentjudge view` serves this report from (its first screen's names link to their items
+    there); None (a ``compare`` join): no links."""
     unfinished = [str(p) for k, p in screen.blocks if k == "unfinished"]
     if unfinished:  # the first line says it: the figures below cover part of the grid
         title += " — UNFINISHED"
@@ -157,6 +165,7 @@ def render(
         md += [*(f"> **{line}**  " for line in banner), ""]
         body.append("<div class='banner'>" + "<br>".join(html.escape(line) for line in banner) + "</div>")
     pending: list[str] = []  # consecutive paragraph / list lines, rendered together (one <ul> per list)
+    noted = False  # the note on following the viewer links, under the first linked table
     for kind, payload in [*screen.blocks, ("end", "")]:
         if kind != "p" and pending:
             body.append(paragraphs_html(pending))
@@ -170,8 +179,9 @@ def render(
         elif kind == "table":
             name, table = cast(tuple[str, pd.DataFrame], payload)
             md += ["", md_table(table, max_rows=len(table)), "", f"*(`tables/{name}.csv`)*", ""]
-            if "judge" in table.columns:  # per-judge and per-cell entries open the items in `agentjudge view`
-                first = linked_table_html(table, classes="first")
+            if viewer is not None and "judge" in table.columns:  # entries open their items in the viewer
+                first = linked_table_html(table, classes="first") + (view_note(viewer) if not noted else "")
+                noted = True
             else:
                 first = table.to_html(index=False, escape=True, border=0, classes="first")
             body.append(f"<div class='wide'>{first}</div>")
@@ -245,7 +255,9 @@ def write_report(
     if add is not None:
         add(screen)
     screen.blocks[:0] = [("unfinished", line) for line in ctx.progress.unfinished]
-    md, body = render(title, screen, sections, _summary(ctx), out)
+    # the viewer serves RUNDIR/report/ (not a compare folder, nor a source's own report beneath it)
+    viewer = str(ctx.rundir) if out == ctx.rundir / "report" and "runs" not in ctx.meta else None
+    md, body = render(title, screen, sections, _summary(ctx), out, viewer)
     (out / "report.md").write_text("\n".join(md))
     (out / "report.html").write_text(page(title, "\n".join(body)))
     return failed + screen_failed
