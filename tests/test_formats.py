@@ -33,7 +33,7 @@ from agentjudge.runner.summary import failed_unit_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
-PINNED_VERSION = 1
+PINNED_VERSION = 2
 PREDICTIONS = [
     ("record_id", "string"), ("base_id", "string"), ("difficulty", "string"), ("generator", "string"),
     ("trial", "int64"), ("calls_json", "string"), ("raw_output", "string"), ("error", "string"),

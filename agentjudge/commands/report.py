@@ -9,7 +9,10 @@ import typer
 
 from agentjudge.commands._app import at_least, guarded
 
-CI = typer.Option(help="Interval: expanded percentile (default) or the plain percentile (the paper's).")
+CI = typer.Option(
+    help="The bootstrap CI: 'expanded' (expanded percentile, the default) or 'percentile' (the plain one, "
+    "the paper's)."
+)
 
 
 def report(

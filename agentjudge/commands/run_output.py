@@ -57,6 +57,16 @@ def print_closing(console: Console, result: RunResult) -> None:
         log.examples[(group.model, group.reason)] = group.example
     if log:
         console.print(escape(log.report()), highlight=False, soft_wrap=True)
+        kinds = {row["model"]: row["kind"] for row in rows}
+        planted = sorted(m for (m, reason) in log.counts if reason == "parse" and kinds.get(m) == "simjudge")
+        if planted:
+            console.print(
+                f"  ({escape(', '.join(planted))}: simulated judges, whose parse failures are planted on "
+                "purpose at their profile's rate (agentjudge/judges/simjudge_profiles.yaml), to show how unreadable "
+                "answers are counted: excluded and reported, never given a verdict)",
+                highlight=False,
+                soft_wrap=True,
+            )
     failed_rows = [dict(row) for row in result.failed_units]
     for line in failed_units_text(failed_rows, str(result.rundir / "run_summary.json")):
         console.print(escape(line), highlight=False, soft_wrap=True)

@@ -26,8 +26,10 @@ from agentjudge.rundir.errors import RunFolderError, validation_problem
 from agentjudge.types import Strict
 
 META_FILE = "meta.json"
-#: the format this code writes; see the module docstring and docs/formats.md for what changes bump it
-FORMAT_VERSION = 1
+#: the format this code writes; see the module docstring and docs/formats.md for what changes bump it.
+#: 2: run.sqlite's ``units.result`` is zlib-compressed (``units.encode_result``; versions 0 and 1 hold text,
+#: read alike by ``units.decode_result``)
+FORMAT_VERSION = 2
 #: the oldest format this code reads (0: folders written before format versions existed)
 OLDEST_READABLE_VERSION = 0
 

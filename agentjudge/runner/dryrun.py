@@ -250,7 +250,9 @@ def estimate(
     for (stage, name), model in settings.items():
         kind = model_kind(model.model)
         t = tally[(stage, name)]
-        free = kind in ("sim", "simjudge", "baseline")
+        # in-process models cost nothing; nor does a model with no call left to make (a finished plug-in
+        # whose price no one knows: $0 still to spend, not "unknown")
+        free = kind in ("sim", "simjudge", "baseline") or t["calls"] == 0
         listed = prices(model.model)
         list_cost = listed.list_cost(t["prompt"], t["completion"])
         batch_cost = listed.batch_cost(t["prompt"], t["completion"])
