@@ -62,8 +62,8 @@ def print_closing(console: Console, result: RunResult) -> None:
         if planted:
             console.print(
                 f"  ({escape(', '.join(planted))}: simulated judges, whose parse failures are planted on "
-                "purpose at their profile's rate (agentjudge/judges/simjudge_profiles.yaml), to show how unreadable "
-                "answers are counted: excluded and reported, never given a verdict)",
+                "purpose at their profile's rate (agentjudge/judges/simjudge_profiles.yaml), to show how "
+                "unreadable answers are counted: excluded and reported, never given a verdict)",
                 highlight=False,
                 soft_wrap=True,
             )
