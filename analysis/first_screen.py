@@ -719,9 +719,9 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
         else:
             s.csv["first_published"] = pub
             s.p(
-                "Not shown: every judge of this run is simulated or a baseline, and the paper's figures "
-                "measure real models, so setting them side by side would compare unlike things "
-                "(`tables/first_published.csv` has the rows)."
+                "Not shown: every judge of this run is simulated, a baseline or a plug-in (a Python class "
+                "that may be a rule or a stand-in), and the paper's figures measure real models, so setting "
+                "them side by side would compare unlike things (`tables/first_published.csv` has the rows)."
             )
     return s
 
