@@ -278,7 +278,7 @@ class SimulatedJudge:
                 f"{self.profile.parse_failure['freeform' if v.prompt_format == 'freeform' else 'json']:g}, "
                 "simjudge_profiles.yaml): no verdict, counted like any judge's parse failure"
             )
-            rationales = {**dict.fromkeys(METRICS, note), "overall": note}
+            rationales: dict[str, str] = {**dict.fromkeys(METRICS, note), "overall": note}
         else:
             truth = [_snap(ref[m]) for m in METRICS]
             rationales = {
