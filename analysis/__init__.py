@@ -34,12 +34,15 @@ from . import (
 from ._context import (
     CANONICAL_ORDER,
     Context,
+    JudgeUnits,
+    Progress,
     RunFolderError,
     Section,
     as_str_category,
     fmt_pp,
     load_context,
     make_context,
+    unfinished_line,
 )
 from ._figures import to_png
 
@@ -101,6 +104,8 @@ __all__ = [
     "SECTIONS",
     "Analysis",
     "Context",
+    "JudgeUnits",
+    "Progress",
     "RunFolderError",
     "Section",
     "as_str_category",
@@ -108,4 +113,5 @@ __all__ = [
     "load_context",
     "make_context",
     "to_png",
+    "unfinished_line",
 ]
