@@ -196,9 +196,12 @@ def planted(
     )
 
 
-def rationale(profile_name: str, metric: str, truth: float, shown: float, p: Planted, i: int) -> str:
+def rationale(
+    profile_name: str, metric: str, truth: float, shown: float, p: Planted, i: int, freeform_sd: float = 0.0
+) -> str:
     """Why simulated judge ``profile_name`` gave row ``i``'s verdict on ``metric``: which planted rule fired
-    (simjudge_profiles.yaml), or that none did; the reference level it started from."""
+    (simjudge_profiles.yaml), or that none did; the reference level it started from; ``freeform_sd``: the
+    free-form prompt's noise on the level (0: a JSON prompt, three levels)."""
     what = f"simulated judge {profile_name} (not a model), {metric}: reference level {truth:g}; "
     rate = f"planted error rate {float(p.rate[i]):.2f} here"
     steps = []
@@ -210,6 +213,8 @@ def rationale(profile_name: str, metric: str, truth: float, shown: float, p: Pla
         steps.append("the 0.5-default hedge fired: 0.5")
     if not steps:
         steps.append(f"no planted error fired ({rate})")
+    if freeform_sd:
+        steps.append(f"the free-form prompt's noise moved it (sd {freeform_sd:g})")
     return what + "; then ".join(steps) + "."
 
 
@@ -281,8 +286,10 @@ class SimulatedJudge:
             rationales: dict[str, str] = {**dict.fromkeys(METRICS, note), "overall": note}
         else:
             truth = [_snap(ref[m]) for m in METRICS]
+            noise = self.profile.freeform_sd if v.prompt_format == "freeform" else 0.0
             rationales = {
-                m: rationale(self.profile_name, m, truth[i], shown, rules, i) for i, m in enumerate(METRICS)
+                m: rationale(self.profile_name, m, truth[i], shown, rules, i, noise)
+                for i, m in enumerate(METRICS)
             }
             rationales["overall"] = (
                 f"simulated judge {self.profile_name}: the reference with planted errors "
