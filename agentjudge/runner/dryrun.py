@@ -365,9 +365,12 @@ def plan(
             or "none of these models"
         )
         + "), assuming the same hits as the cached column (a provider serves cache hits inside a batch on a "
-        "best-effort basis); equal to batch $ for "
-        + (", ".join(stacked["none"]) if stacked["none"] else "no model")
-        + " (no documented stacking: not assumed)",
+        "best-effort basis)"
+        + (
+            f"; equal to batch $ for {', '.join(stacked['none'])} (no documented stacking: not assumed)"
+            if stacked["none"]
+            else ""
+        ),
     ]
     if counted["interactive"]:
         notes.append(
