@@ -35,12 +35,15 @@ from . import (
 from ._context import (
     CANONICAL_ORDER,
     Context,
+    JudgeUnits,
+    Progress,
     RunFolderError,
     Section,
     as_str_category,
     fmt_pp,
     load_context,
     make_context,
+    unfinished_line,
 )
 from ._figures import to_png
 
@@ -52,26 +55,50 @@ class Analysis:
     otherwise the section is left out of the report of a run without such a file, with no "n/a" line)."""
 
     key: str
+    title: str  # what the report calls the section where it cannot run it (the section's own title)
     analyze: Callable[[Context], Section]
     only_when: str | None = None
 
 
 SECTIONS: tuple[Analysis, ...] = (
-    Analysis("headline", headline.analyze),
-    Analysis("sources", sources.analyze),
-    Analysis("guide", guide.analyze),
-    Analysis("rq1_metrics_topologies", rq1_metrics_topologies.analyze),
-    Analysis("rq2_agreement", rq2_agreement.analyze),
-    Analysis("rq3_convergence", rq3_convergence.analyze),
-    Analysis("rq4_temperature", rq4_temperature.analyze),
-    Analysis("rq5_cot", rq5_cot.analyze),
-    Analysis("rq6_format", rq6_format.analyze),
-    Analysis("robustness", robustness.analyze),
-    Analysis("published_grid", published_grid.analyze, only_when="imported_cells.csv"),
-    Analysis("passk", passk.analyze),
-    Analysis("rq7_outcome", rq7_outcome.analyze),
-    Analysis("against_people", against_people.analyze, only_when="labels/*.jsonl"),
-    Analysis("failures", failures.analyze),
+    Analysis("headline", "Headline: judge alignment with the programmatic reference", headline.analyze),
+    Analysis("sources", "Record sources: synthetic vs imported", sources.analyze),
+    Analysis("guide", "Practitioner decision guide", guide.analyze),
+    Analysis(
+        "rq1_metrics_topologies",
+        "RQ1: hardest metrics and topologies; difficulty curves",
+        rq1_metrics_topologies.analyze,
+    ),
+    Analysis(
+        "rq2_agreement",
+        "RQ2: inter-judge agreement, κ vs capability-tier gap, soft jury",
+        rq2_agreement.analyze,
+    ),
+    Analysis(
+        "rq3_convergence",
+        "RQ3: convergence without GT — verdict distributions, default prompts, anchoring",
+        rq3_convergence.analyze,
+    ),
+    Analysis("rq4_temperature", "RQ4: judge temperature", rq4_temperature.analyze),
+    Analysis("rq5_cot", "RQ5: chain-of-thought", rq5_cot.analyze),
+    Analysis("rq6_format", "RQ6: prompt format (JSON vs free-form)", rq6_format.analyze),
+    Analysis(
+        "robustness", "Robustness: metric weightings, topology weighting, binary collapse", robustness.analyze
+    ),
+    Analysis(
+        "published_grid",
+        "Beside the paper: its main grid recomputed from its released verdicts",
+        published_grid.analyze,
+        only_when="imported_cells.csv",
+    ),
+    Analysis("passk", "Consistency: pass^k and pass@k", passk.analyze),
+    Analysis(
+        "rq7_outcome",
+        "RQ7 Outcomes: do judges that see outputs know whether the job got done?",
+        rq7_outcome.analyze,
+    ),
+    Analysis("against_people", "Against people", against_people.analyze, only_when="labels/*.jsonl"),
+    Analysis("failures", "Parse and transport failures", failures.analyze),
 )
 
 __all__ = [
@@ -79,6 +106,8 @@ __all__ = [
     "SECTIONS",
     "Analysis",
     "Context",
+    "JudgeUnits",
+    "Progress",
     "RunFolderError",
     "Section",
     "as_str_category",
@@ -86,4 +115,5 @@ __all__ = [
     "load_context",
     "make_context",
     "to_png",
+    "unfinished_line",
 ]

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from agentjudge.rundir import RunFolder, RunFolderError, SamplingRecord
+from agentjudge.rundir import RunFolder, RunFolderError, RunStatus, SamplingRecord
+from agentjudge.rundir.meta import Units
 from agentjudge.stats import ClusterBootstrap, add_alignment_columns
 from agentjudge.stats.codes import group_codes, values_of
 from agentjudge.stats.design import Design, fpc_scale
@@ -100,6 +101,86 @@ def read_judgments(folder: RunFolder) -> pd.DataFrame:
     return df
 
 
+@dataclass(frozen=True)
+class JudgeUnits:
+    """One judge's units as the run folder counts them: planned, done, failed (the rest not run yet), and
+    its failed units by reason (``models.failures.REASONS``: connection, auth, ..., from run_summary.json)."""
+
+    planned: int
+    done: int
+    failed: int
+    reasons: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def finished(self) -> bool:
+        return self.done + self.failed >= self.planned
+
+    def reasons_text(self) -> str:
+        """``connection 8, server 2`` (empty when no unit failed)."""
+        return ", ".join(f"{reason} {n:,}" for reason, n in self.reasons)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far the run (or, in a ``compare`` join, each run) got: ``status`` of a single run folder (None in
+    a join), ``unfinished`` one line per unfinished run (empty: every run is complete), ``judge_units`` per
+    judge of the pipeline (a judge that has no verdict yet is here, not in the judgments)."""
+
+    status: RunStatus | None = None
+    unfinished: tuple[str, ...] = ()
+    judge_units: dict[str, JudgeUnits] = field(default_factory=dict)
+
+
+def unfinished_line(status: RunStatus, units: Units | None = None, where: str = "") -> str:
+    """The report's first line for an unfinished run: units done of planned (per stage with ``units``,
+    meta.json's), why it stopped, and the command that resumes it."""
+    if units is not None:
+        p, j = units.predict, units.judge
+        done = f"{p.done:,} of {p.planned:,} predictions and {j.done:,} of {j.planned:,} judge units done"
+    elif status.planned is not None:
+        done = f"{status.done:,} of {status.planned:,} units done"
+    else:
+        done = "unfinished"
+    failed = f", {status.failed:,} failed" if status.failed else ""
+    not_run = f", {status.not_run:,} not run" if status.not_run else ""
+    why = f" It stopped because {'; '.join(status.why)}." if status.why else ""
+    resume = (
+        f" Resume it with `{status.resume_command}`."
+        if status.resume_command
+        else " Re-run the command that made it to continue."
+    )
+    state = "IN PROGRESS" if status.state == "in_progress" else "UNFINISHED"
+    return (
+        f"{state} RUN{where}: {done}{failed}{not_run}.{why}{resume} Every figure below covers only the "
+        "units done so far."
+    )
+
+
+def read_progress(folder: RunFolder) -> Progress:
+    """The run folder's progress: its status, and each planned judge's units (meta.json's ``by_judge``,
+    with the failed units' reasons from run_summary.json)."""
+    status = folder.status
+    units = folder.meta.units
+    by_judge = (units.by_judge if units is not None else None) or {}
+    reasons: dict[str, dict[str, int]] = {}
+    summary = folder.summary() if by_judge else None
+    for unit in summary.failed_units if summary is not None else ():
+        if unit.judge is not None:
+            per = reasons.setdefault(unit.judge, {})
+            per[unit.reason] = per.get(unit.reason, 0) + 1
+    judge_units = {
+        judge: JudgeUnits(
+            c.planned,
+            c.done,
+            c.failed,
+            tuple(sorted(reasons.get(judge, {}).items(), key=lambda kv: (-kv[1], kv[0]))),
+        )
+        for judge, c in by_judge.items()
+    }
+    lines = (unfinished_line(status, units),) if status.state != "complete" else ()
+    return Progress(status, lines, judge_units)
+
+
 @dataclass
 class Context:
     rundir: Path
@@ -117,6 +198,7 @@ class Context:
     # ``_rank`` and ``design_weight`` (stats.design), and paired deltas use ``paired_rows`` of _common
     design: Design | None = None
     sampling: SamplingRecord | None = None
+    progress: Progress = field(default_factory=Progress)
 
     @property
     def df(self) -> pd.DataFrame:
@@ -206,6 +288,16 @@ class Context:
     def generator_label(self, generator: str) -> str:
         return f"{generator} (simulated)" if self.is_simulated(generator) else generator
 
+    def planned_judges(self) -> list[str]:
+        """Every judge of the run: those with rows in the judgments, then the pipeline's judges that have
+        none yet (an unfinished run's)."""
+        missing = [j for j in self.progress.judge_units if j not in set(self.judges)]
+        return [*self.judges, *sorted(missing)]
+
+    def unfinished_judges(self) -> list[str]:
+        """Judges with units not run yet: their figures cover part of the grid, so they are not ranked."""
+        return [j for j, u in self.progress.judge_units.items() if not u.finished]
+
     def tiers(self) -> dict[str, float]:
         out = {}
         for name, info in self.meta.get("judges", {}).items():
@@ -273,22 +365,23 @@ def load_context(
         raise RunFolderError(f"{judgments}: row {row}: column reference is null")
     if not jd["condition"].isin(list(MAIN_CONDITIONS)).any():
         raise RunFolderError(f"{judgments}: no with_gt or without_gt rows to report on")
-    kept = (
-        set(jd["base_id"].cat.categories[np.unique(jd["base_id"].cat.codes)]) if source is not None else None
-    )
+    # the base scenarios judged so far: scores and predictions of others (an unfinished run's, or another
+    # source's) are left out, so that every analysis stands on the scenarios its bootstrap resamples
+    kept = set(jd["base_id"].cat.categories[np.unique(jd["base_id"].cat.codes)])
     data = add_alignment_columns(jd, inplace=True)  # no second copy of the frame
     del jd
     # the file as written (keys it lacks stay absent: what the analyses have always been given)
     meta = folder.meta.model_dump(mode="json", exclude_unset=True)
     scores = folder.scores() if folder.has("scores") else None
     predictions = folder.predictions() if folder.has("predictions") else None
-    if kept is not None:
-        if scores is not None:
-            scores = scores[scores["base_id"].astype(str).isin(kept)].reset_index(drop=True)
-        if predictions is not None:
-            predictions = predictions[predictions["base_id"].astype(str).isin(kept)].reset_index(drop=True)
+    if scores is not None:
+        scores = scores[scores["base_id"].astype(str).isin(kept)].reset_index(drop=True)
+    if predictions is not None:
+        predictions = predictions[predictions["base_id"].astype(str).isin(kept)].reset_index(drop=True)
     record = folder.sampling()
-    return make_context(rundir, data, meta, scores, predictions, resamples, seed, ci, record)
+    ctx = make_context(rundir, data, meta, scores, predictions, resamples, seed, ci, record)
+    ctx.progress = read_progress(folder)
+    return ctx
 
 
 def make_context(

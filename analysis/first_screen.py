@@ -130,9 +130,12 @@ def _skill_values(df: pd.DataFrame) -> dict[str, np.ndarray]:
     return {f"const_{c:g}": np.where(ok, 1 - np.abs(ref - c), np.nan) for c in CONSTANTS}
 
 
-def ranking(ctx: Context, main: pd.DataFrame) -> pd.DataFrame:
-    """Rankable judges by alignment pooled over with/without GT, with CI, skill and the gap to the next."""
+def ranking(ctx: Context, main: pd.DataFrame, judges: list[str] | None = None) -> pd.DataFrame:
+    """Rankable judges by alignment pooled over with/without GT, with CI, skill and the gap to the next.
+    ``judges``: only these (of the rankable ones)."""
     df = rankable_rows(ctx, main)
+    if judges is not None:
+        df = df[df["judge"].isin(judges).to_numpy()]
     if df.empty:
         return pd.DataFrame()
     by = ["judge"]
@@ -207,6 +210,19 @@ def ranking(ctx: Context, main: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
+SHOWN_COLUMNS = (
+    "rank",
+    "judge",
+    "kind",
+    "alignment % [95 % CI]",
+    "with GT % [CI]",
+    "without GT % [CI]",
+    "skill [CI]",
+    "lead over next, pp [CI]",
+    "failed / verdict rows",
+)
+
+
 def _ranking_shown(t: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
@@ -252,6 +268,55 @@ def _ranking_shown(t: pd.DataFrame) -> pd.DataFrame:
             ],
         }
     )
+
+
+def _with_reasons(ctx: Context, shown: pd.DataFrame) -> pd.DataFrame:
+    """The failed rows' cell of each judge with its failed units' reasons (connection, auth, ...): what
+    failed is named, not only counted."""
+    units = ctx.progress.judge_units
+    cells = []
+    for judge, cell in zip(shown["judge"], shown["failed / verdict rows"], strict=True):
+        u = units.get(str(judge))
+        cells.append(f"{cell} ({u.failed:,} failed units: {u.reasons_text()})" if u and u.reasons else cell)
+    return shown.assign(**{"failed / verdict rows": cells})
+
+
+def _unfinished_rows(ctx: Context, main: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """The judges not ranked because their units are not all run: with their figures so far (not ranked:
+    they cover part of the grid) or, with no verdict row yet, saying so."""
+    units = ctx.progress.judge_units
+    partial = [j for j in ctx.unfinished_judges() if j in set(ctx.rankable_judges())]
+    out = []
+    if partial:
+        t = ranking(ctx, main, partial)
+        if not t.empty:
+            shown = _ranking_shown(t)
+            shown["rank"] = "—"
+            shown["lead over next, pp [CI]"] = "— (unfinished: not ranked)"
+            out.append(shown)
+    with_rows = set(ctx.judges)
+    empty = [j for j in ctx.planned_judges() if j not in with_rows]
+    if empty:
+        rows = []
+        for judge in empty:
+            row = dict.fromkeys(columns, "no verdicts yet")
+            row["rank"] = "—"
+            row["judge"] = judge
+            row["kind"] = judge_kind(ctx, judge)
+            u = units.get(judge)
+            row["failed / verdict rows"] = "0 / 0" + (
+                f" ({u.failed:,} failed units: {u.reasons_text()})" if u and u.reasons else ""
+            )
+            rows.append(row)
+        out.append(pd.DataFrame(rows, columns=columns))
+    if not out:
+        return pd.DataFrame(columns=columns)
+    shown = pd.concat(out, ignore_index=True)
+    kinds = []
+    for judge, kind in zip(shown["judge"], shown["kind"], strict=True):
+        u = units.get(str(judge))
+        kinds.append(f"{kind} (unfinished: {u.done + u.failed:,} of {u.planned:,} units run)" if u else kind)
+    return shown.assign(kind=kinds)[columns]
 
 
 def _ranking_notes(rank: pd.DataFrame) -> list[str]:
@@ -550,19 +615,29 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
     )
     if ctx.sampling is not None:
         s.p(sampling_text(ctx, sections))
-    rank = ranking(ctx, main)
+    unfinished = set(ctx.unfinished_judges())
+    rank = ranking(ctx, main, [j for j in ctx.rankable_judges() if j not in unfinished])
     cal = calibration(ctx, main)
     s.blocks.append(("h", "Judge ranking, with the calibration points under it"))
-    if rank.empty:
+    columns = list(SHOWN_COLUMNS)
+    waiting = _unfinished_rows(ctx, main, columns)
+    if rank.empty and waiting.empty:
         s.p("No rankable judge in this run (only the oracle and/or constant judges): nothing to rank.")
     else:  # the table first, on the first screen; how to read it right under it
-        shown = _ranking_shown(rank)
+        shown = _ranking_shown(rank) if not rank.empty else pd.DataFrame(columns=columns)
+        parts = [shown, waiting]
         if not cal.empty:
-            shown = pd.concat(
-                [shown, _calibration_rows(ctx, main, cal, list(shown.columns))], ignore_index=True
-            )
+            parts.append(_calibration_rows(ctx, main, cal, columns))
+        shown = _with_reasons(ctx, pd.concat([p for p in parts if len(p)], ignore_index=True))
         s.table("first_ranking", shown, rank)
-        s.p(*_ranking_notes(rank))
+        if not waiting.empty:
+            s.p(
+                "- Not ranked: "
+                + ", ".join(map(str, waiting["judge"]))
+                + " — their units are not all run yet, so their figures (if any) cover part of the grid; "
+                "resume the run to rank them."
+            )
+        s.p(*_ranking_notes(rank) if not rank.empty else ())
         s.p(
             "Alignment = mean of 1 − |reference − verdict| over metrics and records, pooled over with and "
             "without GT. Skill = (alignment − best constant judge) / (ceiling − best constant judge) on the "
@@ -590,8 +665,10 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
         f"condition, prompt variant, temperature and trial. This run has {len(prim):,} verdict rows in the "
         f"{ctx.scoring_mode} mode ({n_failed:,} failed: unparseable or transport error, excluded and "
         f"counted); the ranking and main table use the {len(main):,} rows of the baseline variant, first "
-        f"trial, with and without GT. {len(ctx.judges)} judges ({len(ctx.rankable_judges())} rankable), "
-        f"{len(ctx.generators)} generators, {main['base_id'].nunique():,} base scenarios; 95 % CIs resample "
+        f"trial, with and without GT. {_judges_count(ctx)}, "
+        f"{len(ctx.generators)} generators, {main['base_id'].nunique():,} base scenarios"
+        + (" judged so far" if ctx.progress.unfinished else "")
+        + "; 95 % CIs resample "
         f"base scenarios ({ctx.boot.resamples} resamples, seed {ctx.boot.seed}; "
         + (
             f"expanded percentile interval, tails {50 * ctx.boot.alpha:.2f} % each)."
@@ -600,7 +677,10 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
         ),
         TERMS,
     )
-    if set(main["condition"].astype(str)) >= {"with_gt", "without_gt"} and not rank.empty:
+    if rankable_rows(ctx, main)["ok"].any() and set(main["condition"].astype(str)) >= {
+        "with_gt",
+        "without_gt",
+    }:
         full, shown = main_table(ctx, main)
         s.blocks.append(("h", "Main table: alignment % with GT / without GT / GT gain (pp), per difficulty"))
         s.p(
@@ -625,6 +705,8 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
         mfull, mshown = gt_gain_per_metric(ctx, main)
         s.blocks.append(("h", "GT gain per metric (pp [paired 95 % CI]), judge × difficulty"))
         s.table("first_gt_gain_by_metric", mshown, mfull)
+    elif not rankable_rows(ctx, main)["ok"].any():
+        s.p("Main table and GT gain: no verdict of a rankable judge yet.")
     else:
         s.p("Main table and GT gain: need both with_gt and without_gt and at least one rankable judge.")
     s.blocks.append(("h", "Recommendation (decision guide)"))
@@ -637,19 +719,28 @@ def build(ctx: Context, sections: dict[str, Section]) -> Screen:
         else:
             s.csv["first_published"] = pub
             s.p(
-                "Not shown: every judge of this run is simulated or a baseline, and the paper's figures "
-                "measure real models, so setting them side by side would compare unlike things "
-                "(`tables/first_published.csv` has the rows)."
+                "Not shown: every judge of this run is simulated, a baseline or a plug-in (a Python class "
+                "that may be a rule or a stand-in), and the paper's figures measure real models, so setting "
+                "them side by side would compare unlike things (`tables/first_published.csv` has the rows)."
             )
     return s
 
 
 def real_judges(ctx: Context) -> list[str]:
-    """Judges that are neither simulated nor a baseline (nor the oracle or a constant): models, plug-ins,
-    judgments imported from a publication. The published figures are shown beside a run that has one."""
-    return [
-        j for j in ctx.judges if judge_kind(ctx, j) not in ("simulated", "baseline", "oracle", "constant")
-    ]
+    """Judges that are real models (litellm) or verdicts imported from a publication: the published
+    figures measure real models, so they are shown beside a run that has one. Not a plug-in: its class may
+    be anything (a rule, a stand-in), as may the simulated judges and baselines."""
+    return [j for j in ctx.judges if judge_kind(ctx, j) in ("judge", "imported")]
+
+
+def _judges_count(ctx: Context) -> str:
+    """``7 judges (4 rankable)``; with the judges that have no verdict row yet counted and named apart."""
+    planned = ctx.planned_judges()
+    rankable = f"{len(ctx.rankable_judges())} rankable"
+    if len(planned) == len(ctx.judges):
+        return f"{len(ctx.judges)} judges ({rankable})"
+    none = len(planned) - len(ctx.judges)
+    return f"{len(planned)} judges, {len(ctx.judges)} with verdict rows ({rankable}), {none} with none yet"
 
 
 def sampling_text(ctx: Context, sections: dict[str, Section]) -> str:

@@ -5,6 +5,7 @@ did; the files are always those a fresh run writes."""
 from __future__ import annotations
 
 import functools
+import json
 import sqlite3
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from test_resume_cache import _fail, _outputs, _pipeline
 
 from agentjudge import api
+from agentjudge.rundir.units import decode_result, encode_result
 from agentjudge.runner import resume_cache
 
 KEPT = ("predictions.parquet", "scores.parquet")
@@ -49,10 +51,10 @@ def test_retrying_judge_units_rewrites_only_the_judgments(runs: tuple[Path, Path
 def test_a_changed_prediction_rewrites_both(runs: tuple[Path, Path, Path]) -> None:
     pipeline, fresh, run = runs
     with sqlite3.connect(run / "run.sqlite") as db:  # a stored prediction's text edited (status kept)
-        db.execute(
-            "UPDATE units SET result = json_set(result, '$.raw_output', 'edited') WHERE rowid = "
-            "(SELECT MIN(rowid) FROM units WHERE stage = 'predict')"
-        )
+        where = "WHERE rowid = (SELECT MIN(rowid) FROM units WHERE stage = 'predict')"
+        (stored,) = db.execute(f"SELECT result FROM units {where}").fetchone()
+        edited = json.dumps({**json.loads(decode_result(stored) or ""), "raw_output": "edited"})
+        db.execute(f"UPDATE units SET result = ? {where}", (encode_result(edited),))
     before = _inodes(run)
     _fail(run / "run.sqlite", "judge", 2)
     assert api.run(pipeline, run).status == "complete"

@@ -517,6 +517,6 @@ def test_published_figures_only_beside_a_real_judge(tmp_path: Path) -> None:
     )
     code, md, _ = _report(tmp_path, spec)
     assert code == 0
-    assert "Not shown: every judge of this run is simulated or a baseline" in md
+    assert "Not shown: every judge of this run is simulated, a baseline or a plug-in" in md
     assert "| statistic | this run |" not in md
     assert (tmp_path / "report" / "tables" / "first_published.csv").exists()

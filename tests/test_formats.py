@@ -33,7 +33,7 @@ from agentjudge.runner.summary import failed_unit_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
-PINNED_VERSION = 1
+PINNED_VERSION = 2
 PREDICTIONS = [
     ("record_id", "string"), ("base_id", "string"), ("difficulty", "string"), ("generator", "string"),
     ("trial", "int64"), ("calls_json", "string"), ("raw_output", "string"), ("error", "string"),
@@ -63,8 +63,10 @@ META_KEYS = {
 MODEL_INFO_KEYS = {"model", "tier", "kind", "simulated"}
 ADDED_JUDGE_KEYS = {"judge", "model", "added_at", "git_commit"}
 UNITS_KEYS = {"predict": {"planned", "done", "failed"}, "judge": {"planned", "done", "failed"}}
+UNITS_BY_JUDGE_KEYS = {"planned", "done", "failed"}
 LAST_INVOCATION_KEYS = {
     "per_model", "spent_usd", "cost_cap_usd", "cost_cap_counted_usd", "units_not_run_at_cost_cap",
+    "stopped_models", "resume_command",
 }  # fmt: skip
 PER_MODEL_KEYS = {
     "model", "role", "kind", "done", "failed", "calls", "requests", "retries_by_kind", "cache_hits",
@@ -128,7 +130,12 @@ def test_meta_json_keys_are_pinned(rundir: Path) -> None:
         assert meta[role] and all(set(info) == MODEL_INFO_KEYS for info in meta[role].values())
     assert [entry["judge"] for entry in meta["added_judges"]] == ["baseline/always-1"]
     assert all(set(entry) == ADDED_JUDGE_KEYS for entry in meta["added_judges"])
+    by_judge = meta["units"].pop("by_judge")
     assert {stage: set(counts) for stage, counts in meta["units"].items()} == UNITS_KEYS
+    assert set(by_judge) == set(meta["judges"])
+    assert all(set(counts) == UNITS_BY_JUDGE_KEYS for counts in by_judge.values())
+    assert meta["last_invocation"]["stopped_models"] == {}
+    assert meta["last_invocation"]["resume_command"].startswith("agentjudge run ")
     assert set(meta["last_invocation"]) == LAST_INVOCATION_KEYS
     rows = meta["last_invocation"]["per_model"]
     assert rows and all(set(row) == PER_MODEL_KEYS for row in rows)

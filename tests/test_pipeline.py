@@ -226,9 +226,11 @@ def test_quickstart_runs_offline(tmp_path: Path) -> None:
     assert all(j["simulated"] for j in meta["judges"].values())
     # 4 records x 3 difficulties x 5 generators, each judged by 7 judges under 3 conditions,
     # 4 prompt variants and 2 temperatures
+    per_judge = 60 * 3 * 4 * 2
     assert meta["units"] == {
         "predict": {"planned": 60, "done": 60, "failed": 0},
-        "judge": {"planned": 60 * 7 * 3 * 4 * 2, "done": 60 * 7 * 3 * 4 * 2, "failed": 0},
+        "judge": {"planned": 7 * per_judge, "done": 7 * per_judge, "failed": 0},
+        "by_judge": {j: {"planned": per_judge, "done": per_judge, "failed": 0} for j in meta["judges"]},
     }
 
 

@@ -38,7 +38,9 @@ def test_preflight_names_each_problem(monkeypatch: pytest.MonkeyPatch, fake_llm:
     assert "provider/model" in line
     (line,) = _problems(ModelSettings(model="openai/REPLACE-ME"))
     assert "placeholder REPLACE-ME left in model" in line
-    (line,) = _problems(ModelSettings(model="hosted_vllm/x", api_key_env="NOT_SET_ANYWHERE_12"))
+    (line,) = _problems(
+        ModelSettings(model="hosted_vllm/x", api_key_env="NOT_SET_ANYWHERE_12", api_base=fake_llm.base_url)
+    )
     assert "NOT_SET_ANYWHERE_12" in line
     dead = f"http://127.0.0.1:{_free_port()}/v1"
     (line,) = _problems(ModelSettings(model="hosted_vllm/x", api_base=dead))
@@ -47,6 +49,8 @@ def test_preflight_names_each_problem(monkeypatch: pytest.MonkeyPatch, fake_llm:
     assert "unknown simulated profile 'no-such-profile'" in line
     (line,) = _problems(ModelSettings(model="baseline/nope"))
     assert "unknown baseline judge 'nope'" in line
+    (line,) = _problems(ModelSettings(model="hosted_vllm/x"))  # no default host: litellm would call OpenAI
+    assert "provider hosted_vllm has no default host" in line and "api_base" in line
     assert _problems(fake_llm.settings()) == []  # key set, server answers GET /models
     assert fake_llm.requests == []  # nothing was sent to the chat endpoint
 
@@ -121,7 +125,7 @@ def test_auth_failure_stops_the_model_with_one_message(
     out = capsys.readouterr().out
     assert len(fake_llm.requests) == 1  # 8 judge units planned, one request made, none retried
     assert out.count("stopping judge") == 1
-    assert "judge: auth x1" in out and "judge: stopped after auth" in out and "7 unit(s) not run" in out
+    assert "judge: auth x1" in out and "judge: stopped (auth)" in out and "7 unit(s) not run" in out
 
 
 def test_cost_cap_is_never_exceeded(

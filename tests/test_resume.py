@@ -22,7 +22,7 @@ from test_runner import write_pipeline
 
 from agentjudge.commands.run import run_cli
 from agentjudge.rundir import RunFolder
-from agentjudge.rundir.units import store_units
+from agentjudge.rundir.units import decode_result, store_units
 from agentjudge.types import METRICS, JudgeRequest, JudgeResult
 
 LOG_ENV = "AGENTJUDGE_TEST_JUDGE_LOG"
@@ -288,7 +288,8 @@ def test_store_commits_fast_units_in_groups_and_close_commits_the_rest(tmp_path:
     store.close()
     with sqlite3.connect(tmp_path / "run.sqlite") as db:
         rows = db.execute("SELECT COUNT(*), SUM(attempts) FROM units").fetchone()
-        result = db.execute("SELECT result FROM units WHERE record_id = 'r-00001:easy'").fetchone()[0]
+        stored = db.execute("SELECT result FROM units WHERE record_id = 'r-00001:easy'").fetchone()[0]
+    result = decode_result(stored)
     assert rows == (3000, 3001)  # upsert on the coordinates: never two rows for one unit
     assert result == '{"verdicts":{"tool":1.0},"parse_ok":true}'  # compact: no whitespace
 
@@ -339,7 +340,9 @@ def test_a_killed_process_loses_only_its_open_group(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", _KILL_ONE_OPEN_GROUP, str(path)], capture_output=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     with sqlite3.connect(path) as db:
-        ids = sorted(json.loads(r[0])["i"] for r in db.execute("SELECT result FROM units"))
+        ids = sorted(
+            json.loads(decode_result(r[0]) or "")["i"] for r in db.execute("SELECT result FROM units")
+        )
     assert ids == list(range(50))
 
 

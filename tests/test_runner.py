@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 import pytest
 import yaml
+from fakeserver import FakeLLM
 
 from agentjudge import api
 from agentjudge.commands.run import run_cli
@@ -306,7 +307,7 @@ def test_rerun_of_finished_grid_does_nothing_and_exports_identically(tmp_path: P
 
 
 def test_dry_run_writes_nothing_and_counts_calls(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, fake_llm: FakeLLM
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-never-sent")
     pipeline = write_pipeline(
@@ -314,7 +315,8 @@ def test_dry_run_writes_nothing_and_counts_calls(
         judges=[
             "baseline/rule",
             {"model": "openai/gpt-4o-mini", "name": "mini"},
-            {"model": "hosted_vllm/no-price-known", "name": "placeholder"},
+            # a self-hosted model (no default host: its server's address is given)
+            {"model": "hosted_vllm/no-price-known", "name": "placeholder", "api_base": fake_llm.base_url},
         ],
         prompt_variants=[{"prompt_format": "json"}, {"prompt_format": "freeform", "cot": True}],
     )

@@ -66,6 +66,57 @@ async def test_a_model_that_never_connected_is_stopped_after_one_calls_retries(a
     assert client.stats.model(settings.display_name).requests == 4
 
 
+@pytest.mark.parametrize(
+    "model",
+    [
+        "openai/test-model",
+        "hosted_vllm/test-model",
+        "anthropic/claude-3-haiku-20240307",
+        "mistral/test-model",
+    ],
+)
+@pytest.mark.parametrize("dead", ["refused", "dropped"])
+async def test_every_provider_classes_a_failed_connection_as_connection_and_stops_after_one_call(
+    model: str, dead: str, fake_llm: FakeLLM
+) -> None:
+    """litellm wraps a refused or dropped connection of hosted_vllm/, anthropic/, mistral/ as an
+    InternalServerError (status 500): it is a connection failure all the same, and a model that never
+    connected is stopped after one call's retries, as openai/ is."""
+    if dead == "refused":
+        base = f"http://127.0.0.1:{_free_port()}/v1"
+    elif model.startswith("anthropic/"):
+        pytest.skip("the fake server drops chat-completions requests only, not Anthropic's /v1/messages")
+    else:
+        fake_llm.drop_next(-1)  # accepted, then closed with no answer
+        base = fake_llm.base_url
+    if model.startswith("anthropic/"):
+        base = base.removesuffix("/v1")
+    settings = _settings(base, model=model, max_retries=2)
+    client = ModelClient(backoff_base_s=0.01)
+    with pytest.raises(ModelCallError) as first:
+        await client.complete(settings, MSG)
+    assert first.value.kind == "unreachable" and first.value.attempts == 3
+    stats = client.stats.model(settings.display_name)
+    assert stats.retries_by_kind == {"connection": 2}
+    with pytest.raises(ModelCallError) as second:
+        await client.complete(settings, [{"role": "user", "content": "another question"}])
+    assert second.value.attempts == 0 and client.stats.model(settings.display_name).requests == 3
+
+
+def test_a_provider_with_no_default_host_is_refused_before_any_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """hosted_vllm has no default host (litellm would send its calls to api.openai.com): without an
+    api_base it is refused by the preflight, nothing sent, nothing written."""
+    pipeline = write_pipeline(tmp_path, judges=["baseline/rule"])
+    code = run_cli(pipeline, tmp_path / "run", judges=["hosted_vllm/gpt-4o-mini"], dry_run=True)
+    captured = capsys.readouterr()
+    err = captured.err + captured.out
+    assert code == 2
+    assert "provider hosted_vllm has no default host" in err and "--api-base" in err
+    assert not (tmp_path / "run").exists()
+
+
 async def test_calls_already_retrying_give_up_once_the_model_is_stopped() -> None:
     """Eight calls at once to a dead endpoint: none retries past the moment the first is found unreachable."""
     settings = _settings(f"http://127.0.0.1:{_free_port()}/v1", max_retries=4, concurrency=8)
@@ -143,3 +194,41 @@ def test_a_provider_base_url_from_the_environment_is_checked_before_any_unit(
     text = err.out + err.err
     assert "no-such-host.invalid" in text and "connection failed" in text
     assert not (tmp_path / "run" / "run.sqlite").exists()
+
+
+HINT = "(`agentjudge run PIPELINE --out RUNDIR --dry-run --probe` does)"
+
+
+def test_what_a_stopped_model_prints_is_whole_and_says_each_thing_once(
+    tmp_path: Path, fake_llm: FakeLLM, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Our own advice is never cut (only the provider's quoted error may be, at its end, with " …"), and no
+    line says both that a call was not retried and how many attempts it made."""
+    fake_llm.drop_next(-1)
+    judge = {
+        "model": "openai/gpt-4o-mini",  # priced: --max-cost applies
+        "name": "a-judge-with-a-rather-long-display-name-for-the-console",
+        "api_base": fake_llm.base_url,
+        "api_key_env": TEST_KEY_ENV,
+        "max_retries": 4,
+    }
+    pipeline = write_pipeline(tmp_path, judges=[judge], conditions=["with_gt"], concurrency=2, workers=1)
+    assert run_cli(pipeline, tmp_path / "run", max_cost=1.0) == 1
+    lines = capsys.readouterr().out.splitlines()
+    stopping = [line for line in lines if line.startswith("stopping ")]
+    assert len(stopping) == 1 and HINT in stopping[0]
+    example = next(line for line in lines if ": connection x" in line)
+    assert HINT in example
+    closing = next(line for line in lines if "unit(s) not run. Fix the set-up" in line)
+    assert closing.endswith("stopped (connection); " + closing.split("; ", 1)[1])
+    assert "--probe checks it" not in closing  # the error already said how to check: said once
+    for line in lines:
+        assert not ("not retried" in line and "attempt(s)" in line), line
+        assert line.count("attempt(s)") <= 1, line
+
+    # the preflight's probe of the same endpoint: the advice whole there too
+    capsys.readouterr()
+    assert run_cli(pipeline, tmp_path / "run2", dry_run=True, probe=True) == 2
+    out = capsys.readouterr()
+    (probe,) = [line for line in (out.out + out.err).splitlines() if "--probe: a 1-token call failed" in line]
+    assert HINT in probe

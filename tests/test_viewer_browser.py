@@ -7,8 +7,9 @@ Skipped, saying so, when no Chromium is installed (`.ci/run` installs Debian's `
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from chromium import Chromium, find_chromium
@@ -24,12 +25,18 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The viewer's URL and the run folder it serves (with its report)."""
     run = build_run(tmp_path_factory.mktemp("browser"))
     assert report_cli(run, resamples=50, seed=0) in (0, 1)
     server, _ = start(run)
-    yield f"http://127.0.0.1:{server.server_address[1]}"
+    yield f"http://127.0.0.1:{server.server_address[1]}", run
     server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def site(served: tuple[str, Path]) -> str:
+    return served[0]
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +151,34 @@ def test_a_click_far_down_the_list_brings_the_item_into_view_and_back_returns(
         ".getBoundingClientRect().top"
     )
     assert 0 <= row < browser.eval("window.innerHeight"), row
+
+
+def test_the_reports_links_are_plain_text_from_disk_and_say_how_to_follow_them(
+    served: tuple[str, Path], browser: Chromium
+) -> None:
+    """Opened from disk (file://) the first screen's viewer links would open a directory listing: the page
+    shows them as text and says to open the report from `agentjudge view`; served by the viewer they link."""
+    site, run = served
+    browser.open((run / "report" / "report.html").as_uri())
+    browser.wait_for("document.readyState === 'complete'")
+    assert browser.eval("document.querySelectorAll('a.view').length") > 0
+    linked = "[...document.querySelectorAll('a.view')].filter(a => a.hasAttribute('href')).length"
+    assert browser.eval(linked) == 0
+    notes = "[...document.querySelectorAll('.viewnote')].filter(n => !n.hidden).map(n => n.textContent)"
+    (note,) = browser.eval(notes)
+    assert f"agentjudge view {run}" in note
+    browser.open(site + "/report/report.html")
+    browser.wait_for("document.readyState === 'complete' && !!document.querySelector('a.view')")
+    assert browser.eval("[...document.querySelectorAll('a.view')].every(a => a.hasAttribute('href'))")
+    assert browser.eval("[...document.querySelectorAll('.viewnote')].every(n => n.hidden)")
+
+
+def test_a_link_naming_a_record_alone_opens_its_first_generator_output(site: str, browser: Chromium) -> None:
+    show(browser, site + "/?sort=record")
+    record = browser.eval("document.querySelector('#rows tbody tr').dataset.record")
+    show(browser, site + "/?" + urlencode({"record": record}))
+    q = query(browser)
+    assert q["record"] == [record] and q.get("generator")  # the URL now names the output it opened
+    assert not browser.eval("document.getElementById('item').hidden")
+    heading = browser.eval("document.querySelector('#item h2').textContent")
+    assert heading.startswith(f"{record} · {q['generator'][0]}")

@@ -19,6 +19,7 @@ class ReportResult:
     out: Path
     sections_failed: int
     missing: tuple[str, ...] = ()
+    unfinished: tuple[str, ...] = ()  # the run is unfinished: the report's first line, which says so
 
     @property
     def html(self) -> Path:
@@ -43,7 +44,7 @@ def report(rundir: Path | str, *, resamples: int = 1000, seed: int = 0, ci: str 
 
     _check(seed)
     written = write_run_report(Path(rundir), resamples, seed, ci)
-    return ReportResult(written.out, written.failed, written.missing)
+    return ReportResult(written.out, written.failed, written.missing, written.unfinished)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class CompareResult:
     labels: tuple[str, ...]
     sections_failed: int
     overlapping_pairs: int
+    unfinished: tuple[str, ...] = ()  # one line per unfinished run (the report's first lines)
 
     @property
     def exit_code(self) -> int:
@@ -75,7 +77,7 @@ def compare(
 
     _check(seed)
     done = compare_runs([Path(r) for r in rundirs], Path(out), resamples, seed, ci)
-    return CompareResult(done.out, done.labels, done.failed, done.overlapping_pairs)
+    return CompareResult(done.out, done.labels, done.failed, done.overlapping_pairs, done.unfinished)
 
 
 def _check(seed: int) -> None:

@@ -281,7 +281,7 @@ def score(
         typer.Option(help="also write .jsonl: which accepted value each argument matched (p_value)"),
     ] = None,
 ) -> None:
-    """Score predictions with the programmatic scorer (§6)."""
+    """Score predictions with the programmatic scorer."""
     raise typer.Exit(
         guarded(
             lambda: score_cli(

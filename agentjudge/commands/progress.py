@@ -122,8 +122,8 @@ class ConsoleReporter:
                 say(f"{event.stage}: {event.pending} unit(s) to run of {event.total}")
         elif isinstance(event, events.ModelStopped):
             say(
-                f"[red]stopping {escape(event.model)}[/red] ({event.reason}, not retried): "
-                f"{escape(event.error)}; its remaining units are not run",
+                f"[red]stopping {escape(event.model)}[/red] ({event.reason}: no retry can fix it); its "
+                f"remaining units are not run: {escape(event.error)}",
                 highlight=False,
                 soft_wrap=True,
             )

@@ -9,7 +9,10 @@ import typer
 
 from agentjudge.commands._app import at_least, guarded
 
-CI = typer.Option(help="Interval: expanded percentile (default) or the plain percentile (the paper's).")
+CI = typer.Option(
+    help="The bootstrap CI: 'expanded' (expanded percentile, the default) or 'percentile' (the plain one, "
+    "the paper's)."
+)
 
 
 def report(
@@ -43,6 +46,8 @@ def report_cli(rundir: Path, resamples: int, seed: int, ci: str = "expanded") ->
         )
         + "".join(f"; {line}" for line in written.missing)
     )
+    for line in written.unfinished:  # the report's first line, said here too
+        print(line.replace("`", ""))
     return written.exit_code
 
 
@@ -80,6 +85,8 @@ def compare_cli(rundirs: list[Path], out: Path, resamples: int, seed: int, ci: s
         f"{done.overlapping_pairs} judge pair(s) across runs share verdict rows"
         + (f"; {done.sections_failed} section(s) FAILED (see the report)" if done.sections_failed else "")
     )
+    for line in done.unfinished:
+        print(line.replace("`", ""))
     return done.exit_code
 
 

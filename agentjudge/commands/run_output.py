@@ -57,13 +57,25 @@ def print_closing(console: Console, result: RunResult) -> None:
         log.examples[(group.model, group.reason)] = group.example
     if log:
         console.print(escape(log.report()), highlight=False, soft_wrap=True)
+        kinds = {row["model"]: row["kind"] for row in rows}
+        planted = sorted(m for (m, reason) in log.counts if reason == "parse" and kinds.get(m) == "simjudge")
+        if planted:
+            console.print(
+                f"  ({escape(', '.join(planted))}: simulated judges, whose parse failures are planted on "
+                "purpose at their profile's rate (agentjudge/judges/simjudge_profiles.yaml), to show how "
+                "unreadable answers are counted: excluded and reported, never given a verdict)",
+                highlight=False,
+                soft_wrap=True,
+            )
     failed_rows = [dict(row) for row in result.failed_units]
     for line in failed_units_text(failed_rows, str(result.rundir / "run_summary.json")):
         console.print(escape(line), highlight=False, soft_wrap=True)
     for stopped in result.stopped_models:
+        # the error of an unreachable model already says how to check it; the others get the advice here
+        check = "" if stopped.reason == "connection" else " (agentjudge run ... --dry-run --probe checks it)"
         console.print(
-            f"{escape(stopped.model)}: stopped after {escape(stopped.error[:200])}; {stopped.units_not_run} "
-            "unit(s) not run. Fix the set-up (agentjudge run ... --dry-run --probe checks it), then re-run.",
+            f"{escape(stopped.model)}: stopped ({stopped.reason}); {stopped.units_not_run} unit(s) "
+            f"not run. Fix the set-up{check}, then re-run.",
             highlight=False,
             soft_wrap=True,
         )

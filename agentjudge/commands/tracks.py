@@ -84,7 +84,7 @@ def taubench_cli(
 def import_bfcl(
     tasks: Annotated[Path, typer.Argument(help="BFCL task file, e.g. BFCL_v4_multiple.json (JSON Lines).")],
     answers: Annotated[
-        Path, typer.Argument(help="Its accepted answers, e.g. BFCL_v4_multiple.possible_answer.json.")
+        Path, typer.Argument(help="Its accepted answers, e.g. possible_answer/BFCL_v4_multiple.json.")
     ],
     out: Annotated[Path, typer.Option(help="Output folder for records.jsonl and manifest.json.")],
     category: Annotated[

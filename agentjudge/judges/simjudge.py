@@ -131,6 +131,42 @@ def planted_verdicts(
     """Verdicts (NaN = parse failure) for rows of: truth level in {0, 0.5, 1}, metric / difficulty index,
     scenario z, GT shown (bool), the level the shown GT implies, prompt factors and temperature (NaN = the
     model default). All arrays broadcast to one length. The rules are in simjudge_profiles.yaml."""
+    return planted(p, truth, metric, difficulty, z, gt_shown, shown_level, cot, freeform, default05,
+                   temperature, d).verdict  # fmt: skip
+
+
+@dataclass
+class Planted:
+    """``planted_verdicts``' verdicts with which of the profile's rules fired on each row, in the order they
+    apply: the error rate ``rate``, a wrong verdict (``wrong``, one level ``up`` or down), the shown GT's
+    level copied (``anchored``), the 0.5-default's ``hedged`` 0.5, and a ``failed`` parse. What the
+    simulated judge's rationale says, so a reader of one item sees why its verdict differs from the
+    reference."""
+
+    verdict: np.ndarray
+    rate: np.ndarray
+    wrong: np.ndarray
+    up: np.ndarray
+    anchored: np.ndarray
+    hedged: np.ndarray
+    failed: np.ndarray
+
+
+def planted(
+    p: SimJudgeProfile,
+    truth: np.ndarray,
+    metric: np.ndarray,
+    difficulty: np.ndarray,
+    z: np.ndarray,
+    gt_shown: np.ndarray,
+    shown_level: np.ndarray,
+    cot: np.ndarray,
+    freeform: np.ndarray,
+    default05: np.ndarray,
+    temperature: np.ndarray,
+    d: Draws,
+) -> Planted:
+    """``planted_verdicts`` with the rules that fired (``Planted``): the one implementation of the rule."""
     truth = np.asarray(truth, dtype=float)
     temp = np.where(np.isnan(temperature), p.default_temperature, temperature)
     e = p.error_matrix()[metric, difficulty] * item_effect(z, p.item_sd)
@@ -140,13 +176,46 @@ def planted_verdicts(
     wrong = d.err < e
     go_up = np.where(truth >= 1.0, False, np.where(truth <= 0.0, True, d.up < p.lenient_share))
     verdict = np.where(wrong, truth + np.where(go_up, 0.5, -0.5), truth)
-    verdict = np.where(gt_shown & (d.anchor < p.anchoring), shown_level, verdict)
+    anchored = gt_shown & (d.anchor < p.anchoring)
+    verdict = np.where(anchored, shown_level, verdict)
     wrong_now = verdict != truth
     hedge = np.where(wrong_now, d.hedge < p.hedge_05, (verdict != 0.5) & (d.hedge < p.hedge_05 / 4))
     verdict = np.where(default05 & hedge, 0.5, verdict)
     verdict = np.where(freeform, np.clip(verdict + p.freeform_sd * d.noise, 0.0, 1.0), verdict)
     fail_rate = np.where(freeform, p.parse_failure["freeform"], p.parse_failure["json"])
-    return np.where(d.parse < fail_rate, np.nan, verdict)
+    failed = d.parse < fail_rate
+    n = np.broadcast(truth, e).shape
+    return Planted(
+        np.where(failed, np.nan, verdict),
+        np.broadcast_to(e, n),
+        np.broadcast_to(wrong, n),
+        np.broadcast_to(go_up, n),
+        np.broadcast_to(anchored, n),
+        np.broadcast_to(default05 & hedge, n),
+        np.broadcast_to(failed, n),
+    )
+
+
+def rationale(
+    profile_name: str, metric: str, truth: float, shown: float, p: Planted, i: int, freeform_sd: float = 0.0
+) -> str:
+    """Why simulated judge ``profile_name`` gave row ``i``'s verdict on ``metric``: which planted rule fired
+    (simjudge_profiles.yaml), or that none did; the reference level it started from; ``freeform_sd``: the
+    free-form prompt's noise on the level (0: a JSON prompt, three levels)."""
+    what = f"simulated judge {profile_name} (not a model), {metric}: reference level {truth:g}; "
+    rate = f"planted error rate {float(p.rate[i]):.2f} here"
+    steps = []
+    if p.wrong[i]:
+        steps.append(f"a planted error fired ({rate}): one level {'up' if p.up[i] else 'down'}")
+    if p.anchored[i]:
+        steps.append(f"anchoring fired: it copied the shown GT's tool overlap ({shown:g})")
+    if p.hedged[i]:
+        steps.append("the 0.5-default hedge fired: 0.5")
+    if not steps:
+        steps.append(f"no planted error fired ({rate})")
+    if freeform_sd:
+        steps.append(f"the free-form prompt's noise moved it (sd {freeform_sd:g})")
+    return what + "; then ".join(steps) + "."
 
 
 def _seed(*parts: object) -> int:
@@ -192,7 +261,7 @@ class SimulatedJudge:
         n = len(METRICS)
         draws = Draws.sample(rng, n)
         draws.parse[:] = draws.parse[0]  # a parse failure loses the whole answer, not one metric
-        verdicts = planted_verdicts(
+        rules = planted(
             self.profile,
             truth=np.array([_snap(ref[m]) for m in METRICS]),
             metric=np.arange(n),
@@ -206,13 +275,31 @@ class SimulatedJudge:
             temperature=np.full(n, np.nan if request.temperature is None else request.temperature),
             d=draws,
         )
+        verdicts = rules.verdict
         failed = bool(np.isnan(verdicts).any())
-        note = f"simulated judge {self.profile_name}: planted errors (simjudge_profiles.yaml); not a model"
+        if failed:  # planted on purpose: a judge's answers sometimes cannot be read
+            note = (
+                f"simulated judge {self.profile_name} (not a model): a planted parse failure fired (rate "
+                f"{self.profile.parse_failure['freeform' if v.prompt_format == 'freeform' else 'json']:g}, "
+                "simjudge_profiles.yaml): no verdict, counted like any judge's parse failure"
+            )
+            rationales: dict[str, str] = {**dict.fromkeys(METRICS, note), "overall": note}
+        else:
+            truth = [_snap(ref[m]) for m in METRICS]
+            noise = self.profile.freeform_sd if v.prompt_format == "freeform" else 0.0
+            rationales = {
+                m: rationale(self.profile_name, m, truth[i], shown, rules, i, noise)
+                for i, m in enumerate(METRICS)
+            }
+            rationales["overall"] = (
+                f"simulated judge {self.profile_name}: the reference with planted errors "
+                "(simjudge_profiles.yaml); not a model"
+            )
         return JudgeResult(
             verdicts={m: (None if failed else float(verdicts[i])) for i, m in enumerate(METRICS)},
-            rationales={**dict.fromkeys(METRICS, note), "overall": note},
+            rationales=rationales,
             parse_ok=not failed,
-            raw_output=f"{self.name}: " + ("SIMULATED PARSE FAILURE" if failed else note),
+            raw_output=f"{self.name}: " + ("SIMULATED PARSE FAILURE" if failed else rationales["overall"]),
         )
 
 

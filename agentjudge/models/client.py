@@ -103,6 +103,12 @@ def _http_provider(settings: ModelSettings) -> bool:
     return provider in http_shares.HTTP_PROVIDERS
 
 
+def _stopped_by(earlier: ModelCallError) -> str:
+    """What a later call of a stopped model says: that the model is stopped, and the error that stopped it
+    (an ``unreachable`` error says it is stopped itself: said once)."""
+    return earlier.message if earlier.kind == "unreachable" else f"the model is stopped: {earlier.message}"
+
+
 class ModelClient(FleetCalls, BatchCalls):
     """Async client shared by every generator and judge of a run (one per process is the intent)."""
 
@@ -257,7 +263,7 @@ class ModelClient(FleetCalls, BatchCalls):
         earlier = self.stopped.get(target(settings))
         if earlier is not None:
             stats.failures += 1
-            raise ModelCallError(earlier.kind, 0, f"not sent, the model is stopped: {earlier.message}")
+            raise ModelCallError(earlier.kind, 0, f"not sent, {_stopped_by(earlier)}")
         api_key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
         if settings.api_key_env and not api_key:
             stats.failures += 1
@@ -296,9 +302,9 @@ class ModelClient(FleetCalls, BatchCalls):
                 raise ModelCallError(
                     "cost_cap",
                     attempts,
-                    f"not retried: attempt {attempts} may have been billed (its worst case ${worst:.6f} is "
-                    f"counted as spent) and another does not fit under --max-cost ${gate.cap:.4f} "
-                    f"(spent ${gate.spent:.6f}, reserved ${gate.reserved:.6f})",
+                    f"attempt {attempts} may have been billed (its worst case ${worst:.6f} is counted as "
+                    f"spent) and another does not fit under --max-cost ${gate.cap:.4f} (spent "
+                    f"${gate.spent:.6f}, reserved ${gate.reserved:.6f})",
                     unseen_cost=True,
                 )
             reserved = worst
@@ -337,28 +343,27 @@ class ModelClient(FleetCalls, BatchCalls):
 
     def _unreachable(self, settings: ModelSettings, attempts: int, message: str) -> ModelCallError:
         """The error of a call none of whose attempts connected, to a target that never answered: it names
-        the endpoint (redacted) and the cause, and says how to check the set-up; ``_send`` stops the model."""
+        the endpoint (redacted), says how to check the set-up, and quotes the provider's last error last, so
+        that a message cut to fit a line loses only the end of that quote, never the advice; ``_send``
+        stops the model. (The attempts are the error's own: ``unreachable after N attempt(s)``.)"""
         where = endpoint_of(settings)
         return ModelCallError(
             "unreachable",
             attempts,
-            f"could not connect to {where} on any of {attempts} attempt(s), and no call of "
-            f"{settings.display_name} has ever connected (last: {message}); the model is stopped. Check the "
-            "endpoint, the network and any proxy, e.g. with `agentjudge run PIPELINE --out RUNDIR --dry-run "
-            "--probe`",
+            f"could not connect to {where}, and no call of {settings.display_name} has ever connected: the "
+            "model is stopped. Check the endpoint, the network and any proxy (`agentjudge run PIPELINE --out "
+            f"RUNDIR --dry-run --probe` does). Last error: {message}",
         )
 
     def _give_up_if_stopped(
         self, settings: ModelSettings, stats: ModelStats, attempts: int, unseen: bool
     ) -> None:
         """Before a retry: a call of a target another call has stopped since (it was found unreachable, or
-        refused the key) is not sent again; it fails with that error."""
+        refused the key) is not sent again; it fails with that error, after its own attempts."""
         earlier = self.stopped.get(target(settings))
         if earlier is not None:
             stats.failures += 1
-            raise ModelCallError(
-                earlier.kind, attempts, f"not retried, the model is stopped: {earlier.message}", unseen
-            )
+            raise ModelCallError(earlier.kind, attempts, _stopped_by(earlier), unseen)
 
     async def _reserve(self, settings: ModelSettings, fields: dict[str, Any], batch: bool = False) -> float:
         """Reserve the call's worst-case price under ``--max-cost``; raise ``cost_cap`` if it does not fit.

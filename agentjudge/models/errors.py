@@ -63,6 +63,31 @@ def _status_of(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
+# the transport errors of httpx (``NetworkError``: connect, read, write; ``RemoteProtocolError``: closed with
+# no answer) and aiohttp (``ClientConnectionError``: connector, disconnected), by class name in the MRO
+_TRANSPORT_CLASSES = frozenset({"NetworkError", "RemoteProtocolError", "ClientConnectionError"})
+
+
+def _failed_to_connect(exc: BaseException) -> bool:
+    """Whether ``exc`` or an exception it was raised from (``__cause__`` / ``__context__``) is a failure of
+    the connection: an OS-level error (refused, host not found, TLS, reset) or a transport error of httpx or
+    aiohttp (a connection closed with no answer). litellm wraps these in errors of any name and status (an
+    ``InternalServerError`` with status 500 for ``hosted_vllm/``, ``anthropic/``, ``mistral/`` ...), keeping
+    the original as the cause: the cause, not the wrapper's name, says what happened, for every provider
+    alike. A timeout in the chain is not one (its kind is ``timeout``)."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen and len(seen) < 16:
+        seen.add(id(link))
+        names = {cls.__name__ for cls in type(link).__mro__}
+        if isinstance(link, TimeoutError) or any("Timeout" in n for n in names):
+            return False
+        if isinstance(link, OSError) or names & _TRANSPORT_CLASSES:
+            return True
+        link = link.__cause__ or link.__context__
+    return False
+
+
 def classify(exc: BaseException) -> str:
     """Map a litellm/httpx/openai exception to an error kind (decides whether to retry)."""
     if isinstance(exc, MissingCredentialError):
@@ -96,7 +121,7 @@ def classify(exc: BaseException) -> str:
     connection_markers = ("connection error", "connection refused", "connecterror", "connection reset")
     if (
         "Connection" in name
-        or isinstance(exc, ConnectionError | OSError)
+        or _failed_to_connect(exc)
         or any(
             marker in text
             for marker in connection_markers  # litellm wraps these as InternalServerError

@@ -139,7 +139,7 @@ class FailureLog:
     def __bool__(self) -> bool:
         return bool(self.counts)
 
-    def lines(self, width: int = 240) -> list[str]:
+    def lines(self, width: int = 480) -> list[str]:
         """``model  reason  count  e.g. message`` per group, sorted by model then reason order."""
         order = {r: i for i, r in enumerate(REASONS)}
         out = []

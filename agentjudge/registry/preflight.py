@@ -20,6 +20,7 @@ invocation, pipeline and command line alike, without spending anything (unless `
 * ``sim/``, ``baseline/`` and plugin names resolve (``model_strings.model_problem``);
 * a litellm model: litellm resolves its provider; the key variable it needs is set (named in the message:
   ``api_key_env`` if given, else the provider's own, e.g. ``OPENAI_API_KEY``), and every ``headers_env`` one;
+* a provider with no default host (``hosted_vllm``, ``azure``) has an ``api_base`` (or the environment's);
 * an ``api_base``, every endpoint of ``api_bases``, or the provider base URL the environment sets
   (``OPENAI_BASE_URL``, ...) answers ``GET {api_base}/models`` (any HTTP status counts as an answer; the URL
   is shown without userinfo or query string);
@@ -283,6 +284,24 @@ def _provider_problem(settings: ModelSettings) -> str | None:
     return None
 
 
+def _no_host_problem(settings: ModelSettings, command_line: bool) -> str | None:
+    """A provider with no default host (``hosted_vllm``: litellm would send its calls to api.openai.com;
+    ``azure``) named without an endpoint: refused before any call, instead of failing every one."""
+    from agentjudge.models.endpoints import DEFAULT_ENDPOINTS, endpoint_override, provider_of
+
+    provider = provider_of(settings.model)
+    if settings.api_base or settings.api_bases or provider not in DEFAULT_ENDPOINTS:
+        return None
+    names, default = DEFAULT_ENDPOINTS[provider]
+    if default is not None or endpoint_override(settings.model):
+        return None
+    where = "--api-base URL" if command_line else "api_base: URL on the model's entry"
+    return (
+        f"provider {provider} has no default host: give its server's address with {where} "
+        f"(e.g. http://127.0.0.1:8000/v1), or set {' / '.join(names)} in the environment"
+    )
+
+
 def _header_env_problems(settings: ModelSettings) -> list[str]:
     """A ``headers_env`` variable that is not set (or holds a placeholder), named, never its value."""
     out = []
@@ -342,6 +361,7 @@ async def _probe(settings: ModelSettings) -> str | None:
     from agentjudge.judges.llm import call_settings
     from agentjudge.models.client import ModelClient
     from agentjudge.models.errors import ModelCallError
+    from agentjudge.models.failures import clip
 
     client = ModelClient(cache=None)
     try:  # judge-only extra keys (thinking switches) are not provider parameters: send what a judge would
@@ -354,7 +374,7 @@ async def _probe(settings: ModelSettings) -> str | None:
     except ModelCallError as exc:
         if exc.kind == "empty_response":
             return None  # it answered, with nothing in one token: the model and key work
-        return f"--probe: a 1-token call failed: {exc.kind}: {exc.message[:300]}"
+        return f"--probe: a 1-token call failed: {exc.kind}: {clip(exc.message, 600)}"
     return None
 
 
@@ -384,7 +404,11 @@ def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: boo
             if problem:
                 say(problem)
             continue
-        found = [_provider_problem(s), *_header_env_problems(s)]
+        found = [
+            _provider_problem(s),
+            _no_host_problem(s, use.where.startswith("--")),
+            *_header_env_problems(s),
+        ]
         # a model refused for a credential is sent nothing, not even GET /models (its URL may hold it)
         for base in [] if credentials else _endpoints_to_check(s):
             if base not in bases_checked:

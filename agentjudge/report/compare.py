@@ -22,10 +22,13 @@ import pandas as pd
 from agentjudge.analysis import (
     CANONICAL_ORDER,
     Context,
+    JudgeUnits,
+    Progress,
     as_str_category,
     fmt_pp,
     load_context,
     make_context,
+    unfinished_line,
 )
 from agentjudge.analysis.first_screen import Screen
 from agentjudge.errors import InputError
@@ -42,14 +45,20 @@ def join_runs(
     contexts: list[Context], labels: list[str], out: Path, resamples: int, seed: int, ci: str = "expanded"
 ) -> Context:
     """One context over several runs; judges that occur in more than one run get ``@ label``."""
-    seen = Counter(j for ctx in contexts for j in ctx.judges)
+    seen = Counter(j for ctx in contexts for j in ctx.planned_judges())  # no-row-yet judges count too
     frames = []
     judges_meta: dict[str, Any] = {}
     generators_meta: dict[str, Any] = {}
     families = []
+    unfinished: list[str] = []
+    judge_units: dict[str, JudgeUnits] = {}
     for ctx, label in zip(contexts, labels, strict=True):
         df = ctx.data.copy()
-        rename = {j: (f"{j} @ {label}" if seen[j] > 1 else j) for j in ctx.judges}
+        planned = ctx.planned_judges()
+        rename = {j: (f"{j} @ {label}" if seen[j] > 1 else j) for j in planned}
+        judge_units.update({rename.get(j, j): u for j, u in ctx.progress.judge_units.items()})
+        if ctx.progress.status is not None and ctx.progress.status.state != "complete":
+            unfinished.append(unfinished_line(ctx.progress.status, None, f" {label}"))
         df["judge"] = df["judge"].astype(str).map(rename)
         df["run"] = label
         frames.append(df)
@@ -72,7 +81,9 @@ def join_runs(
         "pipeline": {**(first if isinstance(first, dict) else {}), "prompt_family": ", ".join(families)},
         "runs": {label: str(ctx.rundir) for ctx, label in zip(contexts, labels, strict=True)},
     }
-    return make_context(out, data, meta, None, None, resamples, seed, ci)
+    joined = make_context(out, data, meta, None, None, resamples, seed, ci)
+    joined.progress = Progress(None, tuple(unfinished), judge_units)
+    return joined
 
 
 def paired_deltas(ctx: Context) -> pd.DataFrame:
@@ -154,6 +165,7 @@ class Compared:
     failed: int
     overlapping_pairs: int
     labels: tuple[str, ...]
+    unfinished: tuple[str, ...] = ()  # one line per unfinished run (the report's first lines)
 
 
 def compare_runs(rundirs: list[Path], out: Path, resamples: int, seed: int, ci: str = "expanded") -> Compared:
@@ -186,4 +198,4 @@ def compare_runs(rundirs: list[Path], out: Path, resamples: int, seed: int, ci: 
         ctx, out, title="agentjudge compare: " + " vs ".join(labels), add=_deltas_block(deltas)
     )
     overlap = int((deltas["shared_rows"] > 0).sum()) if len(deltas) else 0
-    return Compared(out, failed, overlap, tuple(labels))
+    return Compared(out, failed, overlap, tuple(labels), ctx.progress.unfinished)

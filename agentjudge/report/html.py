@@ -131,8 +131,29 @@ def figure_html(name: str, png: bytes) -> str:
     )
 
 
+# The first screen's names and cells link to their items in `agentjudge view`, which serves the report at
+# /report/ and itself at /: opened from disk, those relative links would open a directory listing, so the
+# page turns them into plain text there (and says how to follow them).
+FROM_DISK = (
+    "<script>if(location.protocol==='file:'){for(const a of document.querySelectorAll('a.view')){"
+    "a.removeAttribute('href');a.title='opened from disk: run agentjudge view on the run folder and open "
+    "the report from there to follow this link'}for(const n of document.querySelectorAll('.viewnote'))"
+    "n.hidden=false}</script>"
+)
+
+
+def view_note(rundir: str) -> str:
+    """The line under a linked table: where its links lead, and how to follow them (shown from disk)."""
+    return (
+        "<p class='viewnote lack' hidden>The names and cells of this table link to their items in the "
+        "viewer; opened from disk they cannot: run "
+        f"<code>agentjudge view {html.escape(rundir)}</code> and open the report from its page to follow "
+        "them.</p>"
+    )
+
+
 def page(title: str, body: str) -> str:
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{CSS}</style></head><body>{body}</body></html>"
+        f"<style>{CSS}</style></head><body>{body}{FROM_DISK}</body></html>"
     )

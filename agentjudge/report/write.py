@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,12 +30,14 @@ from agentjudge.report.html import (
     page,
     paragraphs_html,
     table_html,
+    view_note,
 )
 
 
 def _run_analyses(ctx: Context, names: tuple[str, ...] | None = None) -> tuple[list[Section], int]:
     sections, failed = [], 0
     nothing_parsed = not bool(ctx.df["ok"].any())
+    why = _no_verdict_why(ctx) if nothing_parsed else ""
     for entry in SECTIONS:
         name = entry.key
         if names is not None and name not in names:
@@ -42,8 +45,8 @@ def _run_analyses(ctx: Context, names: tuple[str, ...] | None = None) -> tuple[l
         if entry.only_when is not None and not any(ctx.rundir.glob(entry.only_when)):
             continue
         if nothing_parsed and name != "failures":  # every statistic would be undefined: say so once
-            sec = Section(key=name, title=name)
-            sec.lacking = f"{name}: n/a — no verdict of this run could be parsed (see the failures section)."
+            sec = Section(key=name, title=entry.title)
+            sec.lacking = f"n/a — {why} (see Parse and transport failures)."
             sections.append(sec)
             continue
         try:
@@ -55,6 +58,29 @@ def _run_analyses(ctx: Context, names: tuple[str, ...] | None = None) -> tuple[l
             sec.text.append("```\n" + traceback.format_exc(limit=-4) + "```")
             sections.append(sec)
     return sections, failed
+
+
+def _no_verdict_why(ctx: Context) -> str:
+    """Why a run has no verdict to analyse, by what its failed rows were: transport and provider errors
+    (by their reasons: connection, auth, ...) or answers that could not be parsed."""
+    df = ctx.df
+    failed = ~df["ok"].to_numpy()
+    transport = int((df["has_error"].to_numpy() & failed).sum())
+    unparsed = int(failed.sum()) - transport
+    reasons: dict[str, int] = {}
+    for units in ctx.progress.judge_units.values():
+        for reason, n in units.reasons:
+            reasons[reason] = reasons.get(reason, 0) + n
+    parts = []
+    if transport:
+        by = ", ".join(f"{r} {n:,}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
+        parts.append(
+            f"{transport:,} verdict rows failed in the call" + (f" (failed units: {by})" if by else "")
+        )
+    if unparsed:
+        parts.append(f"{unparsed:,} answers could not be parsed")
+    lead = "no verdict yet" if ctx.progress.unfinished else "no verdict in this run"
+    return f"{lead}: " + "; ".join(parts) if parts else lead
 
 
 def _level(value: object) -> str:
@@ -112,16 +138,34 @@ def _first_screen(ctx: Context, sections: list[Section]) -> tuple[Screen, int]:
 
 
 def render(
-    title: str, screen: Screen, sections: list[Section], summary: list[str], out: Path
+    title: str,
+    screen: Screen,
+    sections: list[Section],
+    summary: list[str],
+    out: Path,
+    viewer: str | None = None,
 ) -> tuple[list[str], list[str]]:
-    """Markdown lines and HTML body parts; writes tables/*.csv and figures/*.png under ``out``."""
+    """Markdown lines and HTML body parts; writes tables/*.csv and figures/*.png under ``out``. ``viewer``:
+    the run folder `agentjudge view` serves this report from (its first screen's names link to their items
+    there); None (a ``compare`` join): no links."""
+    unfinished = [str(p) for k, p in screen.blocks if k == "unfinished"]
+    if unfinished:  # the first line says it: the figures below cover part of the grid
+        title += " — UNFINISHED"
     md = [f"# {title}", ""]
     body = [f"<h1>{html.escape(title)}</h1>"]
+    if unfinished:
+        md += [*(f"> **{line}**  " for line in unfinished), ""]
+        body.append(
+            "<div class='banner unfinished'>"
+            + "<br>".join(_code(html.escape(line)) for line in unfinished)
+            + "</div>"
+        )
     banner = [str(p) for k, p in screen.blocks if k == "banner"]
     if banner:
         md += [*(f"> **{line}**  " for line in banner), ""]
         body.append("<div class='banner'>" + "<br>".join(html.escape(line) for line in banner) + "</div>")
     pending: list[str] = []  # consecutive paragraph / list lines, rendered together (one <ul> per list)
+    noted = False  # the note on following the viewer links, under the first linked table
     for kind, payload in [*screen.blocks, ("end", "")]:
         if kind != "p" and pending:
             body.append(paragraphs_html(pending))
@@ -135,8 +179,9 @@ def render(
         elif kind == "table":
             name, table = cast(tuple[str, pd.DataFrame], payload)
             md += ["", md_table(table, max_rows=len(table)), "", f"*(`tables/{name}.csv`)*", ""]
-            if "judge" in table.columns:  # per-judge and per-cell entries open the items in `agentjudge view`
-                first = linked_table_html(table, classes="first")
+            if viewer is not None and "judge" in table.columns:  # entries open their items in the viewer
+                first = linked_table_html(table, classes="first") + (view_note(viewer) if not noted else "")
+                noted = True
             else:
                 first = table.to_html(index=False, escape=True, border=0, classes="first")
             body.append(f"<div class='wide'>{first}</div>")
@@ -173,6 +218,11 @@ def render(
     return md, body
 
 
+def _code(escaped: str) -> str:
+    """`a command` of an escaped line as <code>a command</code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+
+
 def _clip(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` characters at a word boundary, with an ellipsis when cut."""
     if len(text) <= limit:
@@ -204,7 +254,10 @@ def write_report(
         screen, screen_failed = _first_screen(ctx, sections)
     if add is not None:
         add(screen)
-    md, body = render(title, screen, sections, _summary(ctx), out)
+    screen.blocks[:0] = [("unfinished", line) for line in ctx.progress.unfinished]
+    # the viewer serves RUNDIR/report/ (not a compare folder, nor a source's own report beneath it)
+    viewer = str(ctx.rundir) if out == ctx.rundir / "report" and "runs" not in ctx.meta else None
+    md, body = render(title, screen, sections, _summary(ctx), out, viewer)
     (out / "report.md").write_text("\n".join(md))
     (out / "report.html").write_text(page(title, "\n".join(body)))
     return failed + screen_failed
@@ -218,6 +271,7 @@ class Written:
     out: Path
     failed: int
     missing: tuple[str, ...]
+    unfinished: tuple[str, ...] = ()
 
 
 def write_run_report(rundir: Path, resamples: int, seed: int, ci: str = "expanded") -> Written:
@@ -253,4 +307,4 @@ def write_run_report(rundir: Path, resamples: int, seed: int, ci: str = "expande
             failed += write_report(sub, out / source)
     else:
         failed = write_report(ctx, out)
-    return Written(out, failed, tuple(missing))
+    return Written(out, failed, tuple(missing), ctx.progress.unfinished)

@@ -67,6 +67,17 @@ class RunStatus:
     done: int | None = None
     failed: int | None = None
     holder: dict[str, Any] | None = field(default=None, compare=False)  # in_progress: run.lock's details
+    # why the last invocation stopped short (``stop_reasons``), and the command line that continues the run;
+    # empty / None in folders written before meta.json kept them
+    why: tuple[str, ...] = field(default=(), compare=False)
+    resume_command: str | None = field(default=None, compare=False)
+
+    @property
+    def not_run(self) -> int | None:
+        """Planned units with no stored outcome (a cost cap, a stopped model, an interruption)."""
+        if self.planned is None or self.done is None or self.failed is None:
+            return None
+        return self.planned - self.done - self.failed
 
     def __str__(self) -> str:
         counts = (
@@ -77,6 +88,30 @@ class RunStatus:
         if self.state == "in_progress":
             return f"in progress ({describe_holder(self.holder or {})}); at its last export {counts}"
         return f"{self.state}: {counts}"
+
+
+def stop_reasons(meta: RunMeta) -> tuple[str, ...]:
+    """Why the last invocation left units undone, one phrase each, from meta.json: the cost cap, the
+    models a fatal failure stopped, units that failed (a re-run retries them), units never reached (an
+    interruption). Empty for a complete run."""
+    units, last = meta.units, meta.last_invocation
+    if units is None or last is None:
+        return ()
+    out = []
+    if last.units_not_run_at_cost_cap:
+        cap = f" (--max-cost {last.cost_cap_usd:g})" if last.cost_cap_usd is not None else ""
+        out.append(f"the cost cap{cap} was reached: {last.units_not_run_at_cost_cap:,} unit(s) not run")
+    for model, why in (last.stopped_models or {}).items():
+        out.append(f"{model} was stopped ({why.reason} failure; no further call of it was made)")
+    failed = units.predict.failed + units.judge.failed
+    if failed:
+        out.append(f"{failed:,} unit(s) failed (a re-run retries them)")
+    not_run = (units.predict.planned + units.judge.planned) - (units.predict.done + units.judge.done) - failed
+    if not_run and not last.units_not_run_at_cost_cap and not last.stopped_models:
+        # a folder written before the stopped models were kept (None) cannot say more than the count
+        cause = " (the run was interrupted)" if last.stopped_models is not None else ""
+        out.append(f"{not_run:,} unit(s) were not run{cause}")
+    return tuple(out)
 
 
 class RunFolder:
@@ -121,7 +156,10 @@ class RunFolder:
             state: Literal["complete", "unfinished", "in_progress"] = "in_progress"
         else:
             state = "complete" if done == planned else "unfinished"
-        return RunStatus(state, planned, done, failed, holder)
+        last = self.meta.last_invocation
+        why = stop_reasons(self.meta) if state != "complete" else ()
+        resume = last.resume_command if last is not None else None
+        return RunStatus(state, planned, done, failed, holder, why, resume or None)
 
     # ------------------------------------------------------------------ the records
 

@@ -26,8 +26,10 @@ from agentjudge.rundir.errors import RunFolderError, validation_problem
 from agentjudge.types import Strict
 
 META_FILE = "meta.json"
-#: the format this code writes; see the module docstring and docs/formats.md for what changes bump it
-FORMAT_VERSION = 1
+#: the format this code writes; see the module docstring and docs/formats.md for what changes bump it.
+#: 2: run.sqlite's ``units.result`` is zlib-compressed (``units.encode_result``; versions 0 and 1 hold text,
+#: read alike by ``units.decode_result``)
+FORMAT_VERSION = 2
 #: the oldest format this code reads (0: folders written before format versions existed)
 OLDEST_READABLE_VERSION = 0
 
@@ -61,10 +63,12 @@ class UnitCounts(Strict):
 
 
 class Units(Strict):
-    """Units of each stage at the export: planned, and stored as done or failed (the rest were not run)."""
+    """Units of each stage at the export: planned, and stored as done or failed (the rest were not run);
+    ``by_judge``: the judge stage's per judge (absent in folders written before it was kept)."""
 
     predict: UnitCounts
     judge: UnitCounts
+    by_judge: dict[str, UnitCounts] | None = None
 
 
 class EndpointCount(Strict):
@@ -96,6 +100,13 @@ class ModelRow(Strict):
     endpoints: dict[str, EndpointCount] | None = None  # a fleet (``api_bases``): per redacted endpoint
 
 
+class StoppedModel(Strict):
+    """A model a fatal failure stopped: its reason (``models.failures.REASONS``) and the error."""
+
+    reason: str
+    error: str
+
+
 class LastInvocation(Strict):
     per_model: list[ModelRow]
     spent_usd: Number  # the known costs of the answers read
@@ -104,6 +115,10 @@ class LastInvocation(Strict):
     # unseen (null without a cap; absent in folders written before it was recorded)
     cost_cap_counted_usd: Number | None = None
     units_not_run_at_cost_cap: int
+    # the models a fatal failure stopped in that invocation, with the error that stopped each, and the
+    # command line that continues the run (absent in folders written before they were kept)
+    stopped_models: dict[str, StoppedModel] | None = None
+    resume_command: str | None = None
 
 
 class UnitShare(Strict):

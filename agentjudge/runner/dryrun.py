@@ -250,7 +250,9 @@ def estimate(
     for (stage, name), model in settings.items():
         kind = model_kind(model.model)
         t = tally[(stage, name)]
-        free = kind in ("sim", "simjudge", "baseline")
+        # in-process models cost nothing; nor does a model with no call left to make (a finished plug-in
+        # whose price no one knows: $0 still to spend, not "unknown")
+        free = kind in ("sim", "simjudge", "baseline") or t["calls"] == 0
         listed = prices(model.model)
         list_cost = listed.list_cost(t["prompt"], t["completion"])
         batch_cost = listed.batch_cost(t["prompt"], t["completion"])
@@ -363,9 +365,12 @@ def plan(
             or "none of these models"
         )
         + "), assuming the same hits as the cached column (a provider serves cache hits inside a batch on a "
-        "best-effort basis); equal to batch $ for "
-        + (", ".join(stacked["none"]) if stacked["none"] else "no model")
-        + " (no documented stacking: not assumed)",
+        "best-effort basis)"
+        + (
+            f"; equal to batch $ for {', '.join(stacked['none'])} (no documented stacking: not assumed)"
+            if stacked["none"]
+            else ""
+        ),
     ]
     if counted["interactive"]:
         notes.append(

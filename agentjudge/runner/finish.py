@@ -58,8 +58,12 @@ class Grid(Protocol):
 EXPORT_PROCESSES = 2  # the judgments export's processes, whatever `workers` says (memory; see export)
 
 
-def export(grid: Grid, rundir: Path, wanted: list[UnitKey], jwanted: list[UnitKey]) -> dict[str, StageUnits]:
-    """Write the run folder's files from the store; returns the planned units per stage as stored."""
+def export(
+    grid: Grid, rundir: Path, wanted: list[UnitKey], jwanted: list[UnitKey], resume_command: str = ""
+) -> dict[str, StageUnits]:
+    """Write the run folder's files from the store; returns the planned units per stage as stored.
+    ``resume_command``: the command line that continues the run, kept in meta.json for the report of an
+    unfinished run."""
     grid.store.flush()  # everything committed: counted by SQLite, seen by the export's readers
     wanted_set = set(wanted)
     jwanted_set: set[UnitKey] = set()  # built only when some stored judge unit is not planned
@@ -72,18 +76,37 @@ def export(grid: Grid, rundir: Path, wanted: list[UnitKey], jwanted: list[UnitKe
         "judge": Counter(),
     }
     unwanted = grid.unplanned.get("judge")  # stored judge units not planned (none, normally)
+    by_judge: dict[str, Counter[str]] = {}  # the judge units stored per judge and status
     if unwanted == 0:  # known from the judge stage: every stored unit is planned, SQLite counts them
         counts["judge"].update(grid.store.counts("judge"))
+        by_judge = grid.store.counts_by_judge()
     else:
         unwanted, jwanted_set = 0, set(jwanted)
         for key, status in grid.store.iter_statuses("judge"):  # streamed: no map of every judge unit
             if key in jwanted_set:
                 counts["judge"][status] += 1
+                by_judge.setdefault(key.judge, Counter())[status] += 1
             else:
                 unwanted += 1
     meta_store = grid.store.meta()
     planned = {"predict": len(wanted), "judge": len(jwanted)}
-    meta = run_meta(grid.pipe, meta_store, planned, counts, grid.tallies, grid.client, grid.budget)
+    judges = Counter(key.judge for key in jwanted)
+    per_judge = {j: (n, by_judge.get(j, Counter())) for j, n in judges.items()}
+    meta = run_meta(
+        grid.pipe,
+        meta_store,
+        planned,
+        counts,
+        grid.tallies,
+        grid.client,
+        grid.budget,
+        per_judge=per_judge,
+        stopped={
+            model: {"reason": grid.log.stopped_reasons.get(model, "other"), "error": error}
+            for model, error in grid.log.stopped.items()
+        },
+        resume_command=resume_command,
+    )
     from agentjudge.runner.sampling.record import build_record, write_record
 
     record = None
@@ -159,7 +182,10 @@ def finish(grid: Grid, rundir: Path, units: dict[str, StageUnits], resume_comman
         FailureGroup(model, reason, n, log.failures.examples[(model, reason)])
         for (model, reason), n in log.failures.counts.items()
     )
-    stopped = tuple(StoppedModel(model, log.stopped[model], n) for model, n in sorted(log.not_run.items()))
+    stopped = tuple(
+        StoppedModel(model, log.stopped[model], n, log.stopped_reasons.get(model, "other"))
+        for model, n in sorted(log.not_run.items())
+    )
     cost_cap = None
     if budget.skipped:
         gate = client.cost_gate

@@ -584,11 +584,13 @@ class _Grid:
                 return False
         return True
 
-    def export(self, rundir: Path, wanted: list[UnitKey], jwanted: list[UnitKey]) -> dict[str, StageUnits]:
+    def export(
+        self, rundir: Path, wanted: list[UnitKey], jwanted: list[UnitKey], resume_command: str = ""
+    ) -> dict[str, StageUnits]:
         """Write the run folder's files from the store (``runner.finish.export``); the units per stage."""
         from agentjudge.runner.finish import export
 
-        return export(self, rundir, wanted, jwanted)
+        return export(self, rundir, wanted, jwanted, resume_command)
 
 
 async def _run(
@@ -639,7 +641,7 @@ async def _run(
         if client.cache is not None:  # the call cache's hit counts of this run (models/cache.py)
             client.cache.flush_hits()
         with lean_imports(ends_after_run()):  # the console script's process ends with the run
-            units = grid.export(rundir, wanted, jwanted)
+            units = grid.export(rundir, wanted, jwanted, resume_command)
         result = finish(grid, rundir, units, resume_command)
         complete = not (result.failed or result.not_run or grid.budget.skipped or grid.log.not_run)
         stamp = export_stamp(store.version, data.skipped_invalid > 0, pipe) if complete else ""

@@ -55,8 +55,19 @@ def run_meta(
     tallies: dict[str, ModelTally],
     client: Any,
     budget: Budget,
+    *,
+    per_judge: Mapping[str, tuple[int, Counter[str]]] | None = None,
+    stopped: Mapping[str, Mapping[str, str]] | None = None,
+    resume_command: str = "",
 ) -> dict[str, Any]:
-    """meta.json's content (the sampling block is added by the caller when the run is sampled)."""
+    """meta.json's content (the sampling block is added by the caller when the run is sampled).
+    ``per_judge``: each judge's planned units and its stored ones by status; ``stopped``: the models a
+    fatal failure stopped in this invocation, with its reason and error; ``resume_command``: the command
+    line that continues the run (what the report of an unfinished run tells its reader to type)."""
+    by_judge = {
+        judge: {"planned": planned_n, "done": stored["done"], "failed": stored["failed"]}
+        for judge, (planned_n, stored) in (per_judge or {}).items()
+    }
     return {
         "format_version": FORMAT_VERSION,  # of the folder's file contracts (docs/formats.md)
         "pipeline": redact_model_urls(pipe.model_dump(mode="json")),  # no key from a URL
@@ -75,7 +86,8 @@ def run_meta(
                 "failed": counts[stage]["failed"],
             }
             for stage in ("predict", "judge")
-        },
+        }
+        | ({"by_judge": by_judge} if by_judge else {}),
         "last_invocation": {
             "per_model": summary_rows(pipe, tallies, client.stats),
             "spent_usd": budget.spent,
@@ -84,6 +96,8 @@ def run_meta(
             # billed unseen (a timeout, no usage reported), its worst case; null without a cap
             "cost_cap_counted_usd": None if client.cost_gate is None else client.cost_gate.spent,
             "units_not_run_at_cost_cap": budget.skipped,
+            "stopped_models": {model: dict(why) for model, why in (stopped or {}).items()},
+            "resume_command": resume_command,
         },
     }
 

@@ -56,6 +56,7 @@ class StoppedModel:
     model: str
     error: str
     units_not_run: int
+    reason: str = "other"  # models.failures.REASONS
 
 
 @dataclass(frozen=True)

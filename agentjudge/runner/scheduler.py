@@ -104,6 +104,7 @@ class RunLog:
 
     failures: FailureLog = field(default_factory=FailureLog)
     stopped: dict[str, str] = field(default_factory=dict)  # model -> the error that stopped it
+    stopped_reasons: dict[str, str] = field(default_factory=dict)  # model -> its reason (models.failures)
     not_run: dict[str, int] = field(default_factory=dict)  # model -> units left because it was stopped
     report: Callable[[Event], None] = field(default=lambda event: None)  # the run's (runner/events.py)
     stop_on_fatal: bool = True  # False: every unit runs and records its own failure (``infer``)
@@ -112,7 +113,8 @@ class RunLog:
         if model in self.stopped or not self.stop_on_fatal:
             return
         self.stopped[model] = error
-        self.report(ModelStopped(model, reason_of_kind(kind), clip(error, 400)))
+        self.stopped_reasons[model] = reason_of_kind(kind)
+        self.report(ModelStopped(model, reason_of_kind(kind), clip(error, 600)))
 
 
 class RemoteUnitError(Exception):

@@ -18,7 +18,8 @@ cheap; it survives a killed process (the WAL is in the OS's page cache), not a p
 
 Results are stored compactly: the runner passes ``model_dump(exclude_defaults=True)`` (a field at its
 default is left out and restored by ``model_validate``), written without whitespace; offline units'
-results arrive already as such text (``stored_json``: pydantic's serializer, a third of the cost).
+results arrive already as such text (``stored_json``: pydantic's serializer, a third of the cost). The text
+is stored zlib-compressed (``rundir.units.encode_result``; a store written before keeps text, read alike).
 
 ``version`` (meta key ``store_version``) grows with every group written; ``agentjudge run`` records the
 version its exported files were built from, so a re-run of a finished grid can tell that nothing changed.
@@ -50,7 +51,15 @@ from typing import Any, Literal, NamedTuple, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from agentjudge.models.failures import NO_FAILURE, Failure, read_failure
-from agentjudge.rundir.units import ADDED_UNIT_COLUMNS, KEY_COLUMNS, STORE_SCHEMA, connect_reader
+from agentjudge.rundir.units import (
+    ADDED_UNIT_COLUMNS,
+    KEY_COLUMNS,
+    RESULT_AT,
+    STORE_SCHEMA,
+    connect_reader,
+    decode_result,
+    encode_result,
+)
 from agentjudge.rundir.units import open_readonly as open_readonly  # grid.py, batches.py: its old home
 
 Stage = Literal["predict", "judge"]
@@ -201,7 +210,7 @@ class RunStore:
             (stage,),
         )
         for row in cursor:
-            yield (UnitKey(*row[: len(KEY_COLUMNS)]), *row[len(KEY_COLUMNS) :])
+            yield (UnitKey(*row[: len(KEY_COLUMNS)]), row[-4], decode_result(row[-3]), *row[-2:])
 
     def finish(
         self,
@@ -276,6 +285,16 @@ class RunStore:
             "SELECT status, COUNT(*) FROM units WHERE stage = ? GROUP BY status", (stage,)
         )
         return Counter(dict(rows.fetchall()))
+
+    def counts_by_judge(self) -> dict[str, Counter[str]]:
+        """Judge units by judge and status (committed ones)."""
+        out: dict[str, Counter[str]] = {}
+        rows = self._db.execute(
+            "SELECT judge, status, COUNT(*) FROM units WHERE stage = 'judge' GROUP BY judge, status"
+        )
+        for judge, status, n in rows.fetchall():
+            out.setdefault(judge, Counter())[status] = n
+        return out
 
     def failed_units(self) -> list[StoredFailure]:
         """Every failed unit: coordinates, stored error, its failure's fields, and how many invocations ran
@@ -359,8 +378,10 @@ class StoredFailure(NamedTuple):
 
 def _write_group(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
     """One group's rows (key columns, status, result text, error, error kind, error attempts, started,
-    finished) and the version bump, inside the caller's transaction."""
-    db.executemany(_UPSERT, rows)
+    finished) and the version bump, inside the caller's transaction. Each result is stored compressed
+    (``encode_result``), by whichever process writes the group."""
+    at = RESULT_AT
+    db.executemany(_UPSERT, [(*row[:at], encode_result(row[at]), *row[at + 1 :]) for row in rows])
     db.execute(
         "INSERT INTO meta (key, value) VALUES ('store_version', '1') ON CONFLICT(key) DO UPDATE "
         "SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
@@ -470,7 +491,8 @@ class RangeReader:
             f"ORDER BY {cols}",
             params,
         )
-        return rows.fetchall()
+        at = RESULT_AT
+        return [(*row[:at], decode_result(row[at]), *row[at + 1 :]) for row in rows]
 
     def close(self) -> None:
         if self._db is not None and self._pid == os.getpid():

@@ -178,10 +178,16 @@ def failed_units_text(failed: list[dict[str, Any]], where: str, limit: int = 10)
     lines = [
         f"failed units ({len(failed)}; attempts = requests sent in the unit's last run, runs = invocations):"
     ]
+    # the coordinates the always-named ones leave alike are named where the failed units differ in them
+    # (a prompt variant, a temperature, a trial), so that no two lines read the same
+    labels = {"generator_trial": "generator trial", "variant": "variant", "temperature": "T"}
+    labels["trial"] = "trial"
+    differing = [c for c in labels if len({f.get(c) for f in failed}) > 1]
     for f in failed[:limit]:
         where_in = " ".join(
             str(v) for v in (f["record_id"], f["generator"], f["judge"], f["condition"]) if v is not None
         )
+        where_in += "".join(f" {labels[c]} {f[c]}" for c in differing if f.get(c) is not None)
         attempts = "-" if f["attempts"] is None else str(f["attempts"])
         lines.append(f"  {f['model']}: {where_in}: {f['reason']}, attempts {attempts}, runs {f['runs']}")
     if len(failed) > limit:

@@ -272,6 +272,19 @@ function followTheItem() {
   SHOWN_ITEM = key;
 }
 
+// A link that names a record alone (?record=ID) opens that record: its first generator output in record
+// order, as if its row had been clicked (the URL then names the generator too).
+async function openRecordAlone() {
+  const p = params();
+  if (!p.get("record") || p.get("generator")) return;
+  const data = await getJSON("/api/rows?" + new URLSearchParams({ record: p.get("record"), sort: "record" }).toString());
+  const first = data.rows[0];
+  if (!first) return;
+  p.set("generator", first.generator);
+  if (first.generator_trial) p.set("gtrial", first.generator_trial);
+  history.replaceState(null, "", "?" + p.toString());
+}
+
 async function render() {
   const status = document.getElementById("status");
   status.textContent = "";
@@ -282,6 +295,7 @@ async function render() {
       document.getElementById("run").textContent = `${FACET_DATA.run} — ${FACET_DATA.rows.toLocaleString()} verdict rows`;
       document.getElementById("report-link").hidden = !FACET_DATA.report;
     }
+    await openRecordAlone();
     buildFilters();
     await Promise.all([renderList(), renderItem()]);
     followTheItem();
