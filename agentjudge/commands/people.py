@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from agentjudge.commands._app import at_least, guarded
+from agentjudge.commands._app import guarded, within
 
 
 def human_sample(
@@ -21,7 +20,7 @@ def human_sample(
     ] = "hard",
 ) -> None:
     """Write a stratified sample of scored predictions for human annotators."""
-    at_least(n=(n, 1), seed=(seed, 0))
+    within(n=(n, 1), seed=(seed, 0))
     raise typer.Exit(
         guarded(lambda: sample_cli(rundir=rundir, n=n, seed=seed, out=out, difficulty=difficulty))
     )
@@ -30,11 +29,12 @@ def human_sample(
 def sample_cli(rundir: Path, n: int, seed: int, out: Path | None, difficulty: str = "hard") -> int:
     """Write the annotators' CSV; exit 2 on an unusable run folder or output path."""
     from agentjudge import api
+    from agentjudge.commands._app import error
 
     try:
         sample = api.human_sample(rundir, n=n, seed=seed, out=out, difficulty=difficulty)
     except api.InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(str(exc))
         return 2
     rows = len(sample.rows)
     print(
@@ -53,18 +53,21 @@ def human_agree(
     seed: Annotated[int, typer.Option()] = 0,
 ) -> None:
     """Agreement of the programmatic reference with human labels, per metric and topology, with CIs."""
-    at_least(resamples=(resamples, 1), seed=(seed, 0))
+    from agentjudge.limits import MAX_RESAMPLES
+
+    within(resamples=(resamples, 1, MAX_RESAMPLES), seed=(seed, 0))
     raise typer.Exit(guarded(lambda: agree_cli(rundir=rundir, labels=labels, resamples=resamples, seed=seed)))
 
 
 def agree_cli(rundir: Path, labels: Path, resamples: int, seed: int) -> int:
     """Print and write RUNDIR/human/agreement.csv; exit 2 on a bad labels file."""
     from agentjudge import api
+    from agentjudge.commands._app import error
 
     try:
         agreement = api.human_agree(rundir, labels, resamples=resamples, seed=seed)
     except api.InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(str(exc))
         return 2
     for r in agreement.table.itertuples(index=False):
         print(

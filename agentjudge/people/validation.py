@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agentjudge.atomic import replacing
 from agentjudge.errors import InputError
 from agentjudge.rundir import RunFolder
 from agentjudge.stats import ClusterBootstrap
@@ -146,8 +147,8 @@ def write_sample(rundir: Path, n: int, seed: int, out: Path | None, difficulty: 
                 **{c: "" for c in AGREE_COLUMNS},
             }
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(target, index=False, quoting=csv.QUOTE_MINIMAL)
+    with replacing(target) as tmp:
+        pd.DataFrame(rows).to_csv(tmp, index=False, quoting=csv.QUOTE_MINIMAL)
     return Sample(target, tuple(rows), mode, difficulty)
 
 
@@ -176,9 +177,21 @@ def read_labels(path: Path) -> pd.DataFrame:
             if missing:
                 raise HumanInputError(f"{path}: missing column(s) {missing}")
             rows = []
+            key_columns = next(
+                (k for k in (["sample_id"], ["record_id", "generator", "trial"]) if set(k) <= set(header)), []
+            )
+            first: dict[tuple[str, ...], int] = {}
             for lineno, row in enumerate(reader, start=2):
                 if None in row:
                     raise HumanInputError(f"{path}, row {lineno}: more fields than the header has")
+                key = tuple(row[c] or "" for c in key_columns)
+                if key_columns and key in first:  # each item labelled once: a repeated row counts twice
+                    named = ", ".join(f"{c} {v}" for c, v in zip(key_columns, key, strict=True))
+                    raise HumanInputError(
+                        f"{path}, row {lineno}: repeats row {first[key]} ({named}); label each sampled "
+                        "item once (remove the repeated row)"
+                    )
+                first[key] = lineno
                 for m in METRICS:
                     col = f"agree_{m}"
                     if row[col] is None:
@@ -225,6 +238,6 @@ def write_agreement(rundir: Path, labels: Path, resamples: int, seed: int) -> tu
         raise HumanInputError(f"{labels}: every agree_* cell is blank; nothing to compare")
     table = agreement_tables(long, resamples, seed)
     out = Path(rundir) / "human" / "agreement.csv"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out, index=False)
+    with replacing(out) as tmp:
+        table.to_csv(tmp, index=False)
     return table, out

@@ -338,6 +338,11 @@ def _cost_problem(settings: ModelSettings) -> str | None:
     return None
 
 
+# a 1-token call answers in seconds from a server that works; one that takes the connection and never
+# answers would otherwise hold the preflight for the model's whole timeout (120 s by default)
+PROBE_TIMEOUT_S = 15.0
+
+
 async def _probe(settings: ModelSettings) -> str | None:
     from agentjudge.judges.llm import call_settings
     from agentjudge.models.client import ModelClient
@@ -348,12 +353,18 @@ async def _probe(settings: ModelSettings) -> str | None:
         call = call_settings(settings, cot=False)
     except ValueError as exc:
         return f"--probe: {exc}"
-    one_token = call.model_copy(update={"max_tokens": 1, "max_retries": 0})
+    timeout = min(settings.timeout_s, PROBE_TIMEOUT_S)
+    one_token = call.model_copy(update={"max_tokens": 1, "max_retries": 0, "timeout_s": timeout})
     try:
         await client.complete(one_token, [{"role": "user", "content": "Say OK."}])
     except ModelCallError as exc:
         if exc.kind == "empty_response":
             return None  # it answered, with nothing in one token: the model and key work
+        if exc.kind == "timeout" or (exc.kind == "unreachable" and exc.message.startswith("no answer")):
+            return (
+                f"--probe: no answer to a 1-token call within {timeout:g} s (the server took the "
+                "connection and said nothing); check that the model is loaded and the server is not hung"
+            )
         return f"--probe: a 1-token call failed: {exc.kind}: {exc.message[:300]}"
     return None
 

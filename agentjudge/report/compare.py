@@ -158,7 +158,8 @@ class Compared:
 
 def compare_runs(rundirs: list[Path], out: Path, resamples: int, seed: int, ci: str = "expanded") -> Compared:
     """The joined report of two or more runs under ``out``; bad input raises an ``InputError``."""
-    from agentjudge.report.write import write_report
+    from agentjudge.atomic import replacing_folder
+    from agentjudge.report.write import report_folder_problem, write_report
 
     if len(rundirs) < 2:
         raise InputError("compare needs at least two run folders")
@@ -179,11 +180,14 @@ def compare_runs(rundirs: list[Path], out: Path, resamples: int, seed: int, ci: 
             f"compare does not pool record sources ({named}); compare runs of one source "
             "(run `agentjudge report` on each run folder for its per-source reports)"
         )
-    ctx = join_runs(contexts, labels, Path(out), resamples, seed, ci)
-    deltas = paired_deltas(ctx)
     out = Path(out)
-    failed = write_report(
-        ctx, out, title="agentjudge compare: " + " vs ".join(labels), add=_deltas_block(deltas)
-    )
+    if (problem := report_folder_problem(out)) is not None:
+        raise InputError(f"--out {problem}")
+    ctx = join_runs(contexts, labels, out, resamples, seed, ci)
+    deltas = paired_deltas(ctx)
+    with replacing_folder(out) as tmp:  # an earlier comparison stays whole until this one is complete
+        failed = write_report(
+            ctx, tmp, title="agentjudge compare: " + " vs ".join(labels), add=_deltas_block(deltas)
+        )
     overlap = int((deltas["shared_rows"] > 0).sum()) if len(deltas) else 0
     return Compared(out, failed, overlap, tuple(labels))

@@ -172,10 +172,11 @@ def read_predictions(path: Path) -> list[Prediction]:
             rows = pd.read_parquet(path).to_dict("records")
         except Exception as exc:  # pyarrow's own errors: a truncated or foreign file
             raise PredictionsFileError(f"{path}: not a readable Parquet file ({exc})") from None
-        return [row_to_prediction(r, f"{path}, row {i}") for i, r in enumerate(rows, start=1)]
+        where = [f"{path}, row {i}" for i in range(1, len(rows) + 1)]
+        return _unique([(w, row_to_prediction(r, w)) for w, r in zip(where, rows, strict=True)])
     if path.suffix not in (".jsonl", ".json"):
         raise PredictionsFileError(f"{path}: predictions must be .jsonl or .parquet")
-    out: list[Prediction] = []
+    out: list[tuple[str, Prediction]] = []
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -189,25 +190,38 @@ def read_predictions(path: Path) -> list[Prediction]:
             raise PredictionsFileError(f"{path}, line {lineno}: not valid JSON ({exc})") from None
         if not isinstance(row, dict):
             raise PredictionsFileError(f"{path}, line {lineno}: not a JSON object")
-        out.append(row_to_prediction(row, f"{path}, line {lineno}"))
-    return out
+        out.append((f"{path}, line {lineno}", row_to_prediction(row, f"{path}, line {lineno}")))
+    return _unique(out)
+
+
+def _unique(rows: list[tuple[str, Prediction]]) -> list[Prediction]:
+    """The predictions, refused when one (record at a difficulty, generator, trial) is there twice: it would
+    be scored and counted twice (a file joined from two, a line pasted again)."""
+    first: dict[tuple[str, str, int], str] = {}
+    for where, p in rows:
+        key = (p.record_id, p.generator, p.trial)
+        if key in first:
+            raise PredictionsFileError(
+                f"{where}: prediction {p.record_id} of {p.generator} (trial {p.trial}) is there twice, first "
+                f"at {first[key].rsplit(', ', 1)[1]}; keep one of them"
+            )
+        first[key] = where
+    return [p for _, p in rows]
 
 
 def write_predictions(path: Path, predictions: Iterable[Prediction]) -> None:
-    """Write all predictions, replacing the file whole (a temporary file renamed over it); format by
-    suffix."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rows = [prediction_row(p) for p in predictions]
-    tmp = path.with_name(path.name + ".tmp")
-    if path.suffix == ".parquet":
-        import pandas as pd
+    """Write all predictions, replacing the file whole (``atomic.replacing``); format by suffix."""
+    from agentjudge.atomic import replacing
 
-        frame = pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS))
-        frame["cost_usd"] = frame["cost_usd"].astype("float64")  # nullable double, also when all null
-        frame.to_parquet(tmp, index=False)
-    else:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(strict_json.dumps(row, ensure_ascii=False) + "\n")
-    tmp.replace(path)
+    rows = [prediction_row(p) for p in predictions]
+    with replacing(path) as tmp:
+        if path.suffix == ".parquet":
+            import pandas as pd
+
+            frame = pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS))
+            frame["cost_usd"] = frame["cost_usd"].astype("float64")  # nullable double, also when all null
+            frame.to_parquet(tmp, index=False)
+        else:
+            with tmp.open("w", encoding="utf-8") as fh:
+                for row in rows:
+                    fh.write(strict_json.dumps(row, ensure_ascii=False) + "\n")

@@ -83,16 +83,23 @@ def value_match_lines(records: list[Record], predictions: list[Prediction]) -> l
     return lines
 
 
-def write_scores(rows: list[dict[str, Any]], out: Path) -> None:
+def write_scores(rows: list[dict[str, Any]], out: Path, tmp: Path | None = None) -> None:
+    """The scores table as ``out``'s suffix says, written to ``tmp`` (the temporary file of
+    ``atomic.replacing``) or, when none is given, to ``out`` whole."""
+    if out.suffix not in (".parquet", ".csv"):
+        raise ScoreInputError(f"{out}: output must end in .parquet or .csv")
+    if tmp is None:
+        from agentjudge.atomic import replacing
+
+        with replacing(out) as written:
+            write_scores(rows, out, written)
+        return
     frame = pd.DataFrame(rows, columns=list(SCORE_COLUMNS))
     frame["state_match"] = frame["state_match"].astype("boolean")  # nullable: None = no environment
-    out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix == ".parquet":
-        frame.to_parquet(out, index=False)
-    elif out.suffix == ".csv":
-        frame.to_csv(out, index=False)
+        frame.to_parquet(tmp, index=False)
     else:
-        raise ScoreInputError(f"{out}: output must end in .parquet or .csv")
+        frame.to_csv(tmp, index=False)
 
 
 @dataclass(frozen=True)
@@ -146,6 +153,7 @@ def score_files(
 ) -> Scored:
     """Read, score, write; bad input (flags, paths, files) raises ``ScoreInputError`` (or the reader's
     ``LayoutError``) before anything is written."""
+    from agentjudge.atomic import replacing_files
     from agentjudge.fserrors import out_path_problem
     from agentjudge.rundir.records import read_records
 
@@ -166,13 +174,14 @@ def score_files(
             raise ScoreInputError(f"{predictions}: no predictions")
         rows, failed = score_rows(records, preds, modes, lenient)
         matches = value_match_lines(records, preds) if value_matches_out is not None else []
-        write_scores(rows, out)
-        if value_matches_out is not None:
-            value_matches_out.parent.mkdir(parents=True, exist_ok=True)
-            text = "".join(
-                strict_json.dumps(line, ensure_ascii=False, default=str) + "\n" for line in matches
-            )
-            value_matches_out.write_text(text, encoding="utf-8")
+        targets = [out] if value_matches_out is None else [out, value_matches_out]
+        with replacing_files(targets) as temps:  # both files, or neither
+            write_scores(rows, out, temps[0])
+            if value_matches_out is not None:
+                text = "".join(
+                    strict_json.dumps(line, ensure_ascii=False, default=str) + "\n" for line in matches
+                )
+                temps[1].write_text(text, encoding="utf-8")
     except InputError:
         raise
     except ValueError as exc:  # a broken GT trace

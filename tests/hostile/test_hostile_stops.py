@@ -76,8 +76,8 @@ def _wait_for(proc: object, predicate: object, timeout: float = 60.0) -> None:
 def test_view_started_with_sigint_ignored_stops_on_sigint(finished_run: Path) -> None:
     proc = spawn("view", finished_run, ignore_sigint=True)
     assert proc.stdout is not None
-    line = proc.stdout.readline()  # "viewing …"
-    assert line.startswith("viewing"), line
+    lines = [proc.stdout.readline(), proc.stdout.readline()]  # "viewing …", "open http://…"
+    assert lines[1].startswith("open http://127.0.0.1:"), lines
     proc.send_signal(signal.SIGINT)
     o = finish(proc, timeout=10)
     assert o.code == 0 and "stopped" in o.out, o.err
