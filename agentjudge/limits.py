@@ -36,6 +36,12 @@ MIN_TARGET_CI_PP = 0.01  # --target-ci / sampling.target_ci_pp (percentage point
 USABLE_SHARE = 0.5
 
 
+def check_range(flag: str, value: int, minimum: int, maximum: int) -> None:
+    """A count given by a person, refused (``InputError``, naming ``flag``) outside [minimum, maximum]."""
+    if not minimum <= value <= maximum:
+        raise InputError(f"{flag} {value}: must be between {minimum:,} and {maximum:,}")
+
+
 def available_bytes() -> int:
     """What this process may still use: the smallest of the machine's available memory (``MemAvailable``),
     its cgroup's limit and its own address-space limit (``RLIMIT_AS``, less what it has mapped already)."""

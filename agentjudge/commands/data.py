@@ -184,7 +184,7 @@ def infer(
     ],
     out: Annotated[Path, typer.Option(help="predictions .jsonl or .parquet")],
     difficulty: Annotated[list[str] | None, typer.Option(help="Repeatable; default all three.")] = None,
-    trials: Annotated[int, typer.Option(min=1)] = 1,
+    trials: Annotated[int, typer.Option(help="Trials per record and difficulty (1 to 1,000).")] = 1,
     api_base: Annotated[str | None, typer.Option()] = None,
     no_cache: Annotated[bool, NO_CACHE] = False,
     probe: Annotated[bool, PROBE] = False,

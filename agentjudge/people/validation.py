@@ -19,6 +19,7 @@ import pandas as pd
 
 from agentjudge.atomic import replacing
 from agentjudge.errors import InputError
+from agentjudge.limits import MAX_RESAMPLES, check_range
 from agentjudge.rundir import RunFolder
 from agentjudge.stats import ClusterBootstrap
 from agentjudge.types import METRICS, TOPOLOGIES, Record
@@ -233,6 +234,7 @@ def agreement_tables(labels: pd.DataFrame, resamples: int, seed: int) -> pd.Data
 def write_agreement(rundir: Path, labels: Path, resamples: int, seed: int) -> tuple[pd.DataFrame, Path]:
     """RUNDIR/human/agreement.csv from the labels file; returns the table and its path. A bad labels file
     raises ``HumanInputError``."""
+    check_range("--resamples", resamples, 1, MAX_RESAMPLES)
     long = read_labels(Path(labels))
     if long["agree"].notna().sum() == 0:
         raise HumanInputError(f"{labels}: every agree_* cell is blank; nothing to compare")

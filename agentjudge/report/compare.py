@@ -159,12 +159,12 @@ class Compared:
 def compare_runs(rundirs: list[Path], out: Path, resamples: int, seed: int, ci: str = "expanded") -> Compared:
     """The joined report of two or more runs under ``out``; bad input raises an ``InputError``."""
     from agentjudge.atomic import replacing_folder
+    from agentjudge.limits import MAX_RESAMPLES, check_range
     from agentjudge.report.write import report_folder_problem, write_report
 
     if len(rundirs) < 2:
         raise InputError("compare needs at least two run folders")
-    if resamples < 1:
-        raise InputError("--resamples must be >= 1")
+    check_range("--resamples", resamples, 1, MAX_RESAMPLES)
     contexts = [load_context(Path(r), resamples=resamples, seed=seed, ci=ci) for r in rundirs]
     sampled = [str(c.rundir) for c in contexts if c.sampling is not None]
     if sampled:  # their design weights and prefixes are per run: a join would pool them unweighted

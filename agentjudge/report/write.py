@@ -22,6 +22,7 @@ from agentjudge.analysis.first_screen import Screen
 from agentjudge.analysis.first_screen import build as build_screen
 from agentjudge.atomic import replacing_folder
 from agentjudge.errors import InputError
+from agentjudge.limits import MAX_RESAMPLES, check_range
 from agentjudge.provenance import git_commit
 from agentjudge.report.html import (
     figure_html,
@@ -254,8 +255,7 @@ def write_run_report(rundir: Path, resamples: int, seed: int, ci: str = "expande
     in whole: a failure (a full disk) leaves the previous report as it was. An unusable run folder or output
     path raises an ``InputError`` (``RunFolderError``) before anything is written."""
     rundir = Path(rundir)
-    if resamples < 1:
-        raise InputError("--resamples must be >= 1")
+    check_range("--resamples", resamples, 1, MAX_RESAMPLES)
     ctx = load_context(rundir, resamples=resamples, seed=seed, ci=ci)
     out = rundir / "report"
     if (problem := report_folder_problem(out)) is not None:

@@ -160,8 +160,28 @@ def row_to_prediction(row: dict[str, Any], where: str) -> Prediction:
     )
 
 
-def read_predictions(path: Path) -> list[Prediction]:
-    """Predictions from a ``.jsonl`` or ``.parquet`` file."""
+def torn_last_line(path: Path) -> int | None:
+    """The number of a JSON-lines file's last line when a write was cut off in it (no line end after it and
+    not JSON: ``infer`` appends each prediction as it finishes, and a full disk or a killed process can stop
+    one half way), else None. What a line end closes was written whole."""
+    path = Path(path)
+    if path.suffix != ".jsonl" or not path.is_file():
+        return None
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return None
+    last = data.rsplit(b"\n", 1)[-1]
+    try:
+        json.loads(last)
+    except ValueError:  # also not UTF-8: cut inside a character
+        return data.count(b"\n") + 1
+    return None
+
+
+def read_predictions(path: Path, drop_torn_line: bool = False) -> list[Prediction]:
+    """Predictions from a ``.jsonl`` or ``.parquet`` file. ``drop_torn_line``: a JSON-lines file's last line
+    that a write was cut off in (``torn_last_line``) is left out instead of refused (a resumed ``infer``
+    runs its unit again)."""
     path = Path(path)
     if not path.is_file():
         raise PredictionsFileError(f"{path}: no such file")
@@ -177,8 +197,12 @@ def read_predictions(path: Path) -> list[Prediction]:
     if path.suffix not in (".jsonl", ".json"):
         raise PredictionsFileError(f"{path}: predictions must be .jsonl or .parquet")
     out: list[tuple[str, Prediction]] = []
+    torn = torn_last_line(path) if drop_torn_line else None
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
+        if torn is not None:
+            raw = raw[: raw.rfind(b"\n") + 1]
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise PredictionsFileError(f"{path}: not a text file (predictions are JSON lines)") from None
     for lineno, line in enumerate(text.splitlines(), start=1):
