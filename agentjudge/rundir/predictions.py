@@ -182,6 +182,12 @@ def read_predictions(path: Path, drop_torn_line: bool = False) -> list[Predictio
     """Predictions from a ``.jsonl`` or ``.parquet`` file. ``drop_torn_line``: a JSON-lines file's last line
     that a write was cut off in (``torn_last_line``) is left out instead of refused (a resumed ``infer``
     runs its unit again)."""
+    return [p for _, p in read_placed_predictions(path, drop_torn_line)]
+
+
+def read_placed_predictions(path: Path, drop_torn_line: bool = False) -> list[tuple[str, Prediction]]:
+    """``read_predictions`` with where each prediction is ("FILE, line N" / "FILE, row N"), for the
+    messages of a verb that checks them further (``score``)."""
     path = Path(path)
     if not path.is_file():
         raise PredictionsFileError(f"{path}: no such file")
@@ -218,7 +224,7 @@ def read_predictions(path: Path, drop_torn_line: bool = False) -> list[Predictio
     return _unique(out)
 
 
-def _unique(rows: list[tuple[str, Prediction]]) -> list[Prediction]:
+def _unique(rows: list[tuple[str, Prediction]]) -> list[tuple[str, Prediction]]:
     """The predictions, refused when one (record at a difficulty, generator, trial) is there twice: it would
     be scored and counted twice (a file joined from two, a line pasted again)."""
     first: dict[tuple[str, str, int], str] = {}
@@ -230,7 +236,7 @@ def _unique(rows: list[tuple[str, Prediction]]) -> list[Prediction]:
                 f"at {first[key].rsplit(', ', 1)[1]}; keep one of them"
             )
         first[key] = where
-    return [p for _, p in rows]
+    return rows
 
 
 def write_predictions(path: Path, predictions: Iterable[Prediction]) -> None:

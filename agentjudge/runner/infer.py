@@ -260,16 +260,16 @@ def _earlier(out: Path, generator: str, report: Reporter) -> tuple[list[Predicti
     others: list[Prediction] = []
     if out.exists():
         try:
+            for p in read_predictions(out, drop_torn_line=True):
+                (previous if p.generator == generator else others).append(p)
             torn = torn_last_line(out)
-            if torn is not None:
+            if torn is not None:  # the rest of the file reads: an interrupted write, not another file
                 report.event(
                     Note(
                         f"{out}, line {torn}: torn (cut off by an interrupted write); dropped, its "
                         "prediction runs again"
                     )
                 )
-            for p in read_predictions(out, drop_torn_line=True):
-                (previous if p.generator == generator else others).append(p)
         except (OSError, ValueError) as exc:
             raise InputError(
                 f"existing output {out} is unreadable ({exc}); move it away to start over"

@@ -324,6 +324,11 @@ def load_pipeline(path: Path) -> Pipeline:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise PipelineError(f"{path}: cannot read pipeline file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise PipelineError(
+            f"{path}: line {line}: not UTF-8 text (byte {exc.start}); a pipeline is a YAML text file"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -16,7 +16,7 @@ import pandas as pd
 from agentjudge import strict_json
 from agentjudge.errors import InputError
 from agentjudge.rundir.columns import SCORE_COLUMNS
-from agentjudge.rundir.predictions import read_predictions
+from agentjudge.rundir.predictions import read_placed_predictions
 from agentjudge.types import Prediction, Record, ScoringMode
 
 
@@ -25,23 +25,34 @@ class ScoreInputError(InputError):
 
 
 def score_rows(
-    records: list[Record], predictions: list[Prediction], modes: list[ScoringMode], lenient: bool
+    records: list[Record],
+    predictions: list[Prediction],
+    modes: list[ScoringMode],
+    lenient: bool,
+    places: list[str] | None = None,
+    data: Path | None = None,
 ) -> tuple[list[dict[str, Any]], Counter[str]]:
-    """One row per (successful prediction, mode) and the count of failed predictions per generator."""
+    """One row per (successful prediction, mode) and the count of failed predictions per generator.
+    ``places``: where each prediction is ("FILE, line N"), and ``data`` the records file, for the message
+    of a prediction that does not fit the records."""
     from agentjudge.scoring.scorer import prepare, score_prediction, score_row
 
     by_id = {r.id: r for r in records}
     prepared: dict[str, Any] = {}
     failed: Counter[str] = Counter()
     rows: list[dict[str, Any]] = []
-    for p in predictions:
+    for i, p in enumerate(predictions):
+        where = f"{places[i]}: " if places is not None else ""
         record = by_id.get(p.base_id)
         if record is None:
             raise ScoreInputError(
-                f"prediction {p.record_id} ({p.generator}): base_id {p.base_id!r} not in records"
+                f"{where}prediction {p.record_id} ({p.generator}): field base_id: {p.base_id!r} is not a "
+                f"record of {data if data is not None else 'the records file'}"
             )
         if p.record_id != record.record_id(p.difficulty):
-            raise ScoreInputError(f"prediction {p.record_id}: record_id disagrees with base_id/difficulty")
+            raise ScoreInputError(
+                f"{where}prediction {p.record_id}: field record_id disagrees with base_id and difficulty"
+            )
         if p.calls is None:
             failed[p.generator] += 1
             continue
@@ -169,10 +180,11 @@ def score_files(
             raise ScoreInputError(f"--value-matches {problem}")
     try:
         records = read_records(data)
-        preds = read_predictions(predictions)
-        if not preds:
+        placed = read_placed_predictions(predictions)
+        if not placed:
             raise ScoreInputError(f"{predictions}: no predictions")
-        rows, failed = score_rows(records, preds, modes, lenient)
+        preds = [p for _, p in placed]
+        rows, failed = score_rows(records, preds, modes, lenient, [w for w, _ in placed], data)
         matches = value_match_lines(records, preds) if value_matches_out is not None else []
         targets = [out] if value_matches_out is None else [out, value_matches_out]
         with replacing_files(targets) as temps:  # both files, or neither
