@@ -62,6 +62,7 @@ def replacing_files(paths: Sequence[Path | str]) -> Iterator[list[Path]]:
             current = target
             target.parent.mkdir(parents=True, exist_ok=True)
             remove_dead_leftovers(target.parent, _prefix(target))
+        current = targets[0] if targets else current  # the block's error: the file it names, else the first
         yield temps
         for target, tmp in zip(targets, temps, strict=True):
             current = target
@@ -72,6 +73,9 @@ def replacing_files(paths: Sequence[Path | str]) -> Iterator[list[Path]]:
     except BaseException as exc:
         for tmp in temps:
             _remove(tmp)
+        for target, tmp in zip(targets, temps, strict=True):  # say the target, not its temporary name
+            if isinstance(exc, OSError) and exc.filename == str(tmp):
+                current, exc.filename = target, None
         renamed = named(exc, current)
         if renamed is exc:
             raise
@@ -89,8 +93,11 @@ def write_text(path: Path | str, text: str) -> None:
 def write_texts(files: dict[Path, str]) -> None:
     """Several text files that belong together, written whole and all or none (``replacing_files``)."""
     with replacing_files(list(files)) as temps:
-        for tmp, text in zip(temps, files.values(), strict=True):
-            tmp.write_text(text, encoding="utf-8", newline="\n")
+        for (target, text), tmp in zip(files.items(), temps, strict=True):
+            try:
+                tmp.write_text(text, encoding="utf-8", newline="\n")
+            except OSError as exc:
+                raise named(exc, target) from exc
 
 
 def write_bytes(path: Path | str, data: bytes) -> None:

@@ -148,9 +148,20 @@ def write_sample(rundir: Path, n: int, seed: int, out: Path | None, difficulty: 
                 **{c: "" for c in AGREE_COLUMNS},
             }
         )
+    cells = [{k: inert(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows]
     with replacing(target) as tmp:
-        pd.DataFrame(rows).to_csv(tmp, index=False, quoting=csv.QUOTE_MINIMAL)
+        pd.DataFrame(cells).to_csv(tmp, index=False, quoting=csv.QUOTE_MINIMAL)
     return Sample(target, tuple(rows), mode, difficulty)
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert(text: str) -> str:
+    """A cell a spreadsheet shows as text: one that starts like a formula (``= + - @``, or a tab or carriage
+    return before one) gets a leading ``'``, so record text such as ``=HYPERLINK(…)`` in a query is never
+    run when an annotator opens the CSV (OWASP's CSV injection advice). The text itself is kept after it."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def parse_label(value: str, where: str) -> float:

