@@ -112,7 +112,7 @@ def within(**flags: tuple[int, int] | tuple[int, int, int]) -> None:
             error(f"{flag} {value}: must be >= {minimum}")
             raise typer.Exit(2)
         if maximum is not None and value > maximum:
-            error(f"{flag} {value}: must be <= {maximum:,}")
+            error(f"{flag} {value}: must be <= {maximum}")
             raise typer.Exit(2)
 
 

@@ -46,8 +46,8 @@ def score_rows(
         record = by_id.get(p.base_id)
         if record is None:
             raise ScoreInputError(
-                f"{where}prediction {p.record_id} ({p.generator}): field base_id: {p.base_id!r} is not a "
-                f"record of {data if data is not None else 'the records file'}"
+                f"{where}prediction {p.record_id} ({p.generator}): field base_id: {p.base_id!r} not in "
+                f"records{f' ({data})' if data is not None else ''}"
             )
         if p.record_id != record.record_id(p.difficulty):
             raise ScoreInputError(
