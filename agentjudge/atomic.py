@@ -10,8 +10,8 @@ and pandas' often do not) is given the target's path, so the one line a person r
 
 ``replacing(path)`` yields the temporary path to write (any writer that takes a path: pandas, pyarrow,
 matplotlib); ``replacing_files(paths)`` does so for files that belong together (all written, then all
-renamed: a failure in any leaves every target as it was); ``write_text``, ``write_texts`` (a set) and
-``write_bytes`` are the common cases; ``replacing_folder(path)`` yields a temporary folder. What a killed
+renamed: a failure in any leaves every target as it was); ``write_text`` and ``write_texts`` (a set) are the
+common cases; ``replacing_folder(path)`` yields a temporary folder. What a killed
 writer left (its process is gone) is removed by the next write of the same target
 (``remove_dead_leftovers``).
 
@@ -98,11 +98,6 @@ def write_texts(files: dict[Path, str]) -> None:
                 tmp.write_text(text, encoding="utf-8", newline="\n")
             except OSError as exc:
                 raise named(exc, target) from exc
-
-
-def write_bytes(path: Path | str, data: bytes) -> None:
-    with replacing(path) as tmp:
-        tmp.write_bytes(data)
 
 
 @contextlib.contextmanager
