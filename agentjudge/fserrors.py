@@ -41,16 +41,45 @@ def out_path_problem(path: Path, kind: Literal["dir", "file"]) -> str | None:
     return None
 
 
-def describe(exc: BaseException, path: Path | str | None = None) -> str:
-    """``PATH: reason`` from an OSError or sqlite3 error (``path`` when the error has none)."""
+def describe(exc: BaseException, path: Path | str | None = None, *, resumable: bool = False) -> str:
+    """``PATH: reason`` from an OSError or sqlite3 error (``path`` when the error names none). On a full
+    disk it says so and what to do; ``resumable``: the verb keeps finished units (``run``, ``infer``), so
+    a re-run goes on where it stopped; otherwise the verb's earlier files were left as they were (every
+    file is written whole or not at all: ``agentjudge.atomic``)."""
     where = getattr(exc, "filename", None) or path or "(unknown path)"
     if isinstance(exc, sqlite3.Error):
-        text = str(exc)
-        if "locked" in text:
-            text += " (another process is using it; wait for it or use another --out)"
-        return f"{where}: database error: {text}"
-    assert isinstance(exc, OSError)
-    reason = exc.strerror or str(exc)
-    if exc.errno == errno.ENOSPC:
-        reason += " (free some space, then re-run: finished units are kept)"
+        reason = f"database error: {exc}"
+        if "locked" in str(exc):
+            reason += " (another process is using it; wait for it or use another --out)"
+    else:
+        assert isinstance(exc, OSError)
+        reason = exc.strerror or str(exc)
+    if _disk_full(exc, Path(where) if where != "(unknown path)" else None):
+        reason += (
+            " (the disk is full: free some space, then re-run the same command; finished units are kept)"
+            if resumable
+            else " (the disk is full: free some space, then run it again; the earlier files were left as "
+            "they were)"
+        )
     return f"{where}: {reason}"
+
+
+FULL_BELOW = (
+    1 << 20
+)  # bytes free under which a failed write is taken for a full disk (SQLite says "I/O error")
+
+
+def _disk_full(exc: BaseException, path: Path | None) -> bool:
+    """The error says the disk is full (ENOSPC, SQLite's "database or disk is full"), or it is a write
+    error on a file system with almost nothing free (SQLite reports a full disk as "disk I/O error")."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    if "disk is full" in str(exc) or "No space left" in str(exc):
+        return True
+    if path is None or not ("I/O error" in str(exc) or isinstance(exc, OSError) and exc.errno == errno.EIO):
+        return False
+    try:
+        stat = os.statvfs(_nearest_existing(path))
+    except OSError:
+        return False
+    return stat.f_bavail * stat.f_frsize < FULL_BELOW

@@ -12,6 +12,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentjudge.limits import MAX_CONCURRENCY, MAX_RETRIES, MAX_TOKENS, MAX_TURNS
+
 Difficulty = Literal["easy", "medium", "hard"]
 DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
 Topology = Literal["linear", "fan_out", "fan_in", "diamond", "optional_enrichment", "loop_like"]
@@ -254,18 +256,20 @@ class ModelSettings(Strict):
     api_base: str | None = None
     # a fleet: several endpoints serving this same model (e.g. vLLM replicas); instead of api_base
     api_bases: list[str] | None = Field(default=None, min_length=1)
-    endpoint_concurrency: int | None = Field(default=None, ge=1)  # per endpoint of api_bases
+    # per endpoint of api_bases
+    endpoint_concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
     api_key_env: str | None = None
     headers_env: dict[str, str] = Field(default_factory=dict)  # HTTP header -> NAME of the env var holding it
     temperature: float | None = None
-    max_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
     timeout_s: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=4, ge=0)
-    concurrency: int = Field(default=8, ge=1)
+    max_retries: int = Field(default=4, ge=0, le=MAX_RETRIES)
+    concurrency: int = Field(default=8, ge=1, le=MAX_CONCURRENCY)
     drop_params: bool = False
     native_tools: bool = True  # generators: function calling; False = ask for a raw JSON array of calls
     generation: Generation = "single_shot"  # generators: interactive = calls executed, outputs shown
-    max_turns: int = Field(default=12, ge=1)  # interactive: model turns before the episode is cut off
+    # interactive: model turns before the episode is cut off
+    max_turns: int = Field(default=12, ge=1, le=MAX_TURNS)
     tier: int | None = None  # capability tier (1 = strongest) for the kappa-vs-tier-gap analysis
     # send the answer's JSON Schema as response_format: true/"json_schema" (OpenAI, vLLM, Ollama, llama.cpp's
     # llama-server) or "json_object" ({"type": "json_object", "schema": ...}: llama-cpp-python's server)

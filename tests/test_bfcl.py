@@ -247,7 +247,7 @@ def test_bad_input_is_one_line_naming_file_line_and_field(
     assert expect in str(err.value) and target.name in str(err.value)
     out = tmp_path / "out"
     assert import_bfcl_cli(tasks, answers, out=out, category=None) == 2
-    printed = capsys.readouterr().out
+    printed = capsys.readouterr().err
     assert expect in " ".join(printed.split()) and "Traceback" not in printed
     assert not out.exists()  # nothing half-written
 

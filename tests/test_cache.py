@@ -240,4 +240,4 @@ def test_not_a_database_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureF
     bad = tmp_path / "bad.sqlite"
     bad.write_text("this is not sqlite" * 100)
     assert stats_cli(bad) == 2
-    assert "not a readable cache" in capsys.readouterr().out
+    assert "not a readable cache" in capsys.readouterr().err

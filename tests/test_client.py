@@ -12,6 +12,7 @@ from fakeserver import TEST_KEY, FakeLLM, prompt_text
 
 from agentjudge.models.cache import CallCache, cache_key
 from agentjudge.models.client import Completion, ModelCallError, ModelClient, classify
+from agentjudge.models.endpoints import target
 from agentjudge.types import ModelSettings
 
 MSG = [{"role": "user", "content": "say hello"}]
@@ -127,12 +128,26 @@ async def test_timeout_is_retried(fake_llm: FakeLLM) -> None:
 
 
 async def test_timeout_exhausted_gives_timeout_kind(fake_llm: FakeLLM) -> None:
+    """A server that answered before and then hangs: a timeout (one that never answered is stopped as
+    ``unreachable``: tests/hostile/test_hostile_stops.py)."""
+    fake_llm.queue("first answer")
+    client = fast_client()
+    settings = fake_llm.settings(timeout_s=0.3, max_retries=1)
+    await client.complete(settings, MSG)
+    fake_llm.hang_next(seconds=5, times=3)
+    with pytest.raises(ModelCallError) as err:
+        await client.complete(settings, [{"role": "user", "content": "another question"}])
+    assert (err.value.kind, err.value.attempts) == ("timeout", 2)
+    assert client.stats.total.retries == 1
+
+
+async def test_a_server_that_never_answered_and_times_out_is_unreachable(fake_llm: FakeLLM) -> None:
     fake_llm.hang_next(seconds=5, times=3)
     client = fast_client()
     with pytest.raises(ModelCallError) as err:
         await client.complete(fake_llm.settings(timeout_s=0.3, max_retries=1), MSG)
-    assert (err.value.kind, err.value.attempts) == ("timeout", 2)
-    assert client.stats.total.retries == 1
+    assert (err.value.kind, err.value.attempts) == ("unreachable", 2)
+    assert "no answer from" in err.value.message and "within 0.3 s" in err.value.message
 
 
 async def test_malformed_body_retried_then_error(fake_llm: FakeLLM) -> None:
@@ -743,8 +758,10 @@ async def test_a_call_litellm_never_ends_is_given_up_as_a_timeout(
     monkeypatch.setattr(litellm, "acompletion", hangs)
     monkeypatch.setattr(errors_module, "HANG_GUARD_S", 0.05)
     started = time.monotonic()
+    client, settings = fast_client(), fake_llm.settings(timeout_s=0.05, max_retries=1)
+    client.connected.add(target(settings))  # it answered before (one never answered stops: unreachable)
     with pytest.raises(ModelCallError) as err:
-        await fast_client().complete(fake_llm.settings(timeout_s=0.05, max_retries=1), MSG)
+        await client.complete(settings, MSG)
     assert (err.value.kind, err.value.attempts) == ("timeout", 2)
     assert len(cancelled) == 2
     assert time.monotonic() - started < 30  # given up, not waited for an hour

@@ -56,11 +56,12 @@ def importable_names(distributions: set[str]) -> set[str]:
 
 def local_modules(root: Path) -> set[str]:
     """Top-level names the repository itself provides: its packages and the modules tests/benches import
-    from their own folder (pytest and `python bench/x.py` put that folder on the path)."""
+    from their own folder or a folder of theirs (pytest and `python bench/x.py` put that folder on the
+    path: tests/hostile/ imports its harness)."""
     names = {p.name for p in root.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     names |= {p.stem for p in root.glob("*.py")}
     for folder in ("tests", "bench"):
-        names |= {p.stem for p in (root / folder).glob("*.py")}
+        names |= {p.stem for p in (root / folder).rglob("*.py")}
     return names
 
 

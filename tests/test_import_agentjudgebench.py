@@ -324,7 +324,7 @@ def _agentjudge(*args: str | Path) -> subprocess.CompletedProcess[str]:
 def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     done = _agentjudge(tmp_path / "empty", "--records", RECORDS, "--out", tmp_path / "out")
-    assert done.returncode == 2 and "no judge verdicts found" in done.stdout
+    assert done.returncode == 2 and "no judge verdicts found" in done.stderr
     assert not (tmp_path / "out").exists()
     bad = tmp_path / "bad"
     bad.mkdir()
@@ -333,24 +333,24 @@ def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path: Path) -> None:
         json.dumps({"id": "x", "generator": "g", "difficulty": "easy"}) + "\n"
     )
     done = _agentjudge(bad, "--records", RECORDS, "--out", tmp_path / "out")
-    assert done.returncode == 2 and "no judge verdicts found" in done.stdout
-    assert "judge_qwq_32b.jsonl: columns difficulty, generator, id fit no kind" in done.stdout
+    assert done.returncode == 2 and "no judge verdicts found" in done.stderr
+    assert "judge_qwq_32b.jsonl: columns difficulty, generator, id fit no kind" in done.stderr
     assert not (tmp_path / "out").exists()
     (bad / "judge_qwq_32b.jsonl").write_text(
         json.dumps({"id": "x", "generated_tool_calls": [], "programmatic_judge_response": {}}) + "\n"
     )
     done = _agentjudge(bad, "--records", RECORDS, "--out", tmp_path / "out")
-    assert done.returncode == 2 and "judge_qwq_32b.jsonl, row 1: the generator is not a column" in done.stdout
+    assert done.returncode == 2 and "judge_qwq_32b.jsonl, row 1: the generator is not a column" in done.stderr
     release = tmp_path / "release"
     build_release(release, "per-judge")
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "x").write_text("")
     done = _agentjudge(release, "--records", RECORDS, "--out", tmp_path / "taken")
-    assert done.returncode == 2 and "exists and is not empty" in done.stdout
+    assert done.returncode == 2 and "exists and is not empty" in done.stderr
     other = tmp_path / "other.jsonl"
     other.write_text("\n".join(RECORDS.read_text().splitlines()[20:]) + "\n")
     done = _agentjudge(release, "--records", other, "--out", tmp_path / "out")
-    assert done.returncode == 2 and "is not in" in done.stdout and not (tmp_path / "out").exists()
+    assert done.returncode == 2 and "is not in" in done.stderr and not (tmp_path / "out").exists()
     assert "Traceback" not in done.stdout + done.stderr
 
 

@@ -249,14 +249,14 @@ def test_refused_only_when_what_is_needed_is_missing(tmp_path: Path) -> None:
     for path in (data / "gpt5_4" / "train.jsonl", data / "generations" / "llama_3_1_8b_instruct.jsonl"):
         shutil.move(path, hidden / path.name)
     done = _agentjudge("import", "agentjudgebench", tmp_path / "AgentJudgeBench", "--out", tmp_path / "out")
-    assert done.returncode == 2 and "judge verdicts but no generator outputs found" in done.stdout
-    assert "alignment_summary.jsonl: columns generator, judge, mean_alignment fit no kind" in done.stdout
+    assert done.returncode == 2 and "judge verdicts but no generator outputs found" in done.stderr
+    assert "alignment_summary.jsonl: columns generator, judge, mean_alignment fit no kind" in done.stderr
     assert not (tmp_path / "out").exists() and "Traceback" not in done.stdout + done.stderr
     shutil.move(hidden / "train.jsonl", data / "gpt5_4" / "train.jsonl")
     # no records and no --records
     shutil.move(data / "main" / "records.jsonl", hidden / "records.jsonl")
     done = _agentjudge("import", "agentjudgebench", tmp_path / "AgentJudgeBench", "--out", tmp_path / "out")
-    assert done.returncode == 2 and "no base records found" in done.stdout and "--records" in done.stdout
+    assert done.returncode == 2 and "no base records found" in done.stderr and "--records" in done.stderr
     assert not (tmp_path / "out").exists()
     shutil.move(hidden / "records.jsonl", data / "main" / "records.jsonl")
     # a bad row of a judge file: file, row and field named, nothing written
@@ -265,7 +265,7 @@ def test_refused_only_when_what_is_needed_is_missing(tmp_path: Path) -> None:
     bad = json.loads(rows[2]) | {"difficulty": "extreme"}
     judge.write_text("\n".join([*rows[:2], json.dumps(bad), *rows[3:]]) + "\n")
     done = _agentjudge("import", "agentjudgebench", tmp_path / "AgentJudgeBench", "--out", tmp_path / "out")
-    assert done.returncode == 2 and "judge_qwq_32b.jsonl, row 3: difficulty 'extreme'" in done.stdout
+    assert done.returncode == 2 and "judge_qwq_32b.jsonl, row 3: difficulty 'extreme'" in done.stderr
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".import-*"))
     # one generator's outputs missing is not a refusal: its judged rows are counted and left out
     judge.write_text("\n".join(rows) + "\n")

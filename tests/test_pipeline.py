@@ -78,7 +78,7 @@ def test_bad_pipeline_is_refused_naming_file_and_key(
     rundir = tmp_path / "run"
     assert run_cli(path, rundir) == 2
     assert not rundir.exists()
-    assert "error" in capsys.readouterr().out
+    assert "error" in capsys.readouterr().err
 
 
 def test_bad_yaml_names_the_line(tmp_path: Path) -> None:
@@ -108,7 +108,7 @@ def test_bad_dataset_line_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFix
     lines[1] = lines[1].replace('"dag_type"', '"dag_typo"', 1)
     (tmp_path / "records.jsonl").write_text("\n".join(lines) + "\n")
     assert run_cli(path, tmp_path / "run") == 2
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "records.jsonl" in out and "line 2" in out
     assert not (tmp_path / "run").exists()
 
@@ -122,7 +122,7 @@ def test_swapped_gt_needs_two_records_per_topology(
         [make_record(0, "linear"), make_record(1, "linear"), make_record(2, "fan_out")],
     )
     assert run_cli(path, tmp_path / "run") == 2
-    assert "fan_out" in capsys.readouterr().out
+    assert "fan_out" in capsys.readouterr().err
 
 
 def test_defaults_shorthand_and_relative_paths(tmp_path: Path) -> None:

@@ -107,7 +107,7 @@ def test_run_without_key_is_refused_before_anything(
     rundir = tmp_path / "run"
     for dry in (False, True):
         assert run_cli(pipeline, rundir, judges=["openai/gpt-4o-mini", "foo"], dry_run=dry) == 2
-        out = capsys.readouterr().out
+        out = capsys.readouterr().err
         assert "--judge[0] ('openai/gpt-4o-mini'): provider openai needs OPENAI_API_KEY" in out
         assert "--judge[1] ('foo'): litellm cannot tell which provider" in out
         assert "preflight: 2 problem(s)" in out
@@ -193,7 +193,7 @@ def test_output_path_that_is_a_file_is_refused(tmp_path: Path, capsys: pytest.Ca
     blocker.write_text("x")
     for out in (blocker, blocker / "run"):
         assert run_cli(pipeline, out) == 2
-        text = capsys.readouterr().out
+        text = capsys.readouterr().err
         assert f"--out {out}" in text and ("not a folder" in text or "is a file" in text)
     assert blocker.read_text() == "x"
 
@@ -205,7 +205,7 @@ def test_gate1_failures_are_refused_or_skipped(tmp_path: Path, capsys: pytest.Ca
     records[1] = records[1].model_copy(update={"tools": [*records[1].tools, bad_tool]})
     write_records(tmp_path / "records.jsonl", records)
     assert run_cli(pipeline, tmp_path / "run") == 2
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "1 of 4 record(s) fail Gate 1" in out and "record test-0001: gate1:schema_invalid" in out
     assert not (tmp_path / "run").exists()
     assert run_cli(pipeline, tmp_path / "run", skip_invalid=True) == 0
@@ -219,11 +219,17 @@ def test_fs_error_escaping_a_verb_is_one_line_rc2(capsys: pytest.CaptureFixture[
     def full() -> int:
         raise OSError(28, "No space left on device", "/data/run/judgments.parquet")
 
-    assert _guarded(full) == 2
+    assert _guarded(full) == 2  # a verb without units: its earlier files were left as they were
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        "error: /data/run/judgments.parquet: No space left on device (free some space, then re-run: "
-        "finished units are kept)"
+        "error: /data/run/judgments.parquet: No space left on device (the disk is full: free some space, "
+        "then run it again; the earlier files were left as they were)"
+    ]
+    assert _guarded(full, resumable=True) == 2  # run, infer: what finished is kept
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "error: /data/run/judgments.parquet: No space left on device (the disk is full: free some space, "
+        "then re-run the same command; finished units are kept)"
     ]
     assert TEST_KEY_ENV  # the fixture's key variable is set for every test (conftest)
 

@@ -184,7 +184,7 @@ def test_changed_config_is_refused_with_a_diff_and_force_new_archives(
 
     _edit(pipeline, judges=["baseline/rule", "baseline/always-0.5"], concurrency=2)  # concurrency is cosmetic
     assert run_cli(pipeline, rundir) == 2
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "different configuration" in out
     assert "judges[1].model: 'baseline/always-0.5' (added)" in out
     assert "concurrency" not in out.split("Changes")[1]
@@ -246,7 +246,9 @@ def make_flaky_judge(settings: Any, client: Any) -> _FlakyJudge:
 def test_ctrl_c_keeps_finished_units_and_resumes(tmp_path: Path) -> None:
     pipeline = _pipeline(tmp_path / "p")
     rundir, log = tmp_path / "run", tmp_path / "run.log"
-    proc = subprocess.Popen(_command(pipeline, rundir), env=_env(log), stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        _command(pipeline, rundir), env=_env(log), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     deadline = time.monotonic() + 60
     while _done_logger_units(rundir / "run.sqlite") < 4:
         assert proc.poll() is None and time.monotonic() < deadline

@@ -396,7 +396,7 @@ def test_gate1_findings_are_reused_only_for_the_same_dataset_and_code(
     # without the flag the cached findings refuse the dataset as the computed ones did
     _fail(tmp_path / "run" / "run.sqlite", "judge", 1)
     assert run_cli(pipeline, tmp_path / "run") == 2
-    assert "record test-0001: gate1:schema_invalid" in capsys.readouterr().out and spy.gate1 == []
+    assert "record test-0001: gate1:schema_invalid" in capsys.readouterr().err and spy.gate1 == []
 
     records = read_records(folder / "records.jsonl")
     store = tmp_path / "run" / "run.sqlite"

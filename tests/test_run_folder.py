@@ -299,7 +299,7 @@ def test_add_judge_refuses_a_folder_of_another_pipeline(
     data["difficulties"] = ["easy", "hard"]
     pipeline.write_text(yaml.safe_dump(data, sort_keys=False))
     assert run_cli(pipeline, rundir, add_judges=["baseline/always-0", "baseline/always-1"]) == 2
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "difficulties" in out and "only to a folder holding the same pipeline" in out
     assert (rundir / "run.sqlite").read_bytes() == stored
 
@@ -307,7 +307,7 @@ def test_add_judge_refuses_a_folder_of_another_pipeline(
 def test_add_judge_and_judge_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pipeline = write_pipeline(tmp_path, judges=["baseline/rule", "baseline/always-1"], difficulties=["easy"])
     assert run_cli(pipeline, tmp_path / "dup", add_judges=["baseline/rule"]) == 2
-    assert "--add-judge baseline/rule: already a judge of the pipeline" in capsys.readouterr().out
+    assert "--add-judge baseline/rule: already a judge of the pipeline" in capsys.readouterr().err
     assert not (tmp_path / "dup").exists()
 
     assert (
@@ -428,7 +428,7 @@ def test_a_ctrl_c_during_the_work_is_130_and_interrupted_only(
 
     monkeypatch.setattr(grid._Grid, "export", ctrl_c)  # the work is done, its files are not written yet
     assert run_cli(pipeline, tmp_path / "run") == 130
-    out = capsys.readouterr().out
-    assert "interrupted" in out and "done:" not in out
+    printed = capsys.readouterr()
+    assert "interrupted" in printed.err and "done:" not in printed.out + printed.err
     monkeypatch.undo()
     assert run_cli(pipeline, tmp_path / "run") == 0  # the re-run resumes and finishes

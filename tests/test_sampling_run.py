@@ -147,7 +147,7 @@ def test_another_order_is_refused_and_an_unsampled_rerun_judges_everything(
     other = _pipeline(tmp_path / "q", sampling={"target_ci_pp": 8.0, "pilot": 10, "seed": 7})
     capsys.readouterr()
     assert run_cli(other, rundir) == 2
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "sampled with seed 0 and pilot 10" in " ".join(out.split())
     unsampled = _pipeline(tmp_path / "u", sampling=None)
     assert run_cli(unsampled, rundir) == 0

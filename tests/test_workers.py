@@ -442,7 +442,9 @@ def test_ctrl_c_with_two_workers_stops_them_and_resumes(tmp_path: Path, fake_llm
     )
     rundir = tmp_path / "run"
     command = [sys.executable, "-m", "agentjudge", "run", str(pipeline), "--out", str(rundir)]
-    proc = subprocess.Popen(command, env=dict(os.environ), stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        command, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     deadline = time.monotonic() + 90
     while len(_done_units(rundir / "run.sqlite")) < 4:
         assert proc.poll() is None and time.monotonic() < deadline

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -117,12 +118,26 @@ def batches(rundir: Path | str) -> list[dict[str, Any]]:
     if not rundir.is_dir():
         what = "not a folder (give the run folder, not a file in it)" if rundir.exists() else "no such folder"
         raise InputError(f"{rundir}: {what}")
+    if not store.is_file():
+        raise InputError(f"{store}: no run store here (run `agentjudge run ... --out {rundir}` first)")
     db = open_readonly(store)
     if db is None:
-        raise InputError(f"{store}: not a run store (run `agentjudge run ... --out {rundir}` first)")
+        raise InputError(f"{store}: damaged or not a run store ({_why_unreadable(store)})")
     try:
         has_table = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='batches'").fetchone()
         rows: list[dict[str, Any]] = batch_rows(db) if has_table else []
     finally:
         db.close()
     return rows
+
+
+def _why_unreadable(store: Path) -> str:
+    """SQLite's reason a file is no run store (not a database, malformed, no ``units`` table)."""
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            db.execute("SELECT 1 FROM units LIMIT 1")
+    except sqlite3.Error as exc:
+        return str(exc)
+    return "unreadable"

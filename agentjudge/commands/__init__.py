@@ -13,6 +13,8 @@ Each module imports only typer at the top: ``agentjudge --help`` stays fast and 
 
 from __future__ import annotations
 
+import signal
+
 from agentjudge.commands import cache, data, people, report, run, tracks
 from agentjudge.commands._app import Process, app, cache_app, import_app
 
@@ -34,8 +36,16 @@ cache_app.command("clear")(cache.cache_clear)
 
 
 def main() -> None:
-    """The ``agentjudge`` console script: the command line, in a process that ends with the verb."""
+    """The ``agentjudge`` console script: the command line, in a process that ends with the verb.
+
+    Ctrl-C (SIGINT) stops every verb cleanly: exit 130, nothing half-written, a run's finished units kept
+    (``view`` exits 0). A shell without job control starts ``cmd &`` with SIGINT ignored, and Python keeps
+    a signal it inherited ignored, so a verb started from a script could not be stopped with Ctrl-C or
+    ``kill -INT``; the default handler is put back for every verb. To keep a verb running past Ctrl-C, start
+    it in a session of its own (``setsid agentjudge …``); ``nohup`` ignores SIGHUP, which stays as it was."""
     Process.standalone = True
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     app()
 
 

@@ -74,40 +74,52 @@ class Process:
     standalone = False
 
 
-def guarded(call: Callable[[], int]) -> int:
+def error(message: str) -> None:
+    """An error as every verb prints it: ``error: MESSAGE`` on stderr, as plain text (no markup, no wrapping:
+    a path or a key stays on its line), so ``agentjudge VERB … > out.txt`` still shows it."""
+    typer.echo(f"error: {message}", err=True)
+
+
+def guarded(call: Callable[[], int], *, resumable: bool = False) -> int:
     """Run a verb's shell; an ``InputError`` it did not print itself is exit 2 with ``error: MESSAGE``, a
     file-system error that escaped it (disk full, locked database, ...) exit 2 with one line naming the
-    path, Ctrl-C exit 130."""
+    path (``resumable``: the verb keeps finished units, and the line says so), Ctrl-C exit 130."""
     from agentjudge.errors import InputError
     from agentjudge.fserrors import FS_ERRORS, describe
 
     try:
         return call()
     except InputError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        error(str(exc))
         return 2
     except FS_ERRORS as exc:
-        typer.echo(f"error: {describe(exc)}", err=True)
+        error(describe(exc, resumable=resumable))
         return 2
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         return 130
 
 
-def at_least(**flags: tuple[int, int]) -> None:
-    """Numeric flags checked before a verb starts: ``--flag VALUE`` below its minimum is exit 2 with one line
-    and nothing written (a bootstrap seed must be >= 0, a count or a number of resamples >= 1)."""
-    for name, (value, minimum) in flags.items():
+def within(**flags: tuple[int, int] | tuple[int, int, int]) -> None:
+    """Numeric flags checked before a verb starts: ``--flag VALUE`` below its minimum or above its maximum
+    (``agentjudge.limits``) is exit 2 with one line and nothing written (a bootstrap seed must be >= 0, a
+    count >= 1, resamples at most ``MAX_RESAMPLES``)."""
+    for name, bounds in flags.items():
+        value, minimum = bounds[0], bounds[1]
+        maximum = bounds[2] if len(bounds) == 3 else None
+        flag = f"--{name.replace('_', '-')}"
         if value < minimum:
-            typer.echo(f"error: --{name.replace('_', '-')} {value}: must be >= {minimum}", err=True)
+            error(f"{flag} {value}: must be >= {minimum}")
+            raise typer.Exit(2)
+        if maximum is not None and value > maximum:
+            error(f"{flag} {value}: must be <= {maximum}")
             raise typer.Exit(2)
 
 
-def failed_preflight(console: Any, exc: Any, highlight: bool = False) -> int:
-    """A ``PreflightError`` as every verb with a preflight prints it: each problem, then the count."""
-    from rich.markup import escape
-
+def failed_preflight(exc: Any) -> int:
+    """A ``PreflightError`` as every verb with a preflight prints it, on stderr: each problem, then the
+    count."""
     for line in exc.problems:
-        console.print(f"[red]error:[/red] {escape(line)}", highlight=highlight, soft_wrap=True)
-    console.print(str(exc))
+        error(line)
+    typer.echo(str(exc), err=True)
     return 2

@@ -26,16 +26,20 @@ def stats_cli(path: Path | None = None) -> int:
     from rich.table import Table
 
     from agentjudge import api
+    from agentjudge.commands._app import error
 
     console = Console(soft_wrap=True)
     try:
         stats = api.cache_stats(path)
     except api.InputError as exc:
-        console.print(f"[red]{exc}[/red]")
+        error(str(exc))
         return 2
     if not stats.exists:
+        if path is not None:  # a file was named: its absence is an error
+            error(f"--path {stats.path}: no such cache file")
+            return 2
         console.print(f"[yellow]No cache at {stats.path} (nothing has been cached yet).[/yellow]")
-        return 0 if path is None else 2
+        return 0
     console.print(
         f"Cache {stats.path}: {stats.entries} entries, {human_bytes(stats.size_bytes)}, "
         f"{stats.hits} hits served"
@@ -63,16 +67,20 @@ def clear_cli(path: Path | None = None, model: str | None = None) -> int:
     from rich.console import Console
 
     from agentjudge import api
+    from agentjudge.commands._app import error
 
     console = Console(soft_wrap=True)
     try:
         cleared = api.cache_clear(path, model=model)
     except api.InputError as exc:
-        console.print(f"[red]{exc}[/red]")
+        error(str(exc))
         return 2
     if not cleared.exists:
+        if path is not None:  # a file was named: its absence is an error
+            error(f"--path {cleared.path}: no such cache file; nothing to clear")
+            return 2
         console.print(f"[yellow]No cache at {cleared.path}; nothing to clear.[/yellow]")
-        return 0 if path is None else 2
+        return 0
     scope = f" of model {model}" if model else ""
     console.print(f"Deleted {cleared.deleted} cached answers{scope} from {cleared.path}.")
     return 0

@@ -29,30 +29,35 @@ def generate(
 def generate_cli(out: Path, size: str, seed: int, llm: str | None, api_base: str | None) -> int:
     """Exit code: 0 written, 1 a scenario could not be made to pass (nothing written), 2 bad arguments."""
     from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
 
     from agentjudge import api
-    from agentjudge.commands._app import failed_preflight
+    from agentjudge.commands._app import error, failed_preflight
     from agentjudge.dataset.generate import GenerationError
+    from agentjudge.fserrors import FS_ERRORS, describe
     from agentjudge.models.client import ModelCallError
 
     console = Console(soft_wrap=True)
     try:
         result = api.generate(out, size=size, seed=seed, llm=llm, api_base=api_base)
     except api.PreflightError as exc:
-        return failed_preflight(console, exc, highlight=True)
+        return failed_preflight(exc)
     except api.InputError as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        error(str(exc))
+        return 2
+    except FS_ERRORS as exc:  # the disk filled up: nothing was written (both files, or neither)
+        error(describe(exc))
         return 2
     except ModelCallError as exc:
-        console.print(f"[red]--llm {escape(str(llm))} stopped, nothing written:[/] {escape(str(exc))}")
+        error(f"--llm {llm} stopped, nothing written: {exc}")
         return 1
     except GenerationError as exc:
-        console.print(f"[red]generation failed, nothing written:[/] {escape(str(exc))}")
+        error(f"generation failed, nothing written: {exc}")
         return 1
+    except KeyboardInterrupt:
+        raise
     except Exception as exc:  # a bug in the builder or here: say where, write nothing, no traceback wall
-        console.print(f"[red]internal error, nothing written:[/] {type(exc).__name__}: {escape(str(exc))}")
+        error(f"internal error, nothing written: {type(exc).__name__}: {exc}")
         return 1
     manifest = result.manifest
     table = Table(
@@ -101,13 +106,14 @@ def validate_cli(path: Path) -> int:
     from rich.table import Table
 
     from agentjudge import api
+    from agentjudge.commands._app import error
     from agentjudge.dataset.validate import counted
 
     console = Console(soft_wrap=True)
     try:
         result = api.validate(path)
     except api.InputError as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        error(str(exc))
         return 2
     failing = result.failing
     console.print(
@@ -156,16 +162,14 @@ def audit(
 
 
 def audit_cli(path: Path, n: int, seed: int, difficulty: str | None) -> int:
-    from rich.console import Console
-    from rich.markup import escape
-
     from agentjudge import api
+    from agentjudge.commands._app import error
     from agentjudge.dataset.audit import render
 
     try:
         picked = api.audit(path, n=n, seed=seed, difficulty=difficulty)
     except api.InputError as exc:
-        Console(soft_wrap=True, highlight=False).print(f"[red]error:[/] {escape(str(exc))}")
+        error(str(exc))
         return 2
     print(picked.header())
     for i, (record, d) in enumerate(picked.picked, 1):
@@ -180,7 +184,7 @@ def infer(
     ],
     out: Annotated[Path, typer.Option(help="predictions .jsonl or .parquet")],
     difficulty: Annotated[list[str] | None, typer.Option(help="Repeatable; default all three.")] = None,
-    trials: Annotated[int, typer.Option(min=1)] = 1,
+    trials: Annotated[int, typer.Option(help="Trials per record and difficulty (1 to 1,000).")] = 1,
     api_base: Annotated[str | None, typer.Option()] = None,
     no_cache: Annotated[bool, NO_CACHE] = False,
     probe: Annotated[bool, PROBE] = False,
@@ -199,7 +203,8 @@ def infer(
                 no_cache=no_cache,
                 probe=probe,
                 skip_invalid=skip_invalid,
-            )
+            ),
+            resumable=True,
         )
     )
 
@@ -222,7 +227,7 @@ def infer_cli(
     from rich.markup import escape
 
     from agentjudge import api
-    from agentjudge.commands._app import failed_preflight
+    from agentjudge.commands._app import error, failed_preflight
     from agentjudge.commands.progress import ConsoleReporter, infer_progress
     from agentjudge.models.failures import FailureLog
 
@@ -241,9 +246,9 @@ def infer_cli(
             progress=ConsoleReporter(console, bars=infer_progress),
         )
     except api.PreflightError as exc:
-        return failed_preflight(console, exc)
+        return failed_preflight(exc)
     except api.InputError as exc:
-        console.print(f"[red]{escape(str(exc))}[/red]")
+        error(str(exc))
         return 2
     total = result.calls
     console.print(
@@ -300,16 +305,15 @@ def score_cli(
     data: Path, predictions: Path, out: Path, mode: str, lenient: bool, value_matches_out: Path | None = None
 ) -> int:
     """Read, score, write, print a summary; 0 on success, 2 on bad input (message on stderr)."""
-    import sys
-
     from agentjudge import api
+    from agentjudge.commands._app import error
 
     try:
         result = api.score(
             data, predictions, out, mode=mode, lenient=lenient, value_matches=value_matches_out
         )
     except api.InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(str(exc))
         return 2
     print(f"scored {result.scored} of {result.predictions} predictions ({', '.join(result.modes)}"
           f"{', lenient' if lenient else ''}) -> {out}")  # fmt: skip

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentjudge.commands._app import FLAG, at_least, guarded
+from agentjudge.commands._app import FLAG, guarded, within
 
 if TYPE_CHECKING:
     from agentjudge.people.agree import PeopleTables
@@ -24,7 +24,7 @@ def human_sample(
     ] = "hard",
 ) -> None:
     """Write a stratified sample of scored predictions for human annotators."""
-    at_least(n=(n, 1), seed=(seed, 0))
+    within(n=(n, 1), seed=(seed, 0))
     raise typer.Exit(
         guarded(lambda: sample_cli(rundir=rundir, n=n, seed=seed, out=out, difficulty=difficulty))
     )
@@ -33,11 +33,12 @@ def human_sample(
 def sample_cli(rundir: Path, n: int, seed: int, out: Path | None, difficulty: str = "hard") -> int:
     """Write the annotators' CSV; exit 2 on an unusable run folder or output path."""
     from agentjudge import api
+    from agentjudge.commands._app import error
 
     try:
         sample = api.human_sample(rundir, n=n, seed=seed, out=out, difficulty=difficulty)
     except api.InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(str(exc))
         return 2
     rows = len(sample.rows)
     print(
@@ -76,10 +77,7 @@ def label(
     ] = False,
 ) -> None:
     """Label a run's outputs in the browser, keyboard only: a person as one more judge (human/NAME)."""
-    at_least(n=(n, 1), seed=(seed, 0), port=(port, 0))
-    if port > 65535:
-        typer.echo(f"error: --port {port}: must be <= 65535", err=True)
-        raise typer.Exit(2)
+    within(n=(n, 1), seed=(seed, 0), port=(port, 0, 65535))
     raise typer.Exit(
         guarded(
             lambda: label_cli(
@@ -104,6 +102,7 @@ def label_cli(
     import warnings
 
     from agentjudge import api
+    from agentjudge.commands._app import error
 
     try:
         with warnings.catch_warnings():
@@ -119,7 +118,7 @@ def label_cli(
                 show_reference=show_reference,
             )
     except api.InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(str(exc))
         return 2
     if labelling.warning:
         print(f"warning: {labelling.warning}", file=sys.stderr)
@@ -162,7 +161,9 @@ def human_agree(
     ] = False,
 ) -> None:
     """People against the programmatic reference (per metric and topology) and every judge, with CIs."""
-    at_least(resamples=(resamples, 1), seed=(seed, 0))
+    from agentjudge.limits import MAX_RESAMPLES
+
+    within(resamples=(resamples, 1, MAX_RESAMPLES), seed=(seed, 0))
     raise typer.Exit(
         guarded(
             lambda: agree_cli(
@@ -188,13 +189,14 @@ def agree_cli(
     """Print and write RUNDIR/human/agreement.csv (and, from the run's labels, the judges' tables); exit 2 on
     a bad labels file or a folder without labels."""
     from agentjudge import api
+    from agentjudge.commands._app import error
 
     try:
         agreement = api.human_agree(
             rundir, labels, resamples=resamples, seed=seed, target_ci=target_ci, unweighted=unweighted
         )
     except api.InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(str(exc))
         return 2
     if agreement.people is not None:
         _print_people(agreement.people)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from agentjudge.commands._app import at_least, guarded
+from agentjudge.commands._app import guarded, within
 
 CI = typer.Option(
     help="The bootstrap CI: 'expanded' (expanded percentile, the default) or 'percentile' (the plain one, "
@@ -22,20 +22,21 @@ def report(
     ci: Annotated[str, CI] = "expanded",
 ) -> None:
     """Write RUNDIR/report/: report.md, report.html, tables/*.csv, figures/*.png."""
-    at_least(resamples=(resamples, 1), seed=(seed, 0))
+    from agentjudge.limits import MAX_RESAMPLES
+
+    within(resamples=(resamples, 1, MAX_RESAMPLES), seed=(seed, 0))
     raise typer.Exit(guarded(lambda: report_cli(rundir=rundir, resamples=resamples, seed=seed, ci=ci)))
 
 
 def report_cli(rundir: Path, resamples: int, seed: int, ci: str = "expanded") -> int:
     """0 written, 1 written but some analysis failed, 2 unusable run folder."""
-    import sys
-
     from agentjudge import api
+    from agentjudge.commands._app import error
 
     try:
         written = api.report(rundir, resamples=resamples, seed=seed, ci=ci)
     except api.InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(str(exc))
         return 2
     print(
         f"report written to {written.html} and {written.markdown}"
@@ -63,7 +64,9 @@ def compare(
     ci: Annotated[str, CI] = "expanded",
 ) -> None:
     """One first screen across runs (judges labelled by run), with paired deltas where records overlap."""
-    at_least(resamples=(resamples, 1), seed=(seed, 0))
+    from agentjudge.limits import MAX_RESAMPLES
+
+    within(resamples=(resamples, 1, MAX_RESAMPLES), seed=(seed, 0))
     raise typer.Exit(
         guarded(lambda: compare_cli(rundirs=rundirs, out=out, resamples=resamples, seed=seed, ci=ci))
     )
@@ -71,14 +74,13 @@ def compare(
 
 def compare_cli(rundirs: list[Path], out: Path, resamples: int, seed: int, ci: str = "expanded") -> int:
     """0 written, 1 written but some analysis failed, 2 bad input."""
-    import sys
-
     from agentjudge import api
+    from agentjudge.commands._app import error
 
     try:
         done = api.compare(rundirs, out=out, resamples=resamples, seed=seed, ci=ci)
     except api.InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(str(exc))
         return 2
     print(
         f"comparison written to {done.out / 'report.html'} and {done.out / 'report.md'}; "
@@ -100,10 +102,7 @@ def view(
     ] = "127.0.0.1",
 ) -> None:
     """Browse a run item by item in the browser: filter verdicts, open an item, compare judges."""
-    at_least(port=(port, 0))
-    if port > 65535:
-        typer.echo(f"error: --port {port}: must be <= 65535", err=True)
-        raise typer.Exit(2)
+    within(port=(port, 0, 65535))
     raise typer.Exit(guarded(lambda: view_cli(rundir=rundir, host=host, port=port)))
 
 
@@ -115,21 +114,24 @@ def view_cli(rundir: Path, host: str, port: int) -> int:
     from rich.markup import escape
 
     from agentjudge import api
+    from agentjudge.commands._app import error
 
     console = Console()
     try:
         viewing = api.view(rundir, host=host, port=port)
     except api.InputError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        error(str(exc))
         return 2
-    console.print(
-        f"viewing {escape(str(rundir))}: {viewing.rows:,} verdict rows, opened in "
-        f"{viewing.open_seconds:.1f} s",
-        highlight=False,
-    )
-    url = viewing.url
-    console.print(f"open {url}  (the report: {url}report/; Ctrl-C stops)", highlight=False, soft_wrap=True)
-    try:
+    try:  # from here Ctrl-C stops the server: exit 0
+        console.print(
+            f"viewing {escape(str(rundir))}: {viewing.rows:,} verdict rows, opened in "
+            f"{viewing.open_seconds:.1f} s",
+            highlight=False,
+            soft_wrap=True,
+        )
+        url = viewing.url
+        opened = f"open {url}  (the report: {url}report/; Ctrl-C stops)"
+        console.print(opened, highlight=False, soft_wrap=True)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:

@@ -79,7 +79,8 @@ def run(
                 skip_invalid=skip_invalid,
                 target_ci=target_ci,
                 lean_export=Process.standalone,  # only when this process ends with the verb
-            )
+            ),
+            resumable=True,
         )
     )
 
@@ -104,10 +105,8 @@ def run_cli(
     (the pipeline, the dataset, a model's set-up found by the preflight, the output folder, or another
     invocation holding it), 130 interrupted (finished units are kept). ``lean_export``: this process ends
     after the run (the console script), so its export may keep pandas out (``fastpaths/lean_export.py``)."""
-    from rich.markup import escape
-
     from agentjudge import api
-    from agentjudge.commands._app import failed_preflight
+    from agentjudge.commands._app import error, failed_preflight
     from agentjudge.commands.progress import ConsoleReporter, run_console
     from agentjudge.fastpaths.lean_export import process_ends_after_run
 
@@ -131,15 +130,15 @@ def run_cli(
             progress=ConsoleReporter(console),  # prints the events and, at the end, the result
         )
     except api.PreflightError as exc:
-        return failed_preflight(console, exc)
+        return failed_preflight(exc)
     except api.InputError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        error(str(exc))
         return 2
     except api.RunInterrupted as exc:
-        console.print(
-            f"interrupted: finished units are saved in {escape(str(exc.rundir / 'run.sqlite'))}; "
+        typer.echo(
+            f"interrupted: finished units are saved in {exc.rundir / 'run.sqlite'}; "
             "re-run the same command to resume.",
-            soft_wrap=True,
+            err=True,
         )
         return 130
     finally:
@@ -163,13 +162,13 @@ def batches_cli(rundir: Path) -> int:
     from rich.table import Table
 
     from agentjudge import api
+    from agentjudge.commands._app import error
 
     console = Console(width=None if Console().is_terminal else 200)
     try:
         rows = api.batches(rundir)
     except api.InputError as exc:
-        errors = Console(stderr=True, width=200)
-        errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        error(str(exc))
         return 2
     if not rows:
         console.print(f"{escape(str(rundir))}: no batches (no model of this run has batch: true)")

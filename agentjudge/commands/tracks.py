@@ -59,7 +59,7 @@ def taubench_cli(
     from rich.markup import escape
 
     from agentjudge import api
-    from agentjudge.commands._app import failed_preflight
+    from agentjudge.commands._app import error, failed_preflight
 
     console = Console()
     try:
@@ -67,9 +67,9 @@ def taubench_cli(
             data, out, judges=judges, conditions=conditions, api_base=api_base, no_cache=no_cache, probe=probe
         )
     except api.PreflightError as exc:
-        return failed_preflight(console, exc)
+        return failed_preflight(exc)
     except api.InputError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        error(str(exc))
         return 2
     console.print(done.markdown, markup=False, highlight=False)
     if done.failures:
@@ -100,15 +100,15 @@ def import_bfcl(
 def import_bfcl_cli(tasks: Path, answers: Path, out: Path, category: str | None) -> int:
     """0 written, 2 a bad task or answer file (nothing written)."""
     from rich.console import Console
-    from rich.markup import escape
 
     from agentjudge import api
+    from agentjudge.commands._app import error
 
     console = Console(soft_wrap=True)
     try:
         done = api.import_bfcl(tasks, answers, out, category=category)
     except api.InputError as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        error(str(exc))
         return 2
     shapes = ", ".join(f"{k} {v}" for k, v in done.manifest["counts"]["dag_type"].items())
     console.print(
@@ -152,6 +152,7 @@ def import_agentjudgebench_cli(release: Path, records: Path | None, out: Path) -
     from rich.markup import escape
 
     from agentjudge import api
+    from agentjudge.commands._app import error
     from agentjudge.commands.progress import ConsoleReporter, run_console
 
     console = Console()
@@ -160,7 +161,7 @@ def import_agentjudgebench_cli(release: Path, records: Path | None, out: Path) -
             release, out, records=records, progress=ConsoleReporter(run_console())
         )
     except api.InputError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        error(str(exc))
         return 2
     summary = done.summary
     console.print(

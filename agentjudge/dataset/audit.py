@@ -141,10 +141,10 @@ def audit_sample(path: Path, n: int, seed: int, difficulty: str | None) -> Audit
 
     wanted = [d.strip() for d in (difficulty or "hard").split(",") if d.strip()]
     bad = [d for d in wanted if d not in DIFFICULTIES]
-    if bad or not wanted or n < 1:
-        raise InputError(
-            f"--difficulty must list {', '.join(DIFFICULTIES)}" if bad or not wanted else "--n must be >= 1"
-        )
+    if bad or not wanted:
+        raise InputError(f"--difficulty {difficulty}: choose from {', '.join(DIFFICULTIES)}")
+    if n < 1:
+        raise InputError(f"--n {n}: must be >= 1")
     records = read_dataset(path)
     picked = sample(records, n, seed, wanted)  # type: ignore[arg-type]
     lacking = [(r, d) for r, d in picked if d not in difficulties_of(r)]

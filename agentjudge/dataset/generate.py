@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing as mp
+import signal
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,8 +148,13 @@ def run_jobs(
     if len(jobs) <= PARALLEL_ABOVE or procs <= 1:
         return [_make_star(w) for w in work]
     ctx = mp.get_context("fork")
-    with ctx.Pool(procs) as pool:
+    with ctx.Pool(procs, initializer=_pool_child) as pool:  # Ctrl-C: the parent ends the pool
         return list(pool.imap(_make_star, work, chunksize=32))
+
+
+def _pool_child() -> None:
+    """A pool child leaves Ctrl-C to the parent, which ends the pool (a child would print a traceback)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _spread(values: list[int]) -> dict[str, float]:
@@ -213,8 +219,9 @@ def generate(
     processes: int | None = None,
 ) -> dict[str, Any]:
     """Generate and write; returns the manifest. Raises GenerationError (nothing written) on failure."""
+    from agentjudge.atomic import write_texts
     from agentjudge.dataset.world import list_domains
-    from agentjudge.rundir.records import records_text, write_text_atomic
+    from agentjudge.rundir.records import records_text
 
     if size not in SIZES:
         raise ValueError(f"--size must be one of {', '.join(SIZES)}, got {size!r}")
@@ -237,6 +244,6 @@ def generate(
     text = records_text(lines)
     manifest = build_manifest(size, seed, text, outcomes, llm, rewrite_failed)
     out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / "records.jsonl", text)
-    write_text_atomic(out / "manifest.json", strict_json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    manifest_text = strict_json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+    write_texts({out / "records.jsonl": text, out / "manifest.json": manifest_text})  # both or neither
     return manifest

@@ -18,6 +18,7 @@ per hit (~70 µs each, most of a hit's cost). A killed process loses the counts 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -171,6 +172,34 @@ def _write_hits_at_exit(path: Path, hits: _Hits) -> None:
             conn.close()
     except sqlite3.Error as exc:  # statistics only: said, not raised at exit
         print(f"agentjudge: {len(rows)} cache hit counts not written to {path}: {exc}", file=sys.stderr)
+
+
+def cache_problem(path: Path | None = None) -> str | None:
+    """Why the call cache at ``path`` (default: ``default_cache_path``) cannot be used, or None; checked by
+    the preflight of every verb that calls a model, so a folder, a file that is not a cache, or a place
+    that cannot be written is named before any call (not as "unable to open database file" on every
+    unit). Creates nothing: an absent cache whose folder can be made is fine."""
+    target = Path(path) if path is not None else default_cache_path()
+    if target.is_dir():
+        return f"{target}: is a folder, not a cache file (name a file, e.g. {target / 'calls.sqlite'})"
+    probe = target.parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{target}: {probe} is a file, not a folder"
+    if not target.exists():
+        writable = os.access(probe, os.W_OK | os.X_OK)
+        return None if writable else f"{target}: folder {probe} cannot be written"
+    if not os.access(target, os.R_OK | os.W_OK) or not os.access(target.parent, os.W_OK | os.X_OK):
+        return f"{target}: cannot be written (the cache stores every answer as it arrives)"
+    try:
+        with contextlib.closing(sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.Error as exc:
+        return f"{target}: not a call cache ({exc}); move it away or name another file"
+    if tables and "calls" not in tables:
+        return f"{target}: an SQLite file but not a call cache (no table calls); name another file"
+    return None
 
 
 class CallCache:

@@ -63,6 +63,7 @@ from agentjudge.models.errors import (
     MODEL_FATAL_KINDS,
     NOT_AN_ANSWER_KINDS,
     RETRYABLE_KINDS,
+    UNANSWERED_KINDS,
     ModelCallError,
     backoff,
     classify,
@@ -341,18 +342,27 @@ class ModelClient(FleetCalls, BatchCalls):
         self.stopped.setdefault(target(settings), exc)
         return exc
 
-    def _unreachable(self, settings: ModelSettings, attempts: int, message: str) -> ModelCallError:
-        """The error of a call none of whose attempts connected, to a target that never answered: it names
-        the endpoint (redacted), says how to check the set-up, and quotes the provider's last error last, so
-        that a message cut to fit a line loses only the end of that quote, never the advice; ``_send``
-        stops the model. (The attempts are the error's own: ``unreachable after N attempt(s)``.)"""
+    def _unreachable(
+        self, settings: ModelSettings, attempts: int, message: str, kind: str = "connection"
+    ) -> ModelCallError:
+        """The error of a call none of whose attempts was answered (it could not connect, or the server took
+        the connection and said nothing until the timeout: ``kind``), to a target that never answered: it
+        names the endpoint (redacted) and the cause, says how to check the set-up, and quotes the provider's
+        last error last, so that a message cut to fit a line loses only the end of that quote, never the
+        advice; ``_send`` stops the model. (The attempts are the error's own: ``unreachable after N
+        attempt(s)``.)"""
         where = endpoint_of(settings)
+        failed = (
+            f"no answer from {where} within {settings.timeout_s:g} s"
+            if kind == "timeout"
+            else f"could not connect to {where}"
+        )
         return ModelCallError(
             "unreachable",
             attempts,
-            f"could not connect to {where}, and no call of {settings.display_name} has ever connected: the "
-            "model is stopped. Check the endpoint, the network and any proxy (`agentjudge run PIPELINE --out "
-            f"RUNDIR --dry-run --probe` does). Last error: {message}",
+            f"{failed}, and no call of {settings.display_name} has ever been answered: the model is stopped. "
+            "Check the endpoint, the network and any proxy (`agentjudge run PIPELINE --out RUNDIR --dry-run "
+            f"--probe` does). Last error: {message}",
         )
 
     def _give_up_if_stopped(
@@ -464,8 +474,8 @@ class ModelClient(FleetCalls, BatchCalls):
                 unseen = note_unseen(stats, kind) or unseen
                 if kind not in RETRYABLE_KINDS or attempts > settings.max_retries:
                     stats.failures += 1
-                    if kind == "connection" and target(settings) not in self.connected:
-                        raise self._unreachable(settings, attempts, message) from None
+                    if kind in UNANSWERED_KINDS and target(settings) not in self.connected:
+                        raise self._unreachable(settings, attempts, message, kind) from None
                     raise ModelCallError(kind, attempts, message, unseen) from None
                 count_retry(stats, kind)
                 if rebill is not None and kind in MAYBE_BILLED_KINDS:

@@ -19,9 +19,10 @@ from agentjudge.types import Usage
 
 RETRYABLE_KINDS = frozenset({"rate_limit", "server_error", "timeout", "connection", "malformed_response"})
 MODEL_FATAL_KINDS = frozenset({"auth", "bad_request", "not_found", "unreachable"})  # these stop the model
-# "unreachable": connection failures (refused, DNS, TLS, dropped) on every attempt of a call to a target none
-# of whose calls has ever connected (no HTTP answer of any status, ever): the endpoint is wrong or down, and
-# every other call would spend its retries finding that out again. A target that answered once keeps its
+# "unreachable": connection failures (refused, DNS, TLS, dropped) or timeouts (a server that takes the
+# connection and never answers) on every attempt of a call to a target none of whose calls has ever been
+# answered (no HTTP answer of any status, ever): the endpoint is wrong, down or hung, and every other call
+# would spend its retries (at full timeout each) finding that out again. A target that answered once keeps its
 # retries: a blip mid-run must not stop a grid.
 # an attempt that ended so may have been billed with no usage counted (the server computed, or may have
 # computed, an answer; an empty one's usage is not kept). Under --max-cost its worst case is counted as spent,
@@ -29,6 +30,9 @@ MODEL_FATAL_KINDS = frozenset({"auth", "bad_request", "not_found", "unreachable"
 MAYBE_BILLED_KINDS = frozenset({"timeout", "malformed_response", "empty_response"})
 # kinds of a failed attempt that got no HTTP answer (they say nothing of whether the endpoint is there)
 NOT_AN_ANSWER_KINDS = frozenset({"connection", "timeout", "other"})
+# a call every attempt of which ended so, to a target that has never answered, stops the model
+# ("unreachable"): the server refused the connection, or took it and said nothing until the timeout
+UNANSWERED_KINDS = frozenset({"connection", "timeout"})
 _AUTH_MARKERS = ("api_key client option must be set", "missing credentials", "no api key", "invalid api key")
 MAX_BACKOFF_S = 30.0  # cap for one sleep, Retry-After included
 BASE_BACKOFF_S = 0.5

@@ -24,6 +24,7 @@ from agentjudge.models.errors import (
     MAYBE_BILLED_KINDS,
     NOT_AN_ANSWER_KINDS,
     RETRYABLE_KINDS,
+    UNANSWERED_KINDS,
     ModelCallError,
     backoff,
     classify,
@@ -49,7 +50,9 @@ class FleetCalls:
     def _semaphore(self, settings: ModelSettings) -> asyncio.Semaphore:
         raise NotImplementedError  # ModelClient's
 
-    def _unreachable(self, settings: ModelSettings, attempts: int, message: str) -> ModelCallError:
+    def _unreachable(
+        self, settings: ModelSettings, attempts: int, message: str, kind: str = "connection"
+    ) -> ModelCallError:
         raise NotImplementedError  # ModelClient's
 
     def _give_up_if_stopped(
@@ -152,8 +155,8 @@ class FleetCalls:
                 if kind in RETRYABLE_KINDS:
                     where = ", ".join(f"{fleet.label(url)}: {k}" for url, k in failed_on.items())
                     message = f"failed on every endpoint ({where}); last: {message}"
-                if set(failed_on.values()) == {"connection"} and target(settings) not in self.connected:
-                    raise self._unreachable(settings, attempts, message) from None  # every replica down
+                if set(failed_on.values()) <= UNANSWERED_KINDS and target(settings) not in self.connected:
+                    raise self._unreachable(settings, attempts, message, kind) from None  # every replica down
                 raise ModelCallError(kind, attempts, message, unseen) from None
             count_retry(stats, kind)
             if rebill is not None and kind in MAYBE_BILLED_KINDS:

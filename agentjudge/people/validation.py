@@ -16,7 +16,9 @@ from typing import Any
 
 import pandas as pd
 
+from agentjudge.atomic import replacing
 from agentjudge.errors import InputError
+from agentjudge.limits import MAX_RESAMPLES, check_range
 from agentjudge.rundir import RunFolder
 from agentjudge.stats import ClusterBootstrap
 from agentjudge.stats.label_sample import select_sample
@@ -109,9 +111,20 @@ def write_sample(rundir: Path, n: int, seed: int, out: Path | None, difficulty: 
                 **{c: "" for c in AGREE_COLUMNS},
             }
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(target, index=False, quoting=csv.QUOTE_MINIMAL)
+    cells = [{k: inert(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows]
+    with replacing(target) as tmp:
+        pd.DataFrame(cells).to_csv(tmp, index=False, quoting=csv.QUOTE_MINIMAL)
     return Sample(target, tuple(rows), mode, difficulty)
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert(text: str) -> str:
+    """A cell a spreadsheet shows as text: one that starts like a formula (``= + - @``, or a tab or carriage
+    return before one) gets a leading ``'``, so record text such as ``=HYPERLINK(…)`` in a query is never
+    run when an annotator opens the CSV (OWASP's CSV injection advice). The text itself is kept after it."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def parse_label(value: str, where: str) -> float:
@@ -139,9 +152,21 @@ def read_labels(path: Path) -> pd.DataFrame:
             if missing:
                 raise HumanInputError(f"{path}: missing column(s) {missing}")
             rows = []
+            key_columns = next(
+                (k for k in (["sample_id"], ["record_id", "generator", "trial"]) if set(k) <= set(header)), []
+            )
+            first: dict[tuple[str, ...], int] = {}
             for lineno, row in enumerate(reader, start=2):
                 if None in row:
                     raise HumanInputError(f"{path}, row {lineno}: more fields than the header has")
+                key = tuple(row[c] or "" for c in key_columns)
+                if key_columns and key in first:  # each item labelled once: a repeated row counts twice
+                    named = ", ".join(f"{c} {v}" for c, v in zip(key_columns, key, strict=True))
+                    raise HumanInputError(
+                        f"{path}, row {lineno}: repeats row {first[key]} ({named}); label each sampled "
+                        "item once (remove the repeated row)"
+                    )
+                first[key] = lineno
                 for m in METRICS:
                     col = f"agree_{m}"
                     if row[col] is None:
@@ -183,11 +208,12 @@ def agreement_tables(labels: pd.DataFrame, resamples: int, seed: int) -> pd.Data
 def write_agreement(rundir: Path, labels: Path, resamples: int, seed: int) -> tuple[pd.DataFrame, Path]:
     """RUNDIR/human/agreement.csv from the labels file; returns the table and its path. A bad labels file
     raises ``HumanInputError``."""
+    check_range("--resamples", resamples, 1, MAX_RESAMPLES)
     long = read_labels(Path(labels))
     if long["agree"].notna().sum() == 0:
         raise HumanInputError(f"{labels}: every agree_* cell is blank; nothing to compare")
     table = agreement_tables(long, resamples, seed)
     out = Path(rundir) / "human" / "agreement.csv"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out, index=False)
+    with replacing(out) as tmp:
+        table.to_csv(tmp, index=False)
     return table, out

@@ -42,6 +42,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote_plus, urlsplit
 
@@ -357,6 +358,11 @@ def _cost_problem(settings: ModelSettings) -> str | None:
     return None
 
 
+# a 1-token call answers in seconds from a server that works; one that takes the connection and never
+# answers would otherwise hold the preflight for the model's whole timeout (120 s by default)
+PROBE_TIMEOUT_S = 15.0
+
+
 async def _probe(settings: ModelSettings) -> str | None:
     from agentjudge.judges.llm import call_settings
     from agentjudge.models.client import ModelClient
@@ -368,21 +374,38 @@ async def _probe(settings: ModelSettings) -> str | None:
         call = call_settings(settings, cot=False)
     except ValueError as exc:
         return f"--probe: {exc}"
-    one_token = call.model_copy(update={"max_tokens": 1, "max_retries": 0})
+    timeout = min(settings.timeout_s, PROBE_TIMEOUT_S)
+    one_token = call.model_copy(update={"max_tokens": 1, "max_retries": 0, "timeout_s": timeout})
     try:
         await client.complete(one_token, [{"role": "user", "content": "Say OK."}])
     except ModelCallError as exc:
         if exc.kind == "empty_response":
             return None  # it answered, with nothing in one token: the model and key work
+        if exc.kind == "timeout" or (exc.kind == "unreachable" and exc.message.startswith("no answer")):
+            return (
+                f"--probe: no answer to a 1-token call within {timeout:g} s (the server took the "
+                "connection and said nothing); check that the model is loaded and the server is not hung"
+            )
         return f"--probe: a 1-token call failed: {exc.kind}: {clip(exc.message, 600)}"
     return None
 
 
-def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: bool = False) -> list[str]:
-    """Every problem found, one line each, ``"{where} ({model}): {problem}"``; empty when all is well."""
+def preflight(
+    uses: list[ModelUse],
+    *,
+    max_cost: float | None = None,
+    probe: bool = False,
+    cache: Path | None = None,
+    cache_key: str | None = None,
+) -> list[str]:
+    """Every problem found, one line each, ``"{where} ({model}): {problem}"``; empty when all is well.
+    ``cache``: the call cache the models will use (None: ``$AGENTJUDGE_CACHE`` or the default), checked
+    when some model calls through it; ``cache_key`` names where it was given (a pipeline's ``cache`` key)."""
     from agentjudge.registry.model_strings import model_kind, model_problem
 
     problems: list[str] = []
+    if any(model_kind(u.settings.model) in ("litellm", "plugin") for u in uses):
+        problems += _cache_problems(cache, cache_key)
     bases_checked: dict[str, str | None] = {}
     to_probe: list[tuple[str, ModelSettings]] = []  # (where, settings); a fleet: one per endpoint
     for use in uses:
@@ -429,6 +452,22 @@ def preflight(uses: list[ModelUse], *, max_cost: float | None = None, probe: boo
             if problem:
                 problems.append(f"{where} ({s.model!r}): {problem}")
     return problems
+
+
+def _cache_problems(cache: Path | None, cache_key: str | None) -> list[str]:
+    """The call cache, named as it was given: the pipeline's key, ``AGENTJUDGE_CACHE``, or the default."""
+    from agentjudge.models.cache import cache_problem
+
+    problem = cache_problem(cache)
+    if problem is None:
+        return []
+    if cache is not None and cache_key:
+        where = cache_key
+    elif cache is None and os.environ.get("AGENTJUDGE_CACHE"):
+        where = "AGENTJUDGE_CACHE"
+    else:
+        where = "the call cache"
+    return [f"{where}: {problem}"]
 
 
 def _each_endpoint(settings: ModelSettings) -> list[ModelSettings]:

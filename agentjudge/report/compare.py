@@ -170,12 +170,13 @@ class Compared:
 
 def compare_runs(rundirs: list[Path], out: Path, resamples: int, seed: int, ci: str = "expanded") -> Compared:
     """The joined report of two or more runs under ``out``; bad input raises an ``InputError``."""
-    from agentjudge.report.write import write_report
+    from agentjudge.atomic import replacing_folder
+    from agentjudge.limits import MAX_RESAMPLES, check_range
+    from agentjudge.report.write import report_folder_problem, write_report
 
     if len(rundirs) < 2:
         raise InputError("compare needs at least two run folders")
-    if resamples < 1:
-        raise InputError("--resamples must be >= 1")
+    check_range("--resamples", resamples, 1, MAX_RESAMPLES)
     contexts = [load_context(Path(r), resamples=resamples, seed=seed, ci=ci) for r in rundirs]
     sampled = [str(c.rundir) for c in contexts if c.sampling is not None]
     if sampled:  # their design weights and prefixes are per run: a join would pool them unweighted
@@ -191,11 +192,14 @@ def compare_runs(rundirs: list[Path], out: Path, resamples: int, seed: int, ci: 
             f"compare does not pool record sources ({named}); compare runs of one source "
             "(run `agentjudge report` on each run folder for its per-source reports)"
         )
-    ctx = join_runs(contexts, labels, Path(out), resamples, seed, ci)
-    deltas = paired_deltas(ctx)
     out = Path(out)
-    failed = write_report(
-        ctx, out, title="agentjudge compare: " + " vs ".join(labels), add=_deltas_block(deltas)
-    )
+    if (problem := report_folder_problem(out)) is not None:
+        raise InputError(f"--out {problem}")
+    ctx = join_runs(contexts, labels, out, resamples, seed, ci)
+    deltas = paired_deltas(ctx)
+    with replacing_folder(out) as tmp:  # an earlier comparison stays whole until this one is complete
+        failed = write_report(
+            ctx, tmp, title="agentjudge compare: " + " vs ".join(labels), add=_deltas_block(deltas)
+        )
     overlap = int((deltas["shared_rows"] > 0).sum()) if len(deltas) else 0
     return Compared(out, failed, overlap, tuple(labels), ctx.progress.unfinished)

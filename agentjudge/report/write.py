@@ -21,7 +21,9 @@ from agentjudge import __version__
 from agentjudge.analysis import SECTIONS, Context, RunFolderError, Section, load_context, to_png
 from agentjudge.analysis.first_screen import Screen
 from agentjudge.analysis.first_screen import build as build_screen
+from agentjudge.atomic import replacing_folder
 from agentjudge.errors import InputError
+from agentjudge.limits import MAX_RESAMPLES, check_range
 from agentjudge.provenance import git_commit
 from agentjudge.report.html import (
     figure_html,
@@ -239,7 +241,8 @@ def write_report(
     names: tuple[str, ...] | None = None,
     sources: list[str] | None = None,
 ) -> int:
-    """Write the report files of the ``names`` analyses under ``out``; returns how many failed.
+    """Write the report files of the ``names`` analyses under ``out`` (a new folder: the callers swap it in
+    whole, ``atomic.replacing_folder``); returns how many failed.
     ``add`` appends blocks to the first screen (``compare`` adds its paired deltas). ``sources``: the run
     mixes record sources, so no pooled first screen is written -- it points to one report per source."""
     (out / "tables").mkdir(parents=True, exist_ok=True)
@@ -263,6 +266,33 @@ def write_report(
     return failed + screen_failed
 
 
+REPORT_FILES = ("report.md", "report.html", "tables", "figures")  # what write_report writes in its folder
+
+
+def report_folder_problem(out: Path) -> str | None:
+    """Why ``out`` cannot take a report, or None. The report is written beside its folder and swapped in
+    whole, so a folder holding anything but an earlier report (its files, its per-source folders) is
+    refused rather than replaced."""
+    from agentjudge.fserrors import out_path_problem
+
+    if (problem := out_path_problem(out, "dir")) is not None:
+        return problem
+    if not out.is_dir():
+        return None
+    other = sorted(
+        p.name
+        for p in out.iterdir()
+        if p.name not in REPORT_FILES and not (p.is_dir() and (p / "report.md").is_file())
+    )
+    if other:
+        listed = ", ".join(other[:3]) + (", …" if len(other) > 3 else "")
+        return (
+            f"{out}: holds files that are not a report ({listed}); a report replaces its folder whole: "
+            "move them, or give another folder"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class Written:
     """What ``write_run_report`` wrote: the report folder, how many analysis sections failed, and one line
@@ -275,36 +305,35 @@ class Written:
 
 
 def write_run_report(rundir: Path, resamples: int, seed: int, ci: str = "expanded") -> Written:
-    """RUNDIR/report/ (one report per record source when the run mixes them); an unusable run folder or
-    output path raises an ``InputError`` (``RunFolderError``) before anything is written."""
+    """RUNDIR/report/ (one report per record source when the run mixes them), written beside it and swapped
+    in whole: a failure (a full disk) leaves the previous report as it was. An unusable run folder or output
+    path raises an ``InputError`` (``RunFolderError``) before anything is written."""
     rundir = Path(rundir)
-    if resamples < 1:
-        raise InputError("--resamples must be >= 1")
+    check_range("--resamples", resamples, 1, MAX_RESAMPLES)
     ctx = load_context(rundir, resamples=resamples, seed=seed, ci=ci)
     out = rundir / "report"
-    from agentjudge.fserrors import out_path_problem
-
-    if (problem := out_path_problem(out, "dir")) is not None:
+    if (problem := report_folder_problem(out)) is not None:
         raise InputError(problem)
     sources = [str(s) for s in ctx.data["source"].cat.categories if (ctx.data["source"] == s).any()]
     missing: list[str] = []  # one line per source whose own report cannot be written, and why
-    if len(sources) > 1:  # never pool synthetic and imported records: one full report per source
-        subs: dict[str, Context] = {}
-        for source in sources:
-            try:
-                subs[source] = load_context(rundir, resamples=resamples, seed=seed, ci=ci, source=source)
-            except RunFolderError as exc:  # e.g. this source has only trajectory-condition rows
-                missing.append(f"No {source} report: {exc}")
-        if not subs:
-            raise RunFolderError(f"no source can be reported on ({'; '.join(missing)})")
+    with replacing_folder(out) as tmp:  # the old report stays whole until the new one is complete
+        if len(sources) > 1:  # never pool synthetic and imported records: one full report per source
+            subs: dict[str, Context] = {}
+            for source in sources:
+                try:
+                    subs[source] = load_context(rundir, resamples=resamples, seed=seed, ci=ci, source=source)
+                except RunFolderError as exc:  # e.g. this source has only trajectory-condition rows
+                    missing.append(f"No {source} report: {exc}")
+            if not subs:
+                raise RunFolderError(f"no source can be reported on ({'; '.join(missing)})")
 
-        def add(screen: Screen) -> None:
-            if missing:
-                screen.p(*missing)
+            def add(screen: Screen) -> None:
+                if missing:
+                    screen.p(*missing)
 
-        failed = write_report(ctx, out, names=("sources",), sources=sources, add=add)
-        for source, sub in subs.items():
-            failed += write_report(sub, out / source)
-    else:
-        failed = write_report(ctx, out)
+            failed = write_report(ctx, tmp, names=("sources",), sources=sources, add=add)
+            for source, sub in subs.items():
+                failed += write_report(sub, tmp / source)
+        else:
+            failed = write_report(ctx, tmp)
     return Written(out, failed, tuple(missing), ctx.progress.unfinished)

@@ -160,8 +160,34 @@ def row_to_prediction(row: dict[str, Any], where: str) -> Prediction:
     )
 
 
-def read_predictions(path: Path) -> list[Prediction]:
-    """Predictions from a ``.jsonl`` or ``.parquet`` file."""
+def torn_last_line(path: Path) -> int | None:
+    """The number of a JSON-lines file's last line when a write was cut off in it (no line end after it and
+    not JSON: ``infer`` appends each prediction as it finishes, and a full disk or a killed process can stop
+    one half way), else None. What a line end closes was written whole."""
+    path = Path(path)
+    if path.suffix != ".jsonl" or not path.is_file():
+        return None
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return None
+    last = data.rsplit(b"\n", 1)[-1]
+    try:
+        json.loads(last)
+    except ValueError:  # also not UTF-8: cut inside a character
+        return data.count(b"\n") + 1
+    return None
+
+
+def read_predictions(path: Path, drop_torn_line: bool = False) -> list[Prediction]:
+    """Predictions from a ``.jsonl`` or ``.parquet`` file. ``drop_torn_line``: a JSON-lines file's last line
+    that a write was cut off in (``torn_last_line``) is left out instead of refused (a resumed ``infer``
+    runs its unit again)."""
+    return [p for _, p in read_placed_predictions(path, drop_torn_line)]
+
+
+def read_placed_predictions(path: Path, drop_torn_line: bool = False) -> list[tuple[str, Prediction]]:
+    """``read_predictions`` with where each prediction is ("FILE, line N" / "FILE, row N"), for the
+    messages of a verb that checks them further (``score``)."""
     path = Path(path)
     if not path.is_file():
         raise PredictionsFileError(f"{path}: no such file")
@@ -172,12 +198,17 @@ def read_predictions(path: Path) -> list[Prediction]:
             rows = pd.read_parquet(path).to_dict("records")
         except Exception as exc:  # pyarrow's own errors: a truncated or foreign file
             raise PredictionsFileError(f"{path}: not a readable Parquet file ({exc})") from None
-        return [row_to_prediction(r, f"{path}, row {i}") for i, r in enumerate(rows, start=1)]
+        where = [f"{path}, row {i}" for i in range(1, len(rows) + 1)]
+        return _unique([(w, row_to_prediction(r, w)) for w, r in zip(where, rows, strict=True)])
     if path.suffix not in (".jsonl", ".json"):
         raise PredictionsFileError(f"{path}: predictions must be .jsonl or .parquet")
-    out: list[Prediction] = []
+    out: list[tuple[str, Prediction]] = []
+    torn = torn_last_line(path) if drop_torn_line else None
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
+        if torn is not None:
+            raw = raw[: raw.rfind(b"\n") + 1]
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise PredictionsFileError(f"{path}: not a text file (predictions are JSON lines)") from None
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -189,25 +220,38 @@ def read_predictions(path: Path) -> list[Prediction]:
             raise PredictionsFileError(f"{path}, line {lineno}: not valid JSON ({exc})") from None
         if not isinstance(row, dict):
             raise PredictionsFileError(f"{path}, line {lineno}: not a JSON object")
-        out.append(row_to_prediction(row, f"{path}, line {lineno}"))
-    return out
+        out.append((f"{path}, line {lineno}", row_to_prediction(row, f"{path}, line {lineno}")))
+    return _unique(out)
+
+
+def _unique(rows: list[tuple[str, Prediction]]) -> list[tuple[str, Prediction]]:
+    """The predictions, refused when one (record at a difficulty, generator, trial) is there twice: it would
+    be scored and counted twice (a file joined from two, a line pasted again)."""
+    first: dict[tuple[str, str, int], str] = {}
+    for where, p in rows:
+        key = (p.record_id, p.generator, p.trial)
+        if key in first:
+            raise PredictionsFileError(
+                f"{where}: prediction {p.record_id} of {p.generator} (trial {p.trial}) is there twice, first "
+                f"at {first[key].rsplit(', ', 1)[1]}; keep one of them"
+            )
+        first[key] = where
+    return rows
 
 
 def write_predictions(path: Path, predictions: Iterable[Prediction]) -> None:
-    """Write all predictions, replacing the file whole (a temporary file renamed over it); format by
-    suffix."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rows = [prediction_row(p) for p in predictions]
-    tmp = path.with_name(path.name + ".tmp")
-    if path.suffix == ".parquet":
-        import pandas as pd
+    """Write all predictions, replacing the file whole (``atomic.replacing``); format by suffix."""
+    from agentjudge.atomic import replacing
 
-        frame = pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS))
-        frame["cost_usd"] = frame["cost_usd"].astype("float64")  # nullable double, also when all null
-        frame.to_parquet(tmp, index=False)
-    else:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(strict_json.dumps(row, ensure_ascii=False) + "\n")
-    tmp.replace(path)
+    rows = [prediction_row(p) for p in predictions]
+    with replacing(path) as tmp:
+        if path.suffix == ".parquet":
+            import pandas as pd
+
+            frame = pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS))
+            frame["cost_usd"] = frame["cost_usd"].astype("float64")  # nullable double, also when all null
+            frame.to_parquet(tmp, index=False)
+        else:
+            with tmp.open("w", encoding="utf-8") as fh:
+                for row in rows:
+                    fh.write(strict_json.dumps(row, ensure_ascii=False) + "\n")

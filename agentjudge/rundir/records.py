@@ -21,8 +21,6 @@ its own content.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -661,27 +659,12 @@ def _check_utf8(line: str, path: Path, lineno: int) -> None:
         ) from None
 
 
-def write_text_atomic(path: Path | str, text: str) -> None:
-    """Write via a temp file in the same folder and rename, so readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file ordinary permissions
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def records_text(lines: Iterable[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
 def write_records(path: Path | str, records: Iterable[Record], layout: LayoutChoice = "ours") -> None:
     """All records, one per line, atomically; the same records give byte-identical files."""
-    write_text_atomic(path, records_text(dumps_record(r, layout) for r in records))
+    from agentjudge.atomic import write_text
+
+    write_text(path, records_text(dumps_record(r, layout) for r in records))

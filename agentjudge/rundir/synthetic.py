@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from agentjudge import strict_json
+from agentjudge.atomic import replacing, write_text
 from agentjudge.rundir.columns import JUDGMENT_COLUMNS
 from agentjudge.rundir.meta import FORMAT_VERSION
 from agentjudge.types import DIFFICULTIES, METRICS, TOPOLOGIES
@@ -179,7 +180,8 @@ def write_run(rundir: Path, spec: SyntheticSpec) -> pd.DataFrame:
     rundir.mkdir(parents=True, exist_ok=True)
     jd, ref = make_judgments(spec)
     cols = list(JUDGMENT_COLUMNS)
-    jd[cols].to_parquet(rundir / "judgments.parquet", index=False)
+    with replacing(rundir / "judgments.parquet") as tmp:
+        jd[cols].to_parquet(tmp, index=False)
     keys = ["record_id", "base_id", "domain", "topology", "difficulty", "generator", "generator_trial"]
     sc = ref.pivot_table(index=keys, columns="metric", values="reference", observed=True).reset_index()
     renames: dict[str, str] = {m: f"p_{m}" for m in METRICS}
@@ -197,7 +199,8 @@ def write_run(rundir: Path, spec: SyntheticSpec) -> pd.DataFrame:
         s["p_seq_dag"] = s["p_seq"]
         s["state_match"] = s[[f"p_{m}" for m in METRICS]].min(axis=1) == 1.0
         scores.append(s)
-    pd.concat(scores, ignore_index=True).to_parquet(rundir / "scores.parquet", index=False)
+    with replacing(rundir / "scores.parquet") as tmp:
+        pd.concat(scores, ignore_index=True).to_parquet(tmp, index=False)
     pred = sc[["record_id", "base_id", "difficulty", "generator", "trial"]].copy()
     pred["calls_json"] = '[{"name": "lookup", "arguments": {"id": "X-1"}}]'
     pred["raw_output"] = pred["calls_json"]
@@ -207,7 +210,8 @@ def write_run(rundir: Path, spec: SyntheticSpec) -> pd.DataFrame:
     pred["completion_tokens"] = 0
     pred["cost_usd"] = 0.0
     pred["cached"] = False
-    pred.to_parquet(rundir / "predictions.parquet", index=False)
+    with replacing(rundir / "predictions.parquet") as tmp:
+        pred.to_parquet(tmp, index=False)
     meta: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "synthetic": True,
@@ -219,5 +223,5 @@ def write_run(rundir: Path, spec: SyntheticSpec) -> pd.DataFrame:
         },
         "generators": {g: {"tier": None, "kind": "simulated", "simulated": True} for g in spec.generators},
     }
-    (rundir / "meta.json").write_text(strict_json.dumps(meta, indent=2))
+    write_text(rundir / "meta.json", strict_json.dumps(meta, indent=2))
     return jd

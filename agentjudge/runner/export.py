@@ -13,7 +13,6 @@ the stamp is the same and the file still holds those bytes.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
@@ -30,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from agentjudge import strict_json
+from agentjudge.atomic import replacing, write_text
 from agentjudge.memo import remembered
 from agentjudge.rundir.columns import (
     JUDGMENT_COLUMNS,
@@ -94,33 +94,14 @@ _DECODED_HELD = 4_096  # distinct result texts remembered while exporting
 _CONSTANT_COLUMNS = JUDGMENT_SCHEMA.names[:14]
 
 
-def _tmp_prefix(path: Path) -> str:
-    """The name of ``path``'s temporary file up to the writing process's pid (``_atomic``)."""
-    return f".{path.name}.tmp-"
-
-
-def _atomic(path: Path, write: Any) -> None:
-    """``write(tmp)`` a temporary file beside ``path``, then rename it to ``path``: readers never see half a
-    file. What a killed writer of ``path`` left beside it (its temporary file, its spill folder: its
-    process is gone) is removed first: a killed export of a paper grid leaves hundreds of MB."""
-    remove_dead_leftovers(path.parent, _tmp_prefix(path))
-    tmp = path.with_name(f"{_tmp_prefix(path)}{os.getpid()}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 def write_table(path: Path, rows: list[dict[str, Any]], schema: pa.Schema) -> None:
     table = pa.Table.from_pylist(rows, schema=schema)
-    _atomic(path, lambda tmp: pq.write_table(table, tmp))
+    with replacing(path) as tmp:
+        pq.write_table(table, tmp)
 
 
 def write_json(path: Path, data: Any) -> None:
-    text = strict_json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    _atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    write_text(path, strict_json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
 def _prediction_error(unit: UnitRow, pred: Prediction | None) -> str | None:
@@ -449,7 +430,8 @@ def write_judgments(
                 tables = [JUDGMENT_SCHEMA.empty_table()]
             cut(len(counts))
 
-    _atomic(path, write)
+    with replacing(path) as tmp:  # a killed export's temporary file and spill folder are removed first
+        write(tmp)
 
 
 # A forked child of write_judgments hands its table over as an Arrow IPC file in a folder beside the
@@ -480,32 +462,6 @@ def read_spilled(path: str) -> pa.Table:
     finally:
         os.unlink(path)
     return table
-
-
-def remove_dead_leftovers(folder: Path, prefix: str) -> None:
-    """Remove the temporary files ``prefix``PID and spill folders ``prefix``PID``SPILL_SUFFIX`` whose process
-    PID no longer exists (an export that was killed). A live process's are left alone: another export of
-    the same folder may be writing them (or an unrelated process has the same id: they are then removed by
-    a later write). Process ids are this machine's: a run folder written by two machines at once (a shared
-    disk) could lose the other's temporary file, as its SQLite store could lose writes."""
-    for leftover in folder.glob(f"{prefix}*"):
-        pid = leftover.name[len(prefix) :].removesuffix(SPILL_SUFFIX)
-        if pid.isascii() and pid.isdigit() and not _alive(int(pid)):
-            if leftover.is_dir() and not leftover.is_symlink():
-                shutil.rmtree(leftover, ignore_errors=True)
-            else:
-                with contextlib.suppress(OSError):
-                    leftover.unlink()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):  # no such process; a number no process id can be
-        return False
-    except PermissionError:
-        return True  # somebody else's process
-    return True
 
 
 def _state(path: Path) -> str | None:

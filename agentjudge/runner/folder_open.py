@@ -28,6 +28,8 @@ from agentjudge.runner.store import RunStore, archive_run, config_diff, now
 from agentjudge.types import ModelSettings
 
 OUTPUT_FILES = ("meta.json", "predictions.parquet", "scores.parquet", "judgments.parquet")
+# every file an export writes (run_summary.json at its end, sampling.json in a sampled run only)
+WRITTEN_FILES = (*OUTPUT_FILES, "run_summary.json", "sampling.json")
 
 
 class ConfigurationChanged(InputError):
@@ -53,7 +55,9 @@ def export_stamp(version: int, skip_invalid: bool, pipe: Pipeline) -> str:
 def finished(pipe: Pipeline, rundir: Path, skip_invalid: bool) -> bool:
     """A re-run with nothing to do: the store holds this configuration (the hash covers the dataset's
     content), its last export saw every planned unit done, nothing was written to the store since, and the
-    exported files are there. Costs a hash of the dataset file and two queries, not a reading of the grid."""
+    exported files are there with the bytes it wrote (``written_digests``: a file damaged or edited since
+    is written again from the store by the re-run). Costs a hash of the dataset file and of the run's files
+    and two queries, not a reading of the grid."""
     meta = _stored_meta(rundir)
     if meta is None:
         return False
@@ -66,7 +70,25 @@ def finished(pipe: Pipeline, rundir: Path, skip_invalid: bool) -> bool:
         export_stamp(version, True, pipe) if skip_invalid else None,
     ):
         return False
-    return meta.get("config_hash") == config_hash(pipe)
+    if meta.get("config_hash") != config_hash(pipe):
+        return False
+    return meta.get("exported_digests") == written_digests(rundir)
+
+
+def written_digests(rundir: Path) -> str:
+    """The sha256 of every file an export wrote (``WRITTEN_FILES`` present), as kept in the store's meta
+    ``exported_digests`` when a run ends complete; ``finished`` compares them with the files as they are."""
+    from agentjudge.runner.pipeline import sha256_file
+
+    digests = {}
+    for name in WRITTEN_FILES:
+        try:
+            digests[name] = sha256_file(rundir / name)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            digests[name] = "unreadable"
+    return json.dumps(digests, sort_keys=True)
 
 
 def earlier_added(rundir: Path, given: list[str]) -> list[str]:

@@ -36,7 +36,7 @@ from agentjudge.runner.events import (
     SamplingStageDone,
     StageStarted,
 )
-from agentjudge.runner.folder_open import export_stamp, open_store
+from agentjudge.runner.folder_open import export_stamp, open_store, written_digests
 from agentjudge.runner.pipeline import Pipeline
 from agentjudge.runner.result import RunResult, StageUnits
 from agentjudge.runner.resume_cache import cached_scores, save_gate1, stored_digest
@@ -645,7 +645,9 @@ async def _run(
         result = finish(grid, rundir, units, resume_command)
         complete = not (result.failed or result.not_run or grid.budget.skipped or grid.log.not_run)
         stamp = export_stamp(store.version, data.skipped_invalid > 0, pipe) if complete else ""
-        store.set_meta({"exported_complete": stamp})  # read by folder_open.finished on the next invocation
+        digests = written_digests(rundir) if complete else ""  # the files as written, to see damage later
+        # read by folder_open.finished on the next invocation
+        store.set_meta({"exported_complete": stamp, "exported_digests": digests})
         ending.result = result  # written: a Ctrl-C from here on interrupts nothing
         report.event(RunFinished(result))
         return result

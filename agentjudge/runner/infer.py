@@ -21,15 +21,17 @@ generator's remaining units: each records its failure, as ``infer`` always has.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
 from agentjudge import strict_json
+from agentjudge.atomic import named
 from agentjudge.errors import InputError, PreflightError
 from agentjudge.models.failures import Failure
 from agentjudge.runner import scheduler
-from agentjudge.runner.events import QUIET, InferPlanned, Reporter, SkippedInvalid
+from agentjudge.runner.events import QUIET, InferPlanned, Note, Reporter, SkippedInvalid
 from agentjudge.runner.result import CallCounts, FailureGroup, InferResult
 from agentjudge.runner.store import Status, UnitKey
 from agentjudge.types import DIFFICULTIES, Difficulty, ModelSettings, Prediction, Record, Task
@@ -62,8 +64,11 @@ class PredictionsFile:
         if self.append is not None:  # JSONL: every finished prediction is on disk at once
             from agentjudge.rundir.predictions import prediction_row
 
-            self.append.write(strict_json.dumps(prediction_row(prediction), ensure_ascii=False) + "\n")
-            self.append.flush()
+            try:
+                self.append.write(strict_json.dumps(prediction_row(prediction), ensure_ascii=False) + "\n")
+                self.append.flush()
+            except OSError as exc:  # a full disk: say which file (what was flushed before stays in it)
+                raise named(exc, Path(self.append.name)) from exc
 
     def flush_if_due(self) -> None:
         return None
@@ -92,8 +97,10 @@ def infer_predictions(
     """Run ``generator`` over ``data`` into the predictions file ``out``; see ``agentjudge.api.infer``.
     Bad input (also a failed preflight, records failing Gate 1 without ``skip_invalid``, an unwritable or
     unreadable ``out``) raises an ``InputError`` before anything is written."""
+    from agentjudge.limits import MAX_TRIALS, check_range
     from agentjudge.registry.factory import ModelResolutionError, make_generator
 
+    check_range("--trials", trials, 1, MAX_TRIALS)
     report = progress if progress is not None else QUIET
     chosen = list(difficulties or DIFFICULTIES)
     records = _records(data, chosen, out, skip_invalid, report)
@@ -110,7 +117,7 @@ def infer_predictions(
     bind = getattr(gen, "bind", None)
     if callable(bind):  # simulated generators perturb the GT, so they need the records (as in the runner)
         bind({r.id: r for r in records})
-    previous, others = _earlier(out, gen.name)
+    previous, others = _earlier(out, gen.name, report)
     kept = {(p.record_id, p.trial): p for p in previous if p.error is None}
     tasks = build_tasks(records, chosen)  # type: ignore[arg-type]
     jobs = {
@@ -120,7 +127,8 @@ def infer_predictions(
         if (t.record_id, k) not in kept
     }
     report.event(InferPlanned(gen.name, len(tasks) * trials, len(kept), len(jobs)))
-    made, log = _run(gen, jobs, out, [*others, *kept.values()], report)
+    grid = {(t.record_id, k): i for i, (t, k) in enumerate((t, k) for t in tasks for k in range(trials))}
+    made, log = _run(gen, jobs, out, others, list(kept.values()), grid, report)
     failed = [p for p in made if p.error is not None]
     return InferResult(
         out=out,
@@ -138,13 +146,25 @@ def infer_predictions(
 
 
 def _run(
-    gen: Any, jobs: dict[UnitKey, Task], out: Path, unchanged: list[Prediction], report: Reporter
+    gen: Any,
+    jobs: dict[UnitKey, Task],
+    out: Path,
+    others: list[Prediction],
+    kept: list[Prediction],
+    grid: dict[tuple[str, int], int],
+    report: Reporter,
 ) -> tuple[list[Prediction], scheduler.RunLog]:
-    """The predict stage over ``jobs``; the file holds ``unchanged`` and what was made, also on Ctrl-C.
-    Returns the predictions made (in the grid's order) and the stage's log (failures by model and reason)."""
+    """The predict stage over ``jobs``; the file holds the other generators' rows (``others``, unchanged),
+    then this generator's ``kept`` and made ones in the grid's order (``grid``: (record at a difficulty,
+    trial) -> position; rows outside it last), also on Ctrl-C: a resumed file is the bytes an uninterrupted
+    run writes. Returns the predictions made (in the grid's order) and the stage's log (failures by model
+    and reason)."""
     from agentjudge.rundir.predictions import write_predictions
 
-    write_predictions(out, unchanged)  # drops old failures: they are retried below
+    def in_order(rows: list[Prediction]) -> list[Prediction]:
+        return [*others, *sorted(rows, key=lambda p: grid.get((p.record_id, p.trial), len(grid)))]
+
+    write_predictions(out, in_order(kept))  # drops old failures: they are retried below
     append = out.open("a", encoding="utf-8") if out.suffix == ".jsonl" else None
     sink = PredictionsFile({key: i for i, key in enumerate(jobs)}, append)
 
@@ -189,8 +209,9 @@ def _run(
             )
     finally:
         if append is not None:
-            append.close()
-        write_predictions(out, [*unchanged, *sink.rows])  # also on Ctrl-C: what finished is kept
+            with contextlib.suppress(OSError):  # its failure was raised already, by the write that failed
+                append.close()
+        write_predictions(out, in_order([*kept, *sink.rows]))  # also on Ctrl-C: what finished is kept
     return sink.rows, log
 
 
@@ -230,16 +251,25 @@ def _preflight(settings: ModelSettings, out: Path, probe: bool) -> None:
         raise PreflightError(problems)
 
 
-def _earlier(out: Path, generator: str) -> tuple[list[Prediction], list[Prediction]]:
-    """The file's rows of this generator, and of the others (written back unchanged)."""
-    from agentjudge.rundir.predictions import read_predictions
+def _earlier(out: Path, generator: str, report: Reporter) -> tuple[list[Prediction], list[Prediction]]:
+    """The file's rows of this generator, and of the others (written back unchanged). A last line an
+    interrupted write cut off (a full disk, a killed process) is dropped, saying so: its unit runs again."""
+    from agentjudge.rundir.predictions import read_predictions, torn_last_line
 
     previous: list[Prediction] = []
     others: list[Prediction] = []
     if out.exists():
         try:
-            for p in read_predictions(out):
+            for p in read_predictions(out, drop_torn_line=True):
                 (previous if p.generator == generator else others).append(p)
+            torn = torn_last_line(out)
+            if torn is not None:  # the rest of the file reads: an interrupted write, not another file
+                report.event(
+                    Note(
+                        f"{out}, line {torn}: torn (cut off by an interrupted write); dropped, its "
+                        "prediction runs again"
+                    )
+                )
         except (OSError, ValueError) as exc:
             raise InputError(
                 f"existing output {out} is unreadable ({exc}); move it away to start over"

@@ -34,6 +34,14 @@ from pydantic import (
 )
 
 from agentjudge.errors import InputError
+from agentjudge.limits import (
+    MAX_BATCH_BYTES,
+    MAX_BATCH_REQUESTS,
+    MAX_CONCURRENCY,
+    MAX_REASK,
+    MAX_RECORDS,
+    MAX_TRIALS,
+)
 from agentjudge.runner.sampling.spec import Sampling
 from agentjudge.types import (
     DIFFICULTIES,
@@ -96,10 +104,12 @@ class Pipeline(Strict):
     name: str
     description: str | None = None
     dataset: Path
-    limit: int | None = Field(default=None, gt=0, description="only the first N base scenarios of the file")
+    limit: int | None = Field(
+        default=None, gt=0, le=MAX_RECORDS, description="only the first N base scenarios of the file"
+    )
     difficulties: list[Difficulty] = Field(default_factory=lambda: list(DIFFICULTIES), min_length=1)
     generators: list[ModelSettings] = Field(min_length=1)
-    generator_trials: int = Field(default=1, ge=1)
+    generator_trials: int = Field(default=1, ge=1, le=MAX_TRIALS)
     judges: list[ModelSettings] = Field(default_factory=list)
     conditions: list[Condition] = Field(default_factory=lambda: list(_DEFAULT_CONDITIONS), min_length=1)
     prompt_variants: list[PromptVariant] = Field(default_factory=lambda: [PromptVariant()], min_length=1)
@@ -110,20 +120,21 @@ class Pipeline(Strict):
     temperatures: list[float | None] = Field(
         default_factory=lambda: list(_DEFAULT_TEMPERATURES), min_length=1
     )
-    trials: int = Field(default=1, ge=1)
+    trials: int = Field(default=1, ge=1, le=MAX_TRIALS)
     scoring: ScoringChoice = "both"
     lenient: bool = False
-    concurrency: int = Field(default=16, gt=0)
+    concurrency: int = Field(default=16, gt=0, le=MAX_CONCURRENCY)
     max_cost_usd: float | None = Field(default=None, ge=0)
     seed: int = 0
     cache: Path | None = None
-    reask: int = Field(default=0, ge=0)  # parse-failure re-asks, applied to judges with a `reask` attribute
+    # parse-failure re-asks, applied to judges with a `reask` attribute
+    reask: int = Field(default=0, ge=0, le=MAX_REASK)
     # models with `batch: true`: first wait between polls of the provider's batches, doubling up to the max
     batch_poll_s: float = Field(default=30.0, gt=0)
     batch_poll_max_s: float = Field(default=600.0, gt=0)
     # requests / bytes per batch file, below the provider's own limits (None: the provider's limit)
-    batch_max_requests: int | None = Field(default=None, gt=0)
-    batch_max_bytes: int | None = Field(default=None, gt=0)
+    batch_max_requests: int | None = Field(default=None, gt=0, le=MAX_BATCH_REQUESTS)
+    batch_max_bytes: int | None = Field(default=None, gt=0, le=MAX_BATCH_BYTES)
     # processes making litellm calls (runner/workers.py); None: the cores (at most 8) for >= 200 calls
     workers: int | None = Field(default=None, gt=0, le=64)
     # judge a prefix of a random order of base scenarios per cell, as long as a CI target needs
@@ -313,6 +324,11 @@ def load_pipeline(path: Path) -> Pipeline:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise PipelineError(f"{path}: cannot read pipeline file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise PipelineError(
+            f"{path}: line {line}: not UTF-8 text (byte {exc.start}); a pipeline is a YAML text file"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

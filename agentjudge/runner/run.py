@@ -36,7 +36,7 @@ from agentjudge.runner.pipeline import (
     with_target,
 )
 from agentjudge.runner.result import RunInterrupted, RunResult
-from agentjudge.runner.work import Dataset, GridError, swap_partners
+from agentjudge.runner.work import Dataset, GridError, check_grid_size, swap_partners
 
 
 def pipeline_path(pipeline: Path | str) -> Path:
@@ -106,6 +106,7 @@ def run_pipeline(
             report.event(RunFinished(result))
             return result
         data = load_dataset(pipe, skip_invalid, None if force_new else out)  # force_new: starting over
+        check_grid_size(pipe, len(data.records), str(path))  # before a unit of it is made
         partners = swap_partners(data.records) if "swapped_gt" in pipe.conditions else {}
     except BaseException:
         lock.release()
@@ -254,6 +255,8 @@ def preflight(
         )
         for i, s in enumerate(pipe.judges)
     ]
-    problems = check(uses, max_cost=pipe.max_cost_usd, probe=probe)
+    problems = check(
+        uses, max_cost=pipe.max_cost_usd, probe=probe, cache=pipe.cache, cache_key=f"{pipeline_path}: cache"
+    )
     out_problem = out_path_problem(out, "dir")
     return [*problems, *([f"--out {out_problem}"] if out_problem else [])]

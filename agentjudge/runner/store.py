@@ -434,17 +434,30 @@ def config_diff(old: dict[str, Any], new: dict[str, Any]) -> str:
     return "\n".join(lines) or "  (no field differs; the hash function or dataset encoding changed)"
 
 
+# Everything of a run in its folder (``--force-new`` archives them all): the store, the files of its export,
+# and what was made from them (its report, the annotators' sample and agreement, people's labels). Not
+# the folder's lock (held by this run), its archive, nor files a person put there (a pipeline, records).
+RUN_FILES = (
+    "run.sqlite",
+    "run.sqlite-wal",
+    "run.sqlite-shm",
+    "meta.json",
+    "run_summary.json",
+    "predictions.parquet",
+    "scores.parquet",
+    "judgments.parquet",
+    "sampling.json",
+    "report",
+    "human",
+    "labels",
+)
+
+
 def archive_run(rundir: Path) -> Path | None:
-    """Move an old run's store and outputs to RUNDIR/archive/<UTC time>/ (``--force-new``); never delete."""
-    names = [
-        "run.sqlite",
-        "run.sqlite-wal",
-        "run.sqlite-shm",
-        "meta.json",
-        "predictions.parquet",
-        "scores.parquet",
-        "judgments.parquet",
-    ]
+    """Move an old run's store, outputs and what was made from them (``RUN_FILES``) to
+    RUNDIR/archive/<UTC time>/ (``--force-new``), so nothing of the old run is read as the new one's;
+    never delete."""
+    names = RUN_FILES
     present = [n for n in names if (rundir / n).exists()]
     if not present:
         return None

@@ -122,6 +122,50 @@ def swap_partners(records: Iterable[Record]) -> dict[str, str]:
     return partners
 
 
+# memory one planned unit holds while a run plans, runs and exports it (its key, its status, its place in
+# the scheduler's queues): ~230 bytes measured in a quickstart run whose generator trials were doubled
+# (~140 in its dry run), doubled for the export's peak and the interpreter's growth
+BYTES_PER_UNIT = 500
+
+
+def planned_counts(pipeline: Pipeline, records: int) -> tuple[int, int]:
+    """The grid's predict and judge units, counted from the pipeline's axes before any unit is made (the
+    most there can be: the trajectory conditions counted for every generator)."""
+    predict = records * len(pipeline.difficulties) * len(pipeline.generators) * pipeline.generator_trials
+    per_prediction = (
+        len(pipeline.judges)
+        * len(pipeline.conditions)
+        * len(pipeline.prompt_variants)
+        * len(pipeline.temperatures)
+        * pipeline.trials
+    )
+    return predict, predict * per_prediction
+
+
+def check_grid_size(pipeline: Pipeline, records: int, source: str) -> None:
+    """Refuse (``GridError``, naming the pipeline file ``source`` and the counts) a grid larger than a run
+    can plan: more units than ``limits.MAX_GRID_UNITS``, or more than this process's memory holds at
+    ``BYTES_PER_UNIT`` each. Counted, never enumerated: a billion units is refused in microseconds."""
+    from agentjudge.limits import MAX_GRID_UNITS, check_fits
+
+    predict, judge = planned_counts(pipeline, records)
+    total = predict + judge
+    what = (
+        f"{source}: the grid has {judge:,} judge units and {predict:,} predict units ({records:,} records x "
+        f"{len(pipeline.difficulties)} difficulties x {len(pipeline.generators)} generators x "
+        f"{pipeline.generator_trials} generator_trials, each judged by {len(pipeline.judges)} judges x "
+        f"{len(pipeline.conditions)} conditions x {len(pipeline.prompt_variants)} prompt variants x "
+        f"{len(pipeline.temperatures)} temperatures x {pipeline.trials} trials); make it smaller (fewer "
+        "trials, judges or records: `limit`), or split it into several runs"
+    )
+    if total > MAX_GRID_UNITS:
+        raise GridError(f"{what} (at most {MAX_GRID_UNITS:,} units can be planned)")
+    try:
+        check_fits(total * BYTES_PER_UNIT, what)
+    except InputError as exc:
+        raise GridError(str(exc)) from None
+
+
 def predict_units(pipeline: Pipeline, data: Dataset) -> list[UnitKey]:
     return [
         UnitKey("predict", record.record_id(d), d, gen.display_name, t)

@@ -16,7 +16,7 @@ import pandas as pd
 from agentjudge import strict_json
 from agentjudge.errors import InputError
 from agentjudge.rundir.columns import SCORE_COLUMNS
-from agentjudge.rundir.predictions import read_predictions
+from agentjudge.rundir.predictions import read_placed_predictions
 from agentjudge.types import Prediction, Record, ScoringMode
 
 
@@ -25,23 +25,34 @@ class ScoreInputError(InputError):
 
 
 def score_rows(
-    records: list[Record], predictions: list[Prediction], modes: list[ScoringMode], lenient: bool
+    records: list[Record],
+    predictions: list[Prediction],
+    modes: list[ScoringMode],
+    lenient: bool,
+    places: list[str] | None = None,
+    data: Path | None = None,
 ) -> tuple[list[dict[str, Any]], Counter[str]]:
-    """One row per (successful prediction, mode) and the count of failed predictions per generator."""
+    """One row per (successful prediction, mode) and the count of failed predictions per generator.
+    ``places``: where each prediction is ("FILE, line N"), and ``data`` the records file, for the message
+    of a prediction that does not fit the records."""
     from agentjudge.scoring.scorer import prepare, score_prediction, score_row
 
     by_id = {r.id: r for r in records}
     prepared: dict[str, Any] = {}
     failed: Counter[str] = Counter()
     rows: list[dict[str, Any]] = []
-    for p in predictions:
+    for i, p in enumerate(predictions):
+        where = f"{places[i]}: " if places is not None else ""
         record = by_id.get(p.base_id)
         if record is None:
             raise ScoreInputError(
-                f"prediction {p.record_id} ({p.generator}): base_id {p.base_id!r} not in records"
+                f"{where}prediction {p.record_id} ({p.generator}): field base_id: {p.base_id!r} not in "
+                f"records{f' ({data})' if data is not None else ''}"
             )
         if p.record_id != record.record_id(p.difficulty):
-            raise ScoreInputError(f"prediction {p.record_id}: record_id disagrees with base_id/difficulty")
+            raise ScoreInputError(
+                f"{where}prediction {p.record_id}: field record_id disagrees with base_id and difficulty"
+            )
         if p.calls is None:
             failed[p.generator] += 1
             continue
@@ -83,16 +94,23 @@ def value_match_lines(records: list[Record], predictions: list[Prediction]) -> l
     return lines
 
 
-def write_scores(rows: list[dict[str, Any]], out: Path) -> None:
+def write_scores(rows: list[dict[str, Any]], out: Path, tmp: Path | None = None) -> None:
+    """The scores table as ``out``'s suffix says, written to ``tmp`` (the temporary file of
+    ``atomic.replacing``) or, when none is given, to ``out`` whole."""
+    if out.suffix not in (".parquet", ".csv"):
+        raise ScoreInputError(f"{out}: output must end in .parquet or .csv")
+    if tmp is None:
+        from agentjudge.atomic import replacing
+
+        with replacing(out) as written:
+            write_scores(rows, out, written)
+        return
     frame = pd.DataFrame(rows, columns=list(SCORE_COLUMNS))
     frame["state_match"] = frame["state_match"].astype("boolean")  # nullable: None = no environment
-    out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix == ".parquet":
-        frame.to_parquet(out, index=False)
-    elif out.suffix == ".csv":
-        frame.to_csv(out, index=False)
+        frame.to_parquet(tmp, index=False)
     else:
-        raise ScoreInputError(f"{out}: output must end in .parquet or .csv")
+        frame.to_csv(tmp, index=False)
 
 
 @dataclass(frozen=True)
@@ -146,6 +164,7 @@ def score_files(
 ) -> Scored:
     """Read, score, write; bad input (flags, paths, files) raises ``ScoreInputError`` (or the reader's
     ``LayoutError``) before anything is written."""
+    from agentjudge.atomic import replacing_files
     from agentjudge.fserrors import out_path_problem
     from agentjudge.rundir.records import read_records
 
@@ -161,18 +180,20 @@ def score_files(
             raise ScoreInputError(f"--value-matches {problem}")
     try:
         records = read_records(data)
-        preds = read_predictions(predictions)
-        if not preds:
+        placed = read_placed_predictions(predictions)
+        if not placed:
             raise ScoreInputError(f"{predictions}: no predictions")
-        rows, failed = score_rows(records, preds, modes, lenient)
+        preds = [p for _, p in placed]
+        rows, failed = score_rows(records, preds, modes, lenient, [w for w, _ in placed], data)
         matches = value_match_lines(records, preds) if value_matches_out is not None else []
-        write_scores(rows, out)
-        if value_matches_out is not None:
-            value_matches_out.parent.mkdir(parents=True, exist_ok=True)
-            text = "".join(
-                strict_json.dumps(line, ensure_ascii=False, default=str) + "\n" for line in matches
-            )
-            value_matches_out.write_text(text, encoding="utf-8")
+        targets = [out] if value_matches_out is None else [out, value_matches_out]
+        with replacing_files(targets) as temps:  # both files, or neither
+            write_scores(rows, out, temps[0])
+            if value_matches_out is not None:
+                text = "".join(
+                    strict_json.dumps(line, ensure_ascii=False, default=str) + "\n" for line in matches
+                )
+                temps[1].write_text(text, encoding="utf-8")
     except InputError:
         raise
     except ValueError as exc:  # a broken GT trace

@@ -18,10 +18,12 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from agentjudge.limits import check_fits
 from agentjudge.stats.codes import codes_for, group_codes
 
 ALPHA = 0.05
 DENSE_LIMIT = 4_000_000  # groups × clusters above which the per-cluster sums go sparse
+PLAN_BYTES_PER_DRAW = 32  # int64 index + float64 multiplicity, and the bincount's copies beside them
 
 
 def draw_indices(n_clusters: int, resamples: int, seed: int) -> np.ndarray:
@@ -136,6 +138,12 @@ class ClusterBootstrap:
         self.alpha = expanded_alpha(n_alpha) if interval == "expanded" else ALPHA
         self.resamples = resamples
         self.seed = seed
+        # the plan: B x C drawn indices and their multiplicities (8 bytes each), and as much again while
+        # they are counted; refused before numpy is asked for it (InputError: the verb's exit 2)
+        check_fits(
+            PLAN_BYTES_PER_DRAW * resamples * len(self.clusters),
+            f"--resamples {resamples:,} over {len(self.clusters):,} base scenarios (the bootstrap's plan)",
+        )
         self.idx = draw_indices(len(self.clusters), resamples, seed)
         self.weights = multiplicities(self.idx, len(self.clusters))
         if scale is not None:

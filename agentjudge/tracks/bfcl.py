@@ -288,14 +288,15 @@ class Imported:
 def import_files(tasks: Path, answers: Path, out: Path, category: str | None) -> Imported:
     """BFCL's task and answer files as records in the published layout; a bad file raises ``BfclError``
     before anything is written."""
+    from agentjudge.atomic import write_texts
     from agentjudge.dataset.validate import check_records
-    from agentjudge.rundir.records import dumps_record, records_text, write_text_atomic
+    from agentjudge.rundir.records import dumps_record, records_text
 
     name = category or category_of(tasks)
     records = import_bfcl(tasks, answers, name)
     text = records_text(dumps_record(r) for r in records)
     manifest = import_manifest(records, tasks, answers, name, text)
-    write_text_atomic(out / "records.jsonl", text)
-    write_text_atomic(out / "manifest.json", strict_json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    manifest_text = strict_json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+    write_texts({out / "records.jsonl": text, out / "manifest.json": manifest_text})  # both or neither
     failing = sum(not report.passed for report in check_records(records, processes=1))
     return Imported(out / "records.jsonl", name, len(records), manifest, failing)

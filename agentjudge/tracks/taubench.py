@@ -27,9 +27,10 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from agentjudge import strict_json
+from agentjudge.atomic import replacing_files
 from agentjudge.errors import InputError
 from agentjudge.models.failures import FailureLog
 from agentjudge.types import (
@@ -89,7 +90,7 @@ class TauInfo(Strict):
 class TauEpisode(Strict):
     task_id: int
     trial: int
-    reward: float
+    reward: float = Field(ge=0, le=1, allow_inf_nan=False)  # NaN is not a failure: refused, naming it
     info: TauInfo
     traj: list[TauMessage]
 
@@ -117,18 +118,28 @@ class TauBenchError(InputError):
 def load_episodes(path: Path) -> list[TauEpisode]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise TauBenchError(f"{path}: cannot read τ-bench trajectories: {exc}") from exc
+    except (OSError, ValueError) as exc:  # ValueError: not JSON, or not UTF-8 text
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0][:200]
+        raise TauBenchError(f"{path}: cannot read τ-bench trajectories: {reason}") from None
     if not isinstance(raw, list):
         raise TauBenchError(f"{path}: expected a JSON list of episodes, got {type(raw).__name__}")
     episodes = []
+    seen: dict[tuple[int, int], int] = {}
     for i, item in enumerate(raw):
         try:
-            episodes.append(TauEpisode.model_validate(item))
+            episode = TauEpisode.model_validate(item)
         except ValidationError as exc:
             err = exc.errors()[0]
             field = ".".join(str(p) for p in err["loc"])
             raise TauBenchError(f"{path}: episode {i}, field {field}: {err['msg']}") from None
+        key = (episode.task_id, episode.trial)
+        if key in seen:  # it would be judged and counted twice
+            raise TauBenchError(
+                f"{path}: episode {i} (task_id {key[0]}, trial {key[1]}) repeats episode {seen[key]}; "
+                "keep one"
+            )
+        seen[key] = i
+        episodes.append(episode)
     return episodes
 
 
@@ -552,11 +563,12 @@ def run_taubench(
     judgments = asyncio.run(judge_items(items, settings, conds, no_cache=no_cache))
     summary = summarize(ep_table, judgments)
     markdown = _markdown(summary, data)
-    out.mkdir(parents=True, exist_ok=True)
-    ep_table.to_parquet(out / "episodes.parquet", index=False)
-    judgments.to_parquet(out / "judgments.parquet", index=False)
-    (out / "summary.json").write_text(strict_json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    (out / "summary.md").write_text(markdown)
+    names = ("episodes.parquet", "judgments.parquet", "summary.json", "summary.md")
+    with replacing_files([out / name for name in names]) as (episodes_tmp, judgments_tmp, json_tmp, md_tmp):
+        ep_table.to_parquet(episodes_tmp, index=False)  # the four files together, or none
+        judgments.to_parquet(judgments_tmp, index=False)
+        json_tmp.write_text(strict_json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        md_tmp.write_text(markdown, encoding="utf-8")
     failed = int(judgments["verdict"].isna().sum())
     log = FailureLog()
     per_unit = judgments.drop_duplicates(["judge", "condition", "record_id"])

@@ -12,8 +12,9 @@ Endpoints (all GET, all read-only):
 - ``/report/<path>`` — the run's report folder, so report.html's links to the viewer work.
 
 A bad request is a 400 whose JSON says what to fix; a path outside the report folder is a 404; a request
-whose Host header is not this server is a 403. The item carries people's labels (``human/NAME``) beside
-the judges' verdicts.
+whose Host header is not this server is a 403; a request that fails on the folder's files (a damaged
+column) is a 500 whose JSON names the file, with one line on stderr: the connection is never dropped
+unanswered. The item carries people's labels (``human/NAME``) beside the judges' verdicts.
 """
 
 from __future__ import annotations
@@ -149,6 +150,8 @@ def make_handler(viewer: Viewer) -> type[Handler]:
                 raise RequestError(HTTPStatus.BAD_REQUEST, str(exc)) from None
 
         def _report(self, relative: str) -> None:
+            if "\0" in relative:  # no file name holds one (the OS refuses it)
+                raise QueryError(f"not a file name: {relative!r}")
             target = (report_root / relative).resolve()
             if not target.is_relative_to(report_root) or not target.is_file():
                 raise RequestError(HTTPStatus.NOT_FOUND, f"not in the run's report folder: {relative}")

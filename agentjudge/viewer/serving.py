@@ -13,9 +13,11 @@ The standard library's threading server, with what both pages need and nothing m
   token its page carries (``<meta name="agentjudge-token" content="…">``, made per start): a page of another
   origin in the same browser can send a POST but cannot read the token, nor set that header without a
   CORS preflight, which is never granted.
-- **Responses.** JSON bodies (errors as ``{"error": "…"}``), the package's static files from a fixed list,
-  and headers that keep a page from being framed or sniffed (``frame-ancestors 'none'``: a page that framed
-  the labelling page could otherwise steer a person's keys into it).
+- **Responses.** JSON bodies (errors as ``{"error": "…"}``; a request that fails unexpectedly, e.g. on a
+  damaged file, is a 500 naming the cause, with one line on stderr, never a dropped connection), the
+  package's static files from a fixed list, and headers that keep a page from being framed or sniffed
+  (``frame-ancestors 'none'``: a page that framed the labelling page could otherwise steer a person's keys
+  into it).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import ipaddress
 import json
 import secrets
 import socket
+import sys
 import threading
 import warnings
 from collections.abc import Callable
@@ -33,6 +36,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from agentjudge.errors import InputError
 
 TOKEN_HEADER = "X-Agentjudge-Token"
 TOKEN_META = "agentjudge-token"
@@ -148,6 +153,11 @@ class Handler(BaseHTTPRequestHandler):
             self.send_error_json(exc.status, str(exc))
         except (BrokenPipeError, ConnectionResetError):
             return
+        except Exception as exc:  # noqa: BLE001 - a damaged file, a bug: an answer, never a dropped line
+            message = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+            first = message.splitlines()[0][:500] if message else type(exc).__name__
+            sys.stderr.write(f"{self.server_version}: {self.path[:200]}: {first}\n")
+            self.send_error_json(HTTPStatus.INTERNAL_SERVER_ERROR, message)
 
     def get(self, path: str, query: dict[str, list[str]]) -> None:
         raise RequestError(HTTPStatus.NOT_FOUND, f"no such page: {path}")

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from agentjudge.limits import MAX_PILOT, MIN_TARGET_CI_PP
 from agentjudge.types import Strict
 
 Target = Literal["cells", "gt_gain"]
@@ -22,9 +23,9 @@ class Sampling(Strict):
     """How a sampled grid is sized. Only ``target_ci_pp`` is required."""
 
     # the 95 % CI half-width every cell must reach, in percentage points of alignment
-    target_ci_pp: float = Field(gt=0, le=100, allow_inf_nan=False)
+    target_ci_pp: float = Field(ge=MIN_TARGET_CI_PP, le=100, allow_inf_nan=False)
     # scenarios every cell judges first (stage 1), from which each cell's variance is estimated
-    pilot: int = Field(default=200, ge=10)
+    pilot: int = Field(default=200, ge=10, le=MAX_PILOT)
     # the seed of the order of base scenarios; None: the pipeline's `seed`
     seed: int | None = None
     # CIs for the full grid's value on this dataset (finite-population correction) rather than for the

@@ -309,8 +309,14 @@ def rows(path: Path) -> Iterator[tuple[int, Any]]:
             raise ReleaseError(f"{path}: not valid JSON ({exc})") from None
         yield from enumerate(values if isinstance(values, list) else [values], start=1)
         return
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with path.open("rb") as handle:  # lines decoded one by one: an error names its line, not a read block
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ReleaseError(
+                    f"{path}, line {number}, column {exc.start + 1}: not UTF-8 (save the file as UTF-8)"
+                ) from None
             if not line.strip():
                 continue
             try:

@@ -34,15 +34,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import sqlite3
-import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentjudge.atomic import replacing_folder
 from agentjudge.errors import InputError
 from agentjudge.resources import data_dir
 from agentjudge.tracks.agentjudgebench.files import (
@@ -111,19 +110,9 @@ def import_release(
             raise
         release_records = None  # several candidates: the given file is not compared with one of them
     _check_needs(release, release_dir, records_path or release_records)
-    # built beside RUNDIR (in its nearest existing folder: one rename away, on the same file system)
-    anchor = next(p for p in (out.parent.absolute(), *out.parent.absolute().parents) if p.is_dir())
-    work = Path(tempfile.mkdtemp(prefix=".import-", dir=anchor))
-    try:
-        summary = _build(work, release, records_path, release_records, progress)
-        if out.exists():
-            out.rmdir()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(work, out)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    return summary
+    # built beside RUNDIR and renamed into place whole: an import that fails leaves nothing
+    with replacing_folder(out) as work:
+        return _build(work, release, records_path, release_records, progress)
 
 
 def _check_needs(release: Release, folder: Path, records: Path | None) -> None:
