@@ -240,9 +240,11 @@ def write_report(
     add: Callable[[Screen], None] | None = None,
     names: tuple[str, ...] | None = None,
     sources: list[str] | None = None,
+    served: bool = False,
 ) -> int:
     """Write the report files of the ``names`` analyses under ``out`` (a new folder: the callers swap it in
-    whole, ``atomic.replacing_folder``); returns how many failed.
+    whole, ``atomic.replacing_folder``); returns how many failed. ``served``: ``out`` becomes RUNDIR/report/,
+    the folder ``agentjudge view`` serves, so the first screen links its entries to the viewer.
     ``add`` appends blocks to the first screen (``compare`` adds its paired deltas). ``sources``: the run
     mixes record sources, so no pooled first screen is written -- it points to one report per source."""
     (out / "tables").mkdir(parents=True, exist_ok=True)
@@ -259,7 +261,7 @@ def write_report(
         add(screen)
     screen.blocks[:0] = [("unfinished", line) for line in ctx.progress.unfinished]
     # the viewer serves RUNDIR/report/ (not a compare folder, nor a source's own report beneath it)
-    viewer = str(ctx.rundir) if out == ctx.rundir / "report" and "runs" not in ctx.meta else None
+    viewer = str(ctx.rundir) if served and "runs" not in ctx.meta else None
     md, body = render(title, screen, sections, _summary(ctx), out, viewer)
     (out / "report.md").write_text("\n".join(md))
     (out / "report.html").write_text(page(title, "\n".join(body)))
@@ -331,9 +333,9 @@ def write_run_report(rundir: Path, resamples: int, seed: int, ci: str = "expande
                 if missing:
                     screen.p(*missing)
 
-            failed = write_report(ctx, tmp, names=("sources",), sources=sources, add=add)
+            failed = write_report(ctx, tmp, names=("sources",), sources=sources, add=add, served=True)
             for source, sub in subs.items():
                 failed += write_report(sub, tmp / source)
         else:
-            failed = write_report(ctx, tmp)
+            failed = write_report(ctx, tmp, served=True)
     return Written(out, failed, tuple(missing), ctx.progress.unfinished)
