@@ -19,6 +19,7 @@ from . import (
     failures,
     guide,
     headline,
+    no_reference,
     passk,
     published_grid,
     robustness,
@@ -30,6 +31,7 @@ from . import (
     rq6_format,
     rq7_outcome,
     sources,
+    taubench,
 )
 from ._context import (
     CANONICAL_ORDER,
@@ -48,11 +50,14 @@ from ._figures import to_png
 class Analysis:
     """One registered section: its key (the module's name, used in tables and anchors), its function, and
     the run-folder file it needs (``None``: every run has it; otherwise the section is left out of the
-    report of a run without that file, with no "n/a" line)."""
+    report of a run without that file, with no "n/a" line), and the verdict rows it reads (``rows``)."""
 
     key: str
     analyze: Callable[[Context], Section]
     only_when: str | None = None
+    # the rows it reads: "referenced" (the verdicts with a reference: not run when the run has none),
+    # "unreferenced" (the verdicts on records without GT: run only when there are some), or "any"
+    rows: str = "referenced"
 
 
 SECTIONS: tuple[Analysis, ...] = (
@@ -69,7 +74,9 @@ SECTIONS: tuple[Analysis, ...] = (
     Analysis("published_grid", published_grid.analyze, only_when="imported_cells.csv"),
     Analysis("passk", passk.analyze),
     Analysis("rq7_outcome", rq7_outcome.analyze),
-    Analysis("failures", failures.analyze),
+    Analysis("taubench", taubench.analyze, only_when="taubench_episodes.parquet"),
+    Analysis("no_reference", no_reference.analyze, rows="unreferenced"),
+    Analysis("failures", failures.analyze, rows="any"),
 )
 
 __all__ = [

@@ -117,6 +117,11 @@ class Context:
     # ``_rank`` and ``design_weight`` (stats.design), and paired deltas use ``paired_rows`` of _common
     design: Design | None = None
     sampling: SamplingRecord | None = None
+    # the verdicts on records without GT (``Record.gt_known`` false): no reference, so none of the
+    # alignment figures; ``referenced`` False: the run has no other rows (``data`` is these rows then, and
+    # only the sections that need no reference run)
+    unreferenced: pd.DataFrame | None = None
+    referenced: bool = True
 
     @property
     def df(self) -> pd.DataFrame:
@@ -268,9 +273,14 @@ def load_context(
             jd[col] = pd.to_numeric(jd[col], errors="raise").astype(float)
         except (ValueError, TypeError) as exc:
             raise RunFolderError(f"{judgments}: column {col}: not numeric ({exc})") from exc
-    if jd["reference"].isna().any():
-        row = int(np.flatnonzero(jd["reference"].isna().to_numpy())[0])
-        raise RunFolderError(f"{judgments}: row {row}: column reference is null")
+    # a record without GT has no reference: its verdicts are kept apart (``Context.unreferenced``), never
+    # compared with a reference that does not exist; a run of only such records reports them alone
+    unreferenced = jd["reference"].isna().to_numpy()
+    apart = None
+    if unreferenced.any():
+        apart = jd[unreferenced].reset_index(drop=True)
+        if not unreferenced.all():
+            jd = jd[~unreferenced].reset_index(drop=True)
     if not jd["condition"].isin(list(MAIN_CONDITIONS)).any():
         raise RunFolderError(f"{judgments}: no with_gt or without_gt rows to report on")
     kept = (
@@ -288,7 +298,11 @@ def load_context(
         if predictions is not None:
             predictions = predictions[predictions["base_id"].astype(str).isin(kept)].reset_index(drop=True)
     record = folder.sampling()
-    return make_context(rundir, data, meta, scores, predictions, resamples, seed, ci, record)
+    ctx = make_context(rundir, data, meta, scores, predictions, resamples, seed, ci, record)
+    if apart is not None:
+        ctx.unreferenced = data if unreferenced.all() else add_alignment_columns(apart)
+        ctx.referenced = not unreferenced.all()
+    return ctx
 
 
 def make_context(

@@ -41,6 +41,10 @@ def _run_analyses(ctx: Context, names: tuple[str, ...] | None = None) -> tuple[l
             continue
         if entry.only_when is not None and not (ctx.rundir / entry.only_when).is_file():
             continue
+        if entry.rows == "referenced" and not ctx.referenced:  # no GT anywhere: said once, by no_reference
+            continue
+        if entry.rows == "unreferenced" and (ctx.unreferenced is None or ctx.unreferenced.empty):
+            continue
         if nothing_parsed and name != "failures":  # every statistic would be undefined: say so once
             sec = Section(key=name, title=name)
             sec.lacking = f"{name}: n/a — no verdict of this run could be parsed (see the failures section)."
@@ -200,8 +204,26 @@ def write_report(
         screen.blocks.append(("h", "Record sources (never pooled; one full report per source)"))
         for sec in sections:
             screen.p(*sec.text)
+    elif not ctx.referenced:  # no record has GT: the first screen is what can be known without one
+        screen, screen_failed = Screen(), 0
+        screen.blocks.append(("banner", "No record of this run has GT: no reference exists (see below)."))
+        for sec in sections:
+            if sec.key == "no_reference":
+                screen.blocks.append(("h", sec.title))
+                screen.p(*sec.text)
+                for name, table in sec.tables.items():
+                    screen.table(name, table)
     else:
         screen, screen_failed = _first_screen(ctx, sections)
+        if ctx.unreferenced is not None and not ctx.unreferenced.empty:
+            n = ctx.unreferenced["base_id"].astype(str).nunique()
+            screen.blocks.append(
+                (
+                    "banner",
+                    f"{n:,} base scenario(s) have no GT: their verdicts are not in the figures above "
+                    "(no reference exists); the section no_reference reports them.",
+                )
+            )
     if add is not None:
         add(screen)
     md, body = render(title, screen, sections, _summary(ctx), out)

@@ -137,6 +137,7 @@ def export(grid: Grid, rundir: Path, wanted: list[UnitKey], jwanted: list[UnitKe
             row_group=EXPORT_ROW_GROUP,
             read=reader,
             keep=keep,
+            modes=tuple(grid.pipe.scoring_modes),
         )
     finally:
         reader.close()
