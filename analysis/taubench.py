@@ -64,7 +64,8 @@ def summarize(
     scores = episodes.melt(
         id_vars=["base_id"], value_vars=list(SCORE_COLUMNS), var_name="metric", value_name="score"
     ).assign(solved=np.tile(solved.to_numpy(), len(SCORE_COLUMNS)))
-    ref_auc = outcome_agreement(scores, boot, ["metric"], "score", "solved").set_index("metric")
+    # exact: per-episode scores, a few hundred distinct values at most (no 0.01 grid: 1/3 and 0.33 differ)
+    ref_auc = outcome_agreement(scores, boot, ["metric"], "score", "solved", exact=True).set_index("metric")
     summary: dict[str, Any] = {
         "episodes": len(episodes),
         "tasks": len(per_task),
@@ -103,7 +104,11 @@ def summarize(
         .reset_index()
     )
     per_episode["solved"] = per_episode["reward"] >= 1.0
-    aucs = outcome_agreement(per_episode, boot, ["judge", "condition"], "mean_verdict", "solved")
+    aucs = (
+        outcome_agreement(per_episode, boot, ["judge", "condition"], "mean_verdict", "solved", exact=True)
+        if len(per_episode)
+        else pd.DataFrame(columns=["judge", "condition", "auc", "auc_lo", "auc_hi"])  # no verdict at all
+    )
     for (judge, condition), g in judgments.groupby(["judge", "condition"], sort=True):
         good = g["verdict"].notna()
         eps = per_episode[(per_episode["judge"] == judge) & (per_episode["condition"] == condition)]
@@ -204,7 +209,9 @@ def tables(
         (judgments["scoring_mode"].astype(str) == "strict").to_numpy()
         & judgments["metric"].astype(str).isin(METRICS).to_numpy()
     ]
-    rows = rows.assign(run_record_id=rows["record_id"].astype(str)).drop(columns=["record_id", "base_id"])
+    rows = rows.assign(run_record_id=rows["record_id"].astype(str)).drop(
+        columns=[c for c in ("record_id", "base_id") if c in rows.columns]
+    )
     rows = rows.merge(run_ids, on="run_record_id", how="inner", validate="many_to_one")
     for col in ("judge", "condition", "metric"):
         rows[col] = rows[col].astype(str)

@@ -16,7 +16,11 @@ def taubench(
         Path, typer.Argument(help="τ-bench historical trajectories JSON (e.g. gpt-4o-airline.json).")
     ],
     out: Annotated[
-        Path, typer.Option(help="Output folder: episodes.parquet, judgments.parquet, summary.md.")
+        Path,
+        typer.Option(
+            help="Output folder: episodes.parquet, judgments.parquet, summary.md; the judges' run folder in "
+            "OUT/run (resumable; agentjudge report OUT/run)."
+        ),
     ],
     judge: Annotated[
         list[str] | None,
@@ -74,11 +78,25 @@ def taubench_cli(
     console.print(done.markdown, markup=False, highlight=False)
     if done.failures:
         console.print(escape(done.failures.report()), highlight=False, soft_wrap=True)
+    for model in done.run.stopped_models:
+        console.print(
+            f"[yellow]stopped: {escape(model.model)} ({escape(model.error)}); {model.units_not_run} of its "
+            "units not run[/yellow]",
+            highlight=False,
+            soft_wrap=True,
+        )
     if done.failed:
         console.print(
             f"[yellow]{done.failed} judgments failed (parse or transport); see judgments.parquet[/yellow]"
         )
-    return 1 if done.failed else 0
+    if done.run.status != "complete":
+        console.print(
+            f"the judges' run in {escape(str(out / 'run'))} stopped ({done.run.stop_reason}): re-run the "
+            "same command to continue it",
+            highlight=False,
+            soft_wrap=True,
+        )
+    return 1 if done.failed or done.run.status != "complete" else 0
 
 
 def import_bfcl(

@@ -220,11 +220,12 @@ def judgment_table(
     for unit in units:
         key = unit.key
         mode_scores = scores.get((key.record_id, key.generator, key.generator_trial))
-        record, difficulty = data.locate(key.record_id)
         if mode_scores is None:
-            if record.gt_known:  # the prediction behind it is no longer in the store: nothing to compare to
+            known = data.by_base.get(key.record_id.rpartition(":")[0])
+            if known is None or known.gt_known:  # the prediction behind it is gone: nothing to compare to
                 continue
-            mode_scores = _NO_REFERENCE
+            mode_scores = _NO_REFERENCE  # a record without GT: its verdicts kept, every reference null
+        record, difficulty = data.locate(key.record_id)
         result: dict[str, Any] = unit.result or _NO_RESULT
         ok = unit.status == "done" and bool(result)
         rationales = result.get("rationales") or {}

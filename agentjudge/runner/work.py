@@ -172,8 +172,9 @@ def judge_units(
             rest = blind if shown else blind_single_shot
         else:
             rest = per_judge if shown else single_shot
-        coords = (p.record_id, p.difficulty, p.generator, p.generator_trial)
-        units += [UnitKey("judge", *coords, *r) for r in rest]
+        units += [
+            UnitKey("judge", p.record_id, p.difficulty, p.generator, p.generator_trial, *r) for r in rest
+        ]
     return units
 
 

@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from agentjudge.tracks.traces.conversation import Trace, TraceError, infer_tool_schemas
-from agentjudge.types import GTStep, ModelSettings, Record
+from agentjudge.types import Difficulty, GTStep, ModelSettings, Record
 
 FORMATS = ("auto", "openai", "inspect")
 RECORDS_FILE = "records.jsonl"
-DIFFICULTY = "easy"  # a person's own query sits in the layout's user_message slot (as BFCL's do)
+DIFFICULTY: Difficulty = "easy"  # a person's own query sits in the layout's user_message slot (as BFCL's do)
 
 
 @dataclass(frozen=True)
@@ -240,7 +240,11 @@ def import_traces(
     if not name.strip():
         raise TraceError("--agent: a name is required (the file's stem is empty)")
     _, inferred = to_records(traces, path.name, "recorded")
-    built_beside(out, lambda work: write_folder(work, traces, name, chosen, path.resolve(), label="recorded"))
+
+    def build(work: Path) -> None:
+        write_folder(work, traces, name, chosen, path.resolve(), label="recorded")
+
+    built_beside(out, build)
     result = run_pipeline(out / "pipeline.yaml", out, progress=progress)
     if result.exit_code != 0:
         raise TraceError(
