@@ -217,6 +217,15 @@ def test_a_run_without_any_gt_reports_what_is_known(tmp_path: Path) -> None:
     assert "Judge ranking" not in text  # no alignment figure without a reference
 
 
+def test_sampling_is_refused_where_no_reference_exists(tmp_path: Path) -> None:
+    write_traces(tmp_path / "a.jsonl")
+    api.import_traces(tmp_path / "a.jsonl", tmp_path / "run")
+    with pytest.raises(api.InputError, match="21 record\\(s\\) of this run have no GT"):
+        api.run(
+            tmp_path / "run" / "pipeline.yaml", tmp_path / "run", add_judges=["baseline/rule"], target_ci=5
+        )
+
+
 def test_a_dry_run_counts_the_episodes_units(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     convs = write_traces(tmp_path / "a.jsonl")
