@@ -31,6 +31,9 @@ from agentjudge.report.html import (
     table_html,
 )
 
+# the sections a run without any GT shows on its first screen, in this order
+WITHOUT_REFERENCE = ("no_reference", "against_people")
+
 
 def _run_analyses(ctx: Context, names: tuple[str, ...] | None = None) -> tuple[list[Section], int]:
     sections, failed = [], 0
@@ -207,8 +210,8 @@ def write_report(
     elif not ctx.referenced:  # no record has GT: the first screen is what can be known without one
         screen, screen_failed = Screen(), 0
         screen.blocks.append(("banner", "No record of this run has GT: no reference exists (see below)."))
-        for sec in sections:
-            if sec.key == "no_reference":
+        for sec in sections:  # the verdicts alone, then (once people labelled some) the judges against them
+            if sec.key in WITHOUT_REFERENCE and not sec.lacking:
                 screen.blocks.append(("h", sec.title))
                 screen.p(*sec.text)
                 for name, table in sec.tables.items():
