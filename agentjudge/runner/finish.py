@@ -160,7 +160,6 @@ def export(
             row_group=EXPORT_ROW_GROUP,
             read=reader,
             keep=keep,
-            modes=tuple(grid.pipe.scoring_modes),
         )
     finally:
         reader.close()
