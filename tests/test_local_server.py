@@ -5,6 +5,7 @@ dies as llama.cpp did (SIGSEGV); no [local] extra is needed."""
 
 from __future__ import annotations
 
+import signal
 import sys
 import textwrap
 from pathlib import Path
@@ -54,6 +55,7 @@ def test_the_server_command_exits_non_zero_when_its_llama_cpp_child_dies(
     assert "serving smollm2 at http://127.0.0.1:" in out.out
     assert "the llama.cpp server was killed by SIGSEGV" in out.err and "is not served any more" in out.err
     assert "-DGGML_NATIVE=OFF" in out.err  # how to rebuild it portable
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # called in-process: its handler is gone
 
 
 def test_a_child_that_dies_before_it_answers_is_an_error_with_the_rebuild_hint(

@@ -232,6 +232,35 @@ def test_a_dead_child_has_its_chunks_computed_here() -> None:
     assert not {3, 5, 7, 9} & remote  # the dead child's payloads, computed in this process
 
 
+def test_a_busy_child_ended_by_close_prints_nothing_whatever_sigterm_handler_the_parent_had(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """close() SIGTERMs a child still computing. A SIGTERM handler the main process installed (one that
+    raises SystemExit, as a served model's does) must not run in the child: it would print a traceback
+    under the progress bar."""
+    parent = os.getpid()
+
+    def compute(x: int) -> int:
+        if os.getpid() != parent:
+            time.sleep(30)  # busy when close() comes
+        return x
+
+    earlier = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        pool = offline.ChunkPool(1, compute)
+        answers = pool.map(range(2))
+        started = time.monotonic()
+        offline._write_frame(pool.children[0][1], 0)  # the child is now asleep in compute
+        time.sleep(0.3)
+        pool.close()
+        del answers
+    finally:
+        signal.signal(signal.SIGTERM, earlier)
+    assert time.monotonic() - started < 10  # ended by the signal, not by finishing its sleep
+    out, err = capfd.readouterr()
+    assert "Traceback" not in out + err and "SystemExit" not in out + err, out + err
+
+
 def test_unordered_chunks_keep_shares_contiguous_and_survive_a_dead_child() -> None:
     parent = os.getpid()
 

@@ -156,9 +156,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-ctx", type=int, default=8192)
     args = parser.parse_args(argv)
     # `kill PID` (SIGTERM) must stop the server too: SystemExit lets the context manager stop it
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    earlier = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        with running_server(port=args.port, n_ctx=args.n_ctx) as (proc, base):
+        return _serve_until_stopped(args.port, args.n_ctx)
+    finally:  # called in-process (tests, a library user): the caller's own handler comes back
+        signal.signal(signal.SIGTERM, earlier)
+
+
+def _serve_until_stopped(port: int, n_ctx: int) -> int:
+    try:
+        with running_server(port=port, n_ctx=n_ctx) as (proc, base):
             print(f"serving {MODEL_ALIAS} at {base} (Ctrl-C stops it)", flush=True)
             code = proc.wait()  # returns when the server dies: this process then ends too, saying so
             print(

@@ -261,6 +261,9 @@ class ChunkPool:
                     os.close(earlier_w)
                     os.close(earlier_r)
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's
+                # close() SIGTERMs a child still busy: it ends at once, whatever handler the parent had
+                # installed (a handler that raises SystemExit would print a traceback under the bar)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 _serve(self.compute, request_r, answer_w)
                 code = 0
             except (BrokenPipeError, EOFError):  # the main process is gone (killed, or stopped early)
