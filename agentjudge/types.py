@@ -34,10 +34,12 @@ TRAJECTORY_CONDITIONS: tuple[Condition, ...] = ("trajectory_with_gt", "trajector
 ScoringMode = Literal["paper", "strict"]
 PromptFamily = Literal["paper", "agentjudge"]  # judge prompts: the published ones (SPEC §7a) or ours
 PROMPT_FAMILIES: tuple[PromptFamily, ...] = ("paper", "agentjudge")
-Source = Literal["synthetic", "imported"]  # our generator's records vs tasks people wrote elsewhere (BFCL)
+# our generator's records; tasks people wrote elsewhere (BFCL); an agent's recorded conversations (traces)
+Source = Literal["synthetic", "imported", "traces"]
 VERDICT_LEVELS: tuple[float, ...] = (0.0, 0.5, 1.0)
 Generation = Literal["single_shot", "interactive"]  # plan blind (published) / act on tool outputs
-StopReason = Literal["answered", "max_turns", "unparseable"]  # why an interactive episode ended
+# why an interactive episode ended; "ended": a recorded conversation stops without a final message
+StopReason = Literal["answered", "max_turns", "unparseable", "ended"]
 
 
 class Strict(BaseModel):
@@ -105,9 +107,19 @@ class Record(Strict):
     source: Source = "synthetic"
     origin: str | None = None  # imported records: where from, e.g. "bfcl/multiple"
     human_query: bool = False  # the only query is a person's own words (no easy/medium/hard rewrites)
+    # False: nobody gave the expected calls (an agent's trace imported without them). ``gt`` is then empty,
+    # nothing is scored, no reference exists, and judges grade it without GT only (an empty ``gt`` with
+    # ``gt_known`` True is a GT that expects no call)
+    gt_known: bool = True
     # published-layout fields kept as read (spelling the model does not hold: JSON-string tool_calls or
     # arguments, "type": "dict", assistant text): rundir/records.py writes them back when still equivalent
     source_layout: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _no_gt_is_empty(self) -> Record:
+        if not self.gt_known and self.gt:
+            raise ValueError("gt_known is false, yet the record has GT steps")
+        return self
 
     def record_id(self, difficulty: Difficulty) -> str:
         return f"{self.id}:{difficulty}"

@@ -20,6 +20,7 @@ from . import (
     failures,
     guide,
     headline,
+    no_reference,
     passk,
     published_grid,
     robustness,
@@ -31,6 +32,7 @@ from . import (
     rq6_format,
     rq7_outcome,
     sources,
+    taubench,
 )
 from ._context import (
     CANONICAL_ORDER,
@@ -52,12 +54,16 @@ from ._figures import to_png
 class Analysis:
     """One registered section: its key (the module's name, used in tables and anchors), its function, and
     the run-folder file it needs, a glob pattern relative to the folder (``None``: every run has it;
-    otherwise the section is left out of the report of a run without such a file, with no "n/a" line)."""
+    otherwise the section is left out of the report of a run without such a file, with no "n/a" line), and
+    the verdict rows it reads (``rows``)."""
 
     key: str
     title: str  # what the report calls the section where it cannot run it (the section's own title)
     analyze: Callable[[Context], Section]
     only_when: str | None = None
+    # the rows it reads: "referenced" (the verdicts with a reference: not run when the run has none),
+    # "unreferenced" (the verdicts on records without GT: run only when there are some), or "any"
+    rows: str = "referenced"
 
 
 SECTIONS: tuple[Analysis, ...] = (
@@ -97,8 +103,22 @@ SECTIONS: tuple[Analysis, ...] = (
         "RQ7 Outcomes: do judges that see outputs know whether the job got done?",
         rq7_outcome.analyze,
     ),
-    Analysis("against_people", "Against people", against_people.analyze, only_when="labels/*.jsonl"),
-    Analysis("failures", "Parse and transport failures", failures.analyze),
+    Analysis(
+        "taubench",
+        "τ-bench: the agent's pass^k, and the verdicts against τ-bench's reward",
+        taubench.analyze,
+        only_when="taubench_episodes.parquet",
+    ),
+    Analysis(
+        "no_reference",
+        "Records without GT: the judges' verdicts, no reference",
+        no_reference.analyze,
+        rows="unreferenced",
+    ),
+    Analysis(
+        "against_people", "Against people", against_people.analyze, only_when="labels/*.jsonl", rows="any"
+    ),
+    Analysis("failures", "Parse and transport failures", failures.analyze, rows="any"),
 )
 
 __all__ = [

@@ -199,6 +199,11 @@ class Context:
     design: Design | None = None
     sampling: SamplingRecord | None = None
     progress: Progress = field(default_factory=Progress)
+    # the verdicts on records without GT (``Record.gt_known`` false): no reference, so none of the
+    # alignment figures; ``referenced`` False: the run has no other rows (``data`` is these rows then, and
+    # only the sections that need no reference run)
+    unreferenced: pd.DataFrame | None = None
+    referenced: bool = True
 
     @property
     def df(self) -> pd.DataFrame:
@@ -360,9 +365,14 @@ def load_context(
             jd[col] = pd.to_numeric(jd[col], errors="raise").astype(float)
         except (ValueError, TypeError) as exc:
             raise RunFolderError(f"{judgments}: column {col}: not numeric ({exc})") from exc
-    if jd["reference"].isna().any():
-        row = int(np.flatnonzero(jd["reference"].isna().to_numpy())[0])
-        raise RunFolderError(f"{judgments}: row {row}: column reference is null")
+    # a record without GT has no reference: its verdicts are kept apart (``Context.unreferenced``), never
+    # compared with a reference that does not exist; a run of only such records reports them alone
+    unreferenced = jd["reference"].isna().to_numpy()
+    apart = None
+    if unreferenced.any():
+        apart = jd[unreferenced].reset_index(drop=True)
+        if not unreferenced.all():
+            jd = jd[~unreferenced].reset_index(drop=True)
     if not jd["condition"].isin(list(MAIN_CONDITIONS)).any():
         raise RunFolderError(f"{judgments}: no with_gt or without_gt rows to report on")
     # the base scenarios judged so far: scores and predictions of others (an unfinished run's, or another
@@ -381,6 +391,9 @@ def load_context(
     record = folder.sampling()
     ctx = make_context(rundir, data, meta, scores, predictions, resamples, seed, ci, record)
     ctx.progress = read_progress(folder)
+    if apart is not None:
+        ctx.unreferenced = data if unreferenced.all() else add_alignment_columns(apart)
+        ctx.referenced = not unreferenced.all()
     return ctx
 
 

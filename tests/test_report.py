@@ -58,8 +58,9 @@ def test_all_files_written(report_dir: Path) -> None:
     assert "FAILED" not in md
     assert "RQ4: this run has one temperature" in md
     rest = md[md.index("\n## Everything else") : md.index("\n## Run details")]
-    # one line per analysis (those for other kinds of run folder aside), the rest folded in the HTML
-    assert sum(s.only_when is None for s in SECTIONS) == rest.count("\n- **")
+    # one line per analysis (those for other kinds of run folder, and for records without GT, aside), the
+    # rest folded in the HTML
+    assert sum(s.only_when is None and s.rows != "unreferenced" for s in SECTIONS) == rest.count("\n- **")
     assert html.count("<details><summary>" + "RQ") == 7  # each section folded (tables fold inside too)
     from agentjudge import __version__
     from agentjudge.provenance import git_commit

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 from math import comb
@@ -12,21 +11,21 @@ import jsonschema
 import numpy as np
 import pandas as pd
 import pytest
+from agentjudge.analysis.taubench import markdown, summarize
 from fakeserver import FakeLLM
 from typer.testing import CliRunner
 
+from agentjudge import api
 from agentjudge.commands import app
+from agentjudge.rundir import RunFolder
+from agentjudge.stats.bootstrap import ClusterBootstrap
+from agentjudge.stats.outcome import outcome_agreement
 from agentjudge.tracks.taubench import (
     TauBenchError,
-    auc,
-    episodes_table,
     infer_tool_schemas,
-    judge_items,
     load_episodes,
-    summarize,
-    to_item,
+    to_trace,
 )
-from agentjudge.types import ModelSettings
 
 
 def _published_trajectories() -> Path:
@@ -50,17 +49,48 @@ def episodes():  # type: ignore[no-untyped-def]
     return load_episodes(DATA)
 
 
+@pytest.fixture(scope="module")
+def offline_run(tmp_path_factory: pytest.TempPathFactory) -> api.TauBenchRun:  # type: ignore[name-defined]
+    """The verb with its default (offline) judges on the published file, through the runner."""
+    return api.taubench(DATA, tmp_path_factory.mktemp("tau") / "out")
+
+
+def pairwise_auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """The AUC by its definition: the share of (solved, failed) pairs ordered right, ties one half."""
+    pos, neg = scores[labels], scores[~labels]
+    if len(pos) == 0 or len(neg) == 0:
+        return float("nan")
+    wins = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return float(wins / (len(pos) * len(neg)))
+
+
 @needs_data
-def test_loads_all_episodes_and_items_drop_only_think(episodes) -> None:  # type: ignore[no-untyped-def]
+def test_loads_all_episodes_and_traces_drop_only_think(episodes) -> None:  # type: ignore[no-untyped-def]
     assert len(episodes) == 200
     assert len({e.task_id for e in episodes}) == 50
     tools = infer_tool_schemas(episodes)
     ep = episodes[3]
-    item = to_item(ep, tools)
+    trace = to_trace(ep, tools)
     raw = [tc.function.name for m in ep.traj for tc in (m.tool_calls or [])]
-    assert [c.name for c in item.calls] == [n for n in raw if n != "think"]
-    assert [s.call.name for s in item.gt] == [a.name for a in ep.info.task.actions]
-    assert item.record_id == f"tau-airline-{ep.task_id:03d}:trial{ep.trial}"
+    assert [c.name for c in trace.calls] == [n for n in raw if n != "think"]
+    assert [c.name for c in trace.expected or []] == [a.name for a in ep.info.task.actions]
+    assert trace.id == f"tau-airline-{ep.task_id:03d}:trial{ep.trial}"
+    # the episode: each call of the trace with its tool output (or error) as the judge sees it
+    assert trace.trajectory is not None
+    assert [s.call for s in trace.trajectory.steps] == trace.calls
+    # an output answers the latest call with its id (the published episodes reuse call ids)
+    latest: dict[str, int] = {}
+    errors: dict[int, str | None] = {}
+    steps = 0
+    for m in ep.traj:
+        for tc in m.tool_calls or []:
+            if tc.function.name != "think":
+                latest[tc.id], steps = steps, steps + 1
+        if m.role == "tool" and m.name != "think":
+            text = m.content or ""
+            errors[latest[m.tool_call_id or ""]] = text if text.startswith("Error") else None
+    assert [s.error for s in trace.trajectory.steps] == [errors.get(i) for i in range(len(trace.calls))]
+    assert sum(s.error is not None for s in trace.trajectory.steps) == trace.metadata["n_tool_errors"]
 
 
 @needs_data
@@ -68,18 +98,17 @@ def test_inferred_schemas_accept_every_observed_call(episodes) -> None:  # type:
     tools = {t.name: t for t in infer_tool_schemas(episodes)}
     checked = 0
     for ep in episodes:
-        item = to_item(ep, list(tools.values()))
-        for call in item.calls + [s.call for s in item.gt]:
+        trace = to_trace(ep, list(tools.values()))
+        for call in trace.calls + (trace.expected or []):
             jsonschema.validate(call.arguments, tools[call.name].parameters)
             checked += 1
     assert checked > 1000
+    assert all("inferred from" in t.description for t in tools.values())
 
 
 @needs_data
-def test_agent_pass_hat_k_matches_brute_force(episodes) -> None:  # type: ignore[no-untyped-def]
-    tools = infer_tool_schemas(episodes)
-    table = episodes_table([to_item(e, tools) for e in episodes])
-    summary = summarize(table, None)
+def test_agent_pass_hat_k_matches_brute_force(episodes, offline_run) -> None:  # type: ignore[no-untyped-def]
+    summary = offline_run.summary
     by_task: dict[int, list[bool]] = {}
     for e in episodes:
         by_task.setdefault(e.task_id, []).append(e.reward >= 1.0)
@@ -92,42 +121,87 @@ def test_agent_pass_hat_k_matches_brute_force(episodes) -> None:  # type: ignore
     assert summary["agent_pass_hat_k"][1] == pytest.approx(sum(e.reward for e in episodes) / 200)
 
 
-def test_auc_hand_computed() -> None:
-    import numpy as np
-
-    scores = np.array([0.9, 0.5, 0.5, 0.1])
-    labels = np.array([True, True, False, False])
+def test_auc_hand_computed_and_exact_beside_the_grid() -> None:
+    frame = pd.DataFrame(
+        {
+            "base_id": ["a", "b", "c", "d"],
+            "g": "x",
+            "s": [0.9, 0.5, 0.5, 0.1],
+            "y": [True, True, False, False],
+        }
+    )
+    boot = ClusterBootstrap(frame["base_id"], resamples=50, seed=0)
     # pairs (pos, neg): (0.9>0.5) (0.9>0.1) (0.5=0.5 → ½) (0.5>0.1) = 3.5 / 4
-    assert auc(scores, labels) == pytest.approx(0.875)
+    assert outcome_agreement(frame, boot, ["g"], "s", "y", exact=True)["auc"].iloc[0] == pytest.approx(0.875)
+    # two scores closer than the 0.01 grid: one tie on the grid, ordered when exact (τ-bench's p_value)
+    close = frame.assign(s=[0.334, 0.9, 1 / 3, 0.1])
+    assert outcome_agreement(close, boot, ["g"], "s", "y")["auc"].iloc[0] == pytest.approx(0.875)
+    assert outcome_agreement(close, boot, ["g"], "s", "y", exact=True)["auc"].iloc[0] == pytest.approx(1.0)
 
 
 @needs_data
-def test_baseline_judges_alignment_recomputed(episodes) -> None:  # type: ignore[no-untyped-def]
-    tools = infer_tool_schemas(episodes)
-    items = [to_item(e, tools) for e in episodes[:40]]
-    settings = [ModelSettings(model="baseline/always-1"), ModelSettings(model="baseline/ceiling")]
-    table = asyncio.run(judge_items(items, settings, ["with_gt"]))
-    assert len(table) == 40 * 2 * 4
-    summary = summarize(episodes_table(items), table)
-    got = {j["judge"]: j["alignment_with_reference"] for j in summary["judges"]}
-    ones = table[table.judge == "baseline/always-1"]
-    assert got["baseline/always-1"] == pytest.approx(ones["reference"].mean())  # 1 - |ref - 1| = ref
-    assert got["baseline/ceiling"] > got["baseline/always-1"]
+def test_the_verb_runs_its_judges_through_the_runner(offline_run) -> None:  # type: ignore[no-untyped-def]
+    out = offline_run.out
+    assert {p.name for p in out.iterdir()} >= {
+        "episodes.parquet", "judgments.parquet", "summary.json", "summary.md", "run"
+    }  # fmt: skip
+    folder = RunFolder.open(out / "run")
+    assert folder.status.state == "complete"
+    records = folder.records()
+    assert len(records) == 200 and {r.source for r in records} == {"traces"}
+    judgments = pd.read_parquet(out / "judgments.parquet")
+    assert len(judgments) == 200 * 4 * 2 * 4  # episodes x judges x conditions x metrics
+    got = {(j["judge"], j["condition"]): j["alignment_with_reference"] for j in offline_run.summary["judges"]}
+    ones = judgments[(judgments.judge == "baseline/always-1") & (judgments.condition == "with_gt")]
+    assert got[("baseline/always-1", "with_gt")] == pytest.approx(ones["reference"].mean())  # 1-|ref-1| = ref
+    assert got[("baseline/ceiling", "with_gt")] > got[("baseline/always-1", "with_gt")]
+    # the report of the run folder carries the τ-bench section with the same pass^k
+    report = api.report(out / "run", resamples=200)
+    text = (report.out / "report.md").read_text()
+    assert "τ-bench: the agent's pass^k" in text
+    table = pd.read_csv(report.out / "tables" / "taubench_passk.csv")
+    assert table["pass_hat_k"].tolist() == pytest.approx(
+        list(offline_run.summary["agent_pass_hat_k"].values())
+    )
 
 
 @needs_data
-def test_llm_judge_through_loopback_server(episodes, fake_llm: FakeLLM) -> None:  # type: ignore[no-untyped-def]
-    tools = infer_tool_schemas(episodes)
-    items = [to_item(e, tools) for e in episodes[:3]]
+def test_a_rerun_continues_and_other_judges_are_refused(tmp_path: Path) -> None:
+    small = tmp_path / "three.json"
+    small.write_text(json.dumps(json.loads(DATA.read_text())[:3]))
+    api.taubench(small, tmp_path / "out", judges=["baseline/rule"])
+    written = (tmp_path / "out" / "summary.json").read_text()
+    again = api.taubench(small, tmp_path / "out", judges=["baseline/rule"])
+    assert again.run.up_to_date and (tmp_path / "out" / "summary.json").read_text() == written
+    result = CliRunner().invoke(app, ["taubench", str(small), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "other judges or conditions" in result.output
+    assert pd.read_parquet(tmp_path / "out" / "judgments.parquet")["judge"].unique().tolist() == [
+        "baseline/rule"
+    ]
+
+
+@needs_data
+def test_llm_judge_through_loopback_server(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    small = tmp_path / "three.json"
+    small.write_text(json.dumps(json.loads(DATA.read_text())[:3]))
     good = json.dumps({m: {"verdict": 0.5, "justification": "x"} for m in ("tool", "param", "seq", "cov")})
     fake_llm.queue(good)
     fake_llm.queue("I cannot grade this.")  # unparseable: must be counted, not defaulted
     fake_llm.queue(good)
-    settings = fake_llm.settings(max_retries=0, concurrency=1)
-    table = asyncio.run(judge_items(items, [settings], ["without_gt"]))
+    done = api.taubench(
+        small,
+        tmp_path / "out",
+        judges=["openai/test-model"],
+        conditions=["without_gt"],
+        api_base=fake_llm.base_url,
+    )
     assert len(fake_llm.requests) == 3
+    table = pd.read_parquet(tmp_path / "out" / "judgments.parquet")
     failed = table[table.verdict.isna()]
-    assert len(failed) == 4 and not failed.parse_ok.any()
+    assert len(failed) == 4 and not failed.parse_ok.any() and done.failed == 4
     assert set(table.verdict.dropna()) == {0.5}
 
 
@@ -157,7 +231,8 @@ def test_cli_rejected_key_prints_failures_by_model_and_reason(
     code = taubench_cli(small, tmp_path / "out", ["openai/test-model"], fake_llm.base_url, ["without_gt"])
     out = capsys.readouterr().out
     assert code == 1
-    assert "failures by model and reason:" in out and "openai/test-model: auth x3" in out
+    assert "failures by model and reason:" in out and "openai/test-model: auth x" in out
+    assert "re-run the same command to continue" in out  # the runner's store keeps what was done
     assert len(fake_llm.requests) <= 3  # none retried; once stopped, the rest are not sent
 
 
@@ -170,7 +245,7 @@ def _synthetic_tau(seed: int = 3) -> tuple[pd.DataFrame, pd.DataFrame]:
             rid, base = f"tau-airline-{task:03d}:trial{trial}", f"tau-airline-{task:03d}"
             reward = float(rng.random() < 0.5)
             ep_rows.append(
-                {"task_id": task, "trial": trial, "reward": reward, "n_tool_errors": 0}
+                {"task_id": task, "base_id": base, "trial": trial, "reward": reward, "n_tool_errors": 0}
                 | {
                     m: float(rng.random())
                     for m in ("p_tool", "p_param", "p_seq", "p_cov", "p_value", "p_seq_dag")
@@ -220,7 +295,7 @@ def test_judge_cis_resample_tasks_and_match_a_loop_over_drawn_tasks() -> None:
             stacked = pd.concat(parts)
             align.append((1 - (stacked["reference"] - stacked["verdict"]).abs()).mean())
             per_ep = stacked.groupby("record_id").agg(v=("verdict", "mean"), r=("reward", "first"))
-            aucs.append(auc(per_ep["v"].to_numpy(), per_ep["r"].to_numpy() >= 1.0))
+            aucs.append(pairwise_auc(per_ep["v"].to_numpy(), per_ep["r"].to_numpy() >= 1.0))
         a_lo, a_hi = percentile_ci(np.array(align), boot.alpha)
         u_lo, u_hi = percentile_ci(np.array(aucs), boot.alpha)
         assert j["alignment_ci"] == pytest.approx([a_lo[0], a_hi[0]])
@@ -235,11 +310,9 @@ def test_judge_cis_resample_tasks_and_match_a_loop_over_drawn_tasks() -> None:
 
 
 def test_summary_md_has_cis_and_names_baseline_judges_not_models() -> None:
-    from agentjudge.tracks.taubench import _markdown
-
     episodes, judgments = _synthetic_tau()
     summary = summarize(episodes, judgments, resamples=200, seed=7)
-    text = _markdown(summary, Path("x.json"))
+    text = markdown(summary, "x.json")
     banner = next(line for line in text.splitlines() if "Not models" in line)
     assert "baseline/always-1" in banner and "openai/m" not in banner
     model = next(j for j in summary["judges"] if j["judge"] == "openai/m")

@@ -25,7 +25,13 @@ from agentjudge.api._data import GenerateResult, ValidationResult, audit, genera
 from agentjudge.api._people import Agreement, Labelling, human_agree, human_sample, label
 from agentjudge.api._report import CompareResult, ReportResult, Viewing, compare, report, view
 from agentjudge.api._run import batches, infer, run
-from agentjudge.api._tracks import ReleaseImport, import_agentjudgebench, import_bfcl, taubench
+from agentjudge.api._tracks import (
+    ReleaseImport,
+    import_agentjudgebench,
+    import_bfcl,
+    import_traces,
+    taubench,
+)
 from agentjudge.errors import InputError, PreflightError
 from agentjudge.runner.events import Event, Reporter
 from agentjudge.runner.result import (
@@ -90,6 +96,7 @@ __all__ = [
     "human_sample",
     "import_agentjudgebench",
     "import_bfcl",
+    "import_traces",
     "infer",
     "label",
     "report",

@@ -1,4 +1,5 @@
-"""``taubench``, ``import_bfcl`` and ``import_agentjudgebench``: tasks and verdicts from elsewhere."""
+"""``taubench``, ``import_bfcl``, ``import_agentjudgebench`` and ``import_traces``: tasks, verdicts and
+agents' conversations from elsewhere."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from agentjudge.runner.events import Reporter
 if TYPE_CHECKING:
     from agentjudge.tracks.bfcl import Imported
     from agentjudge.tracks.taubench import TauBenchRun
+    from agentjudge.tracks.traces.importer import TracesImport
 
 
 def taubench(
@@ -72,3 +74,21 @@ def import_agentjudgebench(
     chosen = None if records is None else Path(records)
     summary = import_release(Path(release), chosen, Path(out), progress)
     return ReleaseImport(Path(out), summary)
+
+
+def import_traces(
+    file: Path | str,
+    out: Path | str,
+    *,
+    agent: str | None = None,
+    format: str = "auto",
+    progress: Reporter | None = None,
+) -> TracesImport:
+    """An agent's recorded conversations as a new run folder (``agentjudge import traces``): OpenAI-style
+    JSON Lines (``format="openai"``) or an Inspect log (``"inspect"``; ``"auto"``: from the file's name);
+    ``agent`` names the agent (default: the file's stem), a generator of kind ``imported``. Judges are added
+    with ``run(out / "pipeline.yaml", out, add_judges=[...])``. Raises ``InputError`` (``TraceError``) with
+    nothing written."""
+    from agentjudge.tracks.traces.importer import import_traces as run_import
+
+    return run_import(Path(file), Path(out), agent, format, progress)

@@ -5,7 +5,7 @@ the API, print what it returns, exit with the code it means). The verbs, in the 
 - ``commands/run.py``: run, batches
 - ``commands/report.py``: report, view, compare
 - ``commands/people.py``: human-sample, label, human-agree
-- ``commands/tracks.py``: taubench, import bfcl, import agentjudgebench
+- ``commands/tracks.py``: taubench, import bfcl, import agentjudgebench, import traces
 - ``commands/cache.py``: cache stats, cache clear
 
 Each module imports only typer at the top: ``agentjudge --help`` stays fast and never imports litellm.
@@ -31,6 +31,7 @@ app.add_typer(cache_app, name="cache")
 app.add_typer(import_app, name="import")
 import_app.command("bfcl")(tracks.import_bfcl)
 import_app.command("agentjudgebench")(tracks.import_agentjudgebench)
+import_app.command("traces")(tracks.import_traces)
 cache_app.command("stats")(cache.cache_stats)
 cache_app.command("clear")(cache.cache_clear)
 

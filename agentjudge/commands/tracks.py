@@ -1,5 +1,5 @@
-"""The tracks' verbs: ``taubench``, ``import bfcl`` and ``import agentjudgebench``, shells over
-``agentjudge.api``."""
+"""The tracks' verbs: ``taubench``, ``import bfcl``, ``import agentjudgebench`` and ``import traces``,
+shells over ``agentjudge.api``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,11 @@ def taubench(
         Path, typer.Argument(help="τ-bench historical trajectories JSON (e.g. gpt-4o-airline.json).")
     ],
     out: Annotated[
-        Path, typer.Option(help="Output folder: episodes.parquet, judgments.parquet, summary.md.")
+        Path,
+        typer.Option(
+            help="Output folder: episodes.parquet, judgments.parquet, summary.md; the judges' run folder in "
+            "OUT/run (resumable; agentjudge report OUT/run)."
+        ),
     ],
     judge: Annotated[
         list[str] | None,
@@ -74,11 +78,25 @@ def taubench_cli(
     console.print(done.markdown, markup=False, highlight=False)
     if done.failures:
         console.print(escape(done.failures.report()), highlight=False, soft_wrap=True)
+    for model in done.run.stopped_models:
+        console.print(
+            f"[yellow]stopped: {escape(model.model)} ({escape(model.error)}); {model.units_not_run} of its "
+            "units not run[/yellow]",
+            highlight=False,
+            soft_wrap=True,
+        )
     if done.failed:
         console.print(
             f"[yellow]{done.failed} judgments failed (parse or transport); see judgments.parquet[/yellow]"
         )
-    return 1 if done.failed else 0
+    if done.run.status != "complete":
+        console.print(
+            f"the judges' run in {escape(str(out / 'run'))} stopped ({done.run.stop_reason}): re-run the "
+            "same command to continue it",
+            highlight=False,
+            soft_wrap=True,
+        )
+    return 1 if done.failed or done.run.status != "complete" else 0
 
 
 def import_bfcl(
@@ -174,4 +192,60 @@ def import_agentjudgebench_cli(release: Path, records: Path | None, out: Path) -
     for line in summary["notes"]:
         console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
     console.print(f"done: {escape(str(out))} (agentjudge report {escape(str(out))})", highlight=False)
+    return 0
+
+
+def import_traces(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="An agent's conversations: OpenAI-style JSON Lines, or an Inspect log (.eval/.json)."
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="A new run folder for the imported traces.")],
+    agent: Annotated[
+        str | None, typer.Option(help="The agent's name in the run (a generator); default: the file's stem.")
+    ] = None,
+    format: Annotated[
+        str, typer.Option("--format", help="auto (from the file's name), openai or inspect.")
+    ] = "auto",
+) -> None:
+    """Your own agent's traces as a run folder: its calls, scored where expected calls are given; add
+    judges with `agentjudge run RUNDIR/pipeline.yaml --out RUNDIR --add-judge MODEL`."""
+    raise typer.Exit(guarded(lambda: import_traces_cli(file, out, agent, format)))
+
+
+def import_traces_cli(file: Path, out: Path, agent: str | None, format: str = "auto") -> int:
+    """0 imported, 2 bad input (one line naming the file, line and field; nothing written)."""
+    import sys
+
+    from rich.console import Console
+    from rich.markup import escape
+
+    from agentjudge import api
+    from agentjudge.commands.progress import ConsoleReporter, run_console
+
+    console = Console(soft_wrap=True)
+    try:
+        done = api.import_traces(
+            file, out, agent=agent, format=format, progress=ConsoleReporter(run_console())
+        )
+    except api.InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    inferred = (
+        f"; {done.inferred_tools} tool schema(s) inferred from the calls" if done.inferred_tools else ""
+    )
+    console.print(
+        f"imported {done.conversations} conversation(s) of {escape(done.agent)} ({done.format}) into "
+        f"{escape(str(out))}: {done.calls} call(s); {done.with_gt} with expected calls (scored), "
+        f"{done.conversations - done.with_gt} without (no reference: judged without GT only); "
+        f"{done.with_outputs} with tool outputs (also judged as episodes){inferred}",
+        highlight=False,
+    )
+    console.print(
+        f"next: agentjudge run {escape(str(out / 'pipeline.yaml'))} --out {escape(str(out))} "
+        "--add-judge MODEL",
+        highlight=False,
+    )
     return 0

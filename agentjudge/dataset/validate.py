@@ -58,9 +58,12 @@ def read_dataset(path: Path) -> list[Record]:
 
 def gate1_failures(records: list[Record]) -> dict[str, list[str]]:
     """Records that fail Gate 1, as ``{id: ["gate1:code detail", ...]}``: ``run`` and ``infer`` refuse
-    them (a record whose tool schema is invalid cannot be graded), or skip them with ``--skip-invalid``."""
+    them (a record whose tool schema is invalid cannot be graded), or skip them with ``--skip-invalid``.
+    An agent's recorded conversation (``source="traces"``) is not checked: it is judged as it was recorded,
+    and Gate 1's grounding cannot see the values an earlier tool output gave the agent."""
     out: dict[str, list[str]] = {}
-    for record, findings in zip(records, _map(_check_gate1, records), strict=True):
+    checked = [r for r in records if r.source != "traces"]
+    for record, findings in zip(checked, _map(_check_gate1, checked), strict=True):
         bad = [f"gate1:{f.code} {f.detail}" for f in findings if f.gate == "gate1"]
         if bad:
             out[record.id] = bad

@@ -2,7 +2,9 @@
 
 ``agentjudge import agentjudgebench`` writes, next to the run folder's ``pipeline.yaml``, an SQLite file
 holding every generator output and every judge verdict of the publication it read (``ImportedSource``
-defines its tables). A run of that pipeline then goes through the ordinary grid: an imported generator
+defines its tables); ``agentjudge import traces`` writes one holding an agent's recorded conversations: its
+calls, and for a conversation with tool outputs the episode (``trajectories``), with where each came from
+(``traces``). A run of that pipeline then goes through the ordinary grid: an imported generator
 answers each task with the calls the publication released for it, or, where it released none (the
 generator's output could not be parsed there, or the task was left out), a prediction marked ``absent``
 with the reason — never an invented call. Like the simulated models they answer in microseconds, so they
@@ -21,7 +23,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from agentjudge.types import ModelSettings, Prediction, Task, ToolCall
+from agentjudge.types import ModelSettings, Prediction, Task, ToolCall, Trajectory
 
 SOURCE_FILE = "imported.sqlite"
 SCHEMA = """
@@ -44,6 +46,19 @@ CREATE TABLE IF NOT EXISTS verdicts (
     failure TEXT,                 -- why the source has no verdict, or why a metric has none; else NULL
     overall REAL,                 -- the source's own alignment figure for this row (%), when it gives one
     PRIMARY KEY (judge, generator, record_id, condition)
+);
+CREATE TABLE IF NOT EXISTS trajectories (
+    generator TEXT NOT NULL,      -- a recorded conversation with tool outputs (agentjudge import traces)
+    record_id TEXT NOT NULL,
+    trajectory TEXT NOT NULL,     -- JSON of types.Trajectory: the messages, each call with its output
+    PRIMARY KEY (generator, record_id)
+);
+CREATE TABLE IF NOT EXISTS traces (
+    record_id TEXT PRIMARY KEY,   -- where each imported conversation came from
+    file TEXT NOT NULL,
+    line INTEGER NOT NULL,        -- its line (JSONL) or sample number (an Inspect log), from 1
+    format TEXT NOT NULL,         -- openai / inspect / taubench
+    metadata TEXT NOT NULL        -- the conversation's own metadata, as JSON
 );
 CREATE TABLE IF NOT EXISTS reference (
     generator TEXT NOT NULL,      -- the publication's programmatic scores of one output, as a file has them
@@ -84,6 +99,25 @@ class ImportedSource:
             return None, "the source released no output of this generator for this task"
         calls, absent = row
         return (json.loads(calls) if calls is not None else None), absent
+
+    def trajectory(self, generator: str, record_id: str) -> Trajectory | None:
+        """The recorded episode of this output (a trace with tool outputs), or None (a file written before
+        the table existed has none)."""
+        if getattr(self._local, "no_trajectories", False):
+            return None
+        try:
+            row = (
+                self._conn()
+                .execute(
+                    "SELECT trajectory FROM trajectories WHERE generator = ? AND record_id = ?",
+                    (generator, record_id),
+                )
+                .fetchone()
+            )
+        except sqlite3.OperationalError:  # no such table: written by an import that had none
+            self._local.no_trajectories = True
+            return None
+        return Trajectory.model_validate_json(row[0]) if row is not None else None
 
     def verdict(self, judge: str, generator: str, record_id: str, condition: str) -> tuple[Any, ...] | None:
         row: tuple[Any, ...] | None = (
@@ -128,4 +162,5 @@ class ImportedGenerator:
             self.name,
             trial,
             calls=[ToolCall(name=c["name"], arguments=c.get("arguments") or {}) for c in calls],
+            trajectory=self.source.trajectory(self.name, task.record_id),
         )

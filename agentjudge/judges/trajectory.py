@@ -73,6 +73,7 @@ def episode_payload(trajectory: Trajectory) -> dict[str, Any]:
         "answered": "the agent ended with a message",
         "max_turns": f"cut off after {trajectory.turns} turns without a final message",
         "unparseable": "the agent's last answer could not be read as calls or a message",
+        "ended": "the recorded conversation ends without a final message",
     }[trajectory.stop_reason]
     return {"calls": steps, "final_message": trajectory.answer, "ended": ended}
 

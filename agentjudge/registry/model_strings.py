@@ -14,10 +14,13 @@ import functools
 import importlib
 import re
 import sys
+from collections.abc import Iterable
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Literal
+
+from agentjudge.types import ModelSettings
 
 Kind = Literal["sim", "simjudge", "baseline", "imported", "imported-baseline", "plugin", "litellm"]
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -48,6 +51,17 @@ def model_kind(model: str) -> Kind:
 # a pipeline is checked before anything is built, and a run of sim/ generators and constant baselines never
 # needs the rest. tests/test_baselines.py holds it equal to the registry (``judges.baselines``).
 BASELINE_NAMES = ("always-1", "always-0.5", "always-0", "rule", "ceiling", "gt-rule")
+
+
+def reading_reference(judges: Iterable[ModelSettings]) -> set[str]:
+    """The display names of the ``judges`` that read the programmatic reference, told from their
+    model strings without building them: the oracle ``baseline/ceiling`` and the simulated judges
+    ``simjudge/*`` (a built judge says so itself: ``needs_reference``; the grid asks it)."""
+    return {
+        j.display_name
+        for j in judges
+        if model_kind(j.model) == "simjudge" or j.model.startswith("baseline/ceiling")
+    }
 
 
 def sim_profiles() -> list[str]:

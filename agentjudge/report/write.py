@@ -35,6 +35,9 @@ from agentjudge.report.html import (
     view_note,
 )
 
+# the sections a run without any GT shows on its first screen, in this order
+WITHOUT_REFERENCE = ("no_reference", "against_people")
+
 
 def _run_analyses(ctx: Context, names: tuple[str, ...] | None = None) -> tuple[list[Section], int]:
     sections, failed = [], 0
@@ -45,6 +48,10 @@ def _run_analyses(ctx: Context, names: tuple[str, ...] | None = None) -> tuple[l
         if names is not None and name not in names:
             continue
         if entry.only_when is not None and not any(ctx.rundir.glob(entry.only_when)):
+            continue
+        if entry.rows == "referenced" and not ctx.referenced:  # no GT anywhere: said once, by no_reference
+            continue
+        if entry.rows == "unreferenced" and (ctx.unreferenced is None or ctx.unreferenced.empty):
             continue
         if nothing_parsed and name != "failures":  # every statistic would be undefined: say so once
             sec = Section(key=name, title=entry.title)
@@ -255,8 +262,26 @@ def write_report(
         screen.blocks.append(("h", "Record sources (never pooled; one full report per source)"))
         for sec in sections:
             screen.p(*sec.text)
+    elif not ctx.referenced:  # no record has GT: the first screen is what can be known without one
+        screen, screen_failed = Screen(), 0
+        screen.blocks.append(("banner", "No record of this run has GT: no reference exists (see below)."))
+        for sec in sections:  # the verdicts alone, then (once people labelled some) the judges against them
+            if sec.key in WITHOUT_REFERENCE and not sec.lacking:
+                screen.blocks.append(("h", sec.title))
+                screen.p(*sec.text)
+                for name, table in sec.tables.items():
+                    screen.table(name, table)
     else:
         screen, screen_failed = _first_screen(ctx, sections)
+        if ctx.unreferenced is not None and not ctx.unreferenced.empty:
+            n = ctx.unreferenced["base_id"].astype(str).nunique()
+            screen.blocks.append(
+                (
+                    "banner",
+                    f"{n:,} base scenario(s) have no GT: their verdicts are not in the figures above "
+                    "(no reference exists); the section no_reference reports them.",
+                )
+            )
     if add is not None:
         add(screen)
     screen.blocks[:0] = [("unfinished", line) for line in ctx.progress.unfinished]

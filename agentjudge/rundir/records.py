@@ -157,6 +157,7 @@ class PublishedRecord(Strict):
     source: Source | None = None
     origin: str | None = None
     human_query: bool | None = None
+    gt_known: bool | None = None  # false: no expected calls were given (an imported trace); absent: true
     accepted_values: list[dict[str, list[Any]] | None] | None = None
     source_layout: dict[str, Any] | None = None
 
@@ -176,7 +177,7 @@ PUBLISHED_KEYS: tuple[str, ...] = (
 )
 _VERBATIM_KEYS = ("available_tools", "expected_tool_calls", "expected_responses")
 # keys only imported records carry (after the others, in this order); see to_published
-_IMPORTED_KEYS = ("source", "origin", "human_query", "accepted_values")
+_IMPORTED_KEYS = ("source", "origin", "human_query", "gt_known", "accepted_values")
 # what we write for every record
 _OUR_KEYS = [n for n in PublishedRecord.model_fields if n != "source_layout" and n not in _IMPORTED_KEYS]
 LayoutChoice = Literal["ours", "published"]
@@ -393,6 +394,8 @@ def to_published(record: Record, layout: LayoutChoice = "ours") -> dict[str, Any
         line["source"] = record.source
         line["origin"] = record.origin
         line["human_query"] = record.human_query
+    if not record.gt_known:
+        line["gt_known"] = False
     if any(s.accepted is not None for s in record.gt):
         line["accepted_values"] = [s.accepted for s in record.gt]
     return line
@@ -536,6 +539,7 @@ def from_published(pub: PublishedRecord, shared: SharedTools | None = None) -> R
         source=pub.source or "synthetic",
         origin=pub.origin,
         human_query=bool(pub.human_query),
+        gt_known=pub.gt_known is not False,
         source_layout=pub.source_layout,
     )
 

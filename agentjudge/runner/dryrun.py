@@ -27,17 +27,18 @@ from typing import Any
 
 from agentjudge.judges.prompts import needs_cache_breakpoint
 from agentjudge.models.prices import batch_token_prices, cost_at, count_tokens, pipeline_prices, prices
-from agentjudge.registry.model_strings import model_kind
+from agentjudge.registry.model_strings import model_kind, reading_reference
 from agentjudge.rundir.units import open_readonly
 from agentjudge.runner.pipeline import Pipeline
 from agentjudge.runner.prefixes import PrefixCache, PromptPieces, split_messages
 from agentjudge.runner.result import DryRunPlan, SampledPlan
-from agentjudge.runner.store import UnitKey
+from agentjudge.runner.store import UnitKey, from_stored
 from agentjudge.runner.work import Dataset, judge_units, predict_units, prefix_order
 from agentjudge.types import (
     TRAJECTORY_CONDITIONS,
     JudgeRequest,
     ModelSettings,
+    Prediction,
     PromptFamily,
     PromptVariant,
     Record,
@@ -164,6 +165,26 @@ def _done_units(rundir: Path) -> set[tuple[Any, ...]]:
     return {tuple(r) for r in rows}
 
 
+def _stored_episodes(rundir: Path | None) -> set[UnitKey]:
+    """The stored predictions that carry a trajectory (a replayed trace with tool outputs): the runner
+    shows them to judges under the trajectory conditions too (``work.judge_units``)."""
+    db = open_readonly(rundir / "run.sqlite") if rundir is not None else None
+    if db is None:
+        return set()
+    try:
+        rows = db.execute(
+            "SELECT record_id, difficulty, generator, generator_trial, result FROM units "
+            "WHERE stage = 'predict' AND status = 'done' AND result LIKE '%\"trajectory\"%'"
+        ).fetchall()
+    finally:
+        db.close()
+    return {
+        UnitKey("predict", rid, diff, gen, trial)
+        for rid, diff, gen, trial, text in rows
+        if from_stored(Prediction, text).trajectory is not None
+    }
+
+
 def estimate(
     pipe: Pipeline, data: Dataset, partners: dict[str, str], rundir: Path | None, plan: Any = None
 ) -> list[dict[str, Any]]:
@@ -173,7 +194,7 @@ def estimate(
     a sampled grid's (``sampling.stages.SampledGrid``): only the units of its cells' prefixes."""
     done = _done_units(rundir) if rundir is not None else set()
     preds = predict_units(pipe, data)
-    judged = judge_units(pipe, preds)
+    judged = judge_units(pipe, preds, data.no_gt, _stored_episodes(rundir), reading_reference(pipe.judges))
     if plan is not None:
         preds, judged = plan.predict_units(preds), plan.judge_units(judged)
     units = [u for u in [*preds, *judged] if u.row() not in done]

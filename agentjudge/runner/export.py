@@ -163,8 +163,12 @@ def judgment_table(
     variants: dict[str, PromptVariant],
     judges: dict[str, ModelSettings],
     unit_rows: list[int] | None = None,
+    modes: tuple[ScoringMode, ...] = ("paper", "strict"),
 ) -> pa.Table:
     """Long form: judge unit x metric x scoring mode. A failed call or unparsed metric has a null verdict.
+    A record without GT (``Record.gt_known`` false) has no scores: its rows carry a null ``reference`` in
+    each of the run's scoring ``modes`` (and, under a trajectory condition, the outcome verdict with a null
+    reference too): the verdicts are kept, and nothing is put where no reference exists.
 
     ``temperature`` is the temperature the judge was run at: the grid's value, or the judge's own
     ``ModelSettings.temperature`` when the grid says null; NaN only when neither sets one (provider default).
@@ -186,9 +190,9 @@ def judgment_table(
     metric_col, reference_col, verdict_col = per_row["metric"], per_row["reference"], per_row["verdict"]
     mode_col, rationale_col = per_row["scoring_mode"], per_row["rationale"]
     last_scores: dict[ScoringMode, Score] | None = None
-    refs: tuple[float, ...] = ()
-    outcome_refs: tuple[float, ...] | None = None
-    modes: tuple[ScoringMode, ...] = ()
+    refs: tuple[float | None, ...] = ()
+    outcome_refs: tuple[float | None, ...] | None = None
+    unit_modes: tuple[ScoringMode, ...] = ()
     shape: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     shape_outcome = shape
     # (id of a decoded result, ok, metrics, modes) -> its rows' verdicts and rationales; the key's result
@@ -197,8 +201,11 @@ def judgment_table(
     for unit in units:
         key = unit.key
         mode_scores = scores.get((key.record_id, key.generator, key.generator_trial))
-        if mode_scores is None:  # the prediction behind it is no longer in the store; nothing to compare to
-            continue
+        if mode_scores is None:
+            known = data.by_base.get(key.record_id.rpartition(":")[0])
+            if known is None or known.gt_known:  # the prediction behind it is gone: nothing to compare to
+                continue
+            mode_scores = _NO_REFERENCE  # a record without GT: its verdicts kept, every reference null
         record, difficulty = data.locate(key.record_id)
         result: dict[str, Any] = unit.result or _NO_RESULT
         ok = unit.status == "done" and bool(result)
@@ -233,12 +240,19 @@ def judgment_table(
         unit_values.append(values)
         if mode_scores is not last_scores:  # a prediction's judge units are adjacent in coordinate order
             last_scores = mode_scores
-            modes = tuple(sorted(mode_scores))
-            state = mode_scores[modes[0]].state_match
-            refs = tuple(float(getattr(mode_scores[mode], fields[m])) for m in METRICS for mode in modes)
-            # trajectory conditions: a fifth row per mode, the outcome verdict against state_match (issue 14)
-            outcome_refs = (float(bool(state)),) * len(modes) if state is not None else None
-            shape, shape_outcome = _shape(METRICS, modes), _shape((*METRICS, "outcome"), modes)
+            if mode_scores is _NO_REFERENCE:  # a record without GT: every reference null
+                unit_modes = tuple(sorted(modes))
+                refs = (None,) * (len(METRICS) * len(unit_modes))
+                outcome_refs = (None,) * len(unit_modes)
+            else:
+                unit_modes = tuple(sorted(mode_scores))
+                state = mode_scores[unit_modes[0]].state_match
+                refs = tuple(
+                    float(getattr(mode_scores[mode], fields[m])) for m in METRICS for mode in unit_modes
+                )
+                # trajectory conditions: a fifth row per mode, the outcome verdict against state_match
+                outcome_refs = (float(bool(state)),) * len(unit_modes) if state is not None else None
+            shape, shape_outcome = _shape(METRICS, unit_modes), _shape((*METRICS, "outcome"), unit_modes)
         with_outcome = outcome_refs is not None and key.condition in TRAJECTORY_CONDITIONS
         metrics, (metric_names, mode_names) = (
             ((*METRICS, "outcome"), shape_outcome) if with_outcome else (METRICS, shape)
@@ -253,9 +267,9 @@ def judgment_table(
         # baselines repeat one result; condition-blind ones one per prediction)
         verdict_rows, rationale_rows = remembered(
             row_values,
-            (id(result), ok, metrics, modes),
+            (id(result), ok, metrics, unit_modes),
             _DECODED_HELD,
-            partial(_row_values, result, ok, metrics, modes),
+            partial(_row_values, result, ok, metrics, unit_modes),
         )
         verdict_col.extend(verdict_rows)
         rationale_col.extend(rationale_rows)
@@ -284,6 +298,7 @@ def judgment_table(
 
 
 _NO_RESULT: dict[str, Any] = {}
+_NO_REFERENCE: dict[ScoringMode, Score] = {}  # the scores of a record without GT (identity-compared)
 
 
 def _shape(metrics: tuple[str, ...], modes: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -359,6 +374,7 @@ def write_judgments(
     workers: int = 1,
     read: Callable[[Any], list[tuple[Any, ...]]] | None = None,
     meanwhile: Callable[[], None] | None = None,
+    modes: tuple[ScoringMode, ...] = ("paper", "strict"),
 ) -> None:
     """Stream the store's raw judge rows in coordinate order into judgments.parquet, ``chunk`` wanted units
     per row group (``wanted`` None: every stored unit is wanted; the caller counted them). ``batches``
@@ -386,7 +402,7 @@ def write_judgments(
                 result = remembered(decoded, text, _DECODED_HELD, partial(json.loads, text)) if text else None
                 units.append(UnitRow(key, status, result, error, attempts))
         counts: list[int] = []
-        return judgment_table(data, units, scores, variants, judges, counts), counts
+        return judgment_table(data, units, scores, variants, judges, counts, modes), counts
 
     def build_spilled(spill: Path, batch: Any) -> tuple[str, list[int]]:  # in a forked child
         table, counts = build(batch)
@@ -536,6 +552,7 @@ def export_run(
     row_group: int = EXPORT_ROW_GROUP,
     read: Callable[[Any], list[tuple[Any, ...]]] | None = None,
     keep: frozenset[str] = frozenset(),
+    modes: tuple[ScoringMode, ...] = ("paper", "strict"),
 ) -> None:
     """Write the three parquet files and meta.json (each atomically); ``judge_batches`` and ``read`` are
     those of ``write_judgments``, turned into tables by ``workers`` processes. A file named in ``keep``
@@ -560,5 +577,6 @@ def export_run(
         workers=workers,
         read=read,
         meanwhile=small_files,
+        modes=modes,
     )
     write_json(rundir / "meta.json", meta)

@@ -160,6 +160,7 @@ def export(
             row_group=EXPORT_ROW_GROUP,
             read=reader,
             keep=keep,
+            modes=tuple(grid.pipe.scoring_modes),
         )
     finally:
         reader.close()

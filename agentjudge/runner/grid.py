@@ -26,7 +26,7 @@ from agentjudge.fastpaths.heap import collector_paused, freeze
 from agentjudge.fastpaths.lean_export import ends_after_run, lean_imports
 from agentjudge.fserrors import FS_ERRORS, describe
 from agentjudge.memo import remembered
-from agentjudge.registry.model_strings import model_kind
+from agentjudge.registry.model_strings import model_kind, reading_reference
 from agentjudge.runner import offline, scheduler
 from agentjudge.runner.events import (
     Bars,
@@ -124,7 +124,8 @@ def _fork_workers(pipe: Pipeline, data: Dataset, no_cache: bool) -> WorkerPool |
     predict = predict_units(pipe, data)
     remote = sum(u.generator in gens for u in predict)
     if remote < AUTO_MIN_UNITS:  # each prediction has >= 1 unit per judge: the first ones tell
-        first = judge_units(pipe, predict[:AUTO_MIN_UNITS])
+        oracles = reading_reference(pipe.judges)
+        first = judge_units(pipe, predict[:AUTO_MIN_UNITS], data.no_gt, oracles=oracles)
         remote += sum(u.judge in judges for u in first)
     size = effective_workers(pipe.workers, remote)
     if size <= 1:
@@ -526,12 +527,19 @@ class _Grid:
                         continue
                     self.predictions[key] = stored
                     digests[key] = stored_digest(text or "")
-        bar = progress.add_task(f"score{label}", total=len(self.predictions))
+        # a record without GT is not scored: no reference exists for it (work.compute_scores)
+        no_gt = self.data.no_gt
+        scorable = (
+            {k: p for k, p in self.predictions.items() if k.record_id.rpartition(":")[0] not in no_gt}
+            if no_gt
+            else self.predictions
+        )
+        bar = progress.add_task(f"score{label}", total=len(scorable))
         workers = self.pipe.workers
         self.scores = cached_scores(  # read from run.sqlite what a previous invocation scored
             self.store.path,
             self.data,
-            self.predictions,
+            scorable,
             self.pipe.scoring_modes,
             self.pipe.lenient,
             on_scored=lambda: progress.advance(bar),
@@ -543,7 +551,11 @@ class _Grid:
         del digests
         freeze()  # what exists now lives until the export: not scanned by every collection again
         with collector_paused():
-            jwanted = judge_units(self.pipe, sorted(self.predictions))
+            # a replayed trace with tool outputs is shown as an episode; a record without GT is judged
+            # without one, and never by a judge that reads the reference it does not have
+            episodes = {k for k, p in self.predictions.items() if p.trajectory is not None}
+            oracles = {n for n, j in self.judges.items() if getattr(j, "needs_reference", False)}
+            jwanted = judge_units(self.pipe, sorted(self.predictions), self.data.no_gt, episodes, oracles)
             if keep is not None:
                 jwanted = keep(jwanted)
         await self._stage(

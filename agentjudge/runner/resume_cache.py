@@ -235,7 +235,8 @@ def cached_scores(
     out: dict[ScoreKey, dict[ScoringMode, Score]] = {}
     for key in sorted(predictions):
         score_key = (key.record_id, key.generator, key.generator_trial)
-        out[score_key] = hits[score_key] if score_key in hits else fresh[score_key]
+        if score_key in hits or score_key in fresh:  # a record without GT has none (compute_scores)
+            out[score_key] = hits[score_key] if score_key in hits else fresh[score_key]
     return out
 
 

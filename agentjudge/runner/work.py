@@ -7,7 +7,7 @@ run compares against the store, and what the export joins on -- is one small, te
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +62,8 @@ class Dataset:
 
     def __post_init__(self) -> None:
         self.by_base = {r.id: r for r in self.records}
+        # base ids of the records without GT (``Record.gt_known`` false): never scored, judged without GT
+        self.no_gt = frozenset(r.id for r in self.records if not r.gt_known)
         self._responses: dict[str, list[dict[str, Any]]] = {}
         self._tasks: dict[tuple[str, str], Task] = {}
         if len(self.by_base) != len(self.records):
@@ -104,7 +106,8 @@ def swap_partners(records: Iterable[Record]) -> dict[str, str]:
     """
     by_topology: dict[tuple[str, str], list[str]] = defaultdict(list)
     for record in records:  # never a partner of the other source: an imported task gets an imported GT
-        by_topology[(record.source, record.topology)].append(record.id)
+        if record.gt_known:  # a record without GT has none to lend, and is never shown another's
+            by_topology[(record.source, record.topology)].append(record.id)
     partners: dict[str, str] = {}
     lonely = []
     for (source, topology), ids in sorted(by_topology.items()):
@@ -176,9 +179,23 @@ def predict_units(pipeline: Pipeline, data: Dataset) -> list[UnitKey]:
     ]
 
 
-def judge_units(pipeline: Pipeline, predictions: Iterable[UnitKey]) -> list[UnitKey]:
-    """Every judge x successful prediction x condition x variant x temperature x trial (the trajectory
-    conditions only for interactive generators: a single-shot prediction has no outputs to show)."""
+GT_CONDITIONS: frozenset[str] = frozenset({"with_gt", "swapped_gt", "trajectory_with_gt"})  # show a GT
+
+
+def judge_units(
+    pipeline: Pipeline,
+    predictions: Iterable[UnitKey],
+    no_gt: Container[str] = frozenset(),
+    episodes: Container[UnitKey] = frozenset(),
+    oracles: Container[str] = frozenset(),
+) -> list[UnitKey]:
+    """Every judge x successful prediction x condition x variant x temperature x trial, except:
+
+    - the trajectory conditions only for a prediction that has outputs to show: one of an interactive
+      generator, or one in ``episodes`` (a recorded trace with tool outputs, replayed by ``imported/``);
+    - a record in ``no_gt`` (base ids of records without GT, ``Record.gt_known`` false) only under the
+      conditions that show no GT, and never by a judge in ``oracles`` (display names of judges that read
+      the programmatic reference, which such a record does not have)."""
     interactive = {g.display_name for g in pipeline.generators if g.generation == "interactive"}
     # what does not depend on the prediction, computed once (a paper grid has ~10^6 units)
     per_judge = [
@@ -190,11 +207,19 @@ def judge_units(pipeline: Pipeline, predictions: Iterable[UnitKey]) -> list[Unit
         for trial in range(pipeline.trials)
     ]
     single_shot = [c for c in per_judge if c[1] not in TRAJECTORY_CONDITIONS]
-    return [
-        UnitKey("judge", p.record_id, p.difficulty, p.generator, p.generator_trial, *rest)
-        for p in predictions
-        for rest in (per_judge if p.generator in interactive else single_shot)
-    ]
+    blind = [c for c in per_judge if c[1] not in GT_CONDITIONS and c[0] not in oracles]
+    blind_single_shot = [c for c in blind if c[1] not in TRAJECTORY_CONDITIONS]
+    units = []
+    for p in predictions:
+        shown = p.generator in interactive or p in episodes
+        if no_gt and p.record_id.rpartition(":")[0] in no_gt:
+            rest = blind if shown else blind_single_shot
+        else:
+            rest = per_judge if shown else single_shot
+        units += [
+            UnitKey("judge", p.record_id, p.difficulty, p.generator, p.generator_trial, *r) for r in rest
+        ]
+    return units
 
 
 def prefix_order(unit: UnitKey) -> tuple[Any, ...]:
@@ -247,6 +272,8 @@ def compute_scores(
     for key in sorted(predictions):
         prediction = predictions[key]
         record, _ = data.locate(key.record_id)
+        if not record.gt_known:  # nothing to score against: no reference exists (never a default one)
+            continue
         if record.id not in prepared:
             prepared[record.id] = prepare(record)
         if record.id != current:

@@ -4,7 +4,8 @@ One histogram per (group, cluster) of (score level, outcome) counts carries ever
 Cohen's κ of the binary call "accomplished" (score > 0.5: a three-level verdict of 1.0, a continuous one above
 the middle) and the AUC of the score itself (ties count one half), so each bootstrap draw is a weighted sum of
 those histograms -- the same resampled scenarios as every other figure of the report (``ClusterBootstrap``).
-Scores are put on a 0.01 grid for the AUC (three-level verdicts are unchanged; continuous ones are rounded).
+Scores are put on a 0.01 grid for the AUC (three-level verdicts are unchanged; continuous ones are rounded),
+unless the caller asks for the scores' own values (``exact``).
 """
 
 from __future__ import annotations
@@ -37,21 +38,31 @@ def _stats(hist: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
 
 
 def outcome_agreement(
-    df: pd.DataFrame, boot: ClusterBootstrap, by: Sequence[str], score: str, outcome: str = "outcome"
+    df: pd.DataFrame,
+    boot: ClusterBootstrap,
+    by: Sequence[str],
+    score: str,
+    outcome: str = "outcome",
+    exact: bool = False,
 ) -> pd.DataFrame:
     """Per ``by`` group: accuracy, κ and AUC of ``score`` (in [0, 1]) against the boolean ``outcome``,
     each with its 95 % cluster-bootstrap CI (the interval ``boot`` was built for: ``boot.alpha``, so
     ``--ci`` holds here as in every other table); rows whose score or outcome is missing are left out and
-    counted (``n_missing``). Columns: *by, n, n_missing, positives, accuracy, kappa, auc (+ _lo/_hi each)."""
+    counted (``n_missing``). Columns: *by, n, n_missing, positives, accuracy, kappa, auc (+ _lo/_hi each).
+    ``exact``: the scores' own distinct values are the levels instead of the 0.01 grid (no two scores
+    closer than 0.01 tie; the histograms have as many levels as distinct scores: for a few hundred
+    per-episode scores, as τ-bench's summary has)."""
     s = pd.to_numeric(df[score], errors="coerce").to_numpy(float)
     y = df[outcome].astype("boolean")
     keep = ~np.isnan(s) & y.notna().to_numpy()
     gcodes, keys = group_codes(df, by)
     n_groups, n_clusters = len(keys), len(boot.clusters)
     ccodes = boot.cluster_codes(df["base_id"])
-    grid = np.rint(np.clip(s[keep], 0.0, 1.0) * (LEVELS - 1)).astype(np.int64)
+    clipped = np.clip(s[keep], 0.0, 1.0)
+    grid = clipped if exact else np.rint(clipped * (LEVELS - 1)).astype(np.int64)
     present, level = np.unique(grid, return_inverse=True)  # only the levels used (3 for three-level verdicts)
-    n_levels, hi = max(len(present), 1), present > LEVELS // 2  # "accomplished": score > 0.5
+    middle = 0.5 if exact else LEVELS // 2
+    n_levels, hi = max(len(present), 1), present > middle  # "accomplished": score > 0.5
     truth = y.to_numpy(dtype=bool, na_value=False)[keep].astype(np.int64)
     flat = ((gcodes[keep] * n_clusters + ccodes[keep]) * n_levels + level) * 2 + truth
     size = n_groups * n_clusters * n_levels * 2

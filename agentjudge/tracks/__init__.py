@@ -1,2 +1,3 @@
-"""Tasks and verdicts from elsewhere: BFCL tasks as records, τ-bench trajectories judged against their
-reward, and the AgentJudgeBench release as a run folder (see README.md)."""
+"""Tasks, verdicts and agents' conversations from elsewhere: BFCL tasks as records, an agent's own traces
+(and τ-bench's trajectories, one more input format of that path) and the AgentJudgeBench release as run
+folders (see README.md)."""

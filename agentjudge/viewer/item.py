@@ -294,6 +294,7 @@ class Items:
             "system_prompt": record.system_prompt,
             "scenario": record.scenario,
             "source": record.source,
+            "gt_known": record.gt_known,  # false: no expected calls were given (no GT, no reference)
             "tools": [
                 {"name": t.name, "description": t.description, "parameters": t.parameters}
                 for t in record.tools

@@ -76,6 +76,12 @@ class SampledGrid:
     # --- the design and its record -----------------------------------------------------------------
     @classmethod
     def build(cls, spec: Sampling, pipe: Pipeline, data: Dataset) -> SampledGrid:
+        if data.no_gt:  # a cell grows until its alignment's CI is tight: alignment needs a reference
+            raise GridError(
+                "sampling (--target-ci or the pipeline's `sampling`) sizes each cell by the CI of the "
+                f"judges' alignment with the programmatic reference; {len(data.no_gt)} record(s) of this run "
+                "have no GT, so no reference: run without sampling"
+            )
         seed = spec.order_seed(pipe.seed)
         strata = strata_of(data)
         order = stratified_order(list(strata), list(strata.values()), seed)

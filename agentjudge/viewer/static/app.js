@@ -197,7 +197,8 @@ function judgesTable(judges, mode, people, scores) {
       const ref = v.reference[mode] !== undefined ? v.reference[mode] : Object.values(v.reference)[0];
       const failed = v.verdict === null;
       const gap = failed ? null : Math.abs(ref - v.verdict);  // green: equal; yellow: under 0.5 apart; red: 0.5 or more
-      const cls = "num " + (failed ? "failed" : gap < 1e-9 ? "match" : gap < 0.5 ? "near" : "mismatch");
+      const unreferenced = ref === null || ref === undefined;  // a record without GT: no colour, nothing to match
+      const cls = "num " + (failed ? "failed" : unreferenced ? "" : gap < 1e-9 ? "match" : gap < 0.5 ? "near" : "mismatch");
       return el("td", { class: cls, text: (failed ? "failed" : fmt(v.verdict)) + ` (${fmt(ref)})` });
     });
     const why = el("td", {});
@@ -248,7 +249,10 @@ async function renderItem() {
   if (people.length) parts.push(el("p", { class: "note", text: `and ${people.length} ${people.length === 1 ? "person" : "people"} (human/NAME, labelled with agentjudge label): their verdict (the reference)` }));
   parts.push(judgesTable(shown, mode, people, item.scores));
   const pred = item.prediction;
-  const calls = el("div", { class: "calls" }, callsList(rec.gt, "GT calls (with their outputs)"),
+  const gtBox = rec.gt_known === false
+    ? el("div", {}, el("h3", { text: "GT calls" }), el("p", { class: "note", text: "none given: this record has no GT, so nothing is scored and no reference exists" }))
+    : callsList(rec.gt, "GT calls (with their outputs)");
+  const calls = el("div", { class: "calls" }, gtBox,
     callsList(pred ? pred.calls : null, `${item.generator}'s calls`));
   parts.push(calls);
   if (pred && pred.error) parts.push(el("p", { class: "failed", text: "generator error: " + pred.error }));
