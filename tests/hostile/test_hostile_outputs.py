@@ -111,18 +111,20 @@ def test_taubench_out_on_a_full_disk_keeps_the_previous_files_and_resumes(tmp_pa
     )
     reference = tmp_path / "reference"
     assert cli("taubench", big, "--out", reference).code == 0
-    with small_disk(tmp_path / "disk", 1 << 20) as disk:
+    with small_disk(tmp_path / "disk", 4 << 20) as disk:
         out = disk.path / "tau"
         assert cli("taubench", small, "--out", out).code == 0
         before = tree(out)
         disk.fill(leave=0)
-        refused(cli("taubench", big, "--out", out), str(out))
+        refused(cli("taubench", small, "--out", out), str(out))  # its run is whole: only the files fail
         assert tree(out) == before
+        fresh = disk.path / "tau-big"  # a new folder: its run is made beside it and renamed into place
+        refused(cli("taubench", big, "--out", fresh), str(fresh))
         assert leftovers(disk.path) == []
         disk.unfill()
-        assert cli("taubench", big, "--out", out).code == 0
+        assert cli("taubench", big, "--out", fresh).code == 0
         for name in ("episodes.parquet", "judgments.parquet", "summary.json"):
-            assert (out / name).read_bytes() == (reference / name).read_bytes(), name
+            assert (fresh / name).read_bytes() == (reference / name).read_bytes(), name
 
 
 def test_import_bfcl_on_a_full_disk_keeps_the_previous_files(tmp_path: Path) -> None:

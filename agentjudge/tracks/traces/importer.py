@@ -217,6 +217,12 @@ def built_beside(out: Path, build: Callable[[Path], None]) -> None:
             out.rmdir()
         out.parent.mkdir(parents=True, exist_ok=True)
         os.replace(work, out)
+    except OSError as exc:  # named by where the file was going, not by the folder that no longer exists
+        shutil.rmtree(work, ignore_errors=True)
+        where = str(exc.filename or "")
+        if where.startswith(str(work)):
+            raise OSError(exc.errno, exc.strerror, str(out) + where[len(str(work)) :]) from None
+        raise
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
