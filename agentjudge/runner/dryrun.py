@@ -28,7 +28,7 @@ from typing import Any
 from agentjudge.judges.prompts import needs_cache_breakpoint
 from agentjudge.models.prices import batch_token_prices, cost_at, count_tokens, pipeline_prices, prices
 from agentjudge.registry.model_strings import model_kind, reading_reference
-from agentjudge.rundir.units import open_readonly
+from agentjudge.rundir.units import decode_result, open_readonly
 from agentjudge.runner.pipeline import Pipeline
 from agentjudge.runner.prefixes import PrefixCache, PromptPieces, split_messages
 from agentjudge.runner.result import DryRunPlan, SampledPlan
@@ -174,15 +174,20 @@ def _stored_episodes(rundir: Path | None) -> set[UnitKey]:
     try:
         rows = db.execute(
             "SELECT record_id, difficulty, generator, generator_trial, result FROM units "
-            "WHERE stage = 'predict' AND status = 'done' AND result LIKE '%\"trajectory\"%'"
-        ).fetchall()
+            "WHERE stage = 'predict' AND status = 'done'"
+        ).fetchall()  # results are compressed (format version 2): the test is on the decoded text
     finally:
         db.close()
-    return {
-        UnitKey("predict", rid, diff, gen, trial)
-        for rid, diff, gen, trial, text in rows
-        if from_stored(Prediction, text).trajectory is not None
-    }
+    episodes = set()
+    for rid, diff, gen, trial, stored in rows:
+        text = decode_result(stored)
+        if (
+            text is not None
+            and '"trajectory"' in text
+            and from_stored(Prediction, text).trajectory is not None
+        ):
+            episodes.add(UnitKey("predict", rid, diff, gen, trial))
+    return episodes
 
 
 def estimate(
