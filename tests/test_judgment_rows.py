@@ -28,7 +28,7 @@ def _reference_rows(
     variants: dict[str, PromptVariant],
     judges: dict[str, ModelSettings],
 ) -> list[dict[str, Any]]:
-    """What the file says, one row at a time (the definition of the judgments columns in ARCHITECTURE.md)."""
+    """What the file says, one row at a time (the definition of the judgments columns in docs/formats.md)."""
     rows = []
     for unit in units:
         key = unit.key

@@ -1,6 +1,6 @@
 """Model string → Generator / Judge.
 
-Resolution of ``settings.model`` (ARCHITECTURE.md, "Model plumbing"), first match wins:
+Resolution of ``settings.model`` (docs/internals.md, "Model plumbing"), first match wins:
 
 1. ``sim/<profile>``   → ``agentjudge.generators.simulated:make_simulated_generator(settings)``
    (generators only)

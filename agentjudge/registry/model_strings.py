@@ -5,7 +5,7 @@ questions the runner needs *before* anything is spent: is this model string reso
 ``sim/`` profile is a bad-input error at load time, not a failure an hour in), and what kind of model is
 it (``sim``, ``simjudge``, ``baseline``, ``imported``, ``imported-baseline``, ``plugin``, ``litellm`` --
 written to meta.json so reports can label simulated and oracle models as such). The rules mirror the
-registry's resolution order in ARCHITECTURE.md.
+registry's resolution order (``factory.py``'s docstring).
 """
 
 from __future__ import annotations

@@ -149,7 +149,7 @@ def _judge(
 
 
 def make_judgments(spec: SyntheticSpec) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Return (judgments, references) with the ARCHITECTURE.md judgments columns."""
+    """Return (judgments, references) with the judgments columns of docs/formats.md."""
     rng = np.random.default_rng(spec.seed)
     ref = _references(spec, rng)
     parts = []

@@ -1,4 +1,4 @@
-"""RUNDIR/*.parquet and meta.json: the run's results in the columns ARCHITECTURE.md fixes.
+"""RUNDIR/*.parquet and meta.json: the run's results in the columns docs/formats.md fixes.
 
 Everything is rebuilt from run.sqlite (never from what happens to be in memory), rows are sorted by their
 coordinates and every file is written to a temporary name and renamed, so a resumed run and an
