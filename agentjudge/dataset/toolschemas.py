@@ -232,3 +232,80 @@ def check_args(value: Any, schema: dict[str, Any], where: str) -> None:
             if key not in props:
                 raise ToolError(f"{where}: unknown argument {key!r}")
             check_args(v, props[key], f"{where}.{key}")
+
+
+# ---------------------------------------------------------------- descriptions that match the parameters
+
+# words in a tool's name or description that name how it delivers, and the channel each names
+_CHANNEL_WORDS = (
+    (re.compile(r"\be-?mails?\b", re.I), "email"),
+    (re.compile(r"\b(?:sms|text messages?|texts?)\b", re.I), "sms"),
+    (re.compile(r"\b(?:letters?|post|postal)\b", re.I), "postal_mail"),
+    (re.compile(r"\bpag(?:e|er|ing)\b", re.I), "pager"),
+)
+_FILTERED_BY = re.compile(r"filtered by ([a-z -]+?)(?:\.|,|$)", re.I)
+_EXAMPLE_CODE = re.compile(r"e\.g\. ([A-Z]+)-\d+")
+
+
+def _channel_enum(params: dict[str, Any], key: str) -> list[str] | None:
+    props = params.get("properties", {})
+    if key in props:
+        return list(props[key].get("enum", []))
+    nested = props.get("delivery", {}).get("properties", {})
+    return list(nested["channel"].get("enum", [])) if "channel" in nested else None
+
+
+def description_problems(slug: str, schema: ToolSchema) -> list[str]:
+    """Where a tool's description promises what its parameters cannot do: a listing "filtered by status"
+    whose only filter is a priority, an e-mail tool that also sends text messages, a text-message tool that
+    offers e-mail and post, an example code with another prefix than the field's, a notification tool for
+    a kind named after one of several roles it plays ("account manager" for every agent, also the agent
+    handling a service order). A judge reading the schema is misled by each. Read from the schema as
+    shipped in a record, so a file made by older code is checked for what it says."""
+    dom = load_domain(slug)
+    t = next((x for x in dom.tools if x.name == schema.name), None)
+    if t is None:
+        return []
+    ent = dom.entities[t.entity]
+    desc, params = schema.description, schema.parameters
+    out: list[str] = []
+    if t.op == "list":
+        parent = dom.entities[ent.fields[t.field or ""].entity or ""].id_key
+        filters = [k for k in params.get("properties", {}) if k not in (parent, "limit")]
+        said = [m.group(1).strip().lower() for m in _FILTERED_BY.finditer(desc)]
+        nouns = {ent.fields[k].noun.lower() for k in filters if k in ent.fields}
+        for noun in said:  # "filtered by type" for a contract type
+            if not any(n == noun or n.endswith(" " + noun) for n in nouns):
+                found = ", ".join(sorted(nouns)) or "none"
+                out.append(f"says 'filtered by {noun}' but its filter is {found}")
+    if t.op in ("message", "notify"):
+        enum = _channel_enum(params, "channel")
+        words = f"{schema.name.replace('_', ' ')} {desc}"
+        named = {channel for rx, channel in _CHANNEL_WORDS if rx.search(words)}
+        if t.op == "notify":
+            named &= {"pager"}  # a notification's channels are its own (email, chat, pager)
+        if enum is not None and named and not set(enum) <= named | ({"email"} if t.op == "notify" else set()):
+            out.append(f"names {sorted(named)} but sends by {enum}")
+        if enum is not None and named - set(enum):
+            out.append(f"names {sorted(named - set(enum))}, which its channels {enum} do not offer")
+    if t.op == "search" and (m := _EXAMPLE_CODE.search(desc)) is not None:
+        f = ent.fields[t.field or ""]
+        if f.gen == "code" and m.group(1) != f.prefix:
+            out.append(f"its example {m.group(0)!r} is not a {f.noun} ({f.prefix}-…)")
+    if t.op == "notify":
+        roles = {
+            f.noun.lower()
+            for other in dom.entities.values()
+            for f in other.fields.values()
+            if f.gen == "ref" and f.entity == t.entity
+        }
+        noun = ent.noun.lower()
+        others = sorted(r for r in roles if r != noun and not re.search(rf"\b{re.escape(noun)}\b", r))
+        if noun in roles and others and not all(r in desc.lower() for r in others):
+            out.append(f"says {ent.noun!r}, one role of the {ent.plural}, who are also the {others[0]}")
+    return out
+
+
+def domain_description_problems(slug: str) -> list[str]:
+    """``description_problems`` of every tool of a domain, as "tool: problem" lines."""
+    return [f"{name}: {p}" for name, s in tool_schemas(slug).items() for p in description_problems(slug, s)]

@@ -25,6 +25,9 @@ Op = Literal[
     "search", "get", "list", "update", "assign", "create", "notify", "annotate", "message", "aggregate"
 ]
 SEARCHABLE_GENS = ("person", "email", "phone", "code", "choice")
+CHANNELS = ("email", "sms", "postal_mail")  # what a message tool can send by
+NOTIFY_CHANNELS = ("email", "chat", "pager")  # how an internal notification is delivered
+DATE_STATES = ("future", "past")  # a date field's values in a ``when``
 UPDATABLE_GENS = ("enum", "date", "amount", "int", "bool")
 
 
@@ -39,6 +42,23 @@ class FieldSpec(Strict):
     # how a person names a record by this field, with {value} ("the {value} substation"); the realiser's
     # generic forms ("the substation with substation name X") are used when a field has none
     phrases: list[str] = []
+    # ---- the rules of the domain (``rules.py``): which changes a person in the role would ask for
+    # enum with a lifecycle: value -> the values a person moves it to from there; a value that is no key
+    # (or maps to []) is final ("closed", "paid"); no ``next``: any value may follow any other
+    next: dict[str, list[str]] = {}
+    # the record must have these values for this field to be changed (update or assign); a date field's
+    # values may be "future" or "past" ("reschedule" only an appointment that has not happened)
+    when: dict[str, list[str]] = {}
+    bulk: bool = False  # one request may set it to one value on every listed record ("close every ticket")
+    later: bool = False  # date: a change moves it later, and never once it has lapsed (an extension)
+    workdays: bool = False  # date: office work, seeded and set on Monday-Friday only
+    # ref: the value is a field of another record this one points at ("host_id.owner_id": an alert's owner
+    # is its host's owner), so records of one task never contradict each other
+    same_as: str | None = None
+    # ref: the referenced record must have these values (a booking only on a flight that still flies)
+    accepts: dict[str, list[str]] = {}
+    seeded: list[str] = []  # enum: the values seeded records start with (default: every value)
+    domains: list[str] = []  # email of an outside party: its own mail domains (default: the company's)
 
 
 class EntitySpec(Strict):
@@ -56,6 +76,17 @@ class EntitySpec(Strict):
     @property
     def ids_key(self) -> str:
         return f"{self.noun.replace(' ', '_').replace('-', '_')}_ids"
+
+
+class TextFit(Strict):
+    """Which records a note or notification subject fits: ``kinds`` the records it may be about (a
+    notification; empty: any kind), ``when`` field values that record must have, ``bulk`` whether one
+    request may write it on every listed record ("cover arranged" fits many leave requests at once, "medical
+    certificate received" only one)."""
+
+    kinds: list[str] = []
+    when: dict[str, list[str]] = {}
+    bulk: bool = False
 
 
 class ConditionSpec(Strict):
@@ -76,6 +107,12 @@ class ToolSpec(Strict):
     # notify: a subject that only fits notifications about some kinds ("reserve change needs sign-off" is
     # about a claim, never about an inspection); a subject not listed fits any
     about: dict[str, list[str]] = {}
+    # annotate / notify: the records a text fits ("medical certificate received" only on sick leave;
+    # "VIP on board" only about a gold or platinum passenger) and whether it may go on every listed record
+    fits: dict[str, TextFit] = {}
+    filter: str | None = None  # list: the enum field its optional filter is on (default: the first enum)
+    # message / notify: the channels it can send by (default: email, sms, postal_mail / email, chat, pager)
+    channels: list[str] = []
     # create: how each linked record attaches when a new record has two ("a booking for the passenger …
     # on the flight …", never the list "for the passenger … and the flight …"), keyed by entity
     links: dict[str, str] = {}
@@ -143,7 +180,61 @@ class DomainSpec(Strict):
             raise ValueError(f"{len(names)} tools; a domain needs 14-24 for distractors")
         for t in self.tools:
             _check_tool(self, t)
+        for kind, ent in self.entities.items():
+            for fname, f in ent.fields.items():
+                _check_rules(self, ent, fname, f, f"entity {kind!r} field {fname!r}")
         return self
+
+
+def _check_when(dom: DomainSpec, ent: EntitySpec, when: dict[str, list[str]], where: str) -> None:
+    """A ``when`` names fields of the record ("status") or of a record it points at ("customer_id.tier")."""
+    for key, allowed in when.items():
+        via, _, name = key.rpartition(".")
+        owner = ent
+        if via:
+            ref = ent.fields.get(via)
+            if ref is None or ref.gen != "ref":
+                raise ValueError(f"{where}: when names {key!r}, but {via!r} is no reference of {ent.noun!r}")
+            owner = dom.entities[ref.entity or ""]
+        f = owner.fields.get(name)
+        if f is None:
+            raise ValueError(f"{where}: when names {key!r}, not a field of {owner.noun!r}")
+        ok = set(DATE_STATES) if f.gen == "date" else set(f.values) if f.gen == "enum" else set()
+        if not allowed or not set(allowed) <= ok:
+            raise ValueError(f"{where}: when {key!r} must list values of {sorted(ok) or 'an enum or date'}")
+
+
+def _check_rules(dom: DomainSpec, ent: EntitySpec, fname: str, f: FieldSpec, where: str) -> None:
+    """The rules of one field name only values and fields that exist, on fields of the right kind."""
+    only = {
+        "next": f.gen == "enum",
+        "seeded": f.gen == "enum",
+        "later": f.gen == "date",
+        "workdays": f.gen == "date",
+        "same_as": f.gen == "ref",
+        "accepts": f.gen == "ref",
+        "domains": f.gen == "email",
+    }
+    for key, ok in only.items():
+        if getattr(f, key) and not ok:
+            raise ValueError(f"{where}: {key} does not apply to a {f.gen} field")
+    for value, following in f.next.items():
+        if value not in f.values or not set(following) <= set(f.values) or value in following:
+            raise ValueError(f"{where}: next {value!r} -> {following} must name other values of the field")
+    if not set(f.seeded) <= set(f.values):
+        raise ValueError(f"{where}: seeded values must be values of the field")
+    _check_when(dom, ent, f.when, where)
+    if fname in f.when:
+        raise ValueError(f"{where}: when cannot name the field itself")
+    if f.accepts:
+        _check_when(dom, dom.entities[f.entity or ""], f.accepts, f"{where} accepts")
+    if f.same_as:
+        via, _, other = f.same_as.partition(".")
+        ref = ent.fields.get(via)
+        target = dom.entities[ref.entity or ""] if ref is not None and ref.gen == "ref" else None
+        of = target.fields.get(other) if target is not None else None
+        if via == fname or of is None or of.gen != "ref" or of.entity != f.entity:
+            raise ValueError(f"{where}: same_as {f.same_as!r} must be <ref field>.<its ref to {f.entity!r}>")
 
 
 def _check_tool(dom: DomainSpec, t: ToolSpec) -> None:
@@ -176,6 +267,21 @@ def _check_tool(dom: DomainSpec, t: ToolSpec) -> None:
         raise ValueError(f"{where}: every text is tied to kinds by about; one must fit any record")
     if t.op == "message" and not t.choices:
         raise ValueError(f"{where}: message needs choices (template names)")
+    if t.filter is not None and (
+        t.op != "list" or ent.fields.get(t.filter, FieldSpec(gen="int", noun="")).gen != "enum"
+    ):
+        raise ValueError(f"{where}: filter {t.filter!r} must be an enum field of a list tool's entity")
+    pool = CHANNELS if t.op == "message" else NOTIFY_CHANNELS if t.op == "notify" else ()
+    if t.channels and not set(t.channels) <= set(pool):
+        raise ValueError(f"{where}: channels must be a message or notify tool's, out of {list(pool)}")
+    for text, fit in t.fits.items():
+        if text not in t.texts or any(k not in dom.entities for k in fit.kinds):
+            raise ValueError(f"{where}: fits names {text!r}: not one of its texts, or an unknown kind")
+        for kind in fit.kinds if t.op == "notify" else [t.entity]:
+            if fit.when:
+                _check_when(dom, dom.entities[kind], fit.when, f"{where} fits {text!r}")
+        if t.op == "notify" and fit.when and not fit.kinds:
+            raise ValueError(f"{where}: fits {text!r} has a when but no kinds to read it on")
 
 
 def domain_files() -> list[Path]:
