@@ -36,11 +36,12 @@ from collections import Counter
 from pathlib import Path
 
 from agentjudge.dataset import resolve, rules
-from agentjudge.dataset.domains import load_domain
+from agentjudge.dataset.domains import COMMON_ASIDES, load_domain
 from agentjudge.dataset.gates_semantic import (
     READ_OPS,
     _ids_in_play,
     _necessary,
+    _possessives,
     _spec,
     explicit_steps,
     hardening,
@@ -61,9 +62,10 @@ def sentences(query: str) -> list[str]:
 
 
 def _asides(domain: str) -> frozenset[str]:
-    """The domain's asides: context sentences a query may add that the request does not need."""
+    """The domain's asides: context sentences a query may add that the request does not need (its own and
+    those of every domain)."""
     dom = load_domain(domain)
-    return frozenset(s.strip() for s in dom.distractors)
+    return frozenset(s.strip() for s in [*(c.text for c in dom.asides), *COMMON_ASIDES])
 
 
 def _office_dates(record: Record) -> int:
@@ -87,6 +89,7 @@ def _one(record: Record) -> dict:
         d: sorted(s for s in sentences(record.queries.get(d, "")) if s in asides) for d in DIFFICULTIES
     }
     out["violations"] = rules.violations(record)
+    out["possessive"] = bool(_possessives(record, {d: q for d, q in record.queries.items() if q}))
     out["office_dates"] = _office_dates(record)
     out["tools"] = sorted(
         {
@@ -219,6 +222,8 @@ def _world(rows: list[dict], n: int) -> None:
         print(
             f"{what}: {cats[c]} in {sum(1 for r in rows if any(x == c for x, _ in r['violations']))} records"
         )
+    chained = sum(r["possessive"] for r in rows)
+    print(f"records with 'its'/'their' after another record than the one the GT takes it of: {chained}")
     tools = {t for r in rows for t in r["tools"]}
     bad = {}
     for domain, name, desc, params in sorted(tools):

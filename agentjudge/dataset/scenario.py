@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from datetime import date
 from typing import Any
 
 from agentjudge import DATASET_VERSION
-from agentjudge.dataset.domains import load_domain
+from agentjudge.dataset import resolve, rules
+from agentjudge.dataset.domains import COMMON_ASIDES, Context, load_domain
 from agentjudge.dataset.plan import PlanStep, QueryPlan
 from agentjudge.dataset.shapes import TEMPLATES, Ctx, Infeasible
 from agentjudge.dataset.world import DomainEnvironment, domain_title, fresh_copy, initial_state, tool_schemas
@@ -25,11 +27,12 @@ TRIALS_PER_STATE = 4
 MIN_INFERABLE = 2  # what a hard query must leave to the reader (gates_semantic.MIN_HARDENING)
 
 
-def inferable(steps: list[PlanStep]) -> int:
+def inferable(steps: list[PlanStep], today: date | None = None) -> int:
     """How many things a hard query can leave the reader to work out: each look-up whose output a later
     step needs (said as a description, the look-up is the reader's to infer) and each date the user
-    supplies (said relative to today). Stating values as facts or adding distractors changes nothing an
-    agent must infer, so neither counts; a scenario with fewer than two is built again another way."""
+    supplies that can be said relative to ``today`` (a contract extended by half a year is said as a
+    date). Stating values as facts or adding asides changes nothing an agent must infer, so neither
+    counts; a scenario with fewer than two is built again another way."""
     stated = {repr(x.value) for p in steps for x in p.slots if x.source == "query"}
     needed = {
         x.from_step
@@ -38,7 +41,14 @@ def inferable(steps: list[PlanStep]) -> int:
         if x.source == "step" and x.from_step is not None and repr(x.value) not in stated
     }
     reads = sum(1 for p in steps if p.op in ("search", "get", "list") and p.step in needed)
-    dates = {repr(x.value) for p in steps for x in p.slots if x.source == "query" and x.kind == "date"}
+    dates = {
+        str(x.value)
+        for p in steps
+        for x in p.slots
+        if x.source == "query"
+        and x.kind == "date"
+        and (today is None or resolve.relative_phrases(date.fromisoformat(str(x.value)[:10]), today))
+    }
     return reads + len(dates)
 
 
@@ -85,7 +95,7 @@ def build_scenario(domain: str, topology: Topology, seed: int, index: int) -> tu
             ctx = Ctx(dom, env, rng)
             try:
                 template(ctx, holds)
-                if (found := inferable(ctx.plan)) < MIN_INFERABLE:
+                if (found := inferable(ctx.plan, ctx.ref_date)) < MIN_INFERABLE:
                     raise Infeasible(f"a hard query could make the reader work out only {found} thing(s)")
             except Infeasible as exc:
                 errors.append(str(exc))
@@ -97,13 +107,122 @@ def build_scenario(domain: str, topology: Topology, seed: int, index: int) -> tu
     )
 
 
+SCENARIO_RATE = 0.75  # requests with a scenario sentence (when one fits); the rest start with the request
+DOMAIN_ASIDE_RATE = 0.6  # an aside about these records rather than the requester's own circumstances
+
+
+def actions(ctx: Ctx) -> list[tuple[str, set[str]]]:
+    """What the request changes: (tool, the values it sets) per GT step that is not a read — the new
+    value, the note written, the template or subject sent, a new record's values."""
+    out = []
+    for step in ctx.gt:
+        t = next(x for x in ctx.dom.tools if x.name == step.call.name)
+        if t.op in ("search", "get", "list", "aggregate"):
+            continue
+        a = step.call.arguments
+        said = {t.field or "": a.get(t.field or ""), "note": a.get("note"), "template": a.get("template")}
+        said["subject"] = a.get("subject")
+        values = {str(v) for v in (a.values() if t.op == "create" else said.values()) if v is not None}
+        out.append((t.name, values))
+    return out
+
+
+def matches(entry: str, done: list[tuple[str, set[str]]]) -> bool:
+    """Whether a "tool" or "tool=value" entry names one of the request's changes."""
+    name, _, value = entry.partition("=")
+    return any(tool == name and (not value or value in values) for tool, values in done)
+
+
+def _in_play(ctx: Ctx) -> dict[str, list[str]]:
+    """The records the request names, by kind (a listed set's records, a new record, one found or quoted)."""
+    out: dict[str, list[str]] = {}
+    for key, ref in ctx.referents.items():
+        for rid in ref.value if ref.how == "children" else [key]:
+            kind = rules.kind_of(ctx.dom, rid)
+            if kind is not None:
+                out.setdefault(kind, []).append(rid)
+    return out
+
+
+def _named_by_kind(ctx: Ctx) -> set[str]:
+    """Kinds of which the request names exactly one record, and names it by its kind's noun afterwards, so
+    an aside may say "the passenger" ("the owner" of an asset is an employee the request never calls so;
+    a new ticket is "the new ticket"; two tickets make "the ticket" ambiguous)."""
+    count: dict[str, int] = {}
+    plain: set[str] = set()
+    for ref in ctx.referents.values():
+        count[ref.noun] = count.get(ref.noun, 0) + 1
+        if ref.how in ("search", "stated") or (
+            ref.how == "relation" and ref.relation.lower() == ref.noun.lower()
+        ):
+            plain.add(ref.noun)
+    return {k for k, e in ctx.dom.entities.items() if e.noun in plain and count.get(e.noun) == 1}
+
+
+def _fits(
+    ctx: Ctx,
+    c: Context,
+    done: list[tuple[str, set[str]]],
+    play: dict[str, list[str]],
+    before: dict[str, Any],
+) -> bool:
+    """Whether a scenario or aside is context for this request (see ``Context``); ``before``: the world's
+    records before the request changed them."""
+    day = ctx.ref_date
+    if c.tools and not any(matches(e, done) for e in c.tools):
+        return False
+    if c.kinds and not set(c.kinds) & _named_by_kind(ctx):
+        return False
+    if c.dates is not None and not c.dates.allows(day):
+        return False
+    for key, values in c.when.items():
+        kind, _, name = key.partition(".")
+        rows = [before[kind][r] for r in play.get(kind, []) if r in before[kind]]
+        if not rows or not all(rules.holds(ctx.dom, kind, {name: values}, row, day, before) for row in rows):
+            return False
+    return True
+
+
+def _changes(ctx: Ctx, step: PlanStep) -> bool:
+    name = ctx.gt[step.step].call.name
+    return next(t for t in ctx.dom.tools if t.name == name).op not in ("search", "get", "list", "aggregate")
+
+
+def _context(ctx: Ctx, rng: random.Random, sub: int, topology: Topology) -> tuple[str, str, list[str]]:
+    """(persona, scenario, asides) for this request: a role whose work every change is, a scenario about
+    one of its changes, an aside about its records or the requester ("" / [] when none fits)."""
+    dom = ctx.dom
+    done = actions(ctx)
+    play = _in_play(ctx)
+    before = initial_state(dom, sub)["entities"]
+    # never a role the request names ("customer-success manager here … notify the contact's
+    # customer-success manager" reads as writing to oneself)
+    named = {n.lower() for r in ctx.referents.values() for n in (r.noun, r.relation) if n}
+    roles = [
+        p.role
+        for p in dom.personas
+        if done
+        and all(any(matches(e, [a]) for e in p.tools) for a in done)
+        and not any(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", p.role.lower()) for n in named)
+    ]
+    persona = rng.choice(roles) if roles else ""
+    # a scenario explains the goal: the last change the request makes (any of them in a fan-out, whose
+    # changes are equals), never only an optional step or a side change
+    changes = [(a, p) for a, p in zip(done, [p for p in ctx.plan if _changes(ctx, p)], strict=True)]
+    main = [a for a, p in changes if not p.conditional]
+    goal = main if topology == "fan_out" else main[-1:]
+    scenarios = [c.text for c in dom.scenarios if _fits(ctx, c, goal, play, before)]
+    scenario = rng.choice(scenarios) if scenarios and rng.random() < SCENARIO_RATE else ""
+    own = [c.text for c in dom.asides if _fits(ctx, c, done, play, before)]
+    aside = rng.choice(own) if own and rng.random() < DOMAIN_ASIDE_RATE else rng.choice(COMMON_ASIDES)
+    return persona, scenario, [aside]
+
+
 def _assemble(
     ctx: Ctx, domain: str, topology: Topology, sub: int, index: int, rng: random.Random
 ) -> tuple[Record, QueryPlan]:
     dom = ctx.dom
-    # only a context sentence that can be said on this record's "today" ("Monday morning at the service
-    # desk" on a Monday)
-    scenario = rng.choice(dom.scenarios_for(date.fromisoformat(ctx.env.state["reference_date"])))
+    persona, scenario, asides = _context(ctx, rng, sub, topology)
     schemas = tool_schemas(domain)
     tools = [schemas[name] for name in _pick_tools(ctx, rng)]
     cond: dict[str, Any] = {}
@@ -129,12 +248,12 @@ def _assemble(
     plan = QueryPlan(
         domain=domain,
         domain_title=domain_title(domain),
-        persona=rng.choice(dom.personas),
+        persona=persona,
         scenario=scenario,
         reference_date=ctx.env.state["reference_date"],
         steps=ctx.plan,
         referents=list(ctx.referents.values()),
-        distractors=rng.sample(dom.distractors, min(2, len(dom.distractors))),
+        asides=asides,
         **cond,
     )
     return record, plan

@@ -12,11 +12,16 @@ import re
 from functools import cache
 from typing import Any
 
-from agentjudge.dataset.domains import DomainSpec, EntitySpec, ToolSpec, load_domain
+from agentjudge.dataset.domains import (
+    CHANNELS,
+    NOTIFY_CHANNELS,
+    DomainSpec,
+    EntitySpec,
+    ToolSpec,
+    load_domain,
+)
 from agentjudge.dataset.env import ToolError
 from agentjudge.types import ToolSchema
-
-CHANNELS = ["email", "sms", "postal_mail"]
 
 
 def id_schema(ent: EntitySpec, description: str) -> dict[str, Any]:
@@ -88,7 +93,7 @@ def _schemas(dom: DomainSpec, t: ToolSpec) -> tuple[dict[str, Any], dict[str, An
         props: dict[str, Any] = {
             parent.id_key: id_schema(parent, f"The {parent.noun} whose {ent.plural} to list.")
         }
-        status = first_enum(ent)
+        status = t.filter or first_enum(ent)
         if status:
             props[status] = {
                 **field_schema(dom, ent, status),
@@ -143,7 +148,7 @@ def _schemas(dom: DomainSpec, t: ToolSpec) -> tuple[dict[str, Any], dict[str, An
             },
             "delivery": _obj(
                 {
-                    "channel": {"type": "string", "enum": ["email", "chat", "pager"]},
+                    "channel": {"type": "string", "enum": list(t.channels or NOTIFY_CHANNELS)},
                     "urgent": {"type": "boolean", "default": False},
                 },
                 [],
@@ -162,7 +167,7 @@ def _schemas(dom: DomainSpec, t: ToolSpec) -> tuple[dict[str, Any], dict[str, An
     if t.op == "message":
         props = {
             **eid,
-            "channel": {"type": "string", "enum": CHANNELS},
+            "channel": {"type": "string", "enum": list(t.channels or CHANNELS)},
             "template": {"type": "string", "enum": list(t.choices)},
             "language": {"type": "string", "pattern": "^[a-z]{2}$", "default": "en"},
         }

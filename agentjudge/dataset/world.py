@@ -80,6 +80,11 @@ def _compile_field(f: FieldSpec, email_domain: str, person_field: str | None) ->
         if person_field is None:
             raise ValueError("an email field needs an earlier person field in the same entity")
         pf = person_field
+        if f.domains:  # an outside party: a customer's own mail provider, a supplier's company domain
+            pool = list(f.domains)
+            return lambda rng, ref, rec, ids, used: (
+                f"{rec[pf].lower().replace(' ', '.')}@{pool[int(rng.random() * len(pool))]}"
+            )
         return lambda rng, ref, rec, ids, used: f"{rec[pf].lower().replace(' ', '.')}@{email_domain}"
     if g in ("phone", "code"):
 
@@ -98,7 +103,8 @@ def _compile_field(f: FieldSpec, email_domain: str, person_field: str | None) ->
 
         return code
     if g == "enum":
-        return lambda rng, ref, rec, ids, used: vals[int(rng.random() * len(vals))]
+        start = list(f.seeded) or vals  # a flight leaving in three weeks is not boarding yet
+        return lambda rng, ref, rec, ids, used: start[int(rng.random() * len(start))]
     if g == "choice":  # unique within the state while the pool lasts (search keys must be unique)
 
         def choice(
@@ -112,6 +118,15 @@ def _compile_field(f: FieldSpec, email_domain: str, person_field: str | None) ->
         return choice
     lo, hi = f.min, f.max
     if g == "date":
+        if f.workdays:  # office work: a Saturday moves to the Friday before, a Sunday to the Monday after
+
+            def workday(
+                rng: random.Random, ref: int, rec: dict[str, Any], ids: dict[str, list[str]], used: set[str]
+            ) -> Any:
+                day = date.fromordinal(ref + int(lo) + int(rng.random() * (hi - lo + 1)))
+                return (day + timedelta(days=(0, 0, 0, 0, 0, -1, 1)[day.weekday()])).isoformat()
+
+            return workday
         return lambda rng, ref, rec, ids, used: date.fromordinal(
             ref + int(lo) + int(rng.random() * (hi - lo + 1))
         ).isoformat()
@@ -132,14 +147,22 @@ def _compile_field(f: FieldSpec, email_domain: str, person_field: str | None) ->
     return ref_
 
 
+Derived = tuple[str, str, str, str]  # (field, via field, target kind, target field): ``same_as``
+
+
 @cache
-def _compiled(slug: str) -> list[tuple[str, EntitySpec, str, list[tuple[str, Gen]]]]:
+def _compiled(slug: str) -> list[tuple[str, EntitySpec, str, list[tuple[str, Gen]], list[Derived]]]:
     dom = load_domain(slug)
     out = []
     for kind, spec in dom.entities.items():
         person = next((n for n, f in spec.fields.items() if f.gen == "person"), None)
         gens = [(n, _compile_field(f, dom.email_domain, person)) for n, f in spec.fields.items()]
-        out.append((kind, spec, spec.id_key, gens))
+        derived = []
+        for n, f in spec.fields.items():
+            if f.same_as:
+                via, _, other = f.same_as.partition(".")
+                derived.append((n, via, spec.fields[via].entity or "", other))
+        out.append((kind, spec, spec.id_key, gens, derived))
     return out
 
 
@@ -151,7 +174,7 @@ def initial_state(dom: DomainSpec, seed: int) -> dict[str, Any]:
     ents: dict[str, dict[str, dict[str, Any]]] = {}
     ids: dict[str, list[str]] = {}
     used: set[str] = set()
-    for kind, spec, id_key, gens in _compiled(dom.slug):
+    for kind, spec, id_key, gens, derived in _compiled(dom.slug):
         lo = 10 ** (spec.digits - 1)
         table: dict[str, dict[str, Any]] = {}
         for n in sorted(rng.sample(range(lo, lo * 9), spec.count)):  # lo*9.. is left for created ids
@@ -159,6 +182,8 @@ def initial_state(dom: DomainSpec, seed: int) -> dict[str, Any]:
             rec: dict[str, Any] = {id_key: rid}
             for fname, gen in gens:
                 rec[fname] = gen(rng, ref, rec, ids, used)
+            for fname, via, target, other in derived:  # an alert's owner is its host's owner
+                rec[fname] = ents[target][rec[via]][other]
             table[rid] = rec
         ents[kind] = table
         ids[kind] = list(table)
@@ -249,7 +274,7 @@ class DomainEnvironment:
         parent_kind = ent.fields[t.field or ""].entity or ""
         pid = a[self.dom.entities[parent_kind].id_key]
         self._fetch(parent_kind, pid)
-        status = first_enum(ent)
+        status = t.filter or first_enum(ent)
         ids = [
             rid
             for rid, rec in self._table(t.entity).items()

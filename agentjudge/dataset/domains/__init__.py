@@ -104,9 +104,6 @@ class ToolSpec(Strict):
     fields: list[str] = []  # create: the fields the caller supplies
     desc: str
     texts: list[str] = []  # annotate notes / notify subjects a user might dictate
-    # notify: a subject that only fits notifications about some kinds ("reserve change needs sign-off" is
-    # about a claim, never about an inspection); a subject not listed fits any
-    about: dict[str, list[str]] = {}
     # annotate / notify: the records a text fits ("medical certificate received" only on sick leave;
     # "VIP on board" only about a gold or platinum passenger) and whether it may go on every listed record
     fits: dict[str, TextFit] = {}
@@ -137,31 +134,102 @@ class DateFit(Strict):
         )
 
 
+class Persona(Strict):
+    """Who may be asking: a role and the changes that role makes ("tool" or "tool=value": a claims
+    handler sends a settlement offer, an underwriting assistant a renewal notice). A request is put in the
+    mouth of a persona only when every change it asks for is one of theirs."""
+
+    role: str
+    tools: list[str]
+
+
+class Context(Strict):
+    """A sentence of context tied to what the request does: a scenario said before the request, or an
+    aside after it (who is away, what deadline, what just happened to these records). It fits a request
+    that makes one of ``tools`` ("tool" or "tool=value": the value set, the note written, the template or
+    subject sent; empty for an aside that fits any request), whose records of a kind have the values
+    ``when`` names ("flight.flight_status": every flight in play, and one at least), on a day ``dates``
+    allows."""
+
+    text: str
+    tools: list[str] = []
+    # a record of one of these kinds is named in the request, by its kind ("the passenger has called twice")
+    kinds: list[str] = []
+    when: dict[str, list[str]] = {}
+    dates: DateFit | None = None
+
+
+# Asides that fit any request in any domain: the requester's own circumstances. No record noun, no date
+# word (they must not contradict the request or its dates), no verb a request clause starts with.
+COMMON_ASIDES = (
+    "I'm covering this desk while a colleague is on leave.",
+    "I'm standing in for my team lead, who is out of the office.",
+    "My manager asked for this to be sorted before the end of the day.",
+    "I'd like this off my plate before I go into a long meeting.",
+    "This came up in the morning stand-up.",
+    "I'm working through a backlog, so this is one of several like it.",
+    "I promised the people involved a quick turnaround.",
+    "I'm at an offsite and only reachable by chat.",
+    "I'll be offline for a few hours after lunch.",
+    "My shift ends soon, which is why I'm asking now.",
+    "It's one of the items from our weekly review.",
+    "I was asked to handle this while the usual person is away.",
+    "I'm new to this team, so bear with me.",
+    "I've been meaning to sort this for a while.",
+    "I'm tidying up loose ends before my holiday.",
+    "A colleague passed this to me this morning.",
+    "I'd rather get this done now than forget it.",
+    "I'm between meetings, so I'll keep this short.",
+    "This is the last item on my list.",
+    "My team asked me to raise this with you.",
+    "I'm filling in for someone who is off sick.",
+    "I've had a few of these in the past hour.",
+    "This one came through the team inbox.",
+    "I only just picked this up from the queue.",
+    "I'm clearing my inbox before the weekly call.",
+    "I'm juggling a few urgent things at once.",
+    "This was raised at the team huddle.",
+    "I'll be on the road for most of the afternoon.",
+    "My lead wants an update on this soon.",
+    "I said I'd look after this one personally.",
+    "I'm catching up after a few days off.",
+    "Someone from the team flagged this to me.",
+    "I'd like to close this out quickly.",
+    "It's been on my list for a couple of days.",
+    "I'm handling this for a colleague who is travelling.",
+    "I'm trying to get ahead before a busy stretch.",
+)
+
+
 class DomainSpec(Strict):
     slug: str
     title: str
-    personas: list[str]
+    personas: list[Persona]
     system_prompt: str
     email_domain: str
-    scenarios: list[str]
-    # scenario text -> the dates it fits (a scenario with no entry fits every date); the builder picks only
-    # a scenario that fits the record's "today", so the context never contradicts the date
-    scenario_dates: dict[str, DateFit] = {}
-    distractors: list[str]
+    # context tied to the request (see ``Context``): the builder picks a scenario and the asides that fit
+    # the changes the request makes, on the record's "today", so the context never contradicts them
+    scenarios: list[Context]
+    asides: list[Context]
     entities: dict[str, EntitySpec]
     tools: list[ToolSpec]
 
-    def scenarios_for(self, day: date) -> list[str]:
-        """The scenario sentences that can be said on ``day``."""
+    def scenario_fit(self, text: str) -> DateFit | None:
+        """The dates a scenario sentence can be said on (None: any date, or not one of ours)."""
+        return next((c.dates for c in self.scenarios if c.text == text), None)
+
+    @property
+    def context_texts(self) -> list[str]:
+        """Every sentence of context a query of this domain may carry (scenarios, asides, personas)."""
         return [
-            s for s in self.scenarios if s not in self.scenario_dates or self.scenario_dates[s].allows(day)
+            *(c.text for c in self.scenarios),
+            *(c.text for c in self.asides),
+            *COMMON_ASIDES,
+            *(p.role for p in self.personas),
         ]
 
     @model_validator(mode="after")
     def _cross_references(self) -> DomainSpec:
-        unknown = sorted(set(self.scenario_dates) - set(self.scenarios))
-        if unknown:
-            raise ValueError(f"scenario_dates names a scenario that is not in scenarios: {unknown[0]!r}")
         seen: list[str] = []
         for kind, ent in self.entities.items():
             for fname, f in ent.fields.items():
@@ -183,7 +251,35 @@ class DomainSpec(Strict):
         for kind, ent in self.entities.items():
             for fname, f in ent.fields.items():
                 _check_rules(self, ent, fname, f, f"entity {kind!r} field {fname!r}")
+        for p in self.personas:
+            _check_actions(self, p.tools, f"persona {p.role!r}")
+        for c in [*self.scenarios, *self.asides]:
+            _check_actions(self, c.tools, f"context {c.text!r}")
+            if any(k not in self.entities for k in c.kinds):
+                raise ValueError(f"context {c.text!r}: kinds names an unknown kind")
+            for key, values in c.when.items():
+                kind, _, name = key.partition(".")
+                if kind not in self.entities:
+                    raise ValueError(f"context {c.text!r}: when {key!r} names no kind")
+                _check_when(self, self.entities[kind], {name: values}, f"context {c.text!r}")
+        if any(not c.tools for c in self.scenarios):
+            raise ValueError("every scenario names the changes it is context for (tools)")
         return self
+
+
+def _check_actions(dom: DomainSpec, actions: list[str], where: str) -> None:
+    """ "tool" or "tool=value" entries name changing tools of the domain (and one of their values)."""
+    tools = {t.name: t for t in dom.tools}
+    for action in actions:
+        name, _, value = action.partition("=")
+        t = tools.get(name)
+        if t is None or t.op in ("search", "get", "list", "aggregate"):
+            raise ValueError(f"{where}: {name!r} is not a tool of the domain that changes something")
+        ent = dom.entities[t.entity]
+        fields = [ent.fields[n] for n in [t.field or "", *t.fields] if n in ent.fields]
+        values = [*t.texts, *t.choices, *(v for f in fields for v in f.values)]
+        if value and value not in values:
+            raise ValueError(f"{where}: {action!r}: {value!r} is none of the tool's values")
 
 
 def _check_when(dom: DomainSpec, ent: EntitySpec, when: dict[str, list[str]], where: str) -> None:
@@ -260,11 +356,6 @@ def _check_tool(dom: DomainSpec, t: ToolSpec) -> None:
         raise ValueError(f"{where}: create fields must name fields of {t.entity!r}")
     if t.op in ("annotate", "notify") and not t.texts:
         raise ValueError(f"{where}: {t.op} needs texts")
-    for text, kinds in t.about.items():
-        if text not in t.texts or any(k not in dom.entities for k in kinds):
-            raise ValueError(f"{where}: about names {text!r} -> {kinds}: not one of its texts and kinds")
-    if t.about and set(t.about) >= set(t.texts):
-        raise ValueError(f"{where}: every text is tied to kinds by about; one must fit any record")
     if t.op == "message" and not t.choices:
         raise ValueError(f"{where}: message needs choices (template names)")
     if t.filter is not None and (
