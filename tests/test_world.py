@@ -240,3 +240,71 @@ def test_a_possessive_after_a_chain_names_the_record_the_gt_takes() -> None:
                     assert _possessives(record, {d: planted}), planted
                     return
     pytest.fail("no supply query names the supplier on a purchase order and then its account buyer")
+
+
+def test_a_message_follows_the_change_it_reports() -> None:
+    """ "send the employee the 'leave decision' email" with no decision in the request, an "order update"
+    with no order: a template that reports a change goes only with that change (an optional step's
+    template is named by its reason instead)."""
+    checked = 0
+    for record, plan in built():
+        dom = load_domain(record.domain)
+        specs = {t.name: t for t in dom.tools}
+        done: list[tuple[str, set[str]]] = []
+        for step, ps in zip(record.gt, plan.steps, strict=True):
+            t = specs[step.call.name]
+            if t.op == "message" and not ps.conditional:
+                template = step.call.arguments["template"]
+                if template in t.follows:
+                    assert any(matches(e, done) for e in t.follows[template]), (record.id, template, done)
+                checked += 1
+            if _changes(dom, t.name):
+                done.append((t.name, rules.step_values(t, step.call.arguments)))
+    assert checked >= 5
+
+
+def test_an_amount_changes_by_at_most_half_or_double() -> None:
+    checked = 0
+    extra = [
+        build_scenario(d, t, 41, i)[0]
+        for d in ("retail", "finance", "telecom", "grid", "insurance", "supply", "mfg")
+        for t in ("fan_out", "linear", "optional_enrichment")
+        for i in range(20)
+    ]
+    for record in [r for r, _ in built()] + extra:
+        dom = load_domain(record.domain)
+        for step in record.gt:
+            t = next(x for x in dom.tools if x.name == step.call.name)
+            if t.op != "update" or dom.entities[t.entity].fields[t.field or ""].gen not in ("amount", "int"):
+                continue
+            before, after = step.output[f"previous_{t.field}"], step.output[t.field or ""]
+            if before and before > 0:
+                assert 0.5 * before <= after <= 2 * before, (record.id, t.name, before, after)
+                checked += 1
+    assert checked >= 5
+
+
+def test_a_claims_loss_fits_its_policy() -> None:
+    """A travel policy covers no hail damage: a planted claim of the wrong kind breaks ``given``."""
+    for index in range(40):
+        record, _ = build_scenario("insurance", "fan_in", 300 + index, index)
+        claims = [i for i, s in enumerate(record.gt) if s.call.name == "file_claim"]
+        if claims:
+            break
+    else:
+        pytest.fail("no insurance fan_in files a claim in 40 indices")
+    (i,) = claims
+    assert rules.violations(record) == []
+    env_product = initial_state(load_domain("insurance"), record.seed or 0)["entities"]["policy"][
+        record.gt[i].call.arguments["policy_id"]
+    ]["product"]
+    allowed = (
+        load_domain("insurance").entities["claim"].fields["loss_type"].given["policy_id.product"][env_product]
+    )
+    wrong = next(v for v in ("hail_damage", "water_leak", "collision", "theft", "fire") if v not in allowed)
+    step = record.gt[i]
+    planted_step = step.model_copy(
+        update={"call": ToolCall(name=step.call.name, arguments={**step.call.arguments, "loss_type": wrong})}
+    )
+    planted = record.model_copy(update={"gt": [*record.gt[:i], planted_step, *record.gt[i + 1 :]]})
+    assert "accepts" in {c for c, _ in rules.violations(planted)}, env_product

@@ -155,6 +155,23 @@ class Ctx:
                 out.append(text)
         return out
 
+    def done(self) -> list[tuple[str, set[str]]]:
+        """The changes made so far: (tool, the values it set) per GT step that is not a read."""
+        specs = {t.name: t for t in self.dom.tools}
+        return [
+            (s.call.name, rules.step_values(t, s.call.arguments))
+            for s in self.gt
+            if (t := specs[s.call.name]).op not in ("search", "get", "list", "aggregate")
+        ]
+
+    def templates_for(self, t: ToolSpec) -> list[str]:
+        """The templates of message tool ``t`` that fit the request so far: one that follows a change only
+        once that change is made ("leave decision" after the decision; never an "order update" alone)."""
+        done = self.done()
+        return [
+            c for c in t.choices if c not in t.follows or any(rules.matches(e, done) for e in t.follows[c])
+        ]
+
     def accepts(self, t: ToolSpec, field: str, rid: str) -> bool:
         """Whether a new record of ``t`` may point at ``rid`` through ``field`` (a booking on a flight that
         still flies)."""
@@ -227,12 +244,20 @@ def _id_slot(ent: EntitySpec, value: Any, frm: int | None, arg: str | None = Non
     )
 
 
-def new_value(ctx: Ctx, ent: EntitySpec, fname: str, avoid: set[Any] | frozenset[Any] = frozenset()) -> Any:
+def new_value(
+    ctx: Ctx,
+    ent: EntitySpec,
+    fname: str,
+    avoid: set[Any] | frozenset[Any] = frozenset(),
+    record: dict[str, Any] | None = None,
+) -> Any:
     """A value a person would state for a field, never one in ``avoid`` (the current values), so that
     an update always changes the state and a wrong value is visible in the end state. A field with a
     lifecycle moves only where the rules let every current value move ("contained" after "triaging",
     never after "false positive"); an office date falls on a working day; an extension lies after the
-    current date."""
+    current date; an amount or count changes by at most half or double (nobody cuts a price from 481 to
+    135); a value that depends on another record fits it (``given``: a hail claim only under a motor or
+    home policy, read from ``record``, the new record's references so far)."""
     f = ent.fields[fname]
     rng = ctx.rng
     pool: list[Any]
@@ -270,6 +295,19 @@ def new_value(ctx: Ctx, ent: EntitySpec, fname: str, avoid: set[Any] | frozenset
         raise Infeasible(f"no stated value for field {fname!r} ({f.gen})")
     if f.gen == "date" and f.workdays:
         pool = [v for v in pool if date.fromisoformat(v).weekday() not in rules.WEEKEND]
+    numbers = [v for v in avoid if isinstance(v, int | float) and not isinstance(v, bool) and v > 0]
+    if f.gen in ("amount", "int") and len(numbers) == 1:
+        near = [v for v in pool if 0.5 * numbers[0] <= v <= 2 * numbers[0]]
+        pool = near or pool
+    for key, allowed in f.given.items():
+        via, _, other = key.partition(".")
+        linked = (
+            ctx.row(ent.fields[via].entity or "", str((record or {}).get(via)))
+            if record and via in record
+            else None
+        )
+        if linked is not None:
+            pool = [v for v in pool if v in allowed.get(str(linked[other]), [])]
     pool = [v for v in pool if v not in avoid]
     if not pool:
         raise Infeasible(f"no value of {fname!r} a person would set from {sorted(map(str, avoid))}")
@@ -489,7 +527,11 @@ def do_message(
     if not channels:
         raise Infeasible(f"{t.name}: the reason asks for a channel it does not send by")
     channel = ctx.rng.choice(channels)
-    template = template or ctx.rng.choice(t.choices)
+    if template is None:  # the reason of an optional step names its own template
+        fitting = ctx.templates_for(t)
+        if not fitting:
+            raise Infeasible(f"{t.name}: no template follows from what the request changes")
+        template = ctx.rng.choice(fitting)
     slots = [
         _id_slot(ent, rid, frm),
         Slot(arg="channel", value=channel, source="query", noun="the delivery channel", kind="enum"),
@@ -539,7 +581,7 @@ def do_create(ctx: Ctx, t: ToolSpec, refs: dict[str, tuple[str, int | None]]) ->
             links.append(ctx.known(fs.entity or "", rid))
             for_.append(f"the {target.noun}" if frm is not None else f"{target.noun} {{{f}}}")
         else:
-            args[f] = new_value(ctx, ent, f)
+            args[f] = new_value(ctx, ent, f, record=args)
             slots.append(Slot(arg=f, value=args[f], source="query", noun=f"the {fs.noun}", kind=KIND[fs.gen]))
             stated.append(f"{fs.noun} {{{f}}}")
     with_ = stated[0] if len(stated) == 1 else ", ".join(stated[:-1]) + " and " + stated[-1]

@@ -113,6 +113,19 @@ def text_fits(
     return holds(dom, kind, fit.when, row, today, entities)
 
 
+def step_values(t: ToolSpec, args: dict[str, Any]) -> set[str]:
+    """What a change step sets, as the domain's "tool=value" entries name it: the new value, the note,
+    the template or subject, a new record's values."""
+    said = [args.get(t.field or ""), args.get("note"), args.get("template"), args.get("subject")]
+    return {str(v) for v in (args.values() if t.op == "create" else said) if v is not None}
+
+
+def matches(entry: str, done: list[tuple[str, set[str]]]) -> bool:
+    """Whether a "tool" or "tool=value" entry names one of the changes ``done`` ((tool, values) pairs)."""
+    name, _, value = entry.partition("=")
+    return any(tool == name and (not value or value in values) for tool, values in done)
+
+
 def kind_of(dom: DomainSpec, rid: Any) -> str | None:
     """The entity kind of an id, by its prefix ("ALR-100200" is an alert)."""
     if not isinstance(rid, str):
@@ -253,6 +266,13 @@ def _create(
                 out.append(("accepts", f"{where}: {value} is {_said(f.accepts, target)}"))
         if f.gen == "date" and f.workdays and (day := _date(value)) is not None and day.weekday() in WEEKEND:
             out.append(("weekend", f"{where}: {f.noun} {value} is a {day:%A}"))
+        for key, table in f.given.items():
+            via, _, other = key.partition(".")
+            linked = entities.get(ent.fields[via].entity or "", {}).get(a.get(via))
+            if linked is not None and value not in table.get(str(linked.get(other)), []):
+                out.append(
+                    ("accepts", f"{where}: {f.noun} {value} under {via} {a.get(via)} ({linked.get(other)})")
+                )
     return out
 
 

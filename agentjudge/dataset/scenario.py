@@ -112,25 +112,11 @@ DOMAIN_ASIDE_RATE = 0.6  # an aside about these records rather than the requeste
 
 
 def actions(ctx: Ctx) -> list[tuple[str, set[str]]]:
-    """What the request changes: (tool, the values it sets) per GT step that is not a read — the new
-    value, the note written, the template or subject sent, a new record's values."""
-    out = []
-    for step in ctx.gt:
-        t = next(x for x in ctx.dom.tools if x.name == step.call.name)
-        if t.op in ("search", "get", "list", "aggregate"):
-            continue
-        a = step.call.arguments
-        said = {t.field or "": a.get(t.field or ""), "note": a.get("note"), "template": a.get("template")}
-        said["subject"] = a.get("subject")
-        values = {str(v) for v in (a.values() if t.op == "create" else said.values()) if v is not None}
-        out.append((t.name, values))
-    return out
+    """What the request changes: (tool, the values it sets) per GT step that is not a read."""
+    return ctx.done()
 
 
-def matches(entry: str, done: list[tuple[str, set[str]]]) -> bool:
-    """Whether a "tool" or "tool=value" entry names one of the request's changes."""
-    name, _, value = entry.partition("=")
-    return any(tool == name and (not value or value in values) for tool, values in done)
+matches = rules.matches
 
 
 def _in_play(ctx: Ctx) -> dict[str, list[str]]:
@@ -165,12 +151,20 @@ def _fits(
     done: list[tuple[str, set[str]]],
     play: dict[str, list[str]],
     before: dict[str, Any],
+    everything: list[tuple[str, set[str]]] | None = None,
 ) -> bool:
     """Whether a scenario or aside is context for this request (see ``Context``); ``before``: the world's
     records before the request changed them."""
     day = ctx.ref_date
+    everything = done if everything is None else everything
     if c.tools and not any(matches(e, done) for e in c.tools):
         return False
+    # a scenario that names the values of a change contradicts the request when it makes that change
+    # with another value ("a lightning storm" and an outage report caused by vegetation)
+    for tool, said in everything:
+        named = [e.partition("=")[2] for e in c.tools if e.partition("=")[0] == tool]
+        if named and all(named) and not set(named) & said:
+            return False
     if c.kinds and not set(c.kinds) & _named_by_kind(ctx):
         return False
     if c.dates is not None and not c.dates.allows(day):
@@ -211,7 +205,7 @@ def _context(ctx: Ctx, rng: random.Random, sub: int, topology: Topology) -> tupl
     changes = [(a, p) for a, p in zip(done, [p for p in ctx.plan if _changes(ctx, p)], strict=True)]
     main = [a for a, p in changes if not p.conditional]
     goal = main if topology == "fan_out" else main[-1:]
-    scenarios = [c.text for c in dom.scenarios if _fits(ctx, c, goal, play, before)]
+    scenarios = [c.text for c in dom.scenarios if _fits(ctx, c, goal, play, before, done)]
     scenario = rng.choice(scenarios) if scenarios and rng.random() < SCENARIO_RATE else ""
     own = [c.text for c in dom.asides if _fits(ctx, c, done, play, before)]
     aside = rng.choice(own) if own and rng.random() < DOMAIN_ASIDE_RATE else rng.choice(COMMON_ASIDES)

@@ -70,7 +70,8 @@ def _terminals(
         if ctx.texts_for(t, [rid]):
             acts.append(("annotate", partial(do_annotate, ctx, t, rid, frm)))
     for t in ctx.unused(ix.tools("message", kind)):
-        acts.append(("message", partial(do_message, ctx, t, rid, frm)))
+        if ctx.templates_for(t):
+            acts.append(("message", partial(do_message, ctx, t, rid, frm)))
     for t, ref in ix.creates_from(kind):
         if t.name not in ctx.used and ctx.accepts(t, ref, rid):
 
@@ -227,13 +228,15 @@ def fan_out(ctx: Ctx, holds: bool) -> None:
     kind = ctx.rng.choice(kinds)
     rid = ctx.rng.choice([r for k, r, _ in dated or options if k == kind])
     leaves, reads, with_date = _leaves(ctx, kind, rid)
+    messages = {i for i, leaf in enumerate(leaves) if getattr(leaf, "func", None) is do_message}
     _, frm = do_search(ctx, kind, rid)
     picked = ctx.rng.sample(range(len(leaves)), min(len(leaves), ctx.rng.choice([2, 2, 3])))
     if all(i < reads for i in picked) and len(leaves) > reads:  # at least one branch changes state
         picked[ctx.rng.randrange(len(picked))] = ctx.rng.randrange(reads, len(leaves))
     if with_date and not with_date & set(picked):
         picked[ctx.rng.randrange(len(picked))] = ctx.rng.choice(sorted(with_date))
-    for i in sorted(set(picked), key=picked.index):
+    # a message last: its template may follow from a change another branch makes ("order update")
+    for i in sorted(set(picked), key=lambda i: (i in messages, picked.index(i))):
         leaves[i](frm)
 
 
@@ -640,8 +643,11 @@ def loop_like(ctx: Ctx, holds: bool) -> None:
         kids.setdefault(rec[lt.field or ""], []).append(cid)
 
     def fits(ids: list[str]) -> bool:  # every listed record is in a state for the change
-        if bt.op == "update":
-            return all(ctx.changeable(bt, c) for c in ids)
+        if bt.op == "update":  # every record from one state: "close every resolved ticket"
+            field = bt.field or ""
+            states = {str(ctx.row(bt.entity, c)[field]) for c in ids}
+            lifecycle = bool(dom.entities[bt.entity].fields[field].next)
+            return all(ctx.changeable(bt, c) for c in ids) and (len(states) == 1 or not lifecycle)
         return bt.op != "annotate" or bool(ctx.texts_for(bt, ids, bulk=True))
 
     eligible = [p for p in ctx.table(parent) if 2 <= len(kids.get(p, [])) <= top and fits(kids[p])]

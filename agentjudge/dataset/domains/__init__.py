@@ -58,6 +58,9 @@ class FieldSpec(Strict):
     # ref: the referenced record must have these values (a booking only on a flight that still flies)
     accepts: dict[str, list[str]] = {}
     seeded: list[str] = []  # enum: the values seeded records start with (default: every value)
+    # enum of a new record: the values that fit a record it points at ("policy_id.product": motor ->
+    # [collision, theft, hail_damage, fire]; a travel policy has no hail damage)
+    given: dict[str, dict[str, list[str]]] = {}
     domains: list[str] = []  # email of an outside party: its own mail domains (default: the company's)
 
 
@@ -107,6 +110,9 @@ class ToolSpec(Strict):
     # annotate / notify: the records a text fits ("medical certificate received" only on sick leave;
     # "VIP on board" only about a gold or platinum passenger) and whether it may go on every listed record
     fits: dict[str, TextFit] = {}
+    # message: a template sent only after one of these changes in the same request ("leave decision" after
+    # a leave request was decided); a template not listed may be sent on its own ("appointment reminder")
+    follows: dict[str, list[str]] = {}
     filter: str | None = None  # list: the enum field its optional filter is on (default: the first enum)
     # message / notify: the channels it can send by (default: email, sms, postal_mail / email, chat, pager)
     channels: list[str] = []
@@ -251,6 +257,11 @@ class DomainSpec(Strict):
         for kind, ent in self.entities.items():
             for fname, f in ent.fields.items():
                 _check_rules(self, ent, fname, f, f"entity {kind!r} field {fname!r}")
+        for t in self.tools:
+            for template, after in t.follows.items():
+                if template not in t.choices:
+                    raise ValueError(f"tool {t.name!r}: follows names {template!r}, not one of its templates")
+                _check_actions(self, after, f"tool {t.name!r} follows {template!r}")
         for p in self.personas:
             _check_actions(self, p.tools, f"persona {p.role!r}")
         for c in [*self.scenarios, *self.asides]:
@@ -319,6 +330,15 @@ def _check_rules(dom: DomainSpec, ent: EntitySpec, fname: str, f: FieldSpec, whe
             raise ValueError(f"{where}: next {value!r} -> {following} must name other values of the field")
     if not set(f.seeded) <= set(f.values):
         raise ValueError(f"{where}: seeded values must be values of the field")
+    for key, table in f.given.items():
+        via, _, other = key.partition(".")
+        ref = ent.fields.get(via)
+        target = dom.entities[ref.entity or ""] if ref is not None and ref.gen == "ref" else None
+        of = target.fields.get(other) if target is not None else None
+        if f.gen != "enum" or of is None or not set(table) <= set(of.values):
+            raise ValueError(f"{where}: given {key!r} must be <ref field>.<enum field> of an enum field")
+        if any(not set(v) <= set(f.values) for v in table.values()):
+            raise ValueError(f"{where}: given {key!r} lists values the field does not have")
     _check_when(dom, ent, f.when, where)
     if fname in f.when:
         raise ValueError(f"{where}: when cannot name the field itself")
