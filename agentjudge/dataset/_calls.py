@@ -90,6 +90,7 @@ class Ctx:
         self.gt: list[GTStep] = []
         self.plan: list[PlanStep] = []
         self.used: set[str] = set()
+        self.ending: set[str] = set()  # tools a chain should end with, when one applies (_templates)
         self.ref_date = date.fromisoformat(env.state["reference_date"])
         self.condition_text: str | None = None
         self.condition_holds: bool | None = None
@@ -164,12 +165,17 @@ class Ctx:
             if (t := specs[s.call.name]).op not in ("search", "get", "list", "aggregate")
         ]
 
-    def templates_for(self, t: ToolSpec) -> list[str]:
+    def templates_for(self, t: ToolSpec, asked: bool = False) -> list[str]:
         """The templates of message tool ``t`` that fit the request so far: one that follows a change only
-        once that change is made ("leave decision" after the decision; never an "order update" alone)."""
+        once that change is made ("leave decision" after the decision; never an "order update" alone), or,
+        ``asked`` (an optional step whose reason is the person's own wish), one they may ask for any time."""
         done = self.done()
         return [
-            c for c in t.choices if c not in t.follows or any(rules.matches(e, done) for e in t.follows[c])
+            c
+            for c in t.choices
+            if c not in t.follows
+            or (asked and c in t.standing)
+            or any(rules.matches(e, done) for e in t.follows[c])
         ]
 
     def accepts(self, t: ToolSpec, field: str, rid: str) -> bool:
@@ -299,6 +305,8 @@ def new_value(
     if f.gen in ("amount", "int") and len(numbers) == 1:
         near = [v for v in pool if 0.5 * numbers[0] <= v <= 2 * numbers[0]]
         pool = near or pool
+    if record is not None and f.new:  # a visit booked in a room is in person
+        pool = [v for v in pool if v in f.new]
     for key, allowed in f.given.items():
         via, _, other = key.partition(".")
         linked = (

@@ -266,6 +266,8 @@ def _create(
                 out.append(("accepts", f"{where}: {value} is {_said(f.accepts, target)}"))
         if f.gen == "date" and f.workdays and (day := _date(value)) is not None and day.weekday() in WEEKEND:
             out.append(("weekend", f"{where}: {f.noun} {value} is a {day:%A}"))
+        if f.new and value not in f.new:
+            out.append(("accepts", f"{where}: a new record with {f.noun} {value}"))
         for key, table in f.given.items():
             via, _, other = key.partition(".")
             linked = entities.get(ent.fields[via].entity or "", {}).get(a.get(via))

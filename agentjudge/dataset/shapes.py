@@ -49,9 +49,12 @@ def _children(ctx: Ctx, lt: ToolSpec, pid: str) -> int:
 def _terminals(
     ctx: Ctx, kind: str, rid: str, frm: int | None, about: tuple[str, str] | None = None
 ) -> list[tuple[str, Action]]:
-    """Calls that act on one entity and end a chain: (category, action) pairs."""
+    """Calls that act on one entity and end a chain: (category, action) pairs; only those of the tools
+    in ``ctx.ending`` when it names some that apply (an optional message whose template reports a change
+    needs that change in the chain)."""
     ix = ctx.ix
     acts: list[tuple[str, Action]] = []
+    tools: list[str] = []  # the tool of each action
     if about is not None and frm is not None:  # tell a person about the record their id came from
         noun = ctx.dom.entities[about[0]].noun
         for t in ctx.unused(ix.tools("notify", kind)):
@@ -62,16 +65,20 @@ def _terminals(
                 do_notify(ctx, t, rid, f, [ref], f, f"that {noun}")
 
             acts.append(("notify", notify))
+            tools.append(t.name)
     # only the changes a person would make to this record as it stands (rules.py)
     for t in ctx.unused(ix.tools("update", kind)):
         if ctx.changeable(t, rid):
             acts.append(("update", partial(do_update, ctx, t, rid, frm)))
+            tools.append(t.name)
     for t in ctx.unused(ix.tools("annotate", kind)):
         if ctx.texts_for(t, [rid]):
             acts.append(("annotate", partial(do_annotate, ctx, t, rid, frm)))
+            tools.append(t.name)
     for t in ctx.unused(ix.tools("message", kind)):
         if ctx.templates_for(t):
             acts.append(("message", partial(do_message, ctx, t, rid, frm)))
+            tools.append(t.name)
     for t, ref in ix.creates_from(kind):
         if t.name not in ctx.used and ctx.accepts(t, ref, rid):
 
@@ -79,7 +86,9 @@ def _terminals(
                 do_create(ctx, t, {ref: (rid, frm)})
 
             acts.append(("create", create))
-    return acts
+            tools.append(t.name)
+    preferred = [a for a, name in zip(acts, tools, strict=True) if name in ctx.ending]
+    return preferred or acts
 
 
 def _choose(ctx: Ctx, opts: list[tuple[str, Action]]) -> Action:
@@ -538,9 +547,13 @@ def optional_enrichment(ctx: Ctx, holds: bool) -> None:
     cond = [t for t in ctx.dom.tools if t.condition and t.op in ("annotate", "message", "update")]
     if not cond:
         raise Infeasible("domain has no conditional tool")
+    if holds:  # a message whose templates all report a change needs a chain that can make one
+        cond = [t for t in cond if t.op != "message" or _can_follow(ctx, t)] or cond
     ct = rng.choice(cond)
     kind = ct.entity
     ctx.used.add(ct.name)  # the main chain must not use the conditional tool itself
+    if holds and ct.op == "message" and ct.follows:  # a chain that ends in a change a template reports
+        ctx.ending = {e.partition("=")[0] for after in ct.follows.values() for e in after}
     ways: list[Callable[[], tuple[str, int]]] = []
     if ix.tools("search", kind) or ix.tools("get", kind):
 
@@ -581,6 +594,7 @@ def optional_enrichment(ctx: Ctx, holds: bool) -> None:
     if not ways:
         raise Infeasible(f"no chain reaches {kind}")
     eid, hang = rng.choice(ways)()
+    ctx.ending = set()
     ctx.used.discard(ct.name)
     assert ct.condition is not None
     ctx.condition_holds = holds
@@ -597,10 +611,12 @@ def optional_enrichment(ctx: Ctx, holds: bool) -> None:
             f"{'texts' if ct.op == 'annotate' else 'choices'}[{len(pool)}]"
         )
     # only a reason whose note fits the record ("a medical certificate was handed in" for sick leave)
+    templates = ctx.templates_for(ct, asked=True) if ct.op == "message" else []
     reasons = [
         k
         for k in range(len(ct.condition.holds))
-        if ct.op != "annotate" or ctx.fits(ct, pool[k], ct.entity, eid)
+        if (ct.op != "annotate" or ctx.fits(ct, pool[k], ct.entity, eid))
+        and (ct.op != "message" or pool[k] in templates)  # an "upgrade confirmation" only after an upgrade
     ]
     if not reasons:
         raise Infeasible(f"{ct.name}: no reason whose note fits {eid}")
@@ -612,6 +628,18 @@ def optional_enrichment(ctx: Ctx, holds: bool) -> None:
         do_message(ctx, ct, eid, hang, conditional=True, template=pool[i], reason=reason)
     else:
         do_update(ctx, ct, eid, hang, conditional=True)
+
+
+def _can_follow(ctx: Ctx, t: ToolSpec) -> bool:
+    """Whether a chain to a record of ``t``'s kind can end in a change one of its templates reports (or
+    a template reports none)."""
+    if any(c not in t.follows or c in t.standing for c in t.choices):
+        return True
+    names = {e.partition("=")[0] for after in t.follows.values() for e in after}
+    ends = {x.name for x in ctx.ix.tools("update", t.entity)} | {
+        x.name for x, _ in ctx.ix.creates_from(t.entity)
+    }
+    return bool(names & ends)
 
 
 def loop_like(ctx: Ctx, holds: bool) -> None:

@@ -58,6 +58,7 @@ class FieldSpec(Strict):
     # ref: the referenced record must have these values (a booking only on a flight that still flies)
     accepts: dict[str, list[str]] = {}
     seeded: list[str] = []  # enum: the values seeded records start with (default: every value)
+    new: list[str] = []  # enum: the values a record made by a request takes (default: every value)
     # enum of a new record: the values that fit a record it points at ("policy_id.product": motor ->
     # [collision, theft, hail_damage, fire]; a travel policy has no hail damage)
     given: dict[str, dict[str, list[str]]] = {}
@@ -113,6 +114,9 @@ class ToolSpec(Strict):
     # message: a template sent only after one of these changes in the same request ("leave decision" after
     # a leave request was decided); a template not listed may be sent on its own ("appointment reminder")
     follows: dict[str, list[str]] = {}
+    # message: templates a person may ask for on their own, so an optional step whose reason is that wish
+    # ("the shipper asked for a delivery update") needs no change before it
+    standing: list[str] = []
     filter: str | None = None  # list: the enum field its optional filter is on (default: the first enum)
     # message / notify: the channels it can send by (default: email, sms, postal_mail / email, chat, pager)
     channels: list[str] = []
@@ -262,6 +266,8 @@ class DomainSpec(Strict):
                 if template not in t.choices:
                     raise ValueError(f"tool {t.name!r}: follows names {template!r}, not one of its templates")
                 _check_actions(self, after, f"tool {t.name!r} follows {template!r}")
+            if not set(t.standing) <= set(t.choices):
+                raise ValueError(f"tool {t.name!r}: standing names a template it does not have")
         for p in self.personas:
             _check_actions(self, p.tools, f"persona {p.role!r}")
         for c in [*self.scenarios, *self.asides]:
@@ -316,6 +322,7 @@ def _check_rules(dom: DomainSpec, ent: EntitySpec, fname: str, f: FieldSpec, whe
     only = {
         "next": f.gen == "enum",
         "seeded": f.gen == "enum",
+        "new": f.gen == "enum",
         "later": f.gen == "date",
         "workdays": f.gen == "date",
         "same_as": f.gen == "ref",
@@ -328,7 +335,7 @@ def _check_rules(dom: DomainSpec, ent: EntitySpec, fname: str, f: FieldSpec, whe
     for value, following in f.next.items():
         if value not in f.values or not set(following) <= set(f.values) or value in following:
             raise ValueError(f"{where}: next {value!r} -> {following} must name other values of the field")
-    if not set(f.seeded) <= set(f.values):
+    if not set(f.seeded) <= set(f.values) or not set(f.new) <= set(f.values):
         raise ValueError(f"{where}: seeded values must be values of the field")
     for key, table in f.given.items():
         via, _, other = key.partition(".")
