@@ -190,8 +190,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             Edit(
                 "agentjudge/dataset/_templates.py",
-                'if op == "update" and not dom.entities[bt.entity].fields[bt.field or ""].bulk:',
-                'if op == "update" and False:',
+                "not field.bulk or (field.bulk_via and lt.name not in field.bulk_via)",
+                "field.bulk_via and lt.name not in field.bulk_via",
             ),
         ),
         "tests/test_world.py::test_the_gt_of_every_domain_follows_its_rules",

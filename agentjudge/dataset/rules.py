@@ -184,7 +184,7 @@ def violations(record: Record) -> list[tuple[str, str]]:
         where = f"step {i} {t.name}"
         before = dict(entities[t.entity].get(a.get(ent.id_key), {}))
         if t.op in ("update", "assign") and before:
-            out += _change(dom, t, before, a, today, entities, where, i in bulk)
+            out += _change(dom, t, before, a, today, entities, where, bulk.get(i))
         elif t.op == "annotate" and before:
             fit = t.fits.get(a.get("note", ""))
             if not text_fits(fit, dom, t.entity, before, today, entities):
@@ -223,8 +223,9 @@ def _change(
     today: dt.date,
     entities: dict[str, Any],
     where: str,
-    in_bulk: bool,
+    via: str | None,
 ) -> list[tuple[str, str]]:
+    """``via``: the listing a bulk change goes through (None: one record)."""
     ent = dom.entities[t.entity]
     fname = t.field or ""
     f = ent.fields[fname]
@@ -238,8 +239,8 @@ def _change(
         out.append(("weekend", f"{where}: {f.noun} {new} is a {day:%A}"))
     elif f.gen != "date" and not allowed(f, current, new, today):
         out.append(("transition", f"{where}: {f.noun} {current} -> {new}"))
-    if in_bulk and not f.bulk:
-        out.append(("bulk", f"{where}: {f.noun} set to {new} on every listed {ent.noun}"))
+    if via is not None and (not f.bulk or (f.bulk_via and via not in f.bulk_via)):
+        out.append(("bulk", f"{where}: {f.noun} set to {new} on every {ent.noun} of {via}"))
     return out
 
 
@@ -278,9 +279,9 @@ def _create(
     return out
 
 
-def _bulk_steps(record: Record, specs: dict[str, ToolSpec]) -> set[int]:
-    """Steps that change every record of one listing (a loop body): one tool, two or more records, each
-    id taken from the same list step's output."""
+def _bulk_steps(record: Record, specs: dict[str, ToolSpec]) -> dict[int, str]:
+    """Steps that change every record of one listing (a loop body), with the list tool they go through:
+    one tool, two or more records, each id taken from the same list step's output."""
     groups: dict[tuple[str, int], list[int]] = {}
     for i, step in enumerate(record.gt):
         t = specs.get(step.call.name)
@@ -290,7 +291,7 @@ def _bulk_steps(record: Record, specs: dict[str, ToolSpec]) -> set[int]:
             src = specs.get(record.gt[u].call.name) if 0 <= u < len(record.gt) else None
             if src is not None and src.op == "list":
                 groups.setdefault((t.name, u), []).append(i)
-    return {i for steps in groups.values() if len(steps) > 1 for i in steps}
+    return {i: record.gt[u].call.name for (_, u), steps in groups.items() if len(steps) > 1 for i in steps}
 
 
 def _world(dom: DomainSpec, record: Record, entities: dict[str, Any]) -> list[tuple[str, str]]:

@@ -651,7 +651,10 @@ def loop_like(ctx: Ctx, holds: bool) -> None:
                 for bt in ix.tools(op, lt.entity):
                     # only what one request does to every record of a list ("close every ticket", never
                     # "set a window seat on every booking" or "medical certificate received" on each)
-                    if op == "update" and not dom.entities[bt.entity].fields[bt.field or ""].bulk:
+                    field = dom.entities[bt.entity].fields[bt.field or ""] if op == "update" else None
+                    if field is not None and (
+                        not field.bulk or (field.bulk_via and lt.name not in field.bulk_via)
+                    ):
                         continue
                     if op == "annotate" and not any(f.bulk for f in bt.fits.values()):
                         continue

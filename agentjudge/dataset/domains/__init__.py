@@ -50,6 +50,7 @@ class FieldSpec(Strict):
     # values may be "future" or "past" ("reschedule" only an appointment that has not happened)
     when: dict[str, list[str]] = {}
     bulk: bool = False  # one request may set it to one value on every listed record ("close every ticket")
+    bulk_via: list[str] = []  # only over these listings (every booking of a passenger, not of a flight)
     later: bool = False  # date: a change moves it later, and never once it has lapsed (an extension)
     workdays: bool = False  # date: office work, seeded and set on Monday-Friday only
     # ref: the value is a field of another record this one points at ("host_id.owner_id": an alert's owner
