@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
 import re
 
 import pytest
@@ -450,3 +451,15 @@ def test_a_reason_that_repeats_its_template_is_left_out() -> None:
         "the employee wants confirmation that their request reached the service desk", "ticket_received"
     )
     assert adds("the policyholder asked for a written acknowledgement", "settlement_offer")
+
+
+def test_a_prefixed_code_is_written_with_its_hyphen() -> None:
+    """grid (final reading): "set every feeder to de energized" — a person writes "de-energized"; the value
+    is still read back from it."""
+    _, plan = linear_record()
+    from agentjudge.dataset.rewrite import _Renderer
+
+    renderer = _Renderer(plan, "hard", random.Random(0))
+    assert renderer._format("de_energized", "enum") == "de-energized"
+    assert renderer._format("follow_up", "enum") == "follow-up"
+    assert resolve.recoverable("de_energized", "set it to de-energized")

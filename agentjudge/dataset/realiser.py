@@ -281,7 +281,8 @@ class _Renderer:
             return text.upper()  # "set the business unit to it" reads as a pronoun; "to IT" does not
         if kind == "enum":  # "postal mail", "one shift": a person does not type the underscore
             said = " ".join(ENUM_WORDS.get(w, w) for w in text.replace("_", " ").split(" "))
-            return said.replace("follow up", "follow-up")
+            # "follow-up", "de-energized": a prefix a person joins with a hyphen, not a space
+            return re.sub(r"\b(de|non|pre) (?=\w)", r"\1-", said.replace("follow up", "follow-up"))
         return text
 
     def _number(self, value: float) -> str:
