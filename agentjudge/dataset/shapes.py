@@ -516,9 +516,17 @@ def _fan_in_runners(
         for zid in zids[:6]:
             first = _runner(ctx, prods[0], zid)
             tids = [x for x in ctx.table(kinds[1]) if x != ctx.row(t.entity, zid)[field]]
-            second = _runner(ctx, prods[1], rng.choice(tids)) if tids else None
-            if first is not None and second is not None:
-                return [first, second]
+            if first is None or not tids:
+                continue
+            # the new holder is found directly or through a record next to the one handed on (never as
+            # the approver of an unrelated leave request)
+            close = _near(ctx, zid)
+            closer = close | {x for c in close for x in _near(ctx, c)}
+            rng.shuffle(tids)
+            for direct, make in rng.sample(prods[1], len(prods[1])):
+                second = next((r for x in tids[:12] if (r := make(x, None if direct else closer))), None)
+                if second is not None:
+                    return [first, second]
         return None
     about = [y for y in ctx.table(kinds[1]) if ctx.texts_for(t, [y])]
     rng.shuffle(about)
