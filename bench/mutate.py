@@ -150,7 +150,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "another one, whose nearest noun has a buyer of its own",
         (
             Edit(
-                "agentjudge/dataset/rewrite.py",
+                "agentjudge/dataset/realiser.py",
                 'return self.focus == r.key and r.how != "children" and r.key not in self.trailing',
                 'return self.focus == r.key and r.how != "children"',
             ),
@@ -176,7 +176,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "an alert's owner drawn apart from its host's owner: records of one task contradict each other",
         (
             Edit(
-                "agentjudge/dataset/engine.py",
+                "agentjudge/dataset/world.py",
                 "                rec[fname] = ents[target][rec[via]][other]\n",
                 "                pass\n",
             ),
@@ -189,7 +189,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         'a loop sets any field on every listed record ("a window seat on every booking of the flight")',
         (
             Edit(
-                "agentjudge/dataset/_templates.py",
+                "agentjudge/dataset/shapes.py",
                 "not field.bulk or (field.bulk_via and lt.name not in field.bulk_via)",
                 "field.bulk_via and lt.name not in field.bulk_via",
             ),

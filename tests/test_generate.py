@@ -187,7 +187,7 @@ def _the_full_split_reads_as_people_write(path: Path) -> None:
 
     from agentjudge.dataset import rules
     from agentjudge.dataset.domains import COMMON_ASIDES, load_domain
-    from agentjudge.dataset.layout import read_records
+    from agentjudge.rundir.records import read_records
 
     records = read_records(path)
     n = len(records)

@@ -72,7 +72,7 @@ def test_medium_and_hard_add_an_aside_at_one_rate_after_the_request() -> None:
     """An aside is context for the request (who is away, what deadline, what just happened to these
     records), not a mark of the tier: medium and hard carry one at the same rate (within 10 points), easy
     none, and it comes after the request it speaks of ("Dana has already called about this order")."""
-    from agentjudge.dataset.rewrite import ASIDE_RATE
+    from agentjudge.dataset.realiser import ASIDE_RATE
 
     _, plan = linear_record()
     aside = plan.asides[0]
@@ -457,7 +457,7 @@ def test_a_prefixed_code_is_written_with_its_hyphen() -> None:
     """grid (final reading): "set every feeder to de energized" — a person writes "de-energized"; the value
     is still read back from it."""
     _, plan = linear_record()
-    from agentjudge.dataset.rewrite import _Renderer
+    from agentjudge.dataset.realiser import _Renderer
 
     renderer = _Renderer(plan, "hard", random.Random(0))
     assert renderer._format("de_energized", "enum") == "de-energized"

@@ -12,12 +12,12 @@ from functools import cache
 import pytest
 
 from agentjudge.dataset import rules, toolschemas
-from agentjudge.dataset.build import actions, build_scenario, matches
 from agentjudge.dataset.domains import COMMON_ASIDES, load_domain
-from agentjudge.dataset.engine import initial_state, list_domains
 from agentjudge.dataset.gates_semantic import _possessives
 from agentjudge.dataset.plan import QueryPlan
-from agentjudge.dataset.rewrite import render_queries
+from agentjudge.dataset.realiser import render_queries
+from agentjudge.dataset.scenario import actions, build_scenario, matches
+from agentjudge.dataset.world import initial_state, list_domains
 from agentjudge.types import TOPOLOGIES, Record, ToolCall, ToolSchema
 
 DOMAINS = list_domains()
@@ -152,11 +152,11 @@ def _values(args: dict[str, object]) -> set[str]:
 
 
 def test_build_actions_is_what_the_context_is_matched_against() -> None:
-    """``build.actions`` (the builder's reading of a request's changes) agrees with the GT."""
+    """``scenario.actions`` (the builder's reading of a request's changes) agrees with the GT."""
     for record, _ in built()[:40]:
         dom = load_domain(record.domain)
         from agentjudge.dataset._calls import Ctx
-        from agentjudge.dataset.engine import DomainEnvironment
+        from agentjudge.dataset.world import DomainEnvironment
 
         ctx = Ctx(dom, DomainEnvironment(record.domain, record.seed or 0), None)  # type: ignore[arg-type]
         ctx.gt = record.gt

@@ -90,7 +90,7 @@ class Ctx:
         self.gt: list[GTStep] = []
         self.plan: list[PlanStep] = []
         self.used: set[str] = set()
-        self.ending: set[str] = set()  # tools a chain should end with, when one applies (_templates)
+        self.ending: set[str] = set()  # tools a chain should end with, when one applies (shapes)
         self.ref_date = date.fromisoformat(env.state["reference_date"])
         self.condition_text: str | None = None
         self.condition_holds: bool | None = None
