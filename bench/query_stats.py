@@ -18,7 +18,8 @@ Prints, for the whole file:
   the domain's rules (``rules.violations``: a move the lifecycle forbids, a change to a record not in a
   state for it, an extension of a lapsed date, one value set on every listed record where that makes no
   sense, a new record on a record it may not point at; beside them notes and subjects that do not fit their
-  record, records that contradict each other, outside parties on the company's mail domain); and tools
+  record, records that contradict each other, outside parties on the company's mail domain, scenarios and
+  asides that assert a state the records do not have or contradict a change the request makes); and tools
   whose description promises what their parameters cannot do (``toolschemas.description_problems``);
 - regenerations per reason, from the manifest beside the file (or ``--manifest``).
 
@@ -218,6 +219,7 @@ def _world(rows: list[dict], n: int) -> None:
         ("fit", "notes and subjects that do not fit their record"),
         ("world", "records that contradict each other"),
         ("domain", "outside parties on the company's mail domain"),
+        ("context", "scenarios and asides that assert what the records do not show"),
     ):
         print(
             f"{what}: {cats[c]} in {sum(1 for r in rows if any(x == c for x, _ in r['violations']))} records"

@@ -95,6 +95,7 @@ class Ctx:
         self.condition_text: str | None = None
         self.condition_holds: bool | None = None
         self.condition_about: str | None = None  # the referent the condition speaks of
+        self.condition_tool: str | None = None  # the tool of optional_enrichment's extra step
         # the records the request is about, keyed by id (a listed set: "set<step>"), in order of finding
         self.referents: dict[str, Referent] = {}
 
@@ -256,6 +257,7 @@ def new_value(
     fname: str,
     avoid: set[Any] | frozenset[Any] = frozenset(),
     record: dict[str, Any] | None = None,
+    row: dict[str, Any] | None = None,
 ) -> Any:
     """A value a person would state for a field, never one in ``avoid`` (the current values), so that
     an update always changes the state and a wrong value is visible in the end state. A field with a
@@ -316,6 +318,10 @@ def new_value(
         )
         if linked is not None:
             pool = [v for v in pool if v in allowed.get(str(linked[other]), [])]
+    # a date no further out than the record's priority allows, a priority the record's date allows
+    # (``by``: read on ``row``, the record an update changes, or ``record``, a new one's values so far)
+    have = row if row is not None else record or {}
+    pool = [v for v in pool if not rules.too_far(ent, {**have, fname: v}, ctx.ref_date)]
     pool = [v for v in pool if v not in avoid]
     if not pool:
         raise Infeasible(f"no value of {fname!r} a person would set from {sorted(map(str, avoid))}")
@@ -457,7 +463,7 @@ def do_update(
     if not ctx.changeable(t, rid):
         raise Infeasible(f"{t.name}: {rid} is not in a state a person would change its {fs.noun} in")
     if value is None:
-        value = new_value(ctx, ent, f, {ctx.table(t.entity)[rid][f]})
+        value = new_value(ctx, ent, f, {ctx.table(t.entity)[rid][f]}, row=ctx.table(t.entity)[rid])
     which = f"each of those {ent.plural}" if each else f"the {ent.noun}"
     say = f"set the {fs.noun} of {which} to {{{f}}}"
     slot = Slot(arg=f, value=value, source="query", noun=f"the new {fs.noun}", kind=KIND[fs.gen])

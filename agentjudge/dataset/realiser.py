@@ -113,7 +113,6 @@ SHORT_CLOSINGS = (
     "Happy to answer questions.",
     "That should be everything.",
     "Grateful for the help.",
-    "Thanks, all.",
     "Much obliged.",
     "Thanks heaps.",
     "Ta very much.",

@@ -16,7 +16,17 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from agentjudge.dataset.domains import DomainSpec, EntitySpec, FieldSpec, TextFit, ToolSpec
+from agentjudge.dataset.domains import (
+    DIRECTIONS,
+    Context,
+    DomainSpec,
+    EntitySpec,
+    FieldSpec,
+    TextFit,
+    ToolSpec,
+    asserted,
+    bound,
+)
 from agentjudge.types import Record
 
 WEEKEND = (5, 6)
@@ -48,14 +58,28 @@ def holds(
             values = (entities or {}).get(target, {}).get(row.get(via)) or {}
             ent = dom.entities[target]
         value = values.get(name)
-        if ent.fields[name].gen == "date":
+        if ent.fields[name].gen in ("amount", "int"):  # bounds, all of which hold (">=1000", "<=5000")
+            if not isinstance(value, int | float) or not all(_within(value, v) for v in allowed):
+                return False
+        elif ent.fields[name].gen == "bool":  # "true" / "false"
+            if str(value).lower() not in allowed:
+                return False
+        elif ent.fields[name].gen == "date":  # "future" / "past", and bounds in days from today ("<=60")
             day = _date(value)
             state = None if day is None else "future" if day > today else "past" if day < today else "today"
-            if state not in allowed:
+            states = [a for a in allowed if bound(a) is None]
+            if day is None or (states and state not in states):
+                return False
+            if not all(_within((day - today).days, a) for a in allowed if bound(a) is not None):
                 return False
         elif value not in allowed:
             return False
     return True
+
+
+def _within(value: float, text: str) -> bool:
+    b = bound(text)
+    return b is not None and (value >= b[1] if b[0] == ">=" else value <= b[1])
 
 
 def changeable(
@@ -64,7 +88,7 @@ def changeable(
     """Whether a person would change ``fname`` of this record at all: its ``when`` holds, a lifecycle
     value is not final, a date to be extended has not lapsed."""
     f = dom.entities[kind].fields[fname]
-    if not holds(dom, kind, f.when, row, today, entities):
+    if not holds(dom, kind, {**f.when, **f.only}, row, today, entities):
         return False
     if f.next and not f.next.get(str(row.get(fname)), []):
         return False
@@ -150,6 +174,162 @@ def agrees(dom: DomainSpec, kind: str, row: dict[str, Any], entities: dict[str, 
     return out
 
 
+READS = ("search", "get", "list", "aggregate")
+
+
+def in_play(dom: DomainSpec, gt: list[Any]) -> dict[str, list[str]]:
+    """The records a request is about, by kind: the ids its calls take and the ids a listing or a new
+    record yields (a record that only shows inside an output, the driver of a shipment nobody asked
+    about, is not in play)."""
+    from agentjudge.dataset import resolve
+
+    specs = {t.name: t for t in dom.tools}
+    out: dict[str, list[str]] = {}
+    for step in gt:
+        t = specs.get(step.call.name)
+        found = resolve.leaves(step.call.arguments)
+        if t is not None and t.op in ("list", "create"):
+            found += resolve.leaves(step.output)
+        for leaf in found:
+            kind = kind_of(dom, leaf)
+            if kind is not None and leaf not in out.setdefault(kind, []):
+                out[kind].append(leaf)
+    return out
+
+
+def context_fits(
+    dom: DomainSpec,
+    c: Context,
+    done: list[tuple[str, set[str]]],
+    play: dict[str, list[str]],
+    before: dict[str, Any],
+    after: dict[str, Any],
+    today: dt.date,
+) -> bool:
+    """Whether what a scenario or aside asserts holds for this request: every record in play of a kind its
+    ``when`` names (one at least) had those values before the request; what its words assert
+    (``domains.asserted``: "sold-out pieces" only of products that are, or that the request marks, sold
+    out) holds of every such record before the request or after it; the request makes none of the
+    changes it contradicts (``unless``)."""
+    if any(matches(e, done) for e in c.unless):
+        return False
+    for key, values in c.if_named.items():
+        kind, _, name = key.partition(".")
+        if not all(
+            holds(dom, kind, {name: values}, before[kind][r], today, before)
+            for r in play.get(kind, [])
+            if r in before.get(kind, {})
+        ):
+            return False
+    states: list[tuple[str, list[str], tuple[dict[str, Any], ...]]]
+    states = [(key, values, (before,)) for key, values in c.when.items()]
+    for key, values in asserted(dom, c.text).items():  # a date is read as the request leaves it
+        kind, _, name = key.partition(".")
+        dated = dom.entities[kind].fields[name].gen == "date"
+        states.append((key, sorted(values), (after,) if dated else (before, after)))
+    for key, values, worlds in states:
+        kind, _, name = key.partition(".")
+        ids = play.get(kind, [])
+        if set(values) <= set(DIRECTIONS):  # "delays": a date the request moves, it moves later
+            if not ids or not all(_goes(values, before, after, kind, r, name) for r in ids):
+                return False
+            continue
+        # a record the request makes is read as made
+        seen = [[w for w in worlds if r in w.get(kind, {})] or [after] for r in ids]
+        if not ids or not all(
+            any(r in w.get(kind, {}) and holds(dom, kind, {name: values}, w[kind][r], today, w) for w in ws)
+            for r, ws in zip(ids, seen, strict=True)
+        ):
+            return False
+    return True
+
+
+def _goes(
+    directions: list[str], before: dict[str, Any], after: dict[str, Any], kind: str, rid: str, name: str
+) -> bool:
+    """Whether record ``rid``'s ``name`` changed the way ``directions`` says (or did not change)."""
+    old = before.get(kind, {}).get(rid, {}).get(name)
+    new = after.get(kind, {}).get(rid, {}).get(name)
+    if old is None or new is None or old == new:
+        return True
+    up = (_date(new) or dt.date.min) > (_date(old) or dt.date.min) if isinstance(old, str) else new > old
+    return ("up" if up else "down") in directions
+
+
+def context_problems(record: Record) -> list[tuple[str, str]]:
+    """The scenario and asides of one of our records that assert what its records do not show, or go with
+    none of its changes (``context_fits``, read on the world before and after its GT)."""
+    from agentjudge.dataset.world import initial_state, make_environment
+
+    env = make_environment(record)
+    if env is None:
+        return []
+    dom = env.dom
+    before = initial_state(dom, record.seed or 0)["entities"]
+    specs = {t.name: t for t in dom.tools}
+    for step in record.gt:
+        try:
+            env.execute(step.call)
+        except Exception:  # noqa: BLE001 - Gate 1's replay reports it
+            break
+    done = [
+        (t.name, step_values(t, s.call.arguments))
+        for s in record.gt
+        if (t := specs.get(s.call.name)) is not None and t.op not in READS
+    ]
+    play = in_play(dom, record.gt)
+    said = " ".join(record.queries.values())
+    found = [c for c in dom.scenarios if c.text == record.scenario]
+    found += [c for c in dom.asides if c.text in said]
+    today = dt.date.fromisoformat(env.state["reference_date"])
+    return [
+        ("context", f"{c.text!r} does not fit the records or changes of the request")
+        for c in found
+        if not context_fits(dom, c, done, play, before, env.state["entities"], today)
+        or (c.tools and not any(matches(e, done) for e in c.tools))
+    ]
+
+
+def too_far(ent: EntitySpec, row: dict[str, Any], today: dt.date) -> list[str]:
+    """The date fields of ``row`` that lie further ahead than another of its fields allows (``by``: an
+    emergency work order scheduled three weeks out)."""
+    out = []
+    for fname, f in ent.fields.items():
+        day = _date(row.get(fname)) if f.by else None
+        for key, table in f.by.items():
+            limit = table.get(str(row.get(key)))
+            if day is not None and limit is not None and (day - today).days > limit:
+                out.append(
+                    f"{f.noun} {day} more than {limit} days out for {ent.fields[key].noun} {row.get(key)}"
+                )
+    return out
+
+
+def consistent(
+    dom: DomainSpec, kind: str, row: dict[str, Any], entities: dict[str, Any], today: dt.date | None = None
+) -> list[str]:
+    """What of record ``row`` contradicts the records it points at or itself: a value ``given`` another
+    record does not allow (a water leak under a travel policy), a field set where ``only`` says it has
+    none (an overdraft limit on a savings account), a reference ``accepts`` does not allow (a card on a
+    savings account), and (given ``today``) a date further out than its priority allows (``by``)."""
+    spec = dom.entities[kind]
+    out = too_far(spec, row, today) if today is not None else []
+    for fname, f in spec.fields.items():
+        value = row.get(fname)
+        for key, table in f.given.items():
+            via, _, other = key.partition(".")
+            linked = entities.get(spec.fields[via].entity or "", {}).get(row.get(via))
+            if linked is not None and value not in table.get(str(linked.get(other)), []):
+                out.append(f"{fname} {value} under {via} {row.get(via)} ({other} {linked.get(other)})")
+        if f.only and value is not None and any(row.get(k) not in v for k, v in f.only.items()):
+            out.append(f"{fname} {value} on a {spec.noun} with {_said(f.only, row)}")
+        fixed = {k: v for k, v in f.accepts.items() if dom.entities[f.entity or ""].fields[k].gen == "enum"}
+        target = entities.get(f.entity or "", {}).get(value) if fixed else None
+        if target is not None and any(target.get(k) not in v for k, v in fixed.items()):
+            out.append(f"{fname} {value} is {_said(fixed, target)}")
+    return out
+
+
 # ---------------------------------------------------------------- reading a record
 
 
@@ -161,8 +341,9 @@ def violations(record: Record) -> list[tuple[str, str]]:
     ``accepts`` (a new record pointing at a record it may not: a booking on a cancelled flight), ``fit`` (a
     note or subject that does not fit its record), ``weekend`` (an office date on a Saturday or Sunday),
     ``world`` (records in play that contradict each other: an alert's owner who is not its host's owner),
-    ``domain`` (an outside party with an e-mail address on the company's own domain). Empty for a record
-    that is not one of ours."""
+    ``domain`` (an outside party with an e-mail address on the company's own domain), ``context`` (a
+    scenario or aside that asserts what the records do not show, or contradicts a change the request
+    makes). Empty for a record that is not one of ours."""
     from agentjudge.dataset.world import make_environment
 
     env = make_environment(record)
@@ -173,7 +354,7 @@ def violations(record: Record) -> list[tuple[str, str]]:
     entities = env.state["entities"]
     specs = {t.name: t for t in dom.tools}
     out: list[tuple[str, str]] = []
-    out += _world(dom, record, entities)
+    out += _world(dom, record, entities, today)
     bulk = _bulk_steps(record, specs)
     for i, step in enumerate(record.gt):
         t = specs.get(step.call.name)
@@ -212,7 +393,8 @@ def violations(record: Record) -> list[tuple[str, str]]:
             row = entities[t.entity].get(step.output.get(ent.id_key))
             if row is not None:
                 out += [("world", f"{where}: {x}") for x in agrees(dom, t.entity, row, entities)]
-    return out
+                out += [("accepts", f"{where}: {x}") for x in too_far(ent, row, today)]
+    return out + context_problems(record)
 
 
 def _change(
@@ -230,8 +412,10 @@ def _change(
     fname = t.field or ""
     f = ent.fields[fname]
     out = []
-    if not holds(dom, t.entity, f.when, before, today, entities):
-        out.append(("state", f"{where}: {ent.noun} {before[ent.id_key]} is {_said(f.when, before)}"))
+    if not holds(dom, t.entity, {**f.when, **f.only}, before, today, entities):
+        out.append(
+            ("state", f"{where}: {ent.noun} {before[ent.id_key]} is {_said({**f.when, **f.only}, before)}")
+        )
     current, new = before.get(fname), a.get(fname)
     if f.gen == "date" and f.later and not allowed(f, current, new, today):
         out.append(("lapsed", f"{where}: {f.noun} {current} -> {new} (today {today})"))
@@ -239,6 +423,8 @@ def _change(
         out.append(("weekend", f"{where}: {f.noun} {new} is a {day:%A}"))
     elif f.gen != "date" and not allowed(f, current, new, today):
         out.append(("transition", f"{where}: {f.noun} {current} -> {new}"))
+    if too_far(ent, {**before, fname: new}, today) and not too_far(ent, before, today):
+        out.append(("state", f"{where}: {'; '.join(too_far(ent, {**before, fname: new}, today))}"))
     if via is not None and (not f.bulk or (f.bulk_via and via not in f.bulk_via)):
         out.append(("bulk", f"{where}: {f.noun} set to {new} on every {ent.noun} of {via}"))
     return out
@@ -294,7 +480,9 @@ def _bulk_steps(record: Record, specs: dict[str, ToolSpec]) -> dict[int, str]:
     return {i: record.gt[u].call.name for (_, u), steps in groups.items() if len(steps) > 1 for i in steps}
 
 
-def _world(dom: DomainSpec, record: Record, entities: dict[str, Any]) -> list[tuple[str, str]]:
+def _world(
+    dom: DomainSpec, record: Record, entities: dict[str, Any], today: dt.date
+) -> list[tuple[str, str]]:
     """Records in play (ids in the GT) whose references contradict each other, and outside parties on
     the company's own mail domain."""
     from agentjudge.dataset import resolve
@@ -309,6 +497,7 @@ def _world(dom: DomainSpec, record: Record, entities: dict[str, Any]) -> list[tu
             seen.add(leaf)
             row = entities[kind][leaf]
             out += [("world", f"{leaf}: {x}") for x in agrees(dom, kind, row, entities)]
+            out += [("world", f"{leaf}: {x}") for x in consistent(dom, kind, row, entities, today)]
             for fname, f in dom.entities[kind].fields.items():
                 if f.domains and str(row.get(fname, "")).endswith("@" + dom.email_domain):
                     out.append(

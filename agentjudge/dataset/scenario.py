@@ -59,7 +59,8 @@ def _sub_seed(key: str, attempt: int) -> int:
 def _pick_tools(ctx: Ctx, rng: random.Random) -> list[str]:
     """GT tools plus same-domain distractors (same-entity tools weighted up), 8-19 in all, shuffled."""
     dom = ctx.dom
-    gt_names = list(dict.fromkeys(s.call.name for s in ctx.gt))
+    # an optional step's tool is offered even when the step is not needed: not calling it is the test
+    gt_names = list(dict.fromkeys([*(s.call.name for s in ctx.gt), *filter(None, [ctx.condition_tool])]))
     gt_entities = {t.entity for t in dom.tools if t.name in gt_names}
     lo = max(8, len(gt_names) + 3)
     hi = min(19, len(dom.tools))
@@ -119,17 +120,6 @@ def actions(ctx: Ctx) -> list[tuple[str, set[str]]]:
 matches = rules.matches
 
 
-def _in_play(ctx: Ctx) -> dict[str, list[str]]:
-    """The records the request names, by kind (a listed set's records, a new record, one found or quoted)."""
-    out: dict[str, list[str]] = {}
-    for key, ref in ctx.referents.items():
-        for rid in ref.value if ref.how == "children" else [key]:
-            kind = rules.kind_of(ctx.dom, rid)
-            if kind is not None:
-                out.setdefault(kind, []).append(rid)
-    return out
-
-
 def _named_by_kind(ctx: Ctx) -> set[str]:
     """Kinds of which the request names exactly one record, and names it by its kind's noun afterwards, so
     an aside may say "the passenger" ("the owner" of an asset is an employee the request never calls so;
@@ -169,12 +159,11 @@ def _fits(
         return False
     if c.dates is not None and not c.dates.allows(day):
         return False
-    for key, values in c.when.items():
-        kind, _, name = key.partition(".")
-        rows = [before[kind][r] for r in play.get(kind, []) if r in before[kind]]
-        if not rows or not all(rules.holds(ctx.dom, kind, {name: values}, row, day, before) for row in rows):
-            return False
-    return True
+    # an optional step the request says is not needed ("the passenger does not need a written notice"):
+    # no aside about that kind of step ("the passenger asked us to keep them posted")
+    if ctx.condition_holds is False and any(e.partition("=")[0] == ctx.condition_tool for e in c.tools):
+        return False
+    return rules.context_fits(ctx.dom, c, everything, play, before, ctx.env.state["entities"], day)
 
 
 def _changes(ctx: Ctx, step: PlanStep) -> bool:
@@ -187,7 +176,7 @@ def _context(ctx: Ctx, rng: random.Random, sub: int, topology: Topology) -> tupl
     one of its changes, an aside about its records or the requester ("" / [] when none fits)."""
     dom = ctx.dom
     done = actions(ctx)
-    play = _in_play(ctx)
+    play = rules.in_play(dom, ctx.gt)
     before = initial_state(dom, sub)["entities"]
     # never a role the request names ("customer-success manager here … notify the contact's
     # customer-success manager" reads as writing to oneself)

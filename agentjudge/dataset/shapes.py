@@ -588,6 +588,19 @@ def optional_enrichment(ctx: Ctx, holds: bool) -> None:
                 return eid, hang
 
             ways.append(via_ref)
+        if ix.tools("get", x) and any(t == kind for _, t in ix.refs(x)) and _has_terminal(ctx, x):
+
+            def of_changed(x: str = x) -> tuple[str, int]:
+                # the change is on the record found, the extra step on the one it points at ("freeze the
+                # account and send its owner a notice of the change")
+                field = rng.choice([f for f, t in ix.refs(x) if t == kind])
+                xid, s = do_search(ctx, x)
+                eid = do_get(ctx, x, xid, s, ref_field=field)[field]
+                hang = len(ctx.gt) - 1
+                _walk(ctx, ("ent", x, xid, s, None), 1)
+                return eid, hang
+
+            ways.append(of_changed)
         for t, ref in ix.creates_from(x):
             if t.entity == kind:
 
@@ -607,6 +620,7 @@ def optional_enrichment(ctx: Ctx, holds: bool) -> None:
     assert ct.condition is not None
     ctx.condition_holds = holds
     ctx.condition_about = eid if eid in ctx.referents else None
+    ctx.condition_tool = ct.name
     if not holds:
         ctx.condition_text = rng.choice(ct.condition.absent)
         return
@@ -639,13 +653,18 @@ def optional_enrichment(ctx: Ctx, holds: bool) -> None:
 
 
 def _can_follow(ctx: Ctx, t: ToolSpec) -> bool:
-    """Whether a chain to a record of ``t``'s kind can end in a change one of its templates reports (or
-    a template reports none)."""
+    """Whether a chain to a record of ``t``'s kind, or to a record that points at one, can end in a change
+    one of its templates reports (or a template reports none)."""
     if any(c not in t.follows or c in t.standing for c in t.choices):
         return True
     names = {e.partition("=")[0] for after in t.follows.values() for e in after}
-    ends = {x.name for x in ctx.ix.tools("update", t.entity)} | {
-        x.name for x, _ in ctx.ix.creates_from(t.entity)
+    near = [t.entity] + [
+        x
+        for x in _searchable(ctx)
+        if ctx.ix.tools("get", x) and any(k == t.entity for _, k in ctx.ix.refs(x))
+    ]
+    ends = {u.name for k in near for u in ctx.ix.tools("update", k)} | {
+        u.name for k in near for u, _ in ctx.ix.creates_from(k)
     }
     return bool(names & ends)
 

@@ -59,6 +59,11 @@ def first_enum(ent: EntitySpec) -> str | None:
 def _record_schema(dom: DomainSpec, ent: EntitySpec) -> dict[str, Any]:
     props = {ent.id_key: id_schema(ent, f"The {ent.noun} id.")}
     props.update({n: field_schema(dom, ent, n) for n in ent.fields})
+    for n, f in ent.fields.items():
+        if f.only:  # null on the records that have none ("overdraft_limit" of a savings account)
+            props[n] = {**props[n], "type": [props[n]["type"], "null"]}
+            said = " and ".join(f"the {k} is {' or '.join(v)}" for k, v in f.only.items())
+            props[n]["description"] += f" Null unless {said}."
     return _obj(props, list(props))
 
 

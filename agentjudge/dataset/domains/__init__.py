@@ -8,6 +8,7 @@ checked for cross-references here, so a typo fails loudly with the file and the 
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from functools import cache
 from pathlib import Path
@@ -29,6 +30,9 @@ CHANNELS = ("email", "sms", "postal_mail")  # what a message tool can send by
 NOTIFY_CHANNELS = ("email", "chat", "pager")  # how an internal notification is delivered
 DATE_STATES = ("future", "past")  # a date field's values in a ``when``
 UPDATABLE_GENS = ("enum", "date", "amount", "int", "bool")
+# what a sentence may say of a change to an amount, count or date (``said``): "delays" moves a date up
+# (later), "sooner than planned" down (earlier), "higher demand" a reorder point up
+DIRECTIONS = ("up", "down")
 
 
 class FieldSpec(Strict):
@@ -64,6 +68,18 @@ class FieldSpec(Strict):
     # [collision, theft, hail_damage, fire]; a travel policy has no hail damage)
     given: dict[str, dict[str, list[str]]] = {}
     domains: list[str] = []  # email of an outside party: its own mail domains (default: the company's)
+    # the field has a value only on records with these values ("overdraft_limit" only on a checking
+    # account); other records hold null, and nobody sets it on them
+    only: dict[str, list[str]] = {}
+    # date: how many days from today it may lie at most, by another field's value ("scheduled_date" of an
+    # emergency work order within two days: nobody books urgent work three weeks out)
+    by: dict[str, dict[str, int]] = {}
+    # what words of a sentence assert about this field: a value (or, for an amount or count, a bound such
+    # as ">=100000"; for an amount, count or date, a direction "up"/"down" its change takes) -> the phrases
+    # that say so ("sold-out" -> backordered, "delays" -> up). A scenario or aside that uses a phrase is
+    # said only of records that have the value before or after the request (and whose change, if it makes
+    # one, goes that way); a note or subject only where its ``fits`` says so (checked on load)
+    said: dict[str, list[str]] = {}
 
 
 class EntitySpec(Strict):
@@ -168,6 +184,12 @@ class Context(Strict):
     kinds: list[str] = []
     when: dict[str, list[str]] = {}
     dates: DateFit | None = None
+    # changes it contradicts ("the supplier has been reliable until now" beside the note "late deliveries
+    # three months running"): never said in a request that makes one
+    unless: list[str] = []
+    # like ``when``, but only for records of those kinds the request happens to name ("a mast outage"
+    # with the device of a subscriber, if one is in play, an active one; none need be)
+    if_named: dict[str, list[str]] = {}
 
 
 # Asides that fit any request in any domain: the requester's own circumstances. No record noun, no date
@@ -202,7 +224,6 @@ COMMON_ASIDES = (
     "This was raised at the team huddle.",
     "I'll be on the road for most of the afternoon.",
     "My lead wants an update on this soon.",
-    "I said I'd look after this one personally.",
     "I'm catching up after a few days off.",
     "Someone from the team flagged this to me.",
     "I'd like to close this out quickly.",
@@ -273,9 +294,10 @@ class DomainSpec(Strict):
             _check_actions(self, p.tools, f"persona {p.role!r}")
         for c in [*self.scenarios, *self.asides]:
             _check_actions(self, c.tools, f"context {c.text!r}")
+            _check_actions(self, c.unless, f"context {c.text!r} unless")
             if any(k not in self.entities for k in c.kinds):
                 raise ValueError(f"context {c.text!r}: kinds names an unknown kind")
-            for key, values in c.when.items():
+            for key, values in [*c.when.items(), *c.if_named.items()]:
                 kind, _, name = key.partition(".")
                 if kind not in self.entities:
                     raise ValueError(f"context {c.text!r}: when {key!r} names no kind")
@@ -313,9 +335,73 @@ def _check_when(dom: DomainSpec, ent: EntitySpec, when: dict[str, list[str]], wh
         f = owner.fields.get(name)
         if f is None:
             raise ValueError(f"{where}: when names {key!r}, not a field of {owner.noun!r}")
-        ok = set(DATE_STATES) if f.gen == "date" else set(f.values) if f.gen == "enum" else set()
+        if f.gen in ("amount", "int", "date"):  # a date: its state, or bounds in days from today
+            extra = DATE_STATES if f.gen == "date" else ()
+            if not allowed or any(bound(v) is None and v not in extra for v in allowed):
+                raise ValueError(f"{where}: when {key!r} must list bounds such as '>=1000' or '<=50'")
+            continue
+        ok = (
+            set(DATE_STATES)
+            if f.gen == "date"
+            else set(f.values)
+            if f.gen in ("enum", "choice")
+            else {"true", "false"}
+            if f.gen == "bool"
+            else set()
+        )
         if not allowed or not set(allowed) <= ok:
             raise ValueError(f"{where}: when {key!r} must list values of {sorted(ok) or 'an enum or date'}")
+
+
+def bound(value: str) -> tuple[str, float] | None:
+    """A bound on an amount or count in a ``when`` (">=100000", "<=500"): (operator, number), or None."""
+    m = re.fullmatch(r"(>=|<=)(-?\d+(?:\.\d+)?)", value.strip())
+    return None if m is None else (m.group(1), float(m.group(2)))
+
+
+def phrase_in(phrase: str, text: str) -> bool:
+    """Whether ``text`` uses ``phrase`` as words of its own (case aside; "down" is not in "download")."""
+    return re.search(rf"(?<![\w-]){re.escape(phrase.lower())}(?![\w-])", text.lower()) is not None
+
+
+def asserted(dom: DomainSpec, text: str) -> dict[str, set[str]]:
+    """What ``text`` asserts about records, by the domain's ``said`` phrases: "kind.field" -> the values
+    (enum) or bounds (amount, count) a record it speaks of must have. A phrase that several values share
+    ("back in service": running or idle) allows any of them."""
+    out: dict[str, set[str]] = {}
+    for kind, ent in dom.entities.items():
+        for fname, f in ent.fields.items():
+            hits = [v for v, phrases in f.said.items() if any(phrase_in(p, text) for p in phrases)]
+            if hits:
+                out[f"{kind}.{fname}"] = set(hits)
+    return out
+
+
+def _owner(dom: DomainSpec, kind: str, key: str) -> str:
+    """ "kind.field" of a ``when`` key read on ``kind`` ("customer_id.loyalty_tier" on an order is
+    "customer.loyalty_tier")."""
+    via, _, name = key.rpartition(".")
+    return f"{dom.entities[kind].fields[via].entity if via else kind}.{name}"
+
+
+def _check_said(dom: DomainSpec, text: str, when: dict[str, list[str]], where: str) -> None:
+    """A sentence that asserts a state (``asserted``) is tied to it: its ``when`` on that field lists only
+    values the phrase allows (an enum), or the phrase's own bound (an amount or count)."""
+    for key, values in asserted(dom, text).items():
+        if values <= set(DIRECTIONS):  # a direction is a change's, not a state a record has
+            continue
+        kind, _, fname = key.partition(".")
+        f = dom.entities[kind].fields[fname]
+        numeric = f.gen in ("amount", "int")
+        allowed = (
+            set(values) if numeric else {v for v, ps in f.said.items() if any(phrase_in(p, text) for p in ps)}
+        )
+        given = set(when.get(key, []))
+        if not given or (numeric and not values <= given) or (not numeric and not given <= allowed):
+            raise ValueError(
+                f"{where}: {text!r} says {key} is {sorted(values)}; its when must say so "
+                f"(when {key}: {sorted(given) or 'missing'})"
+            )
 
 
 def _check_rules(dom: DomainSpec, ent: EntitySpec, fname: str, f: FieldSpec, where: str) -> None:
@@ -350,6 +436,19 @@ def _check_rules(dom: DomainSpec, ent: EntitySpec, fname: str, f: FieldSpec, whe
     _check_when(dom, ent, f.when, where)
     if fname in f.when:
         raise ValueError(f"{where}: when cannot name the field itself")
+    for key, limits in f.by.items():
+        of = ent.fields.get(key)
+        if f.gen != "date" or of is None or of.gen != "enum" or not set(limits) <= set(of.values):
+            raise ValueError(f"{where}: by {key!r} must name an enum field of {ent.noun!r} on a date field")
+    if f.only:
+        _check_when(dom, ent, f.only, f"{where} only")
+        if fname in f.only or any("." in key for key in f.only):
+            raise ValueError(f"{where}: only names other fields of the record itself")
+    for value in f.said:
+        if f.gen in ("amount", "int", "date") and value in DIRECTIONS:
+            continue
+        if (bound(value) is None) if f.gen in ("amount", "int", "date") else value not in f.values:
+            raise ValueError(f"{where}: said names {value!r}, not a value, bound or direction of the field")
     if f.accepts:
         _check_when(dom, dom.entities[f.entity or ""], f.accepts, f"{where} accepts")
     if f.same_as:
@@ -393,6 +492,15 @@ def _check_tool(dom: DomainSpec, t: ToolSpec) -> None:
     pool = CHANNELS if t.op == "message" else NOTIFY_CHANNELS if t.op == "notify" else ()
     if t.channels and not set(t.channels) <= set(pool):
         raise ValueError(f"{where}: channels must be a message or notify tool's, out of {list(pool)}")
+    for text in t.texts:  # a note or subject that asserts a state fits only records that have it
+        fit = t.fits.get(text, TextFit())
+        kinds = [t.entity] if t.op == "annotate" else fit.kinds
+        tied = (
+            {_owner(dom, k, name): v for k in kinds[:1] for name, v in fit.when.items()}
+            if len(kinds) == 1
+            else {}
+        )
+        _check_said(dom, text, tied, f"{where} text")
     for text, fit in t.fits.items():
         if text not in t.texts or any(k not in dom.entities for k in fit.kinds):
             raise ValueError(f"{where}: fits names {text!r}: not one of its texts, or an unknown kind")
