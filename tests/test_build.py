@@ -151,15 +151,20 @@ def test_loop_like_repeats_a_tool(built: list[tuple[Record, QueryPlan]]) -> None
 
 def test_optional_step_present_exactly_when_condition_holds() -> None:
     seen = set()
+    built = 0
     for i in range(30):
-        record, plan = build_scenario("retail", "optional_enrichment", 1, i)
+        try:  # a key with no feasible request is skipped, as the generator moves on to the next
+            record, plan = build_scenario("retail", "optional_enrichment", 1, i)
+        except RuntimeError:
+            continue
+        built += 1
         seen.add(record.condition_holds)
         assert plan.condition_holds == record.condition_holds and plan.condition_text
         conditional = [p for p in plan.steps if p.conditional]
         assert len(conditional) == (1 if record.condition_holds else 0), record.id
         if conditional:
             assert conditional[0].step == len(record.gt) - 1
-    assert seen == {True, False}
+    assert seen == {True, False} and built >= 25
     other, _ = build_scenario("retail", "linear", 1, 0)
     assert other.condition_holds is None
 

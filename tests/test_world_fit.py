@@ -388,3 +388,89 @@ def test_no_aside_about_a_step_the_request_says_is_not_needed() -> None:
             assert not {e.partition("=")[0] for e in c.tools} & cond, (record.id, aside)
             checked += 1
     assert checked > 5
+
+
+# ---------------------------------------------------------------- changes that contradict each other
+
+
+def test_a_request_never_undoes_its_own_change() -> None:
+    """ "set the renewal date … and update its status to terminated": a field set on a record the same
+    request leaves in no state for it (a planted GT) is found, and the builder makes none."""
+    dom = load_domain("legal")
+    for record, _ in built():
+        today = dt.date.fromisoformat(
+            initial_state(load_domain(record.domain), record.seed or 0)["reference_date"]
+        )
+        assert rules.unsettled(load_domain(record.domain), record.gt, _end(record), today) == [], record.id
+    ents, cid, today = _state("legal", "contract", {"status": "signed", "renewal_date": "2026-03-02"})
+    calls = [
+        ToolCall(name="set_renewal_date", arguments={"contract_id": cid, "renewal_date": "2026-03-20"}),
+        ToolCall(name="set_contract_status", arguments={"contract_id": cid, "status": "terminated"}),
+    ]
+    steps = [next(iter(built()))[0].gt[0].model_copy(update={"call": c, "depends_on": []}) for c in calls]
+    ents["contract"][cid]["status"] = "terminated"  # the world after both calls
+    (problem,) = rules.unsettled(dom, steps, ents, today)
+    assert "renewal" in problem and "terminated" in problem
+
+
+def _end(record: Record) -> dict:
+    from agentjudge.dataset.world import make_environment
+
+    env = make_environment(record)
+    assert env is not None
+    for step in record.gt:
+        env.execute(step.call)
+    return env.state["entities"]
+
+
+def test_no_message_beside_a_change_it_contradicts() -> None:
+    """A renewal quote to the holder of a policy the request suspends, an "upgrade confirmation" after a
+    move to economy: a template goes only with the changes it reports, never beside one it contradicts."""
+    for record, _ in built():
+        assert not [v for v in rules.violations(record) if "contradicts" in v[1]], record.id
+    dom = load_domain("insurance")
+    letter = next(t for t in dom.tools if t.name == "send_policyholder_letter")
+    assert any(
+        rules.matches(e, [("set_policy_status", {"suspended"})]) for e in letter.never_after["renewal_notice"]
+    )
+    airline = next(t for t in load_domain("airline").tools if t.name == "send_passenger_notice")
+    assert not any(
+        rules.matches(e, [("change_cabin", {"economy"})]) for e in airline.follows["upgrade_confirmation"]
+    )
+
+
+def test_values_of_one_record_agree_with_each_other() -> None:
+    """No middle seat in business: a value ``given`` by another field of the same record, seeded or set."""
+    dom = load_domain("airline")
+    ents, bid, _ = _state("airline", "booking", {"cabin": "business", "seat_preference": "middle"})
+    assert any("seat_preference" in x for x in rules.consistent(dom, "booking", ents["booking"][bid], ents))
+    for record, _ in built():
+        if record.domain == "airline":
+            for s in record.gt:
+                a = s.call.arguments
+                assert not (a.get("cabin") == "business" and a.get("seat_preference") == "middle"), record.id
+
+
+def test_a_reason_asserts_only_what_the_records_show() -> None:
+    """ "since the customer just signed up for the rewards scheme" of a platinum member: an optional step's
+    reason that asserts a state (``domains.asserted``) is given only where the records have it."""
+    dom = load_domain("retail")
+    text = "the customer just signed up for the rewards scheme"
+    assert asserted(dom, text) == {"customer.loyalty_tier": {"bronze"}}
+    for record, plan in built():
+        if record.topology == "optional_enrichment" and record.condition_holds and plan.condition_text:
+            dom = load_domain(record.domain)
+            world = initial_state(dom, record.seed or 0)
+            play = rules.in_play(dom, record.gt)
+            for key in asserted(dom, plan.condition_text):
+                kind, _, name = key.partition(".")
+                end = _end(record)
+                for rid in play.get(kind, []):
+                    row = end[kind][rid]
+                    values = sorted(asserted(dom, plan.condition_text)[key])
+                    assert rules.holds(
+                        dom, kind, {name: values}, row, dt.date.fromisoformat(world["reference_date"]), end
+                    ), (
+                        record.id,
+                        plan.condition_text,
+                    )

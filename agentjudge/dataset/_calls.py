@@ -174,9 +174,12 @@ class Ctx:
         return [
             c
             for c in t.choices
-            if c not in t.follows
-            or (asked and c in t.standing)
-            or any(rules.matches(e, done) for e in t.follows[c])
+            if (
+                c not in t.follows
+                or (asked and c in t.standing)
+                or any(rules.matches(e, done) for e in t.follows[c])
+            )
+            and not any(rules.matches(e, done) for e in t.never_after.get(c, []))
         ]
 
     def accepts(self, t: ToolSpec, field: str, rid: str) -> bool:
@@ -309,18 +312,18 @@ def new_value(
         pool = near or pool
     if record is not None and f.new:  # a visit booked in a room is in person
         pool = [v for v in pool if v in f.new]
+    have = row if row is not None else record or {}
+    kind = next(k for k, e in ctx.dom.entities.items() if e is ent)
+    entities = ctx.env.state["entities"]
     for key, allowed in f.given.items():
-        via, _, other = key.partition(".")
-        linked = (
-            ctx.row(ent.fields[via].entity or "", str((record or {}).get(via)))
-            if record and via in record
-            else None
-        )
-        if linked is not None:
-            pool = [v for v in pool if v in allowed.get(str(linked[other]), [])]
+        on = rules.given_by(ctx.dom, kind, key, have, entities)
+        if on is not None:
+            pool = [v for v in pool if v in allowed.get(str(on), [])]
+    for gname, g in ent.fields.items():  # and the other way round: no cabin a seat already chosen forbids
+        if fname in g.given and have.get(gname) is not None:
+            pool = [v for v in pool if have[gname] in g.given[fname].get(str(v), [])]
     # a date no further out than the record's priority allows, a priority the record's date allows
     # (``by``: read on ``row``, the record an update changes, or ``record``, a new one's values so far)
-    have = row if row is not None else record or {}
     pool = [v for v in pool if not rules.too_far(ent, {**have, fname: v}, ctx.ref_date)]
     pool = [v for v in pool if v not in avoid]
     if not pool:

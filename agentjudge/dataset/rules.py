@@ -30,6 +30,7 @@ from agentjudge.dataset.domains import (
 from agentjudge.types import Record
 
 WEEKEND = (5, 6)
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 
 def _date(value: Any) -> dt.date | None:
@@ -67,8 +68,11 @@ def holds(
         elif ent.fields[name].gen == "date":  # "future" / "past", and bounds in days from today ("<=60")
             day = _date(value)
             state = None if day is None else "future" if day > today else "past" if day < today else "today"
-            states = [a for a in allowed if bound(a) is None]
+            states = [a for a in allowed if bound(a) is None and a not in WEEKDAYS]
+            days = [a for a in allowed if a in WEEKDAYS]
             if day is None or (states and state not in states):
+                return False
+            if days and WEEKDAYS[day.weekday()] not in days:
                 return False
             if not all(_within((day - today).days, a) for a in allowed if bound(a) is not None):
                 return False
@@ -223,10 +227,10 @@ def context_fits(
             return False
     states: list[tuple[str, list[str], tuple[dict[str, Any], ...]]]
     states = [(key, values, (before,)) for key, values in c.when.items()]
-    for key, values in asserted(dom, c.text).items():  # a date is read as the request leaves it
+    for key, said in asserted(dom, c.text).items():  # a date is read as the request leaves it
         kind, _, name = key.partition(".")
         dated = dom.entities[kind].fields[name].gen == "date"
-        states.append((key, sorted(values), (after,) if dated else (before, after)))
+        states.append((key, sorted(said), (after,) if dated else (before, after)))
     for key, values, worlds in states:
         kind, _, name = key.partition(".")
         ids = play.get(kind, [])
@@ -266,17 +270,12 @@ def context_problems(record: Record) -> list[tuple[str, str]]:
         return []
     dom = env.dom
     before = initial_state(dom, record.seed or 0)["entities"]
-    specs = {t.name: t for t in dom.tools}
     for step in record.gt:
         try:
             env.execute(step.call)
         except Exception:  # noqa: BLE001 - Gate 1's replay reports it
             break
-    done = [
-        (t.name, step_values(t, s.call.arguments))
-        for s in record.gt
-        if (t := specs.get(s.call.name)) is not None and t.op not in READS
-    ]
+    done = _done(dom, record.gt)
     play = in_play(dom, record.gt)
     said = " ".join(record.queries.values())
     found = [c for c in dom.scenarios if c.text == record.scenario]
@@ -305,6 +304,16 @@ def too_far(ent: EntitySpec, row: dict[str, Any], today: dt.date) -> list[str]:
     return out
 
 
+def given_by(dom: DomainSpec, kind: str, key: str, row: dict[str, Any], entities: dict[str, Any]) -> Any:
+    """The value a ``given`` key reads for record ``row``: a field of the record it points at
+    ("policy_id.product") or one of its own ("cabin"); None when it has none."""
+    via, _, other = key.partition(".")
+    if not other:
+        return row.get(via)
+    linked = entities.get(dom.entities[kind].fields[via].entity or "", {}).get(row.get(via))
+    return None if linked is None else linked.get(other)
+
+
 def consistent(
     dom: DomainSpec, kind: str, row: dict[str, Any], entities: dict[str, Any], today: dt.date | None = None
 ) -> list[str]:
@@ -317,10 +326,9 @@ def consistent(
     for fname, f in spec.fields.items():
         value = row.get(fname)
         for key, table in f.given.items():
-            via, _, other = key.partition(".")
-            linked = entities.get(spec.fields[via].entity or "", {}).get(row.get(via))
-            if linked is not None and value not in table.get(str(linked.get(other)), []):
-                out.append(f"{fname} {value} under {via} {row.get(via)} ({other} {linked.get(other)})")
+            on = given_by(dom, kind, key, row, entities)
+            if on is not None and value not in table.get(str(on), []):
+                out.append(f"{fname} {value} with {key} {on}")
         if f.only and value is not None and any(row.get(k) not in v for k, v in f.only.items()):
             out.append(f"{fname} {value} on a {spec.noun} with {_said(f.only, row)}")
         fixed = {k: v for k, v in f.accepts.items() if dom.entities[f.entity or ""].fields[k].gen == "enum"}
@@ -385,6 +393,10 @@ def violations(record: Record) -> list[tuple[str, str]]:
                     out.append(("fit", f"{where}: subject {a.get('subject')!r} does not fit {rid}"))
         elif t.op == "create":
             out += _create(dom, t, ent, a, entities, today, where)
+        elif t.op == "message":
+            never = t.never_after.get(str(a.get("template")), [])
+            if any(matches(e, _done(dom, record.gt)) for e in never):
+                out.append(("fit", f"{where}: {a.get('template')!r} beside a change it contradicts"))
         try:
             env.execute(step.call)
         except Exception:  # noqa: BLE001 - Gate 1's replay reports it; the rules read what replays
@@ -394,7 +406,35 @@ def violations(record: Record) -> list[tuple[str, str]]:
             if row is not None:
                 out += [("world", f"{where}: {x}") for x in agrees(dom, t.entity, row, entities)]
                 out += [("accepts", f"{where}: {x}") for x in too_far(ent, row, today)]
+    out += [("state", x) for x in unsettled(dom, record.gt, entities, today)]
     return out + context_problems(record)
+
+
+def _done(dom: DomainSpec, gt: list[Any]) -> list[tuple[str, set[str]]]:
+    specs = {t.name: t for t in dom.tools}
+    return [
+        (t.name, step_values(t, s.call.arguments))
+        for s in gt
+        if (t := specs.get(s.call.name)) is not None and t.op not in READS
+    ]
+
+
+def unsettled(dom: DomainSpec, gt: list[Any], after: dict[str, Any], today: dt.date) -> list[str]:
+    """Changes the request itself makes pointless: a field it sets on a record that, once the request is
+    done, is no longer in a state for that field (a renewal date set on a contract the same request
+    terminates; a priority given to a ticket it resolves)."""
+    specs = {t.name: t for t in dom.tools}
+    out = []
+    for step in gt:
+        t = specs.get(step.call.name)
+        if t is None or t.op not in ("update", "assign"):
+            continue
+        ent = dom.entities[t.entity]
+        f = ent.fields[t.field or ""]
+        row = after.get(t.entity, {}).get(step.call.arguments.get(ent.id_key))
+        if row is not None and f.when and not holds(dom, t.entity, f.when, row, today, after):
+            out.append(f"{t.name}: {ent.noun} {row[ent.id_key]} ends {_said(f.when, row)}")
+    return out
 
 
 def _change(
@@ -456,12 +496,9 @@ def _create(
         if f.new and value not in f.new:
             out.append(("accepts", f"{where}: a new record with {f.noun} {value}"))
         for key, table in f.given.items():
-            via, _, other = key.partition(".")
-            linked = entities.get(ent.fields[via].entity or "", {}).get(a.get(via))
-            if linked is not None and value not in table.get(str(linked.get(other)), []):
-                out.append(
-                    ("accepts", f"{where}: {f.noun} {value} under {via} {a.get(via)} ({linked.get(other)})")
-                )
+            on = given_by(dom, t.entity, key, a, entities)
+            if on is not None and value not in table.get(str(on), []):
+                out.append(("accepts", f"{where}: {f.noun} {value} with {key} {on}"))
     return out
 
 

@@ -98,6 +98,8 @@ def build_scenario(domain: str, topology: Topology, seed: int, index: int) -> tu
                 template(ctx, holds)
                 if (found := inferable(ctx.plan, ctx.ref_date)) < MIN_INFERABLE:
                     raise Infeasible(f"a hard query could make the reader work out only {found} thing(s)")
+                if pointless := rules.unsettled(dom, ctx.gt, env.state["entities"], ctx.ref_date):
+                    raise Infeasible(f"the request undoes its own change: {pointless[0]}")
             except Infeasible as exc:
                 errors.append(str(exc))
                 continue

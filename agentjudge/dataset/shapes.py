@@ -29,7 +29,7 @@ from agentjudge.dataset._calls import (
     do_update,
     new_value,
 )
-from agentjudge.dataset.domains import ToolSpec
+from agentjudge.dataset.domains import Context, ToolSpec
 from agentjudge.types import Topology
 
 # a cursor is what the last call produced: ("ent", kind, id, step, about) or ("list", kind, ids, step, None);
@@ -639,6 +639,7 @@ def optional_enrichment(ctx: Ctx, holds: bool) -> None:
         for k in range(len(ct.condition.holds))
         if (ct.op != "annotate" or ctx.fits(ct, pool[k], ct.entity, eid))
         and (ct.op != "message" or pool[k] in templates)  # an "upgrade confirmation" only after an upgrade
+        and _reason_fits(ctx, ct.condition.holds[k], kind, eid)  # "just signed up" of no platinum member
     ]
     if not reasons:
         raise Infeasible(f"{ct.name}: no reason whose note fits {eid}")
@@ -650,6 +651,14 @@ def optional_enrichment(ctx: Ctx, holds: bool) -> None:
         do_message(ctx, ct, eid, hang, conditional=True, template=pool[i], reason=reason)
     else:
         do_update(ctx, ct, eid, hang, conditional=True)
+
+
+def _reason_fits(ctx: Ctx, reason: str, kind: str, eid: str) -> bool:
+    """Whether what a reason asserts (``domains.asserted``) holds of the records of the request now."""
+    play = rules.in_play(ctx.dom, ctx.gt)
+    play[kind] = [*play.get(kind, []), eid]
+    world = ctx.env.state["entities"]
+    return rules.context_fits(ctx.dom, Context(text=reason), [], play, world, world, ctx.ref_date)
 
 
 def _can_follow(ctx: Ctx, t: ToolSpec) -> bool:

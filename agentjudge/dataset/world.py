@@ -165,7 +165,7 @@ def _compile_kind(dom: DomainSpec, kind: str, spec: EntitySpec) -> tuple[Any, ..
             derived.append((n, via, spec.fields[via].entity or "", other))
         for key, table in f.given.items():
             via, _, other = key.partition(".")
-            given.append((n, via, spec.fields[via].entity or "", other, table))
+            given.append((n, via, (spec.fields[via].entity or "") if other else "", other, table))
     only = [(n, f.only) for n, f in spec.fields.items() if f.only]
     soon = [(n, f, key, table) for n, f in spec.fields.items() for key, table in f.by.items()]
     # a seeded record points only where a new one may (a card on a card account, a booking on a flight
@@ -214,7 +214,8 @@ def initial_state(dom: DomainSpec, seed: int) -> dict[str, Any]:
             for fname, via, target, other in derived:  # an alert's owner is its host's owner
                 rec[fname] = ents[target][rec[via]][other]
             for fname, via, target, other, allowed in given:  # no water leak under a travel policy
-                fitting = allowed.get(str(ents[target][rec[via]][other]), [])
+                on = ents[target][rec[via]][other] if target else rec[via]
+                fitting = allowed.get(str(on), [])
                 if fitting and rec[fname] not in fitting:
                     rec[fname] = fitting[int(rng.random() * len(fitting))]
             for fname, cond in only:  # no overdraft limit on a savings account

@@ -29,6 +29,7 @@ SEARCHABLE_GENS = ("person", "email", "phone", "code", "choice")
 CHANNELS = ("email", "sms", "postal_mail")  # what a message tool can send by
 NOTIFY_CHANNELS = ("email", "chat", "pager")  # how an internal notification is delivered
 DATE_STATES = ("future", "past")  # a date field's values in a ``when``
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 UPDATABLE_GENS = ("enum", "date", "amount", "int", "bool")
 # what a sentence may say of a change to an amount, count or date (``said``): "delays" moves a date up
 # (later), "sooner than planned" down (earlier), "higher demand" a reorder point up
@@ -131,6 +132,9 @@ class ToolSpec(Strict):
     # message: a template sent only after one of these changes in the same request ("leave decision" after
     # a leave request was decided); a template not listed may be sent on its own ("appointment reminder")
     follows: dict[str, list[str]] = {}
+    # message: a template never sent beside one of these changes ("renewal notice" to the holder of a
+    # policy the request suspends)
+    never_after: dict[str, list[str]] = {}
     # message: templates a person may ask for on their own, so an optional step whose reason is that wish
     # ("the shipper asked for a delivery update") needs no change before it
     standing: list[str] = []
@@ -288,6 +292,12 @@ class DomainSpec(Strict):
                 if template not in t.choices:
                     raise ValueError(f"tool {t.name!r}: follows names {template!r}, not one of its templates")
                 _check_actions(self, after, f"tool {t.name!r} follows {template!r}")
+            for template, after in t.never_after.items():
+                if template not in t.choices:
+                    raise ValueError(
+                        f"tool {t.name!r}: never_after names {template!r}, not one of its templates"
+                    )
+                _check_actions(self, after, f"tool {t.name!r} never_after {template!r}")
             if not set(t.standing) <= set(t.choices):
                 raise ValueError(f"tool {t.name!r}: standing names a template it does not have")
         for p in self.personas:
@@ -335,8 +345,8 @@ def _check_when(dom: DomainSpec, ent: EntitySpec, when: dict[str, list[str]], wh
         f = owner.fields.get(name)
         if f is None:
             raise ValueError(f"{where}: when names {key!r}, not a field of {owner.noun!r}")
-        if f.gen in ("amount", "int", "date"):  # a date: its state, or bounds in days from today
-            extra = DATE_STATES if f.gen == "date" else ()
+        if f.gen in ("amount", "int", "date"):  # a date: its state, weekdays, or bounds in days from today
+            extra = (*DATE_STATES, *WEEKDAYS) if f.gen == "date" else ()
             if not allowed or any(bound(v) is None and v not in extra for v in allowed):
                 raise ValueError(f"{where}: when {key!r} must list bounds such as '>=1000' or '<=50'")
             continue
@@ -428,9 +438,17 @@ def _check_rules(dom: DomainSpec, ent: EntitySpec, fname: str, f: FieldSpec, whe
         via, _, other = key.partition(".")
         ref = ent.fields.get(via)
         target = dom.entities[ref.entity or ""] if ref is not None and ref.gen == "ref" else None
-        of = target.fields.get(other) if target is not None else None
-        if f.gen != "enum" or of is None or not set(table) <= set(of.values):
-            raise ValueError(f"{where}: given {key!r} must be <ref field>.<enum field> of an enum field")
+        # "<ref field>.<its enum field>", or an enum field of the record itself ("cabin": no middle seat
+        # in business)
+        of = (target.fields.get(other) if target is not None else None) if other else ref
+        if (
+            f.gen != "enum"
+            or of is None
+            or of.gen != "enum"
+            or via == fname
+            or not set(table) <= set(of.values)
+        ):
+            raise ValueError(f"{where}: given {key!r} must be an enum field or <ref field>.<enum field>")
         if any(not set(v) <= set(f.values) for v in table.values()):
             raise ValueError(f"{where}: given {key!r} lists values the field does not have")
     _check_when(dom, ent, f.when, where)
