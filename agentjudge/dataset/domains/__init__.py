@@ -234,6 +234,11 @@ COMMON_ASIDES = (
     "It's been on my list for a couple of days.",
     "I'm handling this for a colleague who is travelling.",
     "I'm trying to get ahead before a busy stretch.",
+    "I'm working from another site, so chat is best.",
+    "This is going into my handover notes.",
+    "A colleague asked me to pass this on.",
+    "I'm picking this up from the shared mailbox.",
+    "I'm trying to keep the queue moving.",
 )
 
 
