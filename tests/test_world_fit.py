@@ -474,3 +474,14 @@ def test_a_reason_asserts_only_what_the_records_show() -> None:
                         record.id,
                         plan.condition_text,
                     )
+
+
+@pytest.mark.parametrize("subject", ["supplier meeting to prepare", "price increase announced"])
+def test_no_business_as_usual_subject_about_a_suspended_supplier(subject: str) -> None:
+    """ "supplier meeting to prepare" or "price increase announced" about a supplier we no longer order
+    from (suspended) reads as a world that ignores the record's state; about one we trade with it fits."""
+    dom = load_domain("supply")
+    fit = next(t for t in dom.tools if t.name == "notify_buyer").fits[subject]
+    for status, ok in [("suspended", False), ("approved", True), ("probation", True)]:
+        ents, sid, today = _state("supply", "supplier", {"approval_status": status})
+        assert rules.text_fits(fit, dom, "supplier", ents["supplier"][sid], today, ents) is ok, status

@@ -191,12 +191,19 @@ def _context(ctx: Ctx, rng: random.Random, sub: int, topology: Topology) -> tupl
         and not any(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", p.role.lower()) for n in named)
     ]
     persona = rng.choice(roles) if roles else ""
-    # a scenario explains the goal: the last change the request makes (any of them in a fan-out, whose
+    # a scenario explains the goal: the last change the request makes (every one of a fan-out's, whose
     # changes are equals), never only an optional step or a side change
     changes = [(a, p) for a, p in zip(done, [p for p in ctx.plan if _changes(ctx, p)], strict=True)]
     main = [a for a, p in changes if not p.conditional]
     goal = main if topology == "fan_out" else main[-1:]
-    scenarios = [c.text for c in dom.scenarios if _fits(ctx, c, goal, play, before, done)]
+    # a fan-out's changes are equals: its scenario explains each of them ("the annual pay review" is no
+    # reason for an onboarding task beside the new grade)
+    scenarios = [
+        c.text
+        for c in dom.scenarios
+        if _fits(ctx, c, goal, play, before, done)
+        and all(any(matches(e, [a]) for e in c.tools) for a in goal)
+    ]
     scenario = rng.choice(scenarios) if scenarios and rng.random() < SCENARIO_RATE else ""
     own = [c.text for c in dom.asides if _fits(ctx, c, done, play, before)]
     aside = rng.choice(own) if own and rng.random() < DOMAIN_ASIDE_RATE else rng.choice(COMMON_ASIDES)
