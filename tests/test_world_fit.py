@@ -485,3 +485,93 @@ def test_no_business_as_usual_subject_about_a_suspended_supplier(subject: str) -
     for status, ok in [("suspended", False), ("approved", True), ("probation", True)]:
         ents, sid, today = _state("supply", "supplier", {"approval_status": status})
         assert rules.text_fits(fit, dom, "supplier", ents["supplier"][sid], today, ents) is ok, status
+
+
+def test_a_note_that_raises_a_problem_is_not_waved_through_in_the_same_request() -> None:
+    """ "liability cap below policy" noted on a contract the same request signs (own reading 15): a note
+    the domain says a change contradicts (``never_after``) is found in a planted GT, whichever comes
+    first, and the builder makes none (``test_no_message_beside_a_change_it_contradicts``)."""
+    dom = load_domain("legal")
+    note = next(t for t in dom.tools if t.name == "add_contract_annotation")
+    signed = [("set_contract_status", {"signed"})]
+    assert (
+        rules.contradicted(note, {"note": "liability cap below policy"}, signed)
+        == "liability cap below policy"
+    )
+    assert rules.contradicted(note, {"note": "auto-renewal clause flagged"}, signed) is None
+    assert (
+        rules.contradicted(note, {"note": "liability cap below policy"}, [("set_renewal_date", set())])
+        is None
+    )
+    for slug, tool, text, change in [
+        (
+            "finance",
+            "add_payment_memo",
+            "duplicate of an earlier instruction",
+            "update_payment_status=released",
+        ),
+        ("mfg", "add_machine_log", "abnormal vibration observed", "set_machine_status=running"),
+        (
+            "secops",
+            "add_alert_comment",
+            "hash matched a known commodity loader",
+            "update_alert_status=false_positive",
+        ),
+        (
+            "supply",
+            "add_supplier_note",
+            "late deliveries three months running",
+            "set_supplier_approval=approved",
+        ),
+    ]:
+        t = next(t for t in load_domain(slug).tools if t.name == tool)
+        assert change in t.never_after[text], (slug, text)
+    # in a whole record: the note first, the signature after it
+    record = next(
+        r for r, _ in built() if r.domain == "legal" and r.gt[0].call.name == "find_contract_by_reference"
+    )
+    cid = record.gt[0].output["contract_id"]  # type: ignore[index]
+    calls = [
+        ToolCall(
+            name="add_contract_annotation",
+            arguments={"contract_id": cid, "note": "liability cap below policy"},
+        ),
+        ToolCall(name="set_contract_status", arguments={"contract_id": cid, "status": "signed"}),
+    ]
+    planted = record.model_copy(
+        update={"gt": [record.gt[0], *(record.gt[0].model_copy(update={"call": c}) for c in calls)]}
+    )
+    found = [d for _, d in rules.violations(planted) if "contradicts" in d]
+    assert found and "liability cap below policy" in found[0], rules.violations(planted)
+
+
+def test_an_aside_does_not_repeat_the_note_the_request_writes() -> None:
+    """ "Put the note 'new account contact appointed' on the supplier. The supplier's account contact
+    changed recently." (own reading 15): the aside only repeats the note, so it is not said beside it."""
+    dom = load_domain("supply")
+    c = _context("supply", "The supplier's account contact changed recently.")
+    ents, sid, today = _state("supply", "supplier", {"approval_status": "approved"})
+    play = {"supplier": [sid]}
+    audit = ("schedule_supplier_audit", {"quality"})
+    assert rules.context_fits(dom, c, [audit], play, ents, ents, today)
+    noted = [audit, ("add_supplier_note", {"new account contact appointed"})]
+    assert not rules.context_fits(dom, c, noted, play, ents, ents, today)
+
+
+def test_an_escalation_background_goes_with_escalation_work_only() -> None:
+    """ "Escalations have to be cleared before the weekly operations review" before a notification that
+    asks a technician to review an employee (own readings 7 and 15): the background fits ticket work and
+    escalation notices, not the generic review subject, which has a background of its own."""
+    review = [("notify_technician", {"please review before the operations meeting"})]
+    escalation = _context("itsm", "Escalations have to be cleared before the weekly operations review.")
+    assert not any(rules.matches(e, review) for e in escalation.tools)
+    assert any(
+        rules.matches(e, [("notify_technician", {"escalation from the service desk"})])
+        for e in escalation.tools
+    )
+    general = _context("itsm", "The operations meeting is reviewing open items across the desk.")
+    assert any(rules.matches(e, review) for e in general.tools)
+    for record, plan in built():
+        if plan.scenario == escalation.text:
+            subjects = {s.call.arguments.get("subject") for s in record.gt}
+            assert "please review before the operations meeting" not in subjects, record.id

@@ -146,11 +146,15 @@ class Ctx:
         )
 
     def texts_for(self, t: ToolSpec, ids: list[str], bulk: bool = False) -> list[str]:
-        """The texts of ``t`` that fit every record of ``ids`` (and may go on all of them, for ``bulk``)."""
+        """The texts of ``t`` that fit every record of ``ids`` (and may go on all of them, for ``bulk``),
+        never one a change made so far contradicts (``never_after``)."""
         out = []
+        done = self.done()
         for text in t.texts:
             fit = t.fits.get(text)
             if bulk and not (fit is not None and fit.bulk):
+                continue
+            if any(rules.matches(e, done) for e in t.never_after.get(text, [])):
                 continue
             kinds = [(rules.kind_of(self.dom, rid) or "", rid) for rid in ids]
             if all(k and self.fits(t, text, k, rid) for k, rid in kinds):

@@ -393,10 +393,8 @@ def violations(record: Record) -> list[tuple[str, str]]:
                     out.append(("fit", f"{where}: subject {a.get('subject')!r} does not fit {rid}"))
         elif t.op == "create":
             out += _create(dom, t, ent, a, entities, today, where)
-        elif t.op == "message":
-            never = t.never_after.get(str(a.get("template")), [])
-            if any(matches(e, _done(dom, record.gt)) for e in never):
-                out.append(("fit", f"{where}: {a.get('template')!r} beside a change it contradicts"))
+        if t.op in ("message", "annotate") and (said := contradicted(t, a, _done(dom, record.gt))):
+            out.append(("fit", f"{where}: {said!r} beside a change it contradicts"))
         try:
             env.execute(step.call)
         except Exception:  # noqa: BLE001 - Gate 1's replay reports it; the rules read what replays
@@ -417,6 +415,14 @@ def _done(dom: DomainSpec, gt: list[Any]) -> list[tuple[str, set[str]]]:
         for s in gt
         if (t := specs.get(s.call.name)) is not None and t.op not in READS
     ]
+
+
+def contradicted(t: ToolSpec, args: dict[str, Any], done: list[tuple[str, set[str]]]) -> str | None:
+    """The template or note of a message or annotate step that one of the request's changes ``done``
+    contradicts (``never_after``: a renewal notice to the holder of a policy it suspends; "liability cap
+    below policy" noted on a contract it signs), else None."""
+    said = str(args.get("template") if t.op == "message" else args.get("note"))
+    return said if any(matches(e, done) for e in t.never_after.get(said, [])) else None
 
 
 def unsettled(dom: DomainSpec, gt: list[Any], after: dict[str, Any], today: dt.date) -> list[str]:

@@ -100,6 +100,10 @@ def build_scenario(domain: str, topology: Topology, seed: int, index: int) -> tu
                     raise Infeasible(f"a hard query could make the reader work out only {found} thing(s)")
                 if pointless := rules.unsettled(dom, ctx.gt, env.state["entities"], ctx.ref_date):
                     raise Infeasible(f"the request undoes its own change: {pointless[0]}")
+                # a note or message a later change of the request contradicts (noted, then waved through)
+                done, specs = ctx.done(), {t.name: t for t in dom.tools}
+                if any(rules.contradicted(specs[s.call.name], s.call.arguments, done) for s in ctx.gt):
+                    raise Infeasible("a note or message beside a change that contradicts it")
             except Infeasible as exc:
                 errors.append(str(exc))
                 continue

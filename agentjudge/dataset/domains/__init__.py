@@ -132,8 +132,9 @@ class ToolSpec(Strict):
     # message: a template sent only after one of these changes in the same request ("leave decision" after
     # a leave request was decided); a template not listed may be sent on its own ("appointment reminder")
     follows: dict[str, list[str]] = {}
-    # message: a template never sent beside one of these changes ("renewal notice" to the holder of a
-    # policy the request suspends)
+    # message / annotate: a template never sent, or a note never written, beside one of these changes
+    # ("renewal notice" to the holder of a policy the request suspends; "liability cap below policy" on
+    # a contract the request signs)
     never_after: dict[str, list[str]] = {}
     # message: templates a person may ask for on their own, so an optional step whose reason is that wish
     # ("the shipper asked for a delivery update") needs no change before it
@@ -298,9 +299,9 @@ class DomainSpec(Strict):
                     raise ValueError(f"tool {t.name!r}: follows names {template!r}, not one of its templates")
                 _check_actions(self, after, f"tool {t.name!r} follows {template!r}")
             for template, after in t.never_after.items():
-                if template not in t.choices:
+                if template not in t.choices and template not in t.texts:
                     raise ValueError(
-                        f"tool {t.name!r}: never_after names {template!r}, not one of its templates"
+                        f"tool {t.name!r}: never_after names {template!r}, not one of its templates or texts"
                     )
                 _check_actions(self, after, f"tool {t.name!r} never_after {template!r}")
             if not set(t.standing) <= set(t.choices):
