@@ -143,6 +143,74 @@ MUTATIONS: tuple[Mutation, ...] = (
         "tests/test_rewrite.py::test_a_new_record_with_two_links_says_how_each_attaches",
         ("tests/test_rewrite.py",),
     ),
+    # ---- the world behind the queries (issue 51)
+    Mutation(
+        "possessive-after-chain",
+        '"the supplier on purchase order PO-1 to its account buyer": "its" after a record named through '
+        "another one, whose nearest noun has a buyer of its own",
+        (
+            Edit(
+                "agentjudge/dataset/realiser.py",
+                'return self.focus == r.key and r.how != "children" and r.key not in self.trailing',
+                'return self.focus == r.key and r.how != "children"',
+            ),
+        ),
+        "tests/test_world.py::test_a_possessive_after_a_chain_names_the_record_the_gt_takes",
+        ("tests/test_world.py",),
+    ),
+    Mutation(
+        "update-ignores-lifecycle",
+        "an update picks any other value of a lifecycle field: paid -> reported, false positive -> contained",
+        (
+            Edit(
+                "agentjudge/dataset/_calls.py",
+                '    if f.gen == "enum" and f.next and avoid:',
+                '    if f.gen == "enum" and f.next and not avoid:',
+            ),
+        ),
+        "tests/test_world.py::test_the_gt_of_every_domain_follows_its_rules",
+        ("tests/test_world.py",),
+    ),
+    Mutation(
+        "world-references-disagree",
+        "an alert's owner drawn apart from its host's owner: records of one task contradict each other",
+        (
+            Edit(
+                "agentjudge/dataset/world.py",
+                "                rec[fname] = ents[target][rec[via]][other]\n",
+                "                pass\n",
+            ),
+        ),
+        "tests/test_world.py::test_records_in_one_world_agree",
+        ("tests/test_world.py",),
+    ),
+    Mutation(
+        "bulk-ignores-rule",
+        'a loop sets any field on every listed record ("a window seat on every booking of the flight")',
+        (
+            Edit(
+                "agentjudge/dataset/shapes.py",
+                "not field.bulk or (field.bulk_via and lt.name not in field.bulk_via)",
+                "field.bulk_via and lt.name not in field.bulk_via",
+            ),
+        ),
+        "tests/test_world.py::test_the_gt_of_every_domain_follows_its_rules",
+        ("tests/test_world.py",),
+    ),
+    Mutation(
+        "list-filter-from-first-enum",
+        "a listing's filter is its first enum whatever the domain says: "
+        '"filtered by status" over a priority',
+        (
+            Edit(
+                "agentjudge/dataset/toolschemas.py",
+                "        status = t.filter or first_enum(ent)",
+                "        status = first_enum(ent)",
+            ),
+        ),
+        "tests/test_world.py::test_every_tool_description_names_only_what_its_parameters_can_do",
+        ("tests/test_world.py",),
+    ),
     # ---- scorer (strict mode, p_value, p_seq_dag)
     Mutation(
         "strict-pseq-denominator-e-only",

@@ -232,9 +232,10 @@ def test_rule_facts_kept_per_task_never_serve_another_task() -> None:
 # (quick validity test, one pass for what calls produce, values tokenised one by one) gave them. A change
 # meant to alter what the rule baseline says updates it, and says so in its commit. Re-pinned when the
 # mini dataset was regenerated with issue 37's query realiser (twice: the second after the audit's wording
-# fixes): the code of 24cd2b4^ (before the speed-ups) gives this digest on the new data/mini, as it gave
-# the previous one (3b4a4eb0…) on the previous data/mini.
-MINI_RULE_VERDICTS = "348a9cd6f497191b1a760a8bcd89b95c5f26eb4928d48df9ae317472b5ce0d17"
+# fixes) and again with issue 51's domain rules (twice): the code of 24cd2b4^ (before the speed-ups) gives
+# this digest on the new data/mini, as it gave the previous one (09b0427c…, and 348a9cd6…, 3b4a4eb0…
+# before it) on the previous data/mini.
+MINI_RULE_VERDICTS = "5693039a2cd19725a4239ad687ca0045dee8b862046035d4f4793fb209d70f65"
 
 
 def test_the_rule_checks_say_what_they_said_on_the_mini_datasets_simulated_predictions() -> None:

@@ -49,9 +49,12 @@ def test_record_fields(built: list[tuple[Record, QueryPlan]]) -> None:
         assert record.id.startswith(record.domain + "-")
         assert record.queries == {} and record.rewrite_status == {} and record.validation is None
         assert record.version == DATASET_VERSION and isinstance(record.seed, int)
-        assert record.scenario and record.system_prompt and plan.scenario == record.scenario
+        assert record.system_prompt and plan.scenario == record.scenario
         assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", plan.reference_date)
-        assert plan.persona and plan.domain_title and len(plan.distractors) == 2
+        assert plan.domain_title and len(plan.asides) == 1
+    # a scenario and a role for most requests (each only when one fits what the request changes)
+    assert sum(bool(r.scenario) for r, _ in built) > 0.6 * len(built)
+    assert sum(bool(p.persona) for _, p in built) > 0.6 * len(built)
 
 
 def test_deterministic() -> None:
@@ -148,15 +151,20 @@ def test_loop_like_repeats_a_tool(built: list[tuple[Record, QueryPlan]]) -> None
 
 def test_optional_step_present_exactly_when_condition_holds() -> None:
     seen = set()
+    built = 0
     for i in range(30):
-        record, plan = build_scenario("retail", "optional_enrichment", 1, i)
+        try:  # a key with no feasible request is skipped, as the generator moves on to the next
+            record, plan = build_scenario("retail", "optional_enrichment", 1, i)
+        except RuntimeError:
+            continue
+        built += 1
         seen.add(record.condition_holds)
         assert plan.condition_holds == record.condition_holds and plan.condition_text
         conditional = [p for p in plan.steps if p.conditional]
         assert len(conditional) == (1 if record.condition_holds else 0), record.id
         if conditional:
             assert conditional[0].step == len(record.gt) - 1
-    assert seen == {True, False}
+    assert seen == {True, False} and built >= 25
     other, _ = build_scenario("retail", "linear", 1, 0)
     assert other.condition_holds is None
 
@@ -297,30 +305,19 @@ def test_unknown_domain_is_a_clear_error() -> None:
 
 
 def test_a_notification_subject_fits_what_it_is_about() -> None:
-    """ "reserve change needs sign-off" goes with a claim, never with a new inspection: a subject the
-    domain ties to some kinds is only used for notifications about those kinds."""
-    from agentjudge.dataset.domains import load_domain
+    """ "reserve change needs sign-off" goes with a claim, never with a new inspection; "VIP on board"
+    only with a gold or platinum passenger: a subject goes only with the records its domain ties it to."""
+    from agentjudge.dataset import rules
 
     checked = 0
-    for domain in ("insurance", "mfg", "logistics", "supply"):
+    for domain in ("insurance", "mfg", "logistics", "supply", "airline"):
         dom = load_domain(domain)
         notify = next(t for t in dom.tools if t.op == "notify")
         for topology in ("diamond", "fan_in", "linear"):
             for index in range(8):
                 record, _ = build_scenario(domain, topology, 500 + index, index)  # type: ignore[arg-type]
-                for step in record.gt:
-                    if step.call.name != notify.name:
-                        continue
-                    subject = step.call.arguments["subject"]
-                    kinds = {
-                        k
-                        for k, e in dom.entities.items()
-                        for r in step.call.arguments["reference_ids"]
-                        if r.startswith(e.prefix + "-")
-                    }
-                    if subject in notify.about:
-                        assert kinds <= set(notify.about[subject]), (record.id, subject, kinds)
-                    checked += 1
+                assert [v for v in rules.violations(record) if v[0] == "fit"] == [], record.id
+                checked += sum(step.call.name == notify.name for step in record.gt)
     assert checked > 20
 
 

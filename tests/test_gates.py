@@ -184,10 +184,7 @@ def linear_record() -> tuple[Record, QueryPlan]:
                 ],
             ),
         ],
-        distractors=[
-            "Dana also asked about our holiday opening hours last week",
-            "her previous order arrived on time",
-        ],
+        asides=["Dana has already called about this order twice"],
     )
     return record, plan
 

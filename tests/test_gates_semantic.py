@@ -221,22 +221,25 @@ def test_order_contradiction_when_independent_calls_are_listed_backwards() -> No
 
 
 def test_unrequested_step_when_a_lookup_is_neither_asked_nor_needed() -> None:
-    """A read of a stated case whose only use is a value the query already gives (the owning agent's id)
+    """A read of a stated case whose only use is values the query already gives (the ids it would yield)
     is asked for or it is an unrequested step. (The builder now reaches records from descriptions, so the
     record is a shipped fan_in whose first step reads the case, and the queries are written here.)"""
-    for index in range(40):
+    for index in range(60):
         record = shipped("support", "fan_in", index)
         names = [step.call.name for step in record.gt]
-        if names == ["get_case", "find_product_by_code", "notify_agent"]:
+        if names == ["get_case", "find_agent_by_email", "notify_agent"]:
             break
     else:
-        raise AssertionError("no support fan_in reads a case first in the first 40 indices")
+        raise AssertionError("no support fan_in reads a case first in the first 60 indices")
     case = record.gt[0].call.arguments["support_case_id"]
     notify = record.gt[-1].call.arguments
-    about = f"the product with code {record.gt[1].call.arguments['product_code']}"
-    agent, subject = notify["support_agent_id"], notify["subject"]
-    tail = f'send agent {agent} a notification titled "{subject}" about {about}'
-    asked = f"Look up the owning agent of support case {case}, then {tail}."
+    email = record.gt[1].call.arguments["email"]
+    subject, (about,) = notify["subject"], notify["reference_ids"]
+    tail = (
+        f'send the support agent with email address {email} a notification titled "{subject}" about '
+        f"customer contact {about}"
+    )
+    asked = f"Look up the customer contact of support case {case}, then {tail}."
     not_asked = f"Support case {case} is the one. Please {tail}."
     assert codes(with_query(record, "hard", asked))["unrequested_step"] == 0
     found = [
@@ -253,9 +256,9 @@ def test_not_harder_when_hard_is_the_easy_query() -> None:
     assert hardening(record, record.queries["easy"], record.queries["easy"]) == []
 
 
-def test_facts_and_distractors_do_not_make_a_query_harder() -> None:
+def test_facts_and_asides_do_not_make_a_query_harder() -> None:
     """The audit's insurance-0199 case: the id given, every step and value named as in easy, plus values
-    said as facts and a distracting sentence. None of that changes what an agent must infer: not harder."""
+    said as facts and an aside. None of that changes what an agent must infer: not harder."""
     for index in range(40):
         record = shipped("insurance", "linear", index)
         if record.gt[0].call.name == "get_claim":
@@ -263,11 +266,11 @@ def test_facts_and_distractors_do_not_make_a_query_harder() -> None:
     else:
         record = shipped("insurance", "linear", 0)
     easy = record.queries["easy"]
-    dom_distractor = "The office fire drill is scheduled for Wednesday."
+    aside = "The office fire drill is scheduled for Wednesday."
     facts = " ".join(
         f"The value is {v}." for st in record.gt for v in st.call.arguments.values() if isinstance(v, str)
     )
-    padded = f"{facts} {easy} {dom_distractor}"
+    padded = f"{facts} {easy} {aside}"
     assert hardening(record, easy, padded) == []
     assert codes(with_query(record, "hard", padded))["not_harder"] == 1
 
@@ -411,6 +414,9 @@ def test_audit_prints_a_topology_stratified_gradable_sample(tmp_path) -> None:  
         "[unrequested-step]",
         "[unnatural]",
         "[not-harder]",
+        "[domain-logic]",
+        "[context-misfit]",
+        "[world-contradiction]",
     ):
         assert result.output.count(key) == 12, key
     again = runner.invoke(
@@ -542,10 +548,7 @@ def test_date_contradiction_when_the_context_names_another_weekday() -> None:
 def test_date_contradiction_when_the_scenario_cannot_be_said_today() -> None:
     """The builder picks only a scenario that fits the record's date; a record whose scenario does not
     (the Monday scenario on another day) fails, whatever the query says about the date."""
-    monday = (
-        "Monday morning at the Northwind service desk; "
-        "the queue grew over the weekend after a network outage."
-    )
+    monday = "Monday morning at the service desk, and the queue grew over the weekend after a network outage."
     for index in range(60):
         record = shipped("itsm", "linear", index)
         import datetime as dt

@@ -175,6 +175,34 @@ def test_full_split_regenerates_to_the_shipped_manifest(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert (tmp_path / "manifest.json").read_bytes() == (DATA / "full" / "manifest.json").read_bytes()
     assert runner.invoke(app, ["validate", str(tmp_path / "records.jsonl")]).exit_code == 0
+    _the_full_split_reads_as_people_write(tmp_path / "records.jsonl")
+
+
+def _the_full_split_reads_as_people_write(path: Path) -> None:
+    """No sentence of five or more words in more than 1 % of the hard queries (a repeated sentence is a
+    surface feature a judge could learn); asides at rates within 10 points in medium and hard (an aside
+    must not tell the tier); no GT step that breaks its domain's rules."""
+    import re
+    from collections import Counter
+
+    from agentjudge.dataset import rules
+    from agentjudge.dataset.domains import COMMON_ASIDES, load_domain
+    from agentjudge.rundir.records import read_records
+
+    records = read_records(path)
+    n = len(records)
+    split = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"(])")
+    long = Counter(s for r in records for s in set(split.split(r.queries["hard"])) if len(s.split()) >= 5)
+    assert long.most_common(1)[0][1] <= n / 100, long.most_common(3)
+    rate = {}
+    for d in ("medium", "hard"):
+        seen = 0
+        for r in records:
+            asides = {c.text for c in load_domain(r.domain).asides} | set(COMMON_ASIDES)
+            seen += any(s in asides for s in split.split(r.queries[d]))
+        rate[d] = seen / n
+    assert abs(rate["medium"] - rate["hard"]) <= 0.10 and min(rate.values()) > 0.2, rate
+    assert [v for r in records[::7] for v in rules.violations(r)] == []
 
 
 async def test_llm_rewrites_are_gated_and_fall_back_with_failed_status(fake_llm) -> None:

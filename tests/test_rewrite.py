@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
 import re
 
 import pytest
@@ -58,14 +59,33 @@ def test_medium_gives_values_indirectly_and_hard_needs_reasoning() -> None:
     assert relative >= 25  # most hard queries name the date relatively
 
 
-def test_hard_makes_lookups_implicit_and_adds_distractors() -> None:
+def test_hard_makes_lookups_implicit() -> None:
     _, plan = linear_record()
-    implicit = distracted = 0
+    implicit = 0
     for seed in range(40):
         hard = render_queries(plan, seed)["hard"]
         implicit += not re.search(r"look up the customer|find the account", hard)
-        distracted += any(d.split()[0] in hard for d in plan.distractors)
-    assert implicit >= 25 and distracted == 40
+    assert implicit >= 25
+
+
+def test_medium_and_hard_add_an_aside_at_one_rate_after_the_request() -> None:
+    """An aside is context for the request (who is away, what deadline, what just happened to these
+    records), not a mark of the tier: medium and hard carry one at the same rate (within 10 points), easy
+    none, and it comes after the request it speaks of ("Dana has already called about this order")."""
+    from agentjudge.dataset.realiser import ASIDE_RATE
+
+    _, plan = linear_record()
+    aside = plan.asides[0]
+    seen = {"easy": 0, "medium": 0, "hard": 0}
+    n = 300
+    for seed in range(n):
+        for d, text in render_queries(plan, seed).items():
+            if aside in text:
+                seen[d] += 1
+                assert text.index(aside) > text.index("order"), text  # after the request names the order
+    assert seen["easy"] == 0
+    assert abs(seen["medium"] - seen["hard"]) <= 0.1 * n, seen
+    assert all(abs(seen[d] / n - ASIDE_RATE) < 0.1 for d in ("medium", "hard")), seen
 
 
 def test_medium_says_the_goal_first_and_what_it_needs_behind_a_dependency_cue() -> None:
@@ -348,7 +368,7 @@ def test_hard_states_no_order_between_its_requests() -> None:
             for index in range(6):
                 _, plan = build_scenario(domain, topology, 6000 + index, index)  # type: ignore[arg-type]
                 hard = render_queries(plan, index)["hard"]
-                for fixed in (plan.scenario, *plan.distractors):
+                for fixed in (plan.scenario, *plan.asides):
                     hard = hard.replace(fixed.strip(), "")
                 assert not re.search(r"\bthen\b", hard, re.IGNORECASE), hard
                 seen += 1
@@ -431,3 +451,15 @@ def test_a_reason_that_repeats_its_template_is_left_out() -> None:
         "the employee wants confirmation that their request reached the service desk", "ticket_received"
     )
     assert adds("the policyholder asked for a written acknowledgement", "settlement_offer")
+
+
+def test_a_prefixed_code_is_written_with_its_hyphen() -> None:
+    """grid (final reading): "set every feeder to de energized" — a person writes "de-energized"; the value
+    is still read back from it."""
+    _, plan = linear_record()
+    from agentjudge.dataset.realiser import _Renderer
+
+    renderer = _Renderer(plan, "hard", random.Random(0))
+    assert renderer._format("de_energized", "enum") == "de-energized"
+    assert renderer._format("follow_up", "enum") == "follow-up"
+    assert resolve.recoverable("de_energized", "set it to de-energized")

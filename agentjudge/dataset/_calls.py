@@ -3,7 +3,9 @@
 ``Ctx.call`` executes a call (so outputs are real), records the GT step with its dependencies, and
 records the matching PlanStep: one Slot per argument, query-sourced values that a person would state
 (names, emails, codes, dates, amounts, enum values) and step-sourced values taken from earlier outputs.
-Anything the sampled state cannot support raises ``Infeasible``; the builder then retries another seed.
+Every change follows the domain's rules (``rules.py``): a value a person in the role would set from the
+record's current state, a note or subject that fits its record, a new record only on records it may point
+at. Anything the sampled state cannot support raises ``Infeasible``; the builder then retries another seed.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from datetime import date, timedelta
 from functools import cache
 from typing import Any, Literal
 
-from agentjudge.dataset.domains import DomainSpec, EntitySpec, ToolSpec, load_domain
+from agentjudge.dataset import rules
+from agentjudge.dataset.domains import CHANNELS, DomainSpec, EntitySpec, ToolSpec, load_domain
 from agentjudge.dataset.env import ToolError
 from agentjudge.dataset.plan import Listing, Op, PlanStep, Referent, Relation, Slot
 from agentjudge.dataset.world import DomainEnvironment
@@ -87,10 +90,12 @@ class Ctx:
         self.gt: list[GTStep] = []
         self.plan: list[PlanStep] = []
         self.used: set[str] = set()
+        self.ending: set[str] = set()  # tools a chain should end with, when one applies (shapes)
         self.ref_date = date.fromisoformat(env.state["reference_date"])
         self.condition_text: str | None = None
         self.condition_holds: bool | None = None
         self.condition_about: str | None = None  # the referent the condition speaks of
+        self.condition_tool: str | None = None  # the tool of optional_enrichment's extra step
         # the records the request is about, keyed by id (a listed set: "set<step>"), in order of finding
         self.referents: dict[str, Referent] = {}
 
@@ -119,6 +124,76 @@ class Ctx:
 
     def table(self, kind: str) -> dict[str, dict[str, Any]]:
         return self.env.state["entities"][kind]
+
+    def row(self, kind: str, rid: str) -> dict[str, Any]:
+        return self.env.state["entities"][kind][rid]
+
+    def changeable(self, t: ToolSpec, rid: str) -> bool:
+        """Whether a person would make ``t``'s change (update or assign) to record ``rid`` now."""
+        return rules.changeable(
+            self.dom,
+            t.entity,
+            t.field or "",
+            self.row(t.entity, rid),
+            self.ref_date,
+            self.env.state["entities"],
+        )
+
+    def fits(self, t: ToolSpec, text: str, kind: str, rid: str) -> bool:
+        """Whether a note or notification subject of ``t`` fits record ``rid`` of ``kind``."""
+        return rules.text_fits(
+            t.fits.get(text), self.dom, kind, self.row(kind, rid), self.ref_date, self.env.state["entities"]
+        )
+
+    def texts_for(self, t: ToolSpec, ids: list[str], bulk: bool = False) -> list[str]:
+        """The texts of ``t`` that fit every record of ``ids`` (and may go on all of them, for ``bulk``),
+        never one a change made so far contradicts (``never_after``)."""
+        out = []
+        done = self.done()
+        for text in t.texts:
+            fit = t.fits.get(text)
+            if bulk and not (fit is not None and fit.bulk):
+                continue
+            if any(rules.matches(e, done) for e in t.never_after.get(text, [])):
+                continue
+            kinds = [(rules.kind_of(self.dom, rid) or "", rid) for rid in ids]
+            if all(k and self.fits(t, text, k, rid) for k, rid in kinds):
+                out.append(text)
+        return out
+
+    def done(self) -> list[tuple[str, set[str]]]:
+        """The changes made so far: (tool, the values it set) per GT step that is not a read."""
+        specs = {t.name: t for t in self.dom.tools}
+        return [
+            (s.call.name, rules.step_values(t, s.call.arguments))
+            for s in self.gt
+            if (t := specs[s.call.name]).op not in ("search", "get", "list", "aggregate")
+        ]
+
+    def templates_for(self, t: ToolSpec, asked: bool = False) -> list[str]:
+        """The templates of message tool ``t`` that fit the request so far: one that follows a change only
+        once that change is made ("leave decision" after the decision; never an "order update" alone), or,
+        ``asked`` (an optional step whose reason is the person's own wish), one they may ask for any time."""
+        done = self.done()
+        return [
+            c
+            for c in t.choices
+            if (
+                c not in t.follows
+                or (asked and c in t.standing)
+                or any(rules.matches(e, done) for e in t.follows[c])
+            )
+            and not any(rules.matches(e, done) for e in t.never_after.get(c, []))
+        ]
+
+    def accepts(self, t: ToolSpec, field: str, rid: str) -> bool:
+        """Whether a new record of ``t`` may point at ``rid`` through ``field`` (a booking on a flight that
+        still flies)."""
+        f = self.dom.entities[t.entity].fields[field]
+        target = f.entity or ""
+        return not f.accepts or rules.holds(
+            self.dom, target, f.accepts, self.row(target, rid), self.ref_date, self.env.state["entities"]
+        )
 
     def call(
         self,
@@ -183,14 +258,35 @@ def _id_slot(ent: EntitySpec, value: Any, frm: int | None, arg: str | None = Non
     )
 
 
-def new_value(ctx: Ctx, ent: EntitySpec, fname: str, avoid: set[Any] | frozenset[Any] = frozenset()) -> Any:
+def new_value(
+    ctx: Ctx,
+    ent: EntitySpec,
+    fname: str,
+    avoid: set[Any] | frozenset[Any] = frozenset(),
+    record: dict[str, Any] | None = None,
+    row: dict[str, Any] | None = None,
+) -> Any:
     """A value a person would state for a field, never one in ``avoid`` (the current values), so that
-    an update always changes the state and a wrong value is visible in the end state."""
+    an update always changes the state and a wrong value is visible in the end state. A field with a
+    lifecycle moves only where the rules let every current value move ("contained" after "triaging",
+    never after "false positive"); an office date falls on a working day; an extension lies after the
+    current date; an amount or count changes by at most half or double (nobody cuts a price from 481 to
+    135); a value that depends on another record fits it (``given``: a hail claim only under a motor or
+    home policy, read from ``record``, the new record's references so far)."""
     f = ent.fields[fname]
     rng = ctx.rng
     pool: list[Any]
-    if f.gen in ("enum", "choice"):
+    if f.gen == "enum" and f.next and avoid:
+        moves = [set(rules.targets(f, v) or ()) for v in avoid]
+        pool = [v for v in f.values if all(v in m for m in moves)]
+    elif f.gen in ("enum", "choice"):
         pool = list(f.values)
+    elif f.gen == "date" and f.later:
+        current = [date.fromisoformat(str(v)[:10]) for v in avoid]
+        if not current or min(current) < ctx.ref_date:
+            raise Infeasible(f"{fname}: an extension of a date that has lapsed")
+        start = max(current)
+        pool = [(start + timedelta(days=d)).isoformat() for d in range(30, 181, 7)]
     elif f.gen == "date":
         # within the field's own window (a date of loss lies in the past, a due date ahead), preferring two
         # to thirty days from today where the window allows; a window that reaches the future gets a future
@@ -212,9 +308,30 @@ def new_value(ctx: Ctx, ent: EntitySpec, fname: str, avoid: set[Any] | frozenset
         pool = [True, False]
     else:
         raise Infeasible(f"no stated value for field {fname!r} ({f.gen})")
+    if f.gen == "date" and f.workdays:
+        pool = [v for v in pool if date.fromisoformat(v).weekday() not in rules.WEEKEND]
+    numbers = [v for v in avoid if isinstance(v, int | float) and not isinstance(v, bool) and v > 0]
+    if f.gen in ("amount", "int") and len(numbers) == 1:
+        near = [v for v in pool if 0.5 * numbers[0] <= v <= 2 * numbers[0]]
+        pool = near or pool
+    if record is not None and f.new:  # a visit booked in a room is in person
+        pool = [v for v in pool if v in f.new]
+    have = row if row is not None else record or {}
+    kind = next(k for k, e in ctx.dom.entities.items() if e is ent)
+    entities = ctx.env.state["entities"]
+    for key, allowed in f.given.items():
+        on = rules.given_by(ctx.dom, kind, key, have, entities)
+        if on is not None:
+            pool = [v for v in pool if v in allowed.get(str(on), [])]
+    for gname, g in ent.fields.items():  # and the other way round: no cabin a seat already chosen forbids
+        if fname in g.given and have.get(gname) is not None:
+            pool = [v for v in pool if have[gname] in g.given[fname].get(str(v), [])]
+    # a date no further out than the record's priority allows, a priority the record's date allows
+    # (``by``: read on ``row``, the record an update changes, or ``record``, a new one's values so far)
+    pool = [v for v in pool if not rules.too_far(ent, {**have, fname: v}, ctx.ref_date)]
     pool = [v for v in pool if v not in avoid]
     if not pool:
-        raise Infeasible(f"every value of {fname!r} is already in use")
+        raise Infeasible(f"no value of {fname!r} a person would set from {sorted(map(str, avoid))}")
     return rng.choice(pool)
 
 
@@ -350,8 +467,10 @@ def do_update(
     ent = ctx.dom.entities[t.entity]
     f = t.field or ""
     fs = ent.fields[f]
+    if not ctx.changeable(t, rid):
+        raise Infeasible(f"{t.name}: {rid} is not in a state a person would change its {fs.noun} in")
     if value is None:
-        value = new_value(ctx, ent, f, {ctx.table(t.entity)[rid][f]})
+        value = new_value(ctx, ent, f, {ctx.table(t.entity)[rid][f]}, row=ctx.table(t.entity)[rid])
     which = f"each of those {ent.plural}" if each else f"the {ent.noun}"
     say = f"set the {fs.noun} of {which} to {{{f}}}"
     slot = Slot(arg=f, value=value, source="query", noun=f"the new {fs.noun}", kind=KIND[fs.gen])
@@ -379,7 +498,13 @@ def do_annotate(
     conditional: bool = False,
 ) -> None:
     ent = ctx.dom.entities[t.entity]
-    note = note or ctx.rng.choice(t.texts)
+    if note is None:
+        fitting = ctx.texts_for(t, [rid])
+        if not fitting:
+            raise Infeasible(f"{t.name}: no note fits {rid}")
+        note = ctx.rng.choice(fitting)
+    elif not ctx.fits(t, note, t.entity, rid):
+        raise Infeasible(f"{t.name}: {note!r} does not fit {rid}")
     which = f"each of those {ent.plural}" if each else f"the {ent.noun}"
     slot = Slot(arg="note", value=note, source="query", noun="the note text", kind="text")
     ctx.call(
@@ -414,13 +539,20 @@ def do_message(
 ) -> None:
     """``template``/``reason``: optional_enrichment's message, tied to the condition that asks for it."""
     ent = ctx.dom.entities[t.entity]
-    channels: tuple[str, ...] = ("email", "sms", "postal_mail")
+    offered = tuple(t.channels or CHANNELS)
+    channels = offered
     for cue, fits in CHANNEL_CUES:
         if cue in reason:
-            channels = fits
+            channels = tuple(c for c in fits if c in offered)
             break
+    if not channels:
+        raise Infeasible(f"{t.name}: the reason asks for a channel it does not send by")
     channel = ctx.rng.choice(channels)
-    template = template or ctx.rng.choice(t.choices)
+    if template is None:  # the reason of an optional step names its own template
+        fitting = ctx.templates_for(t)
+        if not fitting:
+            raise Infeasible(f"{t.name}: no template follows from what the request changes")
+        template = ctx.rng.choice(fitting)
     slots = [
         _id_slot(ent, rid, frm),
         Slot(arg="channel", value=channel, source="query", noun="the delivery channel", kind="enum"),
@@ -462,17 +594,26 @@ def do_create(ctx: Ctx, t: ToolSpec, refs: dict[str, tuple[str, int | None]]) ->
         fs = ent.fields[f]
         if fs.gen == "ref":
             rid, frm = refs[f]
+            if not ctx.accepts(t, f, rid):
+                raise Infeasible(f"{t.name}: a new {ent.noun} may not point at {rid}")
             args[f] = rid
             target = ctx.dom.entities[fs.entity or ""]
             slots.append(_id_slot(target, rid, frm, arg=f))
             links.append(ctx.known(fs.entity or "", rid))
             for_.append(f"the {target.noun}" if frm is not None else f"{target.noun} {{{f}}}")
         else:
-            args[f] = new_value(ctx, ent, f)
+            args[f] = new_value(ctx, ent, f, record=args)
             slots.append(Slot(arg=f, value=args[f], source="query", noun=f"the {fs.noun}", kind=KIND[fs.gen]))
             stated.append(f"{fs.noun} {{{f}}}")
     with_ = stated[0] if len(stated) == 1 else ", ".join(stated[:-1]) + " and " + stated[-1]
     who = f" for {' and '.join(for_)}" if for_ else ""
+    for f in t.fields:  # a new alert's owner is its host's owner
+        derived = ent.fields[f].same_as
+        if derived and ent.fields[f].gen == "ref":
+            via, _, other = derived.partition(".")
+            linked = ctx.table(ent.fields[via].entity or "").get(str(args.get(via)))
+            if via in args and linked is not None and linked[other] != args[f]:
+                raise Infeasible(f"{t.name}: {args[f]} is not {args[via]}'s {other}")
     out = ctx.call(t, args, slots, [f"create a new {ent.noun}{who} with {with_}"], op="create", about=links)
     zid = out[ent.id_key]
     ctx.plan[-1] = ctx.plan[-1].model_copy(update={"yields": zid})
@@ -484,9 +625,10 @@ def do_notify(
     ctx: Ctx, t: ToolSpec, sid: str, sfrm: int | None, refs: list[str], rfrm: int, about: str
 ) -> None:
     ent = ctx.dom.entities[t.entity]
-    kinds = {k for k, e in ctx.dom.entities.items() for r in refs if r.startswith(e.prefix + "-")}
-    fitting = [x for x in t.texts if x not in t.about or kinds <= set(t.about[x])]
-    subject = ctx.rng.choice(fitting or t.texts)
+    fitting = ctx.texts_for(t, refs)  # "VIP on board" only about a gold or platinum passenger
+    if not fitting:
+        raise Infeasible(f"{t.name}: no subject fits {refs}")
+    subject = ctx.rng.choice(fitting)
     slots = [
         _id_slot(ent, sid, sfrm),
         Slot(arg="subject", value=subject, source="query", noun="the notification subject", kind="text"),
@@ -508,6 +650,8 @@ def do_assign(ctx: Ctx, t: ToolSpec, zid: str, zfrm: int, tid: str, tfrm: int) -
     ent = ctx.dom.entities[t.entity]
     f = t.field or ""
     target = ctx.dom.entities[ent.fields[f].entity or ""]
+    if not ctx.changeable(t, zid) or ctx.row(t.entity, zid)[f] == tid:
+        raise Infeasible(f"{t.name}: {zid} cannot be handed to {tid}")
     ctx.call(
         t,
         {ent.id_key: zid, f: tid},

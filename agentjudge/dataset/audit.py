@@ -2,8 +2,9 @@
 
 The gates read queries with heuristics; a human audit is how we learn whether those heuristics match a
 careful reader. This verb prints, for each sampled record at one difficulty, exactly what a judge would
-see (the query and the tools) plus the GT trace, followed by the checklist (issue 10's one-right-answer
-questions and issue 37's "unnatural" and "not harder"), so the same audit
+see (the query and the tools) plus the GT trace, followed by the checklist (the one-right-answer
+questions, "unnatural", "not harder", and whether the world behind the request makes sense: "domain
+logic", "context misfit", "world contradiction"), so the same audit
 can be repeated on any split with any seed. Sampling is stratified by topology (round-robin over the six,
 each drawn without replacement with a seeded RNG), so small topologies are not crowded out.
 """
@@ -61,6 +62,27 @@ CHECKLIST = (
         "earlier output). Values stated as facts and distracting details do not count. E.g. "
         "insurance-0199: 'It concerns claim CLM-546572. Kindly pull up the full claim record and set the "
         "claim's reserve amount to 25,000 …' gives the id, every step and every value, as easy does.",
+    ),
+    (
+        "domain-logic",
+        "Is a change one a person in that role would not ask for, given the records as the GT shows them? "
+        "E.g. an alert recorded as a false positive marked 'contained'; a paid claim moved back to "
+        "'reported'; a closed account set to 'dormant'; a cancelled appointment confirmed; a contract that "
+        "has lapsed extended; one window seat set on every booking of a flight.",
+    ),
+    (
+        "context-misfit",
+        "Does a background sentence, notification subject, requester role or aside not fit the records and "
+        "changes of this request? E.g. a cardiology team before a knee-pain visit; 'VIP on board' for a "
+        "silver-tier passenger; an underwriting assistant sending a settlement offer; an aside about office "
+        "plants.",
+    ),
+    (
+        "world-contradiction",
+        "Do records of the task contradict each other or the world? E.g. an alert whose owner is not its "
+        "host's owner; a service order for another subscriber than the device's owner; an outside "
+        "customer with an e-mail address on the company's own domain; an office due date on a Sunday the "
+        "query does not mention; a tool whose description promises what its parameters cannot do.",
     ),
 )
 

@@ -6,7 +6,8 @@ executable state; a foreign file gets no ``gate2:semantic`` entry in ``gates_run
 ambiguous_reference  a GT argument taken from an earlier output through a relation (the employee's
                      desk-side technician) has an alternative of the same kind that the offered tools yield
                      from the records in play (the ticket's assignee), and the query does not name the
-                     relation that picks the GT's value
+                     relation that picks the GT's value; or "its R" / "their R" follows a record other than
+                     the one the GT takes R of ("the supplier on purchase order PO-1 to its account buyer")
 no_antecedent        "that X" / "those Xs" before any X was introduced, "the X" never introduced at all,
                      or "for them" with no plural before it (``mentions.dangling``)
 order_contradiction  two GT calls that do not depend on each other are mentioned in the opposite order
@@ -104,7 +105,7 @@ def _spec(record: Record, i: int) -> Any:
 
 def _context_spans(record: Record) -> tuple[list[str], list[str]]:
     """(context, values): text whose nouns neither introduce nor dangle — the domain's scenarios,
-    distractors and personas, blanked — and the user's own multi-word values (a name, a note, a template),
+    asides and personas, blanked — and the user's own multi-word values (a name, a note, a template),
     masked to their shape so that "the substation Beacon Hill" still reads as a record named by a proper
     name. The reason clauses of optional steps ("since the patient asked for a reminder") are *not* here:
     the reader reads them as part of the request, so a reason that says "the appointment" when no
@@ -118,7 +119,7 @@ def _context_spans(record: Record) -> tuple[list[str], list[str]]:
         if isinstance(v, str) and (" " in v or "_" in v)
     ]
     values += [v.replace("_", " ") for v in values]  # the user's own words (a note, a template)
-    return [*dom.scenarios, *dom.distractors, *dom.personas, record.scenario], values
+    return [*dom.context_texts, record.scenario], values
 
 
 def _ancestors(record: Record, query: str) -> list[set[int]]:
@@ -174,6 +175,10 @@ def _relation_args(record: Record) -> list[tuple[int, str, str, str, str]]:
                     f = fields.get(key)
                     if got == value and f is not None and f.gen == "ref" and f.entity:
                         out.append((i, arg, value, f.noun, f.entity))
+                        # "the production line's supervisor" names the line's "line supervisor"
+                        owner = dom.entities[spec.entity].noun
+                        if (short := mentions.unrepeated(owner, f.noun)) != f.noun:
+                            out.append((i, arg, value, f"{owner}'s {short}", f.entity))
     return out
 
 
@@ -246,6 +251,62 @@ def _ambiguous(record: Record, queries: dict[Difficulty, str]) -> list[GateFindi
                         d,
                     )
                 )
+    return findings
+
+
+@cache
+def _relation_targets(slug: str) -> dict[str, frozenset[str]]:
+    """Every relation noun of a domain (and its form after its owner: "supervisor" for the production
+    line's "line supervisor") -> the kinds it points at."""
+    dom = _domain(slug)
+    out: dict[str, set[str]] = {}
+    for ent in dom.entities.values():
+        for f in ent.fields.values():
+            if f.gen == "ref" and f.entity:
+                for noun in {f.noun.lower(), mentions.unrepeated(ent.noun, f.noun).lower()}:
+                    out.setdefault(noun, set()).add(f.entity)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _possessives(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
+    """ "its R" / "their R" for a relation the GT reads (R of a record of kind K) must follow a mention of
+    a K: after "the supplier on purchase order PO-1 to its account buyer" the nearest record is the order,
+    which has a buyer of its own, while the GT takes the supplier's."""
+    owners: dict[str, set[str]] = {}
+    for i in range(len(record.gt)):
+        spec = _spec(record, i)
+        if spec is not None and spec.op == "get":
+            for noun in _followed(record, i):
+                owners.setdefault(noun.lower(), set()).add(spec.entity)
+    if not owners:
+        return []
+    voc = mentions.vocab(record.domain)
+    targets = _relation_targets(record.domain)
+    spans, values = _context_spans(record)
+    findings = []
+    for d, q in queries.items():
+        text = mentions.mask(mentions.blank(q, spans), values).lower()
+        for m in re.finditer(
+            r"\b(?:its|their) ("
+            + "|".join(re.escape(n) for n in sorted(owners, key=len, reverse=True))
+            + r")\b",
+            text,
+        ):
+            before = [x for x in voc.pattern.finditer(text[: m.start()]) if x.group(1) not in voc.fields]
+            if not before:
+                continue
+            form = before[-1].group(1)
+            kinds = set(voc.kinds.get(form, frozenset())) | set(targets.get(form, frozenset()))
+            if not kinds & owners[m.group(1)]:
+                findings.append(
+                    _f(
+                        "ambiguous_reference",
+                        f"{q[m.start() : m.end()]!r} follows {form!r}, but the GT takes the "
+                        f"{m.group(1)} of a {'/'.join(sorted(owners[m.group(1)]))}",
+                        d,
+                    )
+                )
+                break
     return findings
 
 
@@ -330,7 +391,7 @@ def named_at(record: Record, query: str) -> list[int | None]:
         if isinstance(v, str) and (" " in v or "_" in v)
     ]
     original = query
-    query = mentions.blank(query, [*dom.scenarios, *dom.distractors, record.scenario, *said])
+    query = mentions.blank(query, [*dom.context_texts, record.scenario, *said])
     query = mentions.blank(query, [v.replace("_", " ") for v in said])
     query = re.sub(r'"[^"]*"', lambda m: " " * len(m.group(0)), query)  # quoted texts ask for nothing
     clauses = _clauses(query)
@@ -698,7 +759,7 @@ def _dates(record: Record, queries: dict[Difficulty, str]) -> list[GateFinding]:
     morning at the service desk") must be the weekday of the date it states."""
     findings = []
     dom = _domain(record.domain)
-    fit = dom.scenario_dates.get(record.scenario)
+    fit = dom.scenario_fit(record.scenario)
     if fit is not None:
         from agentjudge.dataset.world import make_environment
 
@@ -759,6 +820,7 @@ def semantic_findings(record: Record) -> tuple[list[GateFinding], bool]:
     named_by = {d: explicit_steps(record, q) for d, q in queries.items()}
     findings = (
         _ambiguous(record, queries)
+        + _possessives(record, queries)
         + _no_antecedent(record, queries)
         + _order(record, queries)
         + _unrequested(record, queries, named_by)

@@ -36,7 +36,9 @@ _DEFINITE = re.compile(r"\bthe\s+$")
 _IDENTIFYING = re.compile(
     r"^(?:(?i:'s\s+[\w -]{1,40}?(?:\s+is\b|:))"  # the passenger's email address is x / … email: x
     r"|(?i:(?:\s+(?!so\b|to\b|and\b)[\w-]+){1,3}(?:\s+is\b|:)\s)"  # the room code is RC-1
-    r"|(?i:\s+(?:record\s+)?(?:with|whose|for|named|called|of|on|at|in|linked to|in question|i mean)\b)"
+    # "the depot in Leeds", but not "the crew member in a notification …", which names nobody
+    r"|(?i:\s+(?:record\s+)?(?:with|whose|for|named|called|of|on|at|in(?! an?\b)|linked to|in question"
+    r"|i mean)\b)"
     r"|(?i:\s+id\b|\s+number\b)"
     r"|\s+[A-Z][A-Z0-9]*-[A-Z0-9-]+"  # production line LIN-47453
     r"|\s+[A-Z][a-z]+)"  # the customer contact Carla Okafor (a name masked by ``mask`` reads "Xxxxx")

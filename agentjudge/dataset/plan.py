@@ -101,8 +101,8 @@ class PlanStep(Strict):
 class QueryPlan(Strict):
     domain: str = ""  # slug: the rewriter reads its own text with the domain's nouns (``mentions``)
     domain_title: str
-    persona: str  # who is asking: "a service-desk lead"
-    scenario: str  # one or two sentences of context
+    persona: str  # who is asking: "a service-desk lead" ("": no role of the domain makes every change)
+    scenario: str  # a sentence of context about the request's changes ("": none fits)
     reference_date: str  # ISO date "today" for the request; hard queries may express dates relative to it
     steps: list[PlanStep]
     referents: list[Referent] = []
@@ -112,4 +112,6 @@ class QueryPlan(Strict):
     # the record the condition speaks of (its subject: "the employee wants …"), so the query can call it
     # what the request calls it ("the owner", when only "the owner of the asset" was introduced)
     condition_about: str | None = None
-    distractors: list[str] = []  # true but irrelevant details a hard query may add
+    # context for the request a medium or hard query may add after it (who is away, what deadline, what
+    # just happened to these records): it changes nothing an agent must do
+    asides: list[str] = []

@@ -16,7 +16,11 @@ medium: the goal first, then the look-ups it needs behind an explicit dependency
 you'll need to …", "… once you've looked up …"); dates written out, small numbers in words.
 hard: only the goal is asked for; each look-up whose result it needs is left to the reader, who gets the
 record's description instead ("send the personal shopper of the customer on order ORD-1 …"); dates are
-given relative to a stated "today" (stated only then); one true but irrelevant detail may be added.
+given relative to a stated "today" (stated only then).
+
+Medium and hard may add one aside after the request, at the same rate (so it does not tell the difficulty
+apart): context the request does not need (who is away, what deadline, what just happened to these
+records), chosen by the builder to fit the request's records and changes.
 
 Texts written into a note, message subject or notification are always in quotes. Phrase banks are sized
 so that no sentence appears in more than 5 % of one difficulty's queries (``bench/query_stats.py``
@@ -88,38 +92,63 @@ GREETINGS = (
     "Hello, I'm {persona_a} and could use a hand.",
     "Hello, {persona} here.",
 )
-CLOSINGS = (
+# Closings of four words or fewer may repeat; a longer one is a sentence a reader notices when it comes back,
+# so the long ones are many and rare (bench/query_stats.py: no sentence of five or more words in more than
+# 1 % of one difficulty's queries)
+SHORT_CLOSINGS = (
     "Thanks!",
     "Thank you.",
-    "Let me know once it's done.",
     "Appreciate it.",
     "Thanks a lot.",
     "Many thanks.",
     "Cheers.",
     "Thanks in advance.",
-    "Ping me when that's finished.",
-    "A quick confirmation afterwards would help.",
-    "Please confirm when you're done.",
     "That's all for now.",
-    "That should be everything.",
     "Much appreciated.",
     "Thanks for handling this.",
     "I owe you one.",
+    "Thanks so much.",
+    "That's it from me.",
+    "Cheers, and thanks.",
+    "Happy to answer questions.",
+    "That should be everything.",
+    "Grateful for the help.",
+    "Much obliged.",
+    "Thanks heaps.",
+    "Ta very much.",
+    "Appreciate the help.",
+    "Thanks for this.",
+    "Cheers for that.",
+)
+LONG_CLOSINGS = (
+    "Let me know once it's done.",
+    "Ping me when that's finished.",
+    "A quick confirmation afterwards would help.",
+    "Please confirm when you're done.",
     "Let me know if anything looks off.",
     "Shout if something blocks you.",
-    "Grateful for the help.",
     "Let me know how it goes.",
     "Send me a short note when it's done.",
-    "That's it from me.",
-    "Thanks so much.",
     "Let me know if you need anything else from me.",
     "Ping me if anything is unclear.",
     "Thanks for sorting this out.",
-    "Happy to answer questions.",
     "Reply here once it's done.",
-    "Cheers, and thanks.",
     "Thank you for your help.",
+    "Give me a shout when it's sorted.",
+    "A short reply when it's through would be great.",
+    "Let me know if there's a problem with any of it.",
+    "Drop me a line once that's in.",
+    "Thanks, that would save me a lot of time.",
+    "I'll check back in a little while.",
+    "Let me know if something doesn't add up.",
+    "Flag anything that looks wrong to you.",
+    "Tell me if you hit a snag.",
+    "Thanks for picking this up so quickly.",
+    "I'd be grateful for a quick confirmation.",
+    "Say if you need more from me.",
+    "Thanks, and let me know when it's finished.",
 )
+CLOSINGS = SHORT_CLOSINGS + LONG_CLOSINGS
 ANCHORS = (  # each must be read back by resolve.find_anchor ("today is", "it's", "it is", "today's date is")
     "Today is {day}.",
     "For reference, today is {day}.",
@@ -202,6 +231,9 @@ class _Renderer:
         self.refs: dict[str, Referent] = {r.key: r for r in plan.referents}
         self.mentioned: set[str] = set()
         self.focus: str | None = None  # the record the last clause was about ("its" points at it)
+        # records last named through another one said after them ("the supplier on purchase order PO-1"):
+        # the nearest noun is that other record, so "its" would not point at them
+        self.trailing: set[str] = set()
         self.said: dict[str, str] = {}
         self.relative = False  # a date was said relative to today: the query must say what today is
         self.last_verb = ""
@@ -248,7 +280,8 @@ class _Renderer:
             return text.upper()  # "set the business unit to it" reads as a pronoun; "to IT" does not
         if kind == "enum":  # "postal mail", "one shift": a person does not type the underscore
             said = " ".join(ENUM_WORDS.get(w, w) for w in text.replace("_", " ").split(" "))
-            return said.replace("follow up", "follow-up")
+            # "follow-up", "de-energized": a prefix a person joins with a hyphen, not a space
+            return re.sub(r"\b(de|non|pre) (?=\w)", r"\1-", said.replace("follow up", "follow-up"))
         return text
 
     def _number(self, value: float) -> str:
@@ -310,6 +343,7 @@ class _Renderer:
         """How the record is named here: introduced by its description the first time, briefly after."""
         r = self.ref(key)
         if r.key in self.mentioned and r.noun not in self.shared:
+            self.trailing.discard(r.key)
             return self.short(r)
         text = self.intro(r)
         self.mentioned.add(r.key)
@@ -326,7 +360,7 @@ class _Renderer:
         if r.how == "relation":
             src = self.ref(r.source)
             if src.key in self.mentioned and src.noun not in self.shared:
-                if self.focus == src.key and src.how != "children":  # "flag the customer to their manager"
+                if self._pronoun_for(src):  # "flag the customer to their manager"
                     return f"{'their' if src.person else 'its'} {r.relation}"
                 return f"{self.short(src)}'s {mentions.unrepeated(src.noun, r.relation)}"
             inner = self.np(src.key)
@@ -334,7 +368,9 @@ class _Renderer:
                 # "the customer on order ORD-1" (a record written on a document), "the production line
                 # of machine MCH-1" (a machine is not a document: "the line on machine …" reverses them)
                 on = src.how == "stated" and src.noun.split()[-1] in _DOCUMENTS
+                self.trailing.add(r.key)
                 return f"the {r.noun} {'on' if on else 'of'} {inner}"
+            self.trailing.add(r.key)
             return f"the {r.relation} of {inner}"
         if r.how == "children":
             src = self.ref(r.source)
@@ -359,12 +395,19 @@ class _Renderer:
             return f"the new {r.noun}"
         return f"the {r.noun}"
 
+    def _pronoun_for(self, r: Referent) -> bool:
+        """Whether "its" / "their" points at ``r``: it is the record the last clause was about, and it was
+        not last named through another record said after it ("the supplier on purchase order PO-1 to its
+        account buyer": the nearest noun is the order, which has a buyer of its own; "the supplier's
+        account buyer" says which)."""
+        return self.focus == r.key and r.how != "children" and r.key not in self.trailing
+
     def poss(self, key: str | None, head: str) -> str:
         """ "the employee's email" after the employee was named, "its email" when it is the focus, "the
         email of <description>" before."""
         r = self.ref(key)
         if r.key in self.mentioned and r.noun not in self.shared:
-            if self.focus == r.key and r.how != "children":
+            if self._pronoun_for(r):
                 return f"{'their' if r.person else 'its'} {head}"
             return f"{self.short(r)}'s {mentions.unrepeated(r.noun, head)}"
         return f"the {head} of {self.np(r.key)}"
@@ -398,8 +441,12 @@ class _Renderer:
             text = f"{verb} {self.poss(step.target, head)}"
         elif op == "get":
             rel = self.ref(step.yields)
+            owner = self.ref(step.target)
+            named = owner.key in self.mentioned and owner.noun not in self.shared
             about = self.poss(step.target, rel.relation)
             self.mentioned.add(rel.key)
+            if not named:  # "the passenger of booking BKG-1": the booking is the nearest noun
+                self.trailing.add(rel.key)
             text = self.verb(["look up ", "find "]) + about  # one finds out who, not "find out X"
         elif op == "list":
             text = self.verb(["list ", "pull up ", "find "]) + self.np(step.yields)
@@ -706,11 +753,12 @@ def _persona_forms(plan: QueryPlan) -> dict[str, str]:
 
 
 def _opening(plan: QueryPlan, r: _Renderer) -> list[str]:
-    """Who is asking and what is going on: greeting (with the persona) first, then the scenario."""
-    scenario = sentence(plan.scenario)
-    if r.rng.random() < 0.45:
-        return [scenario]
-    return [r.rng.choice(GREETINGS).format(**_persona_forms(plan)), scenario]
+    """Who is asking and what is going on: greeting (with the persona) first, then the scenario (each
+    only when the request has one: a role whose work every change is, a scenario about one of them)."""
+    scenario = sentence(plan.scenario) if plan.scenario.strip() else ""
+    if r.rng.random() < 0.45 or not plan.persona.strip():
+        return [scenario] if scenario else []
+    return [x for x in (r.rng.choice(GREETINGS).format(**_persona_forms(plan)), scenario) if x]
 
 
 def _anchor(r: _Renderer) -> str:
@@ -719,7 +767,21 @@ def _anchor(r: _Renderer) -> str:
 
 
 def _closing(r: _Renderer) -> str:
-    return "" if r.rng.random() < 0.3 else r.rng.choice(CLOSINGS)
+    draw = r.rng.random()
+    if draw < 0.3:
+        return ""
+    return r.rng.choice(SHORT_CLOSINGS if draw < 0.88 else LONG_CLOSINGS)
+
+
+ASIDE_RATE = 0.35  # medium and hard alike: an aside must not tell the difficulty apart
+
+
+def _aside(plan: QueryPlan, r: _Renderer) -> str:
+    """Context for the request, after it (it may speak of "the passenger" the request introduced)."""
+    asides = [a for a in plan.asides if a.strip()]
+    if not asides or r.rng.random() >= ASIDE_RATE:
+        return ""
+    return sentence(r.rng.choice(asides))
 
 
 def _reason_adds(plan: QueryPlan, step: PlanStep) -> bool:
@@ -896,7 +958,7 @@ def _render_medium(plan: QueryPlan, r: _Renderer) -> str:
             + " "
             + sentence(cue + join(before, "and then"))
         )
-    parts = [*_opening(plan, r), body, *extra, _absent(plan, r) or "", _closing(r)]
+    parts = [*_opening(plan, r), body, *extra, _absent(plan, r) or "", _aside(plan, r), _closing(r)]
     return " ".join(p for p in parts if p)
 
 
@@ -923,13 +985,7 @@ def _render_hard(plan: QueryPlan, r: _Renderer) -> str:
     context = _opening(plan, r)
     if r.relative:  # a date said relative to today: say what today is, after the greeting and scenario
         context.append(_anchor(r))
-    distractors = [d for d in plan.distractors if d.strip()]
-    if distractors and r.rng.random() < 0.75:
-        extra_detail = sentence(r.rng.choice(distractors))
-        if r.rng.random() < 0.5:
-            context.append(extra_detail)
-        else:
-            sentences.append(extra_detail)
+    sentences.append(_aside(plan, r))
     return " ".join(x for x in (*context, *sentences, _closing(r)) if x)
 
 
@@ -963,7 +1019,7 @@ def _resolve_references(plan: QueryPlan, text: str) -> str:
         for x in p.slots
         if x.source == "query" and isinstance(x.value, str) and (" " in x.value or "_" in x.value)
     ]
-    spans = [plan.scenario, *plan.distractors, plan.persona, plan.condition_text or ""]
+    spans = [plan.scenario, *plan.asides, plan.persona, plan.condition_text or ""]
     spans += values + [v.replace("_", " ") for v in values]
     for _ in range(12):
         bad = [d for d in mentions.dangling(mentions.blank(text, spans), voc) if d.why == "demonstrative"]

@@ -8,11 +8,11 @@ domain's tools cannot support the drawn variant; the builder retries with the ne
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from agentjudge.dataset import rules
 from agentjudge.dataset._calls import (
     Ctx,
     Infeasible,
@@ -29,7 +29,7 @@ from agentjudge.dataset._calls import (
     do_update,
     new_value,
 )
-from agentjudge.dataset.domains import ToolSpec
+from agentjudge.dataset.domains import Context, ToolSpec
 from agentjudge.types import Topology
 
 # a cursor is what the last call produced: ("ent", kind, id, step, about) or ("list", kind, ids, step, None);
@@ -49,31 +49,46 @@ def _children(ctx: Ctx, lt: ToolSpec, pid: str) -> int:
 def _terminals(
     ctx: Ctx, kind: str, rid: str, frm: int | None, about: tuple[str, str] | None = None
 ) -> list[tuple[str, Action]]:
-    """Calls that act on one entity and end a chain: (category, action) pairs."""
+    """Calls that act on one entity and end a chain: (category, action) pairs; only those of the tools
+    in ``ctx.ending`` when it names some that apply (an optional message whose template reports a change
+    needs that change in the chain)."""
     ix = ctx.ix
     acts: list[tuple[str, Action]] = []
+    tools: list[str] = []  # the tool of each action
     if about is not None and frm is not None:  # tell a person about the record their id came from
         noun = ctx.dom.entities[about[0]].noun
         for t in ctx.unused(ix.tools("notify", kind)):
+            if not ctx.texts_for(t, [about[1]]):
+                continue
 
             def notify(t: ToolSpec = t, f: int = frm, ref: str = about[1]) -> None:
                 do_notify(ctx, t, rid, f, [ref], f, f"that {noun}")
 
             acts.append(("notify", notify))
+            tools.append(t.name)
+    # only the changes a person would make to this record as it stands (rules.py)
     for t in ctx.unused(ix.tools("update", kind)):
-        acts.append(("update", partial(do_update, ctx, t, rid, frm)))
+        if ctx.changeable(t, rid):
+            acts.append(("update", partial(do_update, ctx, t, rid, frm)))
+            tools.append(t.name)
     for t in ctx.unused(ix.tools("annotate", kind)):
-        acts.append(("annotate", partial(do_annotate, ctx, t, rid, frm)))
+        if ctx.texts_for(t, [rid]):
+            acts.append(("annotate", partial(do_annotate, ctx, t, rid, frm)))
+            tools.append(t.name)
     for t in ctx.unused(ix.tools("message", kind)):
-        acts.append(("message", partial(do_message, ctx, t, rid, frm)))
+        if ctx.templates_for(t):
+            acts.append(("message", partial(do_message, ctx, t, rid, frm)))
+            tools.append(t.name)
     for t, ref in ix.creates_from(kind):
-        if t.name not in ctx.used:
+        if t.name not in ctx.used and ctx.accepts(t, ref, rid):
 
             def create(t: ToolSpec = t, ref: str = ref) -> None:
                 do_create(ctx, t, {ref: (rid, frm)})
 
             acts.append(("create", create))
-    return acts
+            tools.append(t.name)
+    preferred = [a for a, name in zip(acts, tools, strict=True) if name in ctx.ending]
+    return preferred or acts
 
 
 def _choose(ctx: Ctx, opts: list[tuple[str, Action]]) -> Action:
@@ -110,7 +125,11 @@ def _continuations(
 
                 acts.append(("get", follow))
     for t, ref in ix.creates_from(kind):
-        if t.name not in ctx.used and (not then_last or _has_terminal(ctx, t.entity)):
+        if (
+            t.name not in ctx.used
+            and ctx.accepts(t, ref, rid)
+            and (not then_last or _has_terminal(ctx, t.entity))
+        ):
 
             def create(t: ToolSpec = t, ref: str = ref) -> Cursor:
                 zid, i = do_create(ctx, t, {ref: (rid, frm)})
@@ -203,28 +222,37 @@ def linear(ctx: Ctx, holds: bool) -> None:
 
 
 def fan_out(ctx: Ctx, holds: bool) -> None:
-    kinds = [k for k in _searchable(ctx) if len(_leaves(ctx, k, "")[0]) >= 2]
-    if not kinds:
-        raise Infeasible("no entity with two independent follow-ups")
+    options = []
+    for kind in _searchable(ctx):
+        for rid in ctx.table(kind):
+            leaves, reads, with_date = _leaves(ctx, kind, rid)
+            if len(leaves) >= 2 and len(leaves) > reads:  # at least one branch changes state
+                options.append((kind, rid, bool(with_date)))
+    if not options:
+        raise Infeasible("no record with two independent follow-ups")
     # a root with a dated follow-up first: the search is the one look-up a hard query can leave implicit,
     # and a date said relative to today is the second thing a hard query can make the reader work out
-    dated = [k for k in kinds if _leaves(ctx, k, "")[2]]
-    kind = ctx.rng.choice(dated or kinds)
-    rid = ctx.rng.choice(list(ctx.table(kind)))
+    dated = [o for o in options if o[2]]
+    kinds = sorted({k for k, _, _ in dated or options})
+    kind = ctx.rng.choice(kinds)
+    rid = ctx.rng.choice([r for k, r, _ in dated or options if k == kind])
     leaves, reads, with_date = _leaves(ctx, kind, rid)
+    messages = {i for i, leaf in enumerate(leaves) if getattr(leaf, "func", None) is do_message}
     _, frm = do_search(ctx, kind, rid)
     picked = ctx.rng.sample(range(len(leaves)), min(len(leaves), ctx.rng.choice([2, 2, 3])))
     if all(i < reads for i in picked) and len(leaves) > reads:  # at least one branch changes state
         picked[ctx.rng.randrange(len(picked))] = ctx.rng.randrange(reads, len(leaves))
     if with_date and not with_date & set(picked):
         picked[ctx.rng.randrange(len(picked))] = ctx.rng.choice(sorted(with_date))
-    for i in sorted(set(picked), key=picked.index):
+    # a message last: its template may follow from a change another branch makes ("order update")
+    for i in sorted(set(picked), key=lambda i: (i in messages, picked.index(i))):
         leaves[i](frm)
 
 
 def _leaves(ctx: Ctx, kind: str, rid: str) -> tuple[list[Callable[[int], Any]], int, set[int]]:
     """Calls that need only an id of ``kind`` (one per tool), for fan_out's branches; the read-only
-    ones first, with their count, and the indices of those whose value is a date."""
+    ones first, with their count, and the indices of those whose value is a date. Only the changes a
+    person would make to record ``rid`` as it stands."""
     ix = ctx.ix
     ent = ctx.dom.entities[kind]
     leaves: list[Callable[[int], Any]] = []
@@ -235,14 +263,19 @@ def _leaves(ctx: Ctx, kind: str, rid: str) -> tuple[list[Callable[[int], Any]], 
         leaves.append(partial(do_list, ctx, lt, rid))
     reads = len(leaves)
     for t in ix.tools("update", kind):
+        if not ctx.changeable(t, rid):
+            continue
         if ent.fields[t.field or ""].gen == "date":
             dated.add(len(leaves))
         leaves.append(partial(do_update, ctx, t, rid))
     for t in ix.tools("annotate", kind):
-        leaves.append(partial(do_annotate, ctx, t, rid))
+        if ctx.texts_for(t, [rid]):
+            leaves.append(partial(do_annotate, ctx, t, rid))
     for t in ix.tools("message", kind):
         leaves.append(partial(do_message, ctx, t, rid))
     for t, ref in ix.creates_from(kind):
+        if not ctx.accepts(t, ref, rid):
+            continue
 
         def create(frm: int, t: ToolSpec = t, ref: str = ref) -> None:
             do_create(ctx, t, {ref: (rid, frm)})
@@ -274,9 +307,17 @@ def diamond(ctx: Ctx, holds: bool) -> None:
     x, field, target, branch, sink = rng.choice(combos)
     rids = list(ctx.table(x))
     if branch[0] == "list":
-        rids = [r for r in rids if _children(ctx, branch[1], r)]
-        if not rids:
-            raise Infeasible("no parent with children")
+        lt = branch[1]
+        rids = [r for r in rids if _children(ctx, lt, r)]
+        if sink[0] == "notify":  # a subject that fits every record the notification is about
+            kids = {
+                r: [c for c, rec in ctx.table(lt.entity).items() if rec[lt.field or ""] == r] for r in rids
+            }
+            rids = [r for r in rids if ctx.texts_for(sink[1], kids[r])]
+    else:
+        rids = [r for r in rids if ctx.accepts(branch[1], branch[2], r)]
+    if not rids:
+        raise Infeasible("no record the diamond can start from")
     rid = rng.choice(rids)
     _, s0 = do_search(ctx, x, rid)
     got: dict[str, Any] = {}
@@ -302,17 +343,31 @@ def diamond(ctx: Ctx, holds: bool) -> None:
         do_assign(ctx, sink[1], bval[0], bi, tid, ti)
 
 
-def _producer(
-    ctx: Ctx, kind: str, budget: int, avoid: list[str]
-) -> list[Callable[[], tuple[str, int]]] | None:
-    """Ways to obtain an id of ``kind`` from the query alone, as (search) or (search|stated id -> get ref).
+Runner = Callable[[], tuple[str, int]]
+# (direct, make): ``make(id, near)`` returns the calls that reach ``id`` or None; ``direct`` when they find
+# the record itself (a search), not through another record that points at it
+Producer = tuple[bool, Callable[[str, "set[str] | None"], "Runner | None"]]
+
+
+def _producer(ctx: Ctx, kind: str, budget: int, avoid: list[str]) -> list[Producer]:
+    """Ways to obtain a given id of ``kind`` from the query alone, as (search) or (search|stated id -> get
+    ref): each takes the id wanted (and, for a notification, the records near what it is about: the
+    recipient is found through one of them, or is one of them) and returns the calls, or None when it
+    cannot reach that id.
 
     ``avoid``: the sink's and the other branches' kinds. A branch never reaches its id through a record
     of one of those kinds: "pull up employee EMP-1 for their technician; find the employee with email x;
     notify the technician about that employee" names two employees, and "that employee" is ambiguous."""
-    ix, opts = ctx.ix, []
-    for _ in ix.tools("search", kind)[:1]:
-        opts.extend([lambda: do_search(ctx, kind)] * 3)
+    ix = ctx.ix
+    opts: list[Producer] = []
+    if ix.tools("search", kind):
+
+        def search(tid: str, near: set[str] | None) -> Runner | None:
+            if near is not None and tid not in near:
+                return None
+            return lambda: do_search(ctx, kind, tid)
+
+        opts.extend([(True, search)] * 3)
     for w in ctx.dom.entities:
         if w == kind or w in avoid or not ix.tools("get", w):
             continue
@@ -320,20 +375,71 @@ def _producer(
             if target != kind:
                 continue
 
-            def by_id(w: str = w, field: str = field) -> tuple[str, int]:
-                rid = ctx.rng.choice(list(ctx.table(w)))
-                return do_get(ctx, w, rid, None, ref_field=field)[field], len(ctx.gt) - 1
+            def holder(tid: str, near: set[str] | None, w: str = w, field: str = field) -> str | None:
+                held = [
+                    r for r, rec in ctx.table(w).items() if rec[field] == tid and (near is None or r in near)
+                ]
+                return ctx.rng.choice(held) if held else None
+
+            def by_id(tid: str, near: set[str] | None, w: str = w, field: str = field) -> Runner | None:
+                rid = holder(tid, near, w, field)
+                if rid is None:
+                    return None
+                return lambda: (do_get(ctx, w, rid, None, ref_field=field)[field], len(ctx.gt) - 1)
 
             if not _is_person(ctx, w):
-                opts.append(by_id)
+                opts.append((False, by_id))
             if budget >= 2 and ix.tools("search", w):
 
-                def via_search(w: str = w, field: str = field) -> tuple[str, int]:
-                    rid, s = do_search(ctx, w)
-                    return do_get(ctx, w, rid, s, ref_field=field)[field], len(ctx.gt) - 1
+                def via_search(
+                    tid: str, near: set[str] | None, w: str = w, field: str = field
+                ) -> Runner | None:
+                    rid = holder(tid, near, w, field)
+                    if rid is None:
+                        return None
 
-                opts.append(via_search)
-    return opts or None
+                    def run() -> tuple[str, int]:
+                        _, s = do_search(ctx, w, rid)
+                        return do_get(ctx, w, rid, s, ref_field=field)[field], len(ctx.gt) - 1
+
+                    return run
+
+                opts.append((False, via_search))
+    return opts
+
+
+def _runner(ctx: Ctx, prods: list[Producer], tid: str, near: set[str] | None = None) -> Runner | None:
+    """One of the producers that can reach ``tid`` (drawn at random), or None."""
+    ways = [r for _, make in prods if (r := make(tid, near)) is not None]
+    return ctx.rng.choice(ways) if ways else None
+
+
+def _near(ctx: Ctx, rid: str) -> set[str]:
+    """Records one reference away from ``rid``, either way (the ticket's requester, the alerts on a host)."""
+    kind = rules.kind_of(ctx.dom, rid) or ""
+    out = {v for f, v in ctx.row(kind, rid).items() if f.endswith("_id") and isinstance(v, str)}
+    for table in ctx.env.state["entities"].values():
+        for other, rec in table.items():
+            if other != rid and rid in rec.values():
+                out.add(other)
+    return {v for v in out if rules.kind_of(ctx.dom, v) is not None}
+
+
+def _create_targets(ctx: Ctx, t: ToolSpec, refs: list[str]) -> list[dict[str, str]]:
+    """Id tuples a new record of ``t`` may link, one per reference field: records it may point at
+    (``accepts``) that agree with each other (``same_as``: a new alert's owner is its host's owner)."""
+    ent = ctx.dom.entities[t.entity]
+    free = [f for f in refs if (ent.fields[f].same_as or ".").split(".")[0] not in refs]
+    out = []
+    for _ in range(24):
+        pick = {f: ctx.rng.choice(list(ctx.table(ent.fields[f].entity or ""))) for f in free}
+        for f in refs:
+            if f not in pick:
+                via, _, other = (ent.fields[f].same_as or "").partition(".")
+                pick[f] = ctx.row(ent.fields[via].entity or "", pick[via])[other]
+        if all(ctx.accepts(t, f, pick[f]) for f in refs) and pick not in out:
+            out.append(pick)
+    return out
 
 
 def fan_in(ctx: Ctx, holds: bool) -> None:
@@ -363,15 +469,18 @@ def fan_in(ctx: Ctx, holds: bool) -> None:
             kinds = [t.entity, rng.choice(others)]
         budget = 4 - len(kinds)  # extra calls allowed beyond one per branch (at most 5 in all)
         prods = [_producer(ctx, k, budget, [t.entity, *kinds]) for k in kinds]
-        if all(prods):
+        if not all(prods):
+            continue
+        runners = _fan_in_runners(ctx, how, t, refs, kinds, prods)
+        if runners is not None:
             break
     else:
-        raise Infeasible("no fan-in sink whose inputs can all be produced")
+        raise Infeasible("no fan-in sink whose inputs can all be produced and agree")
     order = list(range(len(kinds)))
     rng.shuffle(order)
     got: dict[int, tuple[str, int]] = {}
     for j in order:
-        got[j] = rng.choice(prods[j] or [])()
+        got[j] = runners[j]()
     if len(ctx.gt) + 1 > 5:
         raise Infeasible("fan_in over five calls")
     names = [s.call.name for s in ctx.gt]
@@ -386,14 +495,73 @@ def fan_in(ctx: Ctx, holds: bool) -> None:
         do_notify(ctx, t, got[0][0], got[0][1], [got[1][0]], got[1][1], f"that {other.noun}")
 
 
+def _fan_in_runners(
+    ctx: Ctx, how: str, t: ToolSpec, refs: list[str], kinds: list[str], prods: list[list[Producer]]
+) -> list[Runner] | None:
+    """The calls of each branch, for ids that make one coherent request: a new record's links agree and
+    may be linked; an assignment of a record that can still be handed on, to someone else; a notification
+    to a person near the record it is about (its analyst, the approver of the leave request whose position
+    it is), never to a stranger found through an unrelated record."""
+    rng = ctx.rng
+    if how == "create":
+        for pick in _create_targets(ctx, t, refs):
+            runners = [_runner(ctx, prods[j], pick[f]) for j, f in enumerate(refs)]
+            if all(runners):
+                return [r for r in runners if r is not None]
+        return None
+    if how == "assign":
+        field = t.field or ""
+        zids = [z for z in ctx.table(t.entity) if ctx.changeable(t, z)]
+        rng.shuffle(zids)
+        for zid in zids[:6]:
+            first = _runner(ctx, prods[0], zid)
+            tids = [x for x in ctx.table(kinds[1]) if x != ctx.row(t.entity, zid)[field]]
+            if first is None or not tids:
+                continue
+            # the new holder is found directly or through a record next to the one handed on (never as
+            # the approver of an unrelated leave request)
+            close = _near(ctx, zid)
+            closer = close | {x for c in close for x in _near(ctx, c)}
+            rng.shuffle(tids)
+            for direct, make in rng.sample(prods[1], len(prods[1])):
+                second = next((r for x in tids[:12] if (r := make(x, None if direct else closer))), None)
+                if second is not None:
+                    return [first, second]
+        return None
+    about = [y for y in ctx.table(kinds[1]) if ctx.texts_for(t, [y])]
+    rng.shuffle(about)
+    for y in about[:6]:
+        second = _runner(ctx, prods[1], y)
+        if second is None:
+            continue
+        close = _near(ctx, y)
+        closer = close | {x for c in close for x in _near(ctx, c)}
+        # found directly, the recipient is a person near the record; found through another record, that
+        # record is next to it (every way to every such recipient, so look-ups through a relation keep
+        # their share)
+        ways = [
+            r
+            for who in ctx.table(t.entity)
+            for direct, make in prods[0]
+            if (r := make(who, closer if direct else close)) is not None
+        ]
+        if ways:
+            return [rng.choice(ways), second]
+    return None
+
+
 def optional_enrichment(ctx: Ctx, holds: bool) -> None:
     ix, rng = ctx.ix, ctx.rng
     cond = [t for t in ctx.dom.tools if t.condition and t.op in ("annotate", "message", "update")]
     if not cond:
         raise Infeasible("domain has no conditional tool")
+    if holds:  # a message whose templates all report a change needs a chain that can make one
+        cond = [t for t in cond if t.op != "message" or _can_follow(ctx, t)] or cond
     ct = rng.choice(cond)
     kind = ct.entity
     ctx.used.add(ct.name)  # the main chain must not use the conditional tool itself
+    if holds and ct.op == "message" and ct.follows:  # a chain that ends in a change a template reports
+        ctx.ending = {e.partition("=")[0] for after in ct.follows.values() for e in after}
     ways: list[Callable[[], tuple[str, int]]] = []
     if ix.tools("search", kind) or ix.tools("get", kind):
 
@@ -420,6 +588,19 @@ def optional_enrichment(ctx: Ctx, holds: bool) -> None:
                 return eid, hang
 
             ways.append(via_ref)
+        if ix.tools("get", x) and any(t == kind for _, t in ix.refs(x)) and _has_terminal(ctx, x):
+
+            def of_changed(x: str = x) -> tuple[str, int]:
+                # the change is on the record found, the extra step on the one it points at ("freeze the
+                # account and send its owner a notice of the change")
+                field = rng.choice([f for f, t in ix.refs(x) if t == kind])
+                xid, s = do_search(ctx, x)
+                eid = do_get(ctx, x, xid, s, ref_field=field)[field]
+                hang = len(ctx.gt) - 1
+                _walk(ctx, ("ent", x, xid, s, None), 1)
+                return eid, hang
+
+            ways.append(of_changed)
         for t, ref in ix.creates_from(x):
             if t.entity == kind:
 
@@ -434,29 +615,67 @@ def optional_enrichment(ctx: Ctx, holds: bool) -> None:
     if not ways:
         raise Infeasible(f"no chain reaches {kind}")
     eid, hang = rng.choice(ways)()
+    ctx.ending = set()
     ctx.used.discard(ct.name)
     assert ct.condition is not None
     ctx.condition_holds = holds
     ctx.condition_about = eid if eid in ctx.referents else None
+    ctx.condition_tool = ct.name
     if not holds:
         ctx.condition_text = rng.choice(ct.condition.absent)
         return
     # the step says what the reason asks for: holds[i] is the reason for texts[i] (a note) or choices[i]
     # (a message template), so "travelling with a cello" gets the musical-instrument remark
-    i = rng.randrange(len(ct.condition.holds))
-    reason = ctx.condition_text = ct.condition.holds[i]
     pool = ct.texts if ct.op == "annotate" else ct.choices
-    if ct.op in ("annotate", "message") and i >= len(pool):
+    if ct.op in ("annotate", "message") and len(pool) < len(ct.condition.holds):
         raise ValueError(
-            f"domain {ctx.dom.slug!r}, tool {ct.name!r}: condition.holds[{i}] has no matching "
-            f"{'texts' if ct.op == 'annotate' else 'choices'}[{i}]"
+            f"domain {ctx.dom.slug!r}, tool {ct.name!r}: condition.holds[{len(pool)}] has no matching "
+            f"{'texts' if ct.op == 'annotate' else 'choices'}[{len(pool)}]"
         )
+    # only a reason whose note fits the record ("a medical certificate was handed in" for sick leave)
+    templates = ctx.templates_for(ct, asked=True) if ct.op == "message" else []
+    reasons = [
+        k
+        for k in range(len(ct.condition.holds))
+        if (ct.op != "annotate" or ctx.fits(ct, pool[k], ct.entity, eid))
+        and (ct.op != "message" or pool[k] in templates)  # an "upgrade confirmation" only after an upgrade
+        and _reason_fits(ctx, ct.condition.holds[k], kind, eid)  # "just signed up" of no platinum member
+    ]
+    if not reasons:
+        raise Infeasible(f"{ct.name}: no reason whose note fits {eid}")
+    i = rng.choice(reasons)
+    reason = ctx.condition_text = ct.condition.holds[i]
     if ct.op == "annotate":
         do_annotate(ctx, ct, eid, hang, note=pool[i], conditional=True)
     elif ct.op == "message":
         do_message(ctx, ct, eid, hang, conditional=True, template=pool[i], reason=reason)
     else:
         do_update(ctx, ct, eid, hang, conditional=True)
+
+
+def _reason_fits(ctx: Ctx, reason: str, kind: str, eid: str) -> bool:
+    """Whether what a reason asserts (``domains.asserted``) holds of the records of the request now."""
+    play = rules.in_play(ctx.dom, ctx.gt)
+    play[kind] = [*play.get(kind, []), eid]
+    world = ctx.env.state["entities"]
+    return rules.context_fits(ctx.dom, Context(text=reason), [], play, world, world, ctx.ref_date)
+
+
+def _can_follow(ctx: Ctx, t: ToolSpec) -> bool:
+    """Whether a chain to a record of ``t``'s kind, or to a record that points at one, can end in a change
+    one of its templates reports (or a template reports none)."""
+    if any(c not in t.follows or c in t.standing for c in t.choices):
+        return True
+    names = {e.partition("=")[0] for after in t.follows.values() for e in after}
+    near = [t.entity] + [
+        x
+        for x in _searchable(ctx)
+        if ctx.ix.tools("get", x) and any(k == t.entity for _, k in ctx.ix.refs(x))
+    ]
+    ends = {u.name for k in near for u in ctx.ix.tools("update", k)} | {
+        u.name for k in near for u, _ in ctx.ix.creates_from(k)
+    }
+    return bool(names & ends)
 
 
 def loop_like(ctx: Ctx, holds: bool) -> None:
@@ -466,6 +685,15 @@ def loop_like(ctx: Ctx, holds: bool) -> None:
         for lt in lts:
             for op in ("update", "annotate", "get"):
                 for bt in ix.tools(op, lt.entity):
+                    # only what one request does to every record of a list ("close every ticket", never
+                    # "set a window seat on every booking" or "medical certificate received" on each)
+                    field = dom.entities[bt.entity].fields[bt.field or ""] if op == "update" else None
+                    if field is not None and (
+                        not field.bulk or (field.bulk_via and lt.name not in field.bulk_via)
+                    ):
+                        continue
+                    if op == "annotate" and not any(f.bulk for f in bt.fits.values()):
+                        continue
                     combos.append((parent, lt, bt))
     # a loop of reads changes no state (an end-state comparison sees nothing): only when nothing else fits
     combos = [c for c in combos if c[2].op != "get"] or combos
@@ -477,10 +705,21 @@ def loop_like(ctx: Ctx, holds: bool) -> None:
     # the listing to the reader
     with_search = bool(ix.tools("search", parent))
     top = 3 if with_search else 4
-    counts = Counter(rec[lt.field or ""] for rec in ctx.table(lt.entity).values())
-    eligible = [p for p in ctx.table(parent) if 2 <= counts.get(p, 0) <= top]
+    kids: dict[str, list[str]] = {}
+    for cid, rec in ctx.table(lt.entity).items():
+        kids.setdefault(rec[lt.field or ""], []).append(cid)
+
+    def fits(ids: list[str]) -> bool:  # every listed record is in a state for the change
+        if bt.op == "update":  # every record from one state: "close every resolved ticket"
+            field = bt.field or ""
+            states = {str(ctx.row(bt.entity, c)[field]) for c in ids}
+            lifecycle = bool(dom.entities[bt.entity].fields[field].next)
+            return all(ctx.changeable(bt, c) for c in ids) and (len(states) == 1 or not lifecycle)
+        return bt.op != "annotate" or bool(ctx.texts_for(bt, ids, bulk=True))
+
+    eligible = [p for p in ctx.table(parent) if 2 <= len(kids.get(p, [])) <= top and fits(kids[p])]
     if not eligible:
-        raise Infeasible("no parent with 2-4 children")
+        raise Infeasible("no parent with 2-4 children that all allow the change")
     pid = rng.choice(eligible)
     frm: int | None = None
     if with_search:
@@ -489,7 +728,7 @@ def loop_like(ctx: Ctx, holds: bool) -> None:
     li = len(ctx.gt) - 1
     child = dom.entities[lt.entity]
     value: Any = None
-    note = rng.choice(bt.texts) if bt.op == "annotate" else None
+    note = rng.choice(ctx.texts_for(bt, ids, bulk=True)) if bt.op == "annotate" else None
     if bt.op == "update":
         current = {ctx.table(lt.entity)[i][bt.field or ""] for i in ids}
         value = new_value(ctx, child, bt.field or "", current)

@@ -12,11 +12,16 @@ import re
 from functools import cache
 from typing import Any
 
-from agentjudge.dataset.domains import DomainSpec, EntitySpec, ToolSpec, load_domain
+from agentjudge.dataset.domains import (
+    CHANNELS,
+    NOTIFY_CHANNELS,
+    DomainSpec,
+    EntitySpec,
+    ToolSpec,
+    load_domain,
+)
 from agentjudge.dataset.env import ToolError
 from agentjudge.types import ToolSchema
-
-CHANNELS = ["email", "sms", "postal_mail"]
 
 
 def id_schema(ent: EntitySpec, description: str) -> dict[str, Any]:
@@ -54,6 +59,11 @@ def first_enum(ent: EntitySpec) -> str | None:
 def _record_schema(dom: DomainSpec, ent: EntitySpec) -> dict[str, Any]:
     props = {ent.id_key: id_schema(ent, f"The {ent.noun} id.")}
     props.update({n: field_schema(dom, ent, n) for n in ent.fields})
+    for n, f in ent.fields.items():
+        if f.only:  # null on the records that have none ("overdraft_limit" of a savings account)
+            props[n] = {**props[n], "type": [props[n]["type"], "null"]}
+            said = " and ".join(f"the {k} is {' or '.join(v)}" for k, v in f.only.items())
+            props[n]["description"] += f" Null unless {said}."
     return _obj(props, list(props))
 
 
@@ -88,7 +98,7 @@ def _schemas(dom: DomainSpec, t: ToolSpec) -> tuple[dict[str, Any], dict[str, An
         props: dict[str, Any] = {
             parent.id_key: id_schema(parent, f"The {parent.noun} whose {ent.plural} to list.")
         }
-        status = first_enum(ent)
+        status = t.filter or first_enum(ent)
         if status:
             props[status] = {
                 **field_schema(dom, ent, status),
@@ -143,7 +153,7 @@ def _schemas(dom: DomainSpec, t: ToolSpec) -> tuple[dict[str, Any], dict[str, An
             },
             "delivery": _obj(
                 {
-                    "channel": {"type": "string", "enum": ["email", "chat", "pager"]},
+                    "channel": {"type": "string", "enum": list(t.channels or NOTIFY_CHANNELS)},
                     "urgent": {"type": "boolean", "default": False},
                 },
                 [],
@@ -162,7 +172,7 @@ def _schemas(dom: DomainSpec, t: ToolSpec) -> tuple[dict[str, Any], dict[str, An
     if t.op == "message":
         props = {
             **eid,
-            "channel": {"type": "string", "enum": CHANNELS},
+            "channel": {"type": "string", "enum": list(t.channels or CHANNELS)},
             "template": {"type": "string", "enum": list(t.choices)},
             "language": {"type": "string", "pattern": "^[a-z]{2}$", "default": "en"},
         }
@@ -232,3 +242,80 @@ def check_args(value: Any, schema: dict[str, Any], where: str) -> None:
             if key not in props:
                 raise ToolError(f"{where}: unknown argument {key!r}")
             check_args(v, props[key], f"{where}.{key}")
+
+
+# ---------------------------------------------------------------- descriptions that match the parameters
+
+# words in a tool's name or description that name how it delivers, and the channel each names
+_CHANNEL_WORDS = (
+    (re.compile(r"\be-?mails?\b", re.I), "email"),
+    (re.compile(r"\b(?:sms|text messages?|texts?)\b", re.I), "sms"),
+    (re.compile(r"\b(?:letters?|post|postal)\b", re.I), "postal_mail"),
+    (re.compile(r"\bpag(?:e|er|ing)\b", re.I), "pager"),
+)
+_FILTERED_BY = re.compile(r"filtered by ([a-z -]+?)(?:\.|,|$)", re.I)
+_EXAMPLE_CODE = re.compile(r"e\.g\. ([A-Z]+)-\d+")
+
+
+def _channel_enum(params: dict[str, Any], key: str) -> list[str] | None:
+    props = params.get("properties", {})
+    if key in props:
+        return list(props[key].get("enum", []))
+    nested = props.get("delivery", {}).get("properties", {})
+    return list(nested["channel"].get("enum", [])) if "channel" in nested else None
+
+
+def description_problems(slug: str, schema: ToolSchema) -> list[str]:
+    """Where a tool's description promises what its parameters cannot do: a listing "filtered by status"
+    whose only filter is a priority, an e-mail tool that also sends text messages, a text-message tool that
+    offers e-mail and post, an example code with another prefix than the field's, a notification tool for
+    a kind named after one of several roles it plays ("account manager" for every agent, also the agent
+    handling a service order). A judge reading the schema is misled by each. Read from the schema as
+    shipped in a record, so a file made by older code is checked for what it says."""
+    dom = load_domain(slug)
+    t = next((x for x in dom.tools if x.name == schema.name), None)
+    if t is None:
+        return []
+    ent = dom.entities[t.entity]
+    desc, params = schema.description, schema.parameters
+    out: list[str] = []
+    if t.op == "list":
+        parent = dom.entities[ent.fields[t.field or ""].entity or ""].id_key
+        filters = [k for k in params.get("properties", {}) if k not in (parent, "limit")]
+        said = [m.group(1).strip().lower() for m in _FILTERED_BY.finditer(desc)]
+        nouns = {ent.fields[k].noun.lower() for k in filters if k in ent.fields}
+        for noun in said:  # "filtered by type" for a contract type
+            if not any(n == noun or n.endswith(" " + noun) for n in nouns):
+                found = ", ".join(sorted(nouns)) or "none"
+                out.append(f"says 'filtered by {noun}' but its filter is {found}")
+    if t.op in ("message", "notify"):
+        enum = _channel_enum(params, "channel")
+        words = f"{schema.name.replace('_', ' ')} {desc}"
+        named = {channel for rx, channel in _CHANNEL_WORDS if rx.search(words)}
+        if t.op == "notify":
+            named &= {"pager"}  # a notification's channels are its own (email, chat, pager)
+        if enum is not None and named and not set(enum) <= named | ({"email"} if t.op == "notify" else set()):
+            out.append(f"names {sorted(named)} but sends by {enum}")
+        if enum is not None and named - set(enum):
+            out.append(f"names {sorted(named - set(enum))}, which its channels {enum} do not offer")
+    if t.op == "search" and (m := _EXAMPLE_CODE.search(desc)) is not None:
+        f = ent.fields[t.field or ""]
+        if f.gen == "code" and m.group(1) != f.prefix:
+            out.append(f"its example {m.group(0)!r} is not a {f.noun} ({f.prefix}-…)")
+    if t.op == "notify":
+        roles = {
+            f.noun.lower()
+            for other in dom.entities.values()
+            for f in other.fields.values()
+            if f.gen == "ref" and f.entity == t.entity
+        }
+        noun = ent.noun.lower()
+        others = sorted(r for r in roles if r != noun and not re.search(rf"\b{re.escape(noun)}\b", r))
+        if noun in roles and others and not all(r in desc.lower() for r in others):
+            out.append(f"says {ent.noun!r}, one role of the {ent.plural}, who are also the {others[0]}")
+    return out
+
+
+def domain_description_problems(slug: str) -> list[str]:
+    """``description_problems`` of every tool of a domain, as "tool: problem" lines."""
+    return [f"{name}: {p}" for name, s in tool_schemas(slug).items() for p in description_problems(slug, s)]

@@ -80,6 +80,11 @@ def _compile_field(f: FieldSpec, email_domain: str, person_field: str | None) ->
         if person_field is None:
             raise ValueError("an email field needs an earlier person field in the same entity")
         pf = person_field
+        if f.domains:  # an outside party: a customer's own mail provider, a supplier's company domain
+            pool = list(f.domains)
+            return lambda rng, ref, rec, ids, used: (
+                f"{rec[pf].lower().replace(' ', '.')}@{pool[int(rng.random() * len(pool))]}"
+            )
         return lambda rng, ref, rec, ids, used: f"{rec[pf].lower().replace(' ', '.')}@{email_domain}"
     if g in ("phone", "code"):
 
@@ -98,7 +103,8 @@ def _compile_field(f: FieldSpec, email_domain: str, person_field: str | None) ->
 
         return code
     if g == "enum":
-        return lambda rng, ref, rec, ids, used: vals[int(rng.random() * len(vals))]
+        start = list(f.seeded) or vals  # a flight leaving in three weeks is not boarding yet
+        return lambda rng, ref, rec, ids, used: start[int(rng.random() * len(start))]
     if g == "choice":  # unique within the state while the pool lasts (search keys must be unique)
 
         def choice(
@@ -112,6 +118,15 @@ def _compile_field(f: FieldSpec, email_domain: str, person_field: str | None) ->
         return choice
     lo, hi = f.min, f.max
     if g == "date":
+        if f.workdays:  # office work: a Saturday moves to the Friday before, a Sunday to the Monday after
+
+            def workday(
+                rng: random.Random, ref: int, rec: dict[str, Any], ids: dict[str, list[str]], used: set[str]
+            ) -> Any:
+                day = date.fromordinal(ref + int(lo) + int(rng.random() * (hi - lo + 1)))
+                return (day + timedelta(days=(0, 0, 0, 0, 0, -1, 1)[day.weekday()])).isoformat()
+
+            return workday
         return lambda rng, ref, rec, ids, used: date.fromordinal(
             ref + int(lo) + int(rng.random() * (hi - lo + 1))
         ).isoformat()
@@ -132,15 +147,45 @@ def _compile_field(f: FieldSpec, email_domain: str, person_field: str | None) ->
     return ref_
 
 
+Derived = tuple[str, str, str, str]  # (field, via field, target kind, target field): ``same_as``
+# (field, via field, target kind, target field, values by the target's value): ``given``
+Given = tuple[str, str, str, str, dict[str, list[str]]]
+
+
+def _compile_kind(dom: DomainSpec, kind: str, spec: EntitySpec) -> tuple[Any, ...]:
+    """How one kind's records are seeded: (kind, spec, id key, field generators, ``same_as``, ``given``,
+    ``only``, ``accepts`` as (ref field, target kind, the enum values the target must have), ``by``)."""
+    person = next((n for n, f in spec.fields.items() if f.gen == "person"), None)
+    gens = [(n, _compile_field(f, dom.email_domain, person)) for n, f in spec.fields.items()]
+    derived: list[Derived] = []
+    given: list[Given] = []
+    for n, f in spec.fields.items():
+        if f.same_as:
+            via, _, other = f.same_as.partition(".")
+            derived.append((n, via, spec.fields[via].entity or "", other))
+        for key, table in f.given.items():
+            via, _, other = key.partition(".")
+            given.append((n, via, (spec.fields[via].entity or "") if other else "", other, table))
+    only = [(n, f.only) for n, f in spec.fields.items() if f.only]
+    soon = [(n, f, key, table) for n, f in spec.fields.items() for key, table in f.by.items()]
+    # a seeded record points only where a new one may (a card on a card account, a booking on a flight
+    # that flies): the enum values of ``accepts``
+    accepts = [
+        (
+            n,
+            f.entity or "",
+            {k: v for k, v in f.accepts.items() if dom.entities[f.entity or ""].fields[k].gen == "enum"},
+        )
+        for n, f in spec.fields.items()
+        if f.gen == "ref" and f.accepts
+    ]
+    return (kind, spec, spec.id_key, gens, derived, given, only, accepts, soon)
+
+
 @cache
-def _compiled(slug: str) -> list[tuple[str, EntitySpec, str, list[tuple[str, Gen]]]]:
+def _compiled(slug: str) -> list[tuple[Any, ...]]:
     dom = load_domain(slug)
-    out = []
-    for kind, spec in dom.entities.items():
-        person = next((n for n, f in spec.fields.items() if f.gen == "person"), None)
-        gens = [(n, _compile_field(f, dom.email_domain, person)) for n, f in spec.fields.items()]
-        out.append((kind, spec, spec.id_key, gens))
-    return out
+    return [_compile_kind(dom, kind, spec) for kind, spec in dom.entities.items()]
 
 
 def initial_state(dom: DomainSpec, seed: int) -> dict[str, Any]:
@@ -151,14 +196,38 @@ def initial_state(dom: DomainSpec, seed: int) -> dict[str, Any]:
     ents: dict[str, dict[str, dict[str, Any]]] = {}
     ids: dict[str, list[str]] = {}
     used: set[str] = set()
-    for kind, spec, id_key, gens in _compiled(dom.slug):
+    for kind, spec, id_key, gens, derived, given, only, accepts, soon in _compiled(dom.slug):
         lo = 10 ** (spec.digits - 1)
         table: dict[str, dict[str, Any]] = {}
+        pools = {
+            fname: [r for r, row in ents[target].items() if all(row[k] in v for k, v in want.items())]
+            for fname, target, want in accepts
+        }
         for n in sorted(rng.sample(range(lo, lo * 9), spec.count)):  # lo*9.. is left for created ids
             rid = f"{spec.prefix}-{n}"
             rec: dict[str, Any] = {id_key: rid}
             for fname, gen in gens:
                 rec[fname] = gen(rng, ref, rec, ids, used)
+            for fname, pool in pools.items():
+                if pool and rec[fname] not in pool:
+                    rec[fname] = pool[int(rng.random() * len(pool))]
+            for fname, via, target, other in derived:  # an alert's owner is its host's owner
+                rec[fname] = ents[target][rec[via]][other]
+            for fname, via, target, other, allowed in given:  # no water leak under a travel policy
+                on = ents[target][rec[via]][other] if target else rec[via]
+                fitting = allowed.get(str(on), [])
+                if fitting and rec[fname] not in fitting:
+                    rec[fname] = fitting[int(rng.random() * len(fitting))]
+            for fname, cond in only:  # no overdraft limit on a savings account
+                if any(rec[k] not in v for k, v in cond.items()):
+                    rec[fname] = None
+            for fname, f, key, limits in soon:  # an emergency job is not booked three weeks out
+                limit = limits.get(str(rec[key]))
+                if limit is not None and date.fromisoformat(rec[fname]).toordinal() - ref > limit:
+                    day = date.fromordinal(ref + int(f.min) + int(rng.random() * (limit - int(f.min) + 1)))
+                    rec[fname] = (
+                        day - timedelta(days=max(0, day.weekday() - 4) if f.workdays else 0)
+                    ).isoformat()
             table[rid] = rec
         ents[kind] = table
         ids[kind] = list(table)
@@ -249,7 +318,7 @@ class DomainEnvironment:
         parent_kind = ent.fields[t.field or ""].entity or ""
         pid = a[self.dom.entities[parent_kind].id_key]
         self._fetch(parent_kind, pid)
-        status = first_enum(ent)
+        status = t.filter or first_enum(ent)
         ids = [
             rid
             for rid, rec in self._table(t.entity).items()
