@@ -32,7 +32,7 @@ CONDITIONS: tuple[Condition, ...] = ("with_gt", "without_gt", "swapped_gt")
 # The judge sees the interactive trajectory (calls, outputs, errors, answer) and gives an outcome verdict too.
 TRAJECTORY_CONDITIONS: tuple[Condition, ...] = ("trajectory_with_gt", "trajectory_without_gt")
 ScoringMode = Literal["paper", "strict"]
-PromptFamily = Literal["paper", "agentjudge"]  # judge prompts: the published ones (SPEC §7a) or ours
+PromptFamily = Literal["paper", "agentjudge"]  # judge prompts: the published ones or ours
 PROMPT_FAMILIES: tuple[PromptFamily, ...] = ("paper", "agentjudge")
 # our generator's records; tasks people wrote elsewhere (BFCL); an agent's recorded conversations (traces)
 Source = Literal["synthetic", "imported", "traces"]

@@ -37,7 +37,7 @@ MEANING = {
     "(imported; never ranked or pooled with them)",
 }
 
-# SPEC §1 headline figures (AgentJudgeBench, 2026), shown beside this run's cell where it has one.
+# The paper's headline figures (AgentJudgeBench, 2026), shown beside this run's cell where it has one.
 PUBLISHED: dict[str, str] = {
     "agreement_with_gt": "79.1 % (κ 0.419)",
     "agreement_without_gt": "92.6 % (κ 0.559)",

@@ -14,7 +14,10 @@ of the false-rejection figure. Records whose GT has no value to ground pass any 
 ``--ablation`` prints the figures with none, then with each family added in turn, then with all but one;
 ``--control-offsets K`` gives each record K different partners in the mismatched control (default 1).
 
-    python bench/bench_bfcl_gates.py [--data ../shared/data/bfcl] [--families arithmetic,places] [--ablation]
+    python bench/bench_bfcl_gates.py [--data DIR] [--families arithmetic,places] [--ablation]
+
+``--data``: a folder of BFCL's released question and answer files (default ``$AGENTJUDGE_BFCL_DATA``, else
+``shared/data/bfcl`` beside the checkout).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ unmutated copy already fails its tests (then nothing can be concluded).
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
 import shutil
@@ -306,8 +307,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             Edit(
                 "agentjudge/stats/agreement.py",
-                "np.outer(conf.sum(axis=1), conf.sum(axis=0))",
-                "np.outer(conf.sum(axis=1), conf.sum(axis=1))",
+                "conf.sum(axis=-2)[..., None, :]",
+                "conf.sum(axis=-1)[..., None, :]",
             ),
         ),
         "tests/test_stats.py::test_kappa_vs_sklearn",
@@ -528,8 +529,8 @@ MUTATIONS: tuple[Mutation, ...] = (
                 "                    pass",
             ),
             Edit(
-                "agentjudge/runner/export.py",
-                "        if pid.isascii() and pid.isdigit() and not _alive(int(pid)):",
+                "agentjudge/atomic.py",
+                "        if digits and not _alive(int(digits)):",
                 "        if False:",
             ),
         ),
@@ -767,6 +768,29 @@ class Result:
 _FAIL_LINE = re.compile(r"^(FAILED|ERROR) (.+?)(?: - .*)?$")  # node ids of parametrized tests hold spaces
 
 
+# Both must come from the copy: the package, and a folder setup.py maps into it (an editable install of the
+# checkout would otherwise serve agentjudge.analysis from the checkout, and a mutation of analysis/ would
+# go unseen by every test that reaches it through the package).
+_PROBE = "import agentjudge, agentjudge.analysis as a; print(agentjudge.__file__, a.__file__)"
+
+
+def _link_mapped_folders(copy: Path) -> None:
+    """Give the copy what setup.py's package_dir mapping gives an install: agentjudge/analysis,
+    agentjudge/prompts … as links to the copy's own top-level folders, found before any installed mapping."""
+    tree = ast.parse((copy / "setup.py").read_text())
+    mapped = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "MAPPED" for t in node.targets)
+    )
+    for package, folder in sorted(mapped.items()):
+        link = copy / Path(*package.split("."))
+        if link.exists() or link.is_symlink():
+            continue  # a parent's link already covers it (agentjudge/prompts/paper)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(copy / folder, target_is_directory=True)
+
+
 def _env(copy: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(copy) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -886,11 +910,12 @@ def main(argv: list[str] | None = None) -> int:
     copy = tmp / "repo"
     try:
         shutil.copytree(ROOT, copy, ignore=IGNORE)
+        _link_mapped_folders(copy)
         probe = subprocess.run(
-            [sys.executable, "-c", "import agentjudge; print(agentjudge.__file__)"],
-            cwd=copy, env=_env(copy), capture_output=True, text=True,
-        )  # fmt: skip
-        if not probe.stdout.strip().startswith(str(copy)):
+            [sys.executable, "-c", _PROBE], cwd=copy, env=_env(copy), capture_output=True, text=True
+        )
+        imported = probe.stdout.split()
+        if len(imported) != 2 or not all(f.startswith(str(copy)) for f in imported):
             print(
                 f"error: the copy's agentjudge is not the one imported ({probe.stdout.strip()})",
                 file=sys.stderr,

@@ -48,7 +48,7 @@ def minimal(tmp_path_factory: pytest.TempPathFactory) -> Context:
 
 
 def run(name: str, ctx: Context) -> Section:
-    return importlib.import_module(f"analysis.{name}").analyze(ctx)
+    return importlib.import_module(f"agentjudge.analysis.{name}").analyze(ctx)
 
 
 def test_headline_matches_plain_groupby(full: Context) -> None:

@@ -69,7 +69,7 @@ def _slice(
 
 
 def _section(name: str, ctx: Context) -> Section:
-    return importlib.import_module(f"analysis.{name}").analyze(ctx)
+    return importlib.import_module(f"agentjudge.analysis.{name}").analyze(ctx)
 
 
 def _indexed(table: pd.DataFrame, keys: list[str], value: str) -> pd.Series:

@@ -128,8 +128,8 @@ def test_report_context_resamples_base_scenarios(tmp_path: Path) -> None:
     t3 = three.boot.ratio(three.main, by, "mu").table()
     for col in ("align", "ci_lo", "ci_hi"):
         assert t3[col].to_numpy() == pytest.approx(t1[col].to_numpy())
-    head1 = importlib.import_module("analysis.headline").analyze(one).tables["headline"]
-    head3 = importlib.import_module("analysis.headline").analyze(three).tables["headline"]
+    head1 = importlib.import_module("agentjudge.analysis.headline").analyze(one).tables["headline"]
+    head3 = importlib.import_module("agentjudge.analysis.headline").analyze(three).tables["headline"]
     key = ["judge", "condition"]
     h1 = head1.assign(**{k: head1[k].astype(str) for k in key}).set_index(key).sort_index()
     h3 = head3.assign(**{k: head3[k].astype(str) for k in key}).set_index(key).sort_index()

@@ -1,4 +1,4 @@
-"""Quality gates (SPEC §4): Gate 1 checks the trace, Gate 2 checks each difficulty's query. No LLM.
+"""Quality gates: Gate 1 checks the trace, Gate 2 checks each difficulty's query. No LLM.
 
 Every finding carries a stable reason code, so the generator can count regenerations per reason and a
 user running ``agentjudge validate`` on any file gets the same vocabulary:
@@ -45,7 +45,7 @@ import networkx as nx
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import SchemaError
 
-from agentjudge.dataset import knowledge, resolve, wording
+from agentjudge.dataset import knowledge, resolve, topologies, wording
 from agentjudge.memo import exact_key
 from agentjudge.quickvalid import Check, surely_valid
 from agentjudge.types import DIFFICULTIES, Difficulty, GateFinding, Record, ValidationReport
@@ -317,20 +317,12 @@ def _gate1_graph(record: Record) -> list[GateFinding]:
                 findings.append(_f("gate1", "dangling_dependency", f"step {v} depends on later step {u}"))
     if findings or not _edges_known(record) or record.source == "imported":
         return findings  # imported: dag_type is read off the structure, not built from our templates
-    shape = _topology_shape(record)
+    shape = topologies.check_shape(
+        topologies.dag_for(record), record.topology, [s.call.name for s in record.gt]
+    )
     if shape:
         findings.append(_f("gate1", "topology_shape", f"{record.topology}: {shape}"))
     return findings
-
-
-def _topology_shape(record: Record) -> str | None:
-    try:
-        from agentjudge.dataset import topologies  # written by the builder; imported lazily
-    except ImportError:  # pragma: no cover - only before the builder's module exists
-        return None
-
-    graph = topologies.dag_for(record)
-    return topologies.check_shape(graph, record.topology, [s.call.name for s in record.gt])
 
 
 def _gate1_grounding(record: Record, supplied: list[tuple[int, str, Any]]) -> list[GateFinding]:

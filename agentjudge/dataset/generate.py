@@ -60,8 +60,8 @@ class Outcome:
 
 
 def plan_jobs(size: str, domains: list[str]) -> list[Job]:
-    """Topologies in SPEC order with their exact counts; domains dealt round-robin over the whole list,
-    so every domain gets the same number of scenarios (±1) and every topology is spread evenly."""
+    """Topologies in the published order with their exact counts; domains dealt round-robin over the whole
+    list, so every domain gets the same number of scenarios (±1) and every topology is spread evenly."""
     counts = SIZES[size]
     jobs: list[Job] = []
     per_domain: Counter[str] = Counter()

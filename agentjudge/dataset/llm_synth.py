@@ -1,6 +1,6 @@
 """Optional LLM rewrites of the medium and hard queries (`agentjudge generate --llm MODEL`).
 
-The deterministic rewriter (``rewrite.py``) always runs first, so every record already has three queries
+The deterministic realiser (``realiser.py``) always runs first, so every record already has three queries
 that pass the gates. With ``--llm`` a model is asked to reword medium and hard from the easy query; each
 answer is checked by the same Gate 2 as the deterministic text (sufficiency, grounding, naturalness), and
 retried up to ``MAX_TRIES`` times. A difficulty whose rewrites all fail keeps its deterministic query and is

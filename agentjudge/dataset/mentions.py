@@ -15,8 +15,8 @@ passenger with email …", "the supplier record for VND-1", "production line LIN
 is …", "the technician in question is …"), or by a relation noun that names the kind ("its desk-side
 technician" introduces a technician). A relation noun that names a role but not the kind ("its area
 supervisor", a crew lead) introduces nothing: "the crew lead" after it points at no crew lead the reader
-was told about, so the rewriter names such a record by the relation ("the substation's area supervisor").
-The gate (``gates_semantic``) and the rewriter share this code, so a wording the rewriter emits is read
+was told about, so the realiser names such a record by the relation ("the substation's area supervisor").
+The gate (``gates_semantic``) and the realiser share this code, so a wording the realiser emits is read
 exactly as the gate reads it.
 """
 

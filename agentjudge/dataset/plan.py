@@ -1,10 +1,10 @@
 """The seam between *what* a scenario asks for and *how* it is said.
 
-The builder (``build.py``) decides tools, state and the executed GT trace, and describes the request as a
+The builder (``scenario.py``) decides tools, state and the executed GT trace, and describes the request as a
 ``QueryPlan``: the records the request is about (``Referent``: how the person knows each one — a value
 they can search by, an id they quote, a relation of another record, the children of one, a record made
 on the way) and per GT step what is done to which of them, with the argument values the user must supply.
-The rewriter (``rewrite.py``) renders a plan into easy/medium/hard queries. Gate 2 checks the rendered
+The realiser (``realiser.py``) renders a plan into easy/medium/hard queries. Gate 2 checks the rendered
 text, not the plan, so an LLM rewrite is checked the same way as a deterministic one.
 """
 
@@ -99,7 +99,7 @@ class PlanStep(Strict):
 
 
 class QueryPlan(Strict):
-    domain: str = ""  # slug: the rewriter reads its own text with the domain's nouns (``mentions``)
+    domain: str = ""  # slug: the realiser reads its own text with the domain's nouns (``mentions``)
     domain_title: str
     persona: str  # who is asking: "a service-desk lead" ("": no role of the domain makes every change)
     scenario: str  # a sentence of context about the request's changes ("": none fits)

@@ -1,4 +1,4 @@
-"""Render a QueryPlan into the easy / medium / hard user queries (SPEC §5), deterministically.
+"""Render a QueryPlan into the easy / medium / hard user queries, deterministically.
 
 The three queries share tools and GT; only the wording changes, so difficulty effects are attributable.
 Each is one request a person would write, planned before it is worded:

@@ -1,9 +1,9 @@
-"""Can a reader recover this argument value from this text? Shared by the rewriter and Gate 2.
+"""Can a reader recover this argument value from this text? Shared by the realiser and Gate 2.
 
-The rewriter states values in different forms per difficulty (ISO dates, "March 17, 2026", "next
+The realiser states values in different forms per difficulty (ISO dates, "March 17, 2026", "next
 Tuesday", "five", "a dozen"); Gate 2 must accept exactly the forms a careful person could resolve and
 nothing vaguer. Keeping both directions in one module means a new value form cannot be emitted by the
-rewriter without Gate 2 knowing how to read it back.
+realiser without Gate 2 knowing how to read it back.
 
 Relative dates only resolve against an explicit anchor ("today is Monday, March 14, 2026"); a query that
 says "next Tuesday" without one is not sufficient, because the reader cannot know what "today" is.
@@ -87,7 +87,7 @@ _TIME = re.compile(
 
 
 def number_to_words(n: int) -> str | None:
-    """English words for 0..999 (the rewriter's indirect form); None outside that range."""
+    """English words for 0..999 (the realiser's indirect form); None outside that range."""
     if n < 0 or n > 999:
         return None
     if n < 20:
@@ -537,7 +537,7 @@ def in_output(value: Any, output: Any) -> bool:
     return False
 
 
-# ---------------------------------------------------------------- rendering (the rewriter's side)
+# ---------------------------------------------------------------- rendering (the realiser's side)
 
 
 def format_date_long(date: dt.date, with_weekday: bool = False, with_year: bool = True) -> str:

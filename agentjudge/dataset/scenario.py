@@ -1,8 +1,8 @@
 """Build one base scenario: seeded state, a GT trace produced by executing calls, tools, and a QueryPlan.
 
 ``build_scenario`` picks, for the requested topology, an instantiation of a generic template over the
-domain's tools (``_templates.py`` holds the six templates), executes each call on a fresh environment so
-every recorded output is real, and describes the request as a ``QueryPlan`` for the rewriter.
+domain's tools (``shapes.py`` holds the six templates), executes each call on a fresh environment so
+every recorded output is real, and describes the request as a ``QueryPlan`` for the realiser.
 Everything is seeded from sha256 of the scenario key, so the same inputs give the same record.
 """
 

@@ -1,4 +1,4 @@
-"""The six DAG shapes of SPEC §3 as predicates over a GT dependency graph.
+"""The six DAG shapes as predicates over a GT dependency graph.
 
 ``check_shape`` is what Gate 1 calls to confirm a record's declared topology; it is deliberately strict
 (e.g. fan_out is a star, diamond is one source and one sink joined by parallel branches) so a mislabelled

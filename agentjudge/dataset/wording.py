@@ -1,7 +1,7 @@
 """How people write a value that is a string: the textual forms Gate 1/2 accept for a GT string.
 
 Split from ``resolve`` (numbers, dates, times) because real, human-written tasks (BFCL) write values in forms
-our own rewriter never produces: quotes and spacing around expressions ("'4x+7'"), another notation for the
+our own realiser never produces: quotes and spacing around expressions ("'4x+7'"), another notation for the
 same math ("x^2" for "x**2"), inflection ("scenic views"), codes named by what they stand for ("euros" for
 "EUR", "LA" for "Los Angeles"), "City, ST" when the city is given. Every form here is exact enough that a
 careful reader would state the value from the text; ``tests/test_bfcl.py`` lists what must and must not be

@@ -2,7 +2,7 @@
 
 * ``baseline/always-1``, ``baseline/always-0.5``, ``baseline/always-0`` — constant verdicts without looking
   at the calls. Their alignment is how much a judge gets by saying nothing (the 1.0-default compression of
-  SPEC §8/RQ3 is measured against ``always-1``).
+  RQ3 is measured against ``always-1``).
 * ``baseline/rule`` — a judge without GT built from checks anyone could run on the query, the schemas and
   the calls (see ``rule_verdicts``); each check maps to a three-level verdict with a rationale naming what it
   found.
@@ -10,7 +10,7 @@
   shows (``gt_rule.gt_diff_verdicts``), so a wrong GT anchors it; the no-GT rules when none is shown.
 * ``baseline/ceiling`` — an ORACLE, not a judge: it reads the programmatic reference
   (``JudgeRequest.reference``) and snaps it to {0, 0.5, 1} (three-level variants) or keeps it (continuous
-  variants). Its alignment is the best any judge can reach on the verdict scale (SPEC §6, last note).
+  variants). Its alignment is the best any judge can reach on the verdict scale.
 
 All are deterministic and fast (tens of thousands of calls in a quickstart run).
 """

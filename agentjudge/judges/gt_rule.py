@@ -6,7 +6,7 @@ gain and no anchoring. This judge diffs the calls against whatever GT the prompt
 the simplest judge that can be anchored by a wrong GT, so the quickstart exercises RQ3's anchoring test
 with a real effect, not an invented one. It is a baseline, labelled as such, never a model.
 
-Three-level mapping per metric (structural, as the rubric of SPEC §7; values are not judged):
+Three-level mapping per metric (structural, as the judges' rubric; values are not judged):
 - tool: multiset diff of tool names; 1 none missing or extra, 0 nothing shared or diff ≥ |GT|, else 0.5
 - param: each GT call paired with the first unused call of its tool; 1 all pairs have its exact key set,
   0 no pair or more than half differ, else 0.5

@@ -6,7 +6,7 @@ could not be read set to ``None``. Optionally the judge is re-asked (``reask`` t
 quoting the parse problem; the raw text of every attempt is kept and the number of re-asks is recorded, so a
 report can count both the first-answer parse failures and the ones re-asking rescued.
 
-The prompt family (``paper`` = the published prompts' facts, ``agentjudge`` = ours; SPEC §7a) is a judge
+The prompt family (``paper`` = the published prompts' facts, ``agentjudge`` = ours) is a judge
 attribute, ``agentjudge`` unless the caller sets it: the grid sets it from the pipeline's ``prompt_family``
 (and ``tool_rendering`` from ``judge_tool_rendering``). For providers that cache prefixes only at explicit
 breakpoints (Anthropic), an ``agentjudge`` prompt is sent with ``cache_control`` on the record's tools and
@@ -65,7 +65,7 @@ TRAJECTORY_VERDICT_SCHEMA: dict[str, Any] = {
     "properties": {**VERDICT_SCHEMA["properties"], "outcome": _METRIC_SCHEMA},
     "required": [*METRICS, "outcome", "overall"],
 }
-# the published output keys the paper family asks for (prompts/paper/*.md, SPEC §7a)
+# the published output keys the paper family asks for (prompts/paper/*.md)
 PAPER_METRIC_KEYS = (
     "tool_selection_accuracy",
     "parameter_structure_accuracy",

@@ -1,6 +1,6 @@
 """Verdict parsing: strict where it can be, lenient where it must be, never defaulting.
 
-Order of attempts (SPEC §7): the whole answer as strict JSON; then JSON objects found inside code fences
+Order of attempts: the whole answer as strict JSON; then JSON objects found inside code fences
 or prose (with small, safe repairs: trailing commas, single-quoted strings, Python literals, bare keys);
 then free-form lines such as ``Tool selection: 0.5``. A metric that cannot be found is ``None`` and makes
 ``parse_ok`` False: a judge that failed to answer is counted as such, never given a verdict it did not give.

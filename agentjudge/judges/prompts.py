@@ -9,7 +9,7 @@ format, chain of thought, reference, calls) come last.
 
 Two prompt families (``PromptFamily``, pipeline key ``prompt_family``): ``agentjudge`` is ours (a system
 message built from the variant files, then a user message with the data); ``paper`` follows the facts of the
-published prompts (SPEC §7a): ONE user message, no system message, instructions then the four slots in the
+published prompts: ONE user message, no system message, instructions then the four slots in the
 published order (query, tools, generated calls, expected responses), the published output keys, and the
 default rule near the top and again at the end. Its files are in ``prompts/paper/``; prompts/README.md shows
 both families side by side with every deviation.
@@ -386,7 +386,7 @@ def _check_gt(request: JudgeRequest) -> None:
         raise ValueError(f"{request.task.record_id}: a {request.condition} judge request needs a GT trace")
 
 
-# ---------------------------------------------------------------- the paper family (SPEC §7a)
+# ---------------------------------------------------------------- the paper family
 
 
 def _published_tool(tool: ToolSchema) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from typing import Annotated, Any
 
 from pydantic import AwareDatetime, BeforeValidator, Field, ValidationError, field_validator, model_validator
 
+from agentjudge.atomic import fsync_folder
 from agentjudge.rundir.errors import RunFolderError, validation_problem
 from agentjudge.types import Difficulty, Metric, Strict
 
@@ -223,7 +224,7 @@ def append_label(rundir: Path, label: LabelLine) -> int:
     new_folder = not folder.is_dir()
     folder.mkdir(exist_ok=True)
     if new_folder:
-        _fsync_dir(folder.parent)
+        fsync_folder(folder.parent)
     created = not path.exists()
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:
@@ -237,7 +238,7 @@ def append_label(rundir: Path, label: LabelLine) -> int:
     finally:
         os.close(fd)  # closing releases the lock
     if created:
-        _fsync_dir(folder)
+        fsync_folder(folder)
     return data.count(b"\n") + 1
 
 
@@ -253,11 +254,3 @@ def _cut_torn_tail(fd: int, size: int, path: Path) -> None:
         stacklevel=3,
     )
     os.ftruncate(fd, keep)
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

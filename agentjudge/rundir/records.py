@@ -1,4 +1,4 @@
-"""The published record layout (SPEC §3) ⇄ ``Record``.
+"""The published record layout ⇄ ``Record``.
 
 One base scenario per JSONL line, with the AgentJudgeBench field names (``id``, ``dag_type``,
 ``user_message`` …) so files move between this project and the published dataset unchanged, plus our own

@@ -113,7 +113,7 @@ class Pipeline(Strict):
     judges: list[ModelSettings] = Field(default_factory=list)
     conditions: list[Condition] = Field(default_factory=lambda: list(_DEFAULT_CONDITIONS), min_length=1)
     prompt_variants: list[PromptVariant] = Field(default_factory=lambda: [PromptVariant()], min_length=1)
-    # judge prompts: `paper` = the published prompts (SPEC §7a), `agentjudge` = ours (prompts/README.md)
+    # judge prompts: `paper` = the published prompts, `agentjudge` = ours (prompts/README.md)
     prompt_family: PromptFamily = "agentjudge"
     # tool schemas in `agentjudge` judge prompts: `full` (with returns and descriptions) or `compact`
     judge_tool_rendering: Literal["full", "compact"] = "full"

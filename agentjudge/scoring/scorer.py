@@ -1,4 +1,4 @@
-"""Programmatic scorer (SPEC §6): the deterministic reference every judge is compared with.
+"""Programmatic scorer: the deterministic reference every judge is compared with.
 
 E = expected (GT) calls, G = generated calls, each an ordered list of (tool, arguments).
 Names: Es/Gs = sets of tool names; Em/Gm = multisets (collections.Counter); ek/gk = key sets of one call.
@@ -22,7 +22,7 @@ Names: Es/Gs = sets of tool names; Em/Gm = multisets (collections.Counter); ek/g
 | p_seq_dag | both modes: share of GT edges u->v (default: consecutive pairs) whose matched G      |
 |           | calls come in that order; 1 if there are no edges                                     |
 
-The quirks of the published function that ``paper`` mode keeps on purpose (SPEC §6, corrected), so that its
+The quirks of the published function that ``paper`` mode keeps on purpose, so that its
 numbers are the paper's numbers on every input:
 - tool names are SETS in p_tool and p_cov: a loop_like record's repeated tool counts once, so a missing or
   extra repeat costs nothing there;
@@ -36,8 +36,8 @@ numbers are the paper's numbers on every input:
   when the schema allows the extras; a missing optional key scores 0.0;
 - the four scores are rounded to 4 decimals (Python ``round(x, 4)``); p_value and p_seq_dag are ours and are
   not rounded.
-``tests/test_scoring_paper.py`` transcribes the published logic from SPEC §6 independently of this module
-and checks that ``paper`` mode equals it on thousands of generated cases.
+``tests/test_scoring_paper.py`` transcribes the published code independently of this module and checks
+that ``paper`` mode equals it on thousands of generated cases.
 
 Decisions where the spec leaves room (documented so that reports can cite them):
 - strict "missing required key": required = the tool schema's ``required`` list when the tool's schema is

@@ -110,7 +110,7 @@ class ClusterBootstrap:
 
     ``interval``: "expanded" (default) reads the expanded-percentile tails of ``expanded_alpha`` — the plain
     percentile interval covered 92–93 % in bench/bench_estimators.py with 60 scenarios; "percentile" is
-    the plain 2.5/97.5 percentile interval of SPEC §8.
+    the plain 2.5/97.5 percentile interval of the published analysis.
     """
 
     def __init__(

@@ -1,4 +1,4 @@
-"""τ-bench track (SPEC §10): real multi-turn agent trajectories as judge material, through the traces path.
+"""τ-bench track: real multi-turn agent trajectories as judge material, through the traces path.
 
 The synthetic dataset gives judges clean single-shot calls. τ-bench's historical trajectories are the
 opposite: a real agent (gpt-4o) talking to a simulated user over many turns, with tool errors and retries,

@@ -1,7 +1,7 @@
 """The domain file format and its loader.
 
 A domain is data, not code: a YAML file declares entity kinds (with seeded value generators) and tools,
-each tool naming one generic operation (search, get, list, update, ...) that ``engine.py`` implements
+each tool naming one generic operation (search, get, list, update, ...) that ``env.py`` implements
 once. That is what makes fifteen executable domains feasible. Files are parsed once per process and
 checked for cross-references here, so a typo fails loudly with the file and the offending name.
 """
