@@ -18,7 +18,7 @@ from agentjudge.dataset.plan import QueryPlan
 from agentjudge.dataset.realiser import render_queries
 from agentjudge.dataset.scenario import actions, build_scenario, matches
 from agentjudge.dataset.world import initial_state, list_domains
-from agentjudge.types import TOPOLOGIES, Record, ToolCall, ToolSchema
+from agentjudge.types import TOPOLOGIES, GTStep, Record, ToolCall, ToolSchema
 
 DOMAINS = list_domains()
 
@@ -88,6 +88,54 @@ def test_bulk_and_state_rules_read_a_record() -> None:
     ]
     planted = record.model_copy(update={"gt": [*record.gt[: len(record.gt) - len(body)], *moved]})
     assert {c for c, _ in rules.violations(planted)} >= {"bulk"}
+
+
+@pytest.mark.parametrize(
+    ("domain", "entity", "field", "current", "new", "together"),
+    [
+        ("logistics", "shipment", "status", "in_transit", "delivered", False),  # each is delivered alone
+        ("logistics", "shipment", "status", "in_transit", "held", True),  # a depot's loads held together
+        ("itsm", "asset", "lifecycle_status", "in_use", "retired", False),  # nobody retires all one uses
+        ("itsm", "asset", "lifecycle_status", "in_use", "spare", True),  # a leaver's kit comes back
+        ("insurance", "claim", "status", "under_review", "denied", False),  # each claim is decided alone
+        ("finance", "account", "account_status", "active", "frozen", True),  # no bulk_next: every move
+    ],
+)
+def test_a_bulk_change_makes_only_the_moves_made_on_many_records_at_once(
+    domain: str, entity: str, field: str, current: str, new: str, together: bool
+) -> None:
+    """Every case is a move one record may make; only some are made on every listed record in one go."""
+    f = load_domain(domain).entities[entity].fields[field]
+    assert rules.allowed(f, current, new, dt.date(2026, 2, 16))
+    assert (new in (rules.targets(f, current, bulk=True) or [])) is together
+
+
+def test_a_loop_that_retires_every_asset_in_use_is_flagged() -> None:
+    """The builder's loop over a person's assets in use sets each to spare (a leaver's kit comes back);
+    planted to retire them all (as the independent reading found: "retire every asset of Grace Iyer",
+    laptop and phone in use), the same record is flagged ``bulk``."""
+    from agentjudge.dataset.world import make_environment
+
+    record = next(
+        r
+        for r, _ in built()
+        if r.topology == "loop_like" and any(s.call.name == "update_asset_status" for s in r.gt)
+    )
+    assets = make_environment(record).state["entities"]["asset"]  # type: ignore[union-attr]
+    steps = [s for s in record.gt if s.call.name == "update_asset_status"]
+    assert len(steps) >= 2
+    assert {assets[s.call.arguments["asset_id"]]["lifecycle_status"] for s in steps} == {"in_use"}
+    assert rules.violations(record) == []
+
+    def retire(step: GTStep) -> GTStep:
+        arguments = {**step.call.arguments, "lifecycle_status": "retired"}
+        return step.model_copy(update={"call": step.call.model_copy(update={"arguments": arguments})})
+
+    planted = record.model_copy(
+        update={"gt": [retire(s) if s.call.name == "update_asset_status" else s for s in record.gt]}
+    )
+    found = rules.violations(planted)
+    assert {c for c, _ in found} == {"bulk"}, found
 
 
 def test_records_in_one_world_agree() -> None:

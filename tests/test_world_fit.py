@@ -77,6 +77,23 @@ def test_every_scenario_and_aside_fits_the_records_of_its_request() -> None:
     assert checked > 40  # the check read many sentences tied to a state
 
 
+def test_a_scenario_that_says_when_goes_with_no_aside_that_says_how_long() -> None:
+    """ "A batch of lab results came back this morning." beside "It's been on my list for a couple of
+    days." tells two stories (the independent reading's health-0190): when the scenario places its event
+    in time, the requester's aside does not."""
+    from agentjudge.dataset.domains import COMMON_ASIDES
+    from agentjudge.dataset.scenario import _WHEN
+
+    timed = [a for a in COMMON_ASIDES if _WHEN.search(a)]
+    assert "It's been on my list for a couple of days." in timed and len(timed) < len(COMMON_ASIDES) / 3
+    both = 0
+    for record, plan in built():
+        if _WHEN.search(plan.scenario):
+            both += 1
+            assert not set(plan.asides) & set(timed), (record.id, plan.scenario, plan.asides)
+    assert both >= 5  # many scenarios say when
+
+
 def test_with_the_builders_check_off_the_reader_finds_misfits(monkeypatch: pytest.MonkeyPatch) -> None:
     """The builder picks context with ``rules.context_fits``; with it answering yes to everything (as the
     builder did before), the same requests carry context their records contradict, and the reader

@@ -265,19 +265,21 @@ def new_value(
     avoid: set[Any] | frozenset[Any] = frozenset(),
     record: dict[str, Any] | None = None,
     row: dict[str, Any] | None = None,
+    bulk: bool = False,
 ) -> Any:
     """A value a person would state for a field, never one in ``avoid`` (the current values), so that
     an update always changes the state and a wrong value is visible in the end state. A field with a
     lifecycle moves only where the rules let every current value move ("contained" after "triaging",
-    never after "false positive"); an office date falls on a working day; an extension lies after the
-    current date; an amount or count changes by at most half or double (nobody cuts a price from 481 to
-    135); a value that depends on another record fits it (``given``: a hail claim only under a motor or
-    home policy, read from ``record``, the new record's references so far)."""
+    never after "false positive"; with ``bulk``, a move made on every listed record at once); an office
+    date falls on a working day; an extension lies after the current date; an amount or count changes by
+    at most half or double (nobody cuts a price from 481 to 135); a value that depends on another record
+    fits it (``given``: a hail claim only under a motor or home policy, read from ``record``, the new
+    record's references so far)."""
     f = ent.fields[fname]
     rng = ctx.rng
     pool: list[Any]
     if f.gen == "enum" and f.next and avoid:
-        moves = [set(rules.targets(f, v) or ()) for v in avoid]
+        moves = [set(rules.targets(f, v, bulk) or ()) for v in avoid]
         pool = [v for v in f.values if all(v in m for m in moves)]
     elif f.gen in ("enum", "choice"):
         pool = list(f.values)

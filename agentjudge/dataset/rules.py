@@ -100,10 +100,13 @@ def changeable(
     return not lapsed
 
 
-def targets(f: FieldSpec, current: Any) -> list[Any] | None:
-    """The enum values a person moves ``current`` to (None: the field has no lifecycle, any other value)."""
+def targets(f: FieldSpec, current: Any, bulk: bool = False) -> list[Any] | None:
+    """The enum values a person moves ``current`` to (None: the field has no lifecycle, any other value);
+    with ``bulk``, on every listed record at once (``bulk_next`` where the field has one)."""
     if f.gen != "enum" or not f.next:
         return None
+    if bulk and f.bulk_next:
+        return list(f.bulk_next.get(current, []))
     return list(f.next.get(current, []))
 
 
@@ -471,7 +474,11 @@ def _change(
         out.append(("transition", f"{where}: {f.noun} {current} -> {new}"))
     if too_far(ent, {**before, fname: new}, today) and not too_far(ent, before, today):
         out.append(("state", f"{where}: {'; '.join(too_far(ent, {**before, fname: new}, today))}"))
-    if via is not None and (not f.bulk or (f.bulk_via and via not in f.bulk_via)):
+    if via is not None and (
+        not f.bulk
+        or (f.bulk_via and via not in f.bulk_via)
+        or new not in (targets(f, current, bulk=True) or [new])
+    ):
         out.append(("bulk", f"{where}: {f.noun} set to {new} on every {ent.noun} of {via}"))
     return out
 

@@ -210,8 +210,19 @@ def _context(ctx: Ctx, rng: random.Random, sub: int, topology: Topology) -> tupl
     ]
     scenario = rng.choice(scenarios) if scenarios and rng.random() < SCENARIO_RATE else ""
     own = [c.text for c in dom.asides if _fits(ctx, c, done, play, before)]
-    aside = rng.choice(own) if own and rng.random() < DOMAIN_ASIDE_RATE else rng.choice(COMMON_ASIDES)
+    # a scenario that says when it happened ("results came back this morning") and an aside that says how
+    # long the requester has had the item ("on my list for a couple of days") would tell two stories
+    common = [a for a in COMMON_ASIDES if not (_WHEN.search(scenario) and _WHEN.search(a))]
+    aside = rng.choice(own) if own and rng.random() < DOMAIN_ASIDE_RATE else rng.choice(common)
     return persona, scenario, [aside]
+
+
+# words that place an event in time: "this morning", "overnight", "for a couple of days", "in the past hour"
+_WHEN = re.compile(
+    r"\b(this morning|morning stand-up|overnight|yesterday|last night|today|just|this week|"
+    r"couple of days|few days|for a while|past hour|recently)\b",
+    re.IGNORECASE,
+)
 
 
 def _assemble(

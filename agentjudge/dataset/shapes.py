@@ -713,8 +713,14 @@ def loop_like(ctx: Ctx, holds: bool) -> None:
         if bt.op == "update":  # every record from one state: "close every resolved ticket"
             field = bt.field or ""
             states = {str(ctx.row(bt.entity, c)[field]) for c in ids}
-            lifecycle = bool(dom.entities[bt.entity].fields[field].next)
-            return all(ctx.changeable(bt, c) for c in ids) and (len(states) == 1 or not lifecycle)
+            spec = dom.entities[bt.entity].fields[field]
+            lifecycle = bool(spec.next)
+            moves = [rules.targets(spec, s, bulk=True) for s in states]
+            return (
+                all(ctx.changeable(bt, c) for c in ids)
+                and (len(states) == 1 or not lifecycle)
+                and all(m is None or m for m in moves)
+            )
         return bt.op != "annotate" or bool(ctx.texts_for(bt, ids, bulk=True))
 
     eligible = [p for p in ctx.table(parent) if 2 <= len(kids.get(p, [])) <= top and fits(kids[p])]
@@ -731,7 +737,7 @@ def loop_like(ctx: Ctx, holds: bool) -> None:
     note = rng.choice(ctx.texts_for(bt, ids, bulk=True)) if bt.op == "annotate" else None
     if bt.op == "update":
         current = {ctx.table(lt.entity)[i][bt.field or ""] for i in ids}
-        value = new_value(ctx, child, bt.field or "", current)
+        value = new_value(ctx, child, bt.field or "", current, bulk=True)
     for cid in ids:
         if bt.op == "update":
             do_update(ctx, bt, cid, li, value=value, each=True)

@@ -56,6 +56,10 @@ class FieldSpec(Strict):
     when: dict[str, list[str]] = {}
     bulk: bool = False  # one request may set it to one value on every listed record ("close every ticket")
     bulk_via: list[str] = []  # only over these listings (every booking of a passenger, not of a flight)
+    # the moves of ``next`` one request may make on every listed record at once (default: all of them):
+    # a depot's shipments are put on hold together, each is delivered on its own; a leaver's kit goes back
+    # to spare, nobody retires every asset a person still uses
+    bulk_next: dict[str, list[str]] = {}
     later: bool = False  # date: a change moves it later, and never once it has lapsed (an extension)
     workdays: bool = False  # date: office work, seeded and set on Monday-Friday only
     # ref: the value is a field of another record this one points at ("host_id.owner_id": an alert's owner
@@ -424,6 +428,7 @@ def _check_rules(dom: DomainSpec, ent: EntitySpec, fname: str, f: FieldSpec, whe
     """The rules of one field name only values and fields that exist, on fields of the right kind."""
     only = {
         "next": f.gen == "enum",
+        "bulk_next": f.gen == "enum" and f.bulk and bool(f.next),
         "seeded": f.gen == "enum",
         "new": f.gen == "enum",
         "later": f.gen == "date",
@@ -438,6 +443,9 @@ def _check_rules(dom: DomainSpec, ent: EntitySpec, fname: str, f: FieldSpec, whe
     for value, following in f.next.items():
         if value not in f.values or not set(following) <= set(f.values) or value in following:
             raise ValueError(f"{where}: next {value!r} -> {following} must name other values of the field")
+    for value, following in f.bulk_next.items():
+        if not set(following) <= set(f.next.get(value, [])):
+            raise ValueError(f"{where}: bulk_next {value!r} -> {following} must be moves next allows")
     if not set(f.seeded) <= set(f.values) or not set(f.new) <= set(f.values):
         raise ValueError(f"{where}: seeded values must be values of the field")
     for key, table in f.given.items():
