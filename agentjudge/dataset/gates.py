@@ -317,12 +317,17 @@ def _gate1_graph(record: Record) -> list[GateFinding]:
                 findings.append(_f("gate1", "dangling_dependency", f"step {v} depends on later step {u}"))
     if findings or not _edges_known(record) or record.source == "imported":
         return findings  # imported: dag_type is read off the structure, not built from our templates
-    shape = topologies.check_shape(
-        topologies.dag_for(record), record.topology, [s.call.name for s in record.gt]
-    )
+    shape = _topology_shape(record)
     if shape:
         findings.append(_f("gate1", "topology_shape", f"{record.topology}: {shape}"))
     return findings
+
+
+def _topology_shape(record: Record) -> str | None:
+    """What keeps the GT's dependency graph from having the record's declared shape (None: it has it)."""
+    return topologies.check_shape(
+        topologies.dag_for(record), record.topology, [s.call.name for s in record.gt]
+    )
 
 
 def _gate1_grounding(record: Record, supplied: list[tuple[int, str, Any]]) -> list[GateFinding]:
