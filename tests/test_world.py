@@ -110,6 +110,37 @@ def test_a_bulk_change_makes_only_the_moves_made_on_many_records_at_once(
     assert (new in (rules.targets(f, current, bulk=True) or [])) is together
 
 
+def test_a_letter_goes_by_the_way_its_recipient_asked_to_hear() -> None:
+    """ "Change the preferred contact method … to phone. Message the policyholder by email" (the reading's
+    insurance-0185): a letter goes by the channel its recipient prefers at that point of the request, and
+    none follows a request to be phoned."""
+    from agentjudge.dataset.world import make_environment
+
+    dom = load_domain("insurance")
+    t = next(t for t in dom.tools if t.name == "send_policyholder_letter")
+    key = dom.entities[t.entity].id_key
+    checked = changed_first = 0
+    for i in range(80):
+        try:
+            record, _ = build_scenario("insurance", "optional_enrichment", 91, i)
+        except RuntimeError:
+            continue
+        env = make_environment(record)
+        assert env is not None
+        set_before = False
+        for step in record.gt:  # replayed, so each letter sees the preference as the request left it
+            if step.call.name == t.name:
+                preferred = env.state["entities"][t.entity][step.call.arguments[key]]["preferred_contact"]
+                assert not (set_before and preferred == "phone"), record.id
+                named = [c for c in t.channels if c == preferred or c.startswith(f"{preferred}_")]
+                assert not named or step.call.arguments["channel"] in named, (record.id, preferred)
+                checked += 1
+                changed_first += set_before
+            set_before |= step.call.name == "set_contact_preference"
+            env.execute(step.call)
+    assert checked >= 5 and changed_first >= 1  # letters seen, some after the preference was set
+
+
 def test_a_loop_that_retires_every_asset_in_use_is_flagged() -> None:
     """The builder's loop over a person's assets in use sets each to spare (a leaver's kit comes back);
     planted to retire them all (as the independent reading found: "retire every asset of Grace Iyer",

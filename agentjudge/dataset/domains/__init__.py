@@ -146,6 +146,10 @@ class ToolSpec(Strict):
     filter: str | None = None  # list: the enum field its optional filter is on (default: the first enum)
     # message / notify: the channels it can send by (default: email, sms, postal_mail / email, chat, pager)
     channels: list[str] = []
+    # message: the recipient's field that says how they want to hear (``preferred_contact``): a value that
+    # names an offered channel ("email"; "post" for postal_mail) is the channel the message goes by, so a
+    # request never sets a holder to email and then writes to them by post
+    channel_by: str = ""
     # create: how each linked record attaches when a new record has two ("a booking for the passenger …
     # on the flight …", never the list "for the passenger … and the flight …"), keyed by entity
     links: dict[str, str] = {}
