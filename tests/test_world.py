@@ -99,6 +99,8 @@ def test_bulk_and_state_rules_read_a_record() -> None:
         ("itsm", "asset", "lifecycle_status", "in_use", "spare", True),  # a leaver's kit comes back
         ("insurance", "claim", "status", "under_review", "denied", False),  # each claim is decided alone
         ("finance", "account", "account_status", "active", "frozen", True),  # no bulk_next: every move
+        ("mfg", "machine", "machine_status", "maintenance", "idle", False),  # each is signed off alone
+        ("legal", "matter", "status", "on_hold", "open", False),  # each matter is taken up on its own
     ],
 )
 def test_a_bulk_change_makes_only_the_moves_made_on_many_records_at_once(
