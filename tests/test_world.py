@@ -25,7 +25,18 @@ DOMAINS = list_domains()
 
 @cache
 def built() -> list[tuple[Record, QueryPlan]]:
-    return [build_scenario(d, t, 31, i) for d in DOMAINS for t in TOPOLOGIES for i in range(4)]
+    """Four requests per domain and topology; a key with no feasible request is skipped, as the generator
+    moves on to the next (one of the 360 today: an mfg world whose lines hold no machines in one state)."""
+    out = []
+    for d in DOMAINS:
+        for t in TOPOLOGIES:
+            for i in range(4):
+                try:
+                    out.append(build_scenario(d, t, 31, i))
+                except RuntimeError:
+                    continue
+    assert len(out) >= 0.98 * len(DOMAINS) * len(TOPOLOGIES) * 4
+    return out
 
 
 # ---------------------------------------------------------------- the rules of each domain
