@@ -112,6 +112,8 @@ def test_bulk_and_state_rules_read_a_record() -> None:
         ("finance", "account", "account_status", "active", "frozen", True),  # no bulk_next: every move
         ("mfg", "machine", "machine_status", "maintenance", "idle", False),  # each is signed off alone
         ("legal", "matter", "status", "on_hold", "open", False),  # each matter is taken up on its own
+        ("legal", "matter", "status", "open", "closed", False),  # a live matter is closed on its own
+        ("insurance", "policy", "policy_status", "suspended", "active", False),  # each reinstated alone
     ],
 )
 def test_a_bulk_change_makes_only_the_moves_made_on_many_records_at_once(
