@@ -361,6 +361,32 @@ def test_a_message_follows_the_change_it_reports() -> None:
     assert checked >= 5
 
 
+def test_a_subject_that_reports_a_change_goes_with_that_change() -> None:
+    """ "case reassigned to you" with nothing reassigned (the reading's support-0173): a notification
+    subject a domain ties to a change (``follows``) is sent only after the request makes it."""
+    dom = load_domain("support")
+    specs = {t.name: t for t in dom.tools}
+    assert specs["notify_agent"].follows == {"case reassigned to you": ["assign_case"]}
+    notified = 0
+    for topology in TOPOLOGIES:
+        for i in range(40):
+            try:
+                record, _ = build_scenario("support", topology, 31, i)
+            except RuntimeError:
+                continue
+            done: list[tuple[str, set[str]]] = []
+            for step in record.gt:
+                t = specs[step.call.name]
+                subject = step.call.arguments.get("subject")
+                if t.op == "notify":
+                    notified += 1
+                    if subject in t.follows:
+                        assert any(matches(e, done) for e in t.follows[subject]), (record.id, subject)
+                if _changes(dom, t.name):
+                    done.append((t.name, rules.step_values(t, step.call.arguments)))
+    assert notified >= 30  # many notifications read
+
+
 def test_an_amount_changes_by_at_most_half_or_double() -> None:
     checked = 0
     extra = [

@@ -94,6 +94,26 @@ def test_a_scenario_that_says_when_goes_with_no_aside_that_says_how_long() -> No
     assert both >= 5  # many scenarios say when
 
 
+def test_an_aside_never_names_the_requesters_own_team_as_another_party() -> None:
+    """ "Compliance officer here … Compliance flagged this one to us." (the reading's legal-0230): the
+    requester and the team an aside speaks of would be two parties."""
+    import re
+
+    from agentjudge.dataset.scenario import _ROLE_HEADS
+
+    named = 0
+    for record, plan in built():
+        words = [w for w in re.findall(r"[a-z][a-z-]{4,}", plan.persona.lower()) if w not in _ROLE_HEADS]
+        for aside in plan.asides:
+            assert not any(re.search(rf"\b{re.escape(w)}\b", aside.lower()) for w in words), (
+                record.id,
+                plan.persona,
+                aside,
+            )
+        named += bool(words and plan.asides)
+    assert named > 50  # many requests have a role with a team word and an aside
+
+
 def test_with_the_builders_check_off_the_reader_finds_misfits(monkeypatch: pytest.MonkeyPatch) -> None:
     """The builder picks context with ``rules.context_fits``; with it answering yes to everything (as the
     builder did before), the same requests carry context their records contradict, and the reader

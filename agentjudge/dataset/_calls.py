@@ -147,7 +147,8 @@ class Ctx:
 
     def texts_for(self, t: ToolSpec, ids: list[str], bulk: bool = False) -> list[str]:
         """The texts of ``t`` that fit every record of ``ids`` (and may go on all of them, for ``bulk``),
-        never one a change made so far contradicts (``never_after``)."""
+        never one a change made so far contradicts (``never_after``), and one that reports a change
+        (``follows``: "case reassigned to you") only once that change is made."""
         out = []
         done = self.done()
         for text in t.texts:
@@ -155,6 +156,8 @@ class Ctx:
             if bulk and not (fit is not None and fit.bulk):
                 continue
             if any(rules.matches(e, done) for e in t.never_after.get(text, [])):
+                continue
+            if text in t.follows and not any(rules.matches(e, done) for e in t.follows[text]):
                 continue
             kinds = [(rules.kind_of(self.dom, rid) or "", rid) for rid in ids]
             if all(k and self.fits(t, text, k, rid) for k, rid in kinds):

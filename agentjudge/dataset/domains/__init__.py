@@ -303,8 +303,10 @@ class DomainSpec(Strict):
                 _check_rules(self, ent, fname, f, f"entity {kind!r} field {fname!r}")
         for t in self.tools:
             for template, after in t.follows.items():
-                if template not in t.choices:
-                    raise ValueError(f"tool {t.name!r}: follows names {template!r}, not one of its templates")
+                if template not in t.choices and template not in t.texts:
+                    raise ValueError(
+                        f"tool {t.name!r}: follows names {template!r}, not one of its templates or texts"
+                    )
                 _check_actions(self, after, f"tool {t.name!r} follows {template!r}")
             for template, after in t.never_after.items():
                 if template not in t.choices and template not in t.texts:
