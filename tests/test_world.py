@@ -108,6 +108,8 @@ def test_bulk_and_state_rules_read_a_record() -> None:
         ("logistics", "shipment", "status", "in_transit", "held", True),  # a depot's loads held together
         ("itsm", "asset", "lifecycle_status", "in_use", "retired", False),  # nobody retires all one uses
         ("itsm", "asset", "lifecycle_status", "in_use", "spare", True),  # a leaver's kit comes back
+        ("itsm", "asset", "lifecycle_status", "spare", "retired", False),  # stock is written off item by item
+        ("logistics", "shipment", "status", "booked", "picked_up", False),  # each collection is its own
         ("insurance", "claim", "status", "under_review", "denied", False),  # each claim is decided alone
         ("finance", "account", "account_status", "active", "frozen", True),  # no bulk_next: every move
         ("mfg", "machine", "machine_status", "maintenance", "idle", False),  # each is signed off alone
