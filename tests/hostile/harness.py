@@ -15,6 +15,7 @@ verb on a full disk and then resume it on the same path with room to spare.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import resource
 import signal
@@ -255,3 +256,35 @@ def read_only(path: Path) -> Iterator[Path]:
         yield path
     finally:
         subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def bfcl_files(folder: Path, n: int) -> tuple[Path, Path]:
+    """A BFCL 'multiple' task file and its accepted answers, ``n`` tasks (the inputs of the BFCL import
+    cases, full disk and hostile files alike)."""
+    tasks, answers = [], []
+    for i in range(n):
+        tasks.append(
+            {
+                "id": f"multiple_{i}",
+                "question": [[{"role": "user", "content": f"What is the weather in city number {i}?"}]],
+                "function": [
+                    {
+                        "name": "get_weather",
+                        "description": "Weather of a city.",
+                        "parameters": {
+                            "type": "dict",
+                            "properties": {"city": {"type": "string", "description": "The city."}},
+                            "required": ["city"],
+                        },
+                    }
+                ],
+            }
+        )
+        answers.append(
+            {"id": f"multiple_{i}", "ground_truth": [{"get_weather": {"city": [f"city number {i}"]}}]}
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    t, a = folder / "BFCL_v4_multiple.json", folder / "answers.json"
+    t.write_text("".join(json.dumps(x) + "\n" for x in tasks))
+    a.write_text("".join(json.dumps(x) + "\n" for x in answers))
+    return t, a

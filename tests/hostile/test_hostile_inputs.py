@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import MINI, mini_records, tau_episode, tau_file, write_pipeline
-from harness import cli, refused
+from harness import bfcl_files, cli, refused
 
 BINARY = bytes(range(256)) * 16  # not UTF-8, not JSON, not YAML, not Parquet
 
@@ -505,9 +505,8 @@ def _(tmp: Path, fx: Any) -> Case:
 
 @case("import bfcl: a missing answer file")
 def _(tmp: Path, fx: Any) -> Case:
-    from test_hostile_outputs import _bfcl
 
-    tasks, _ = _bfcl(tmp, 2)
+    tasks, _ = bfcl_files(tmp, 2)
     args = ["import", "bfcl", tasks, tmp / "nope.json", "--out", tmp / "o"]
     return Case(args, (str(tmp / "nope.json"),), absent=(tmp / "o",))
 

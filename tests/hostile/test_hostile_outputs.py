@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import mini_records, tau_file, write_pipeline
-from harness import cli, leftovers, refused, small_disk, tree
+from harness import bfcl_files, cli, leftovers, refused, small_disk, tree
 
 KIB = 1024
 
@@ -128,7 +128,7 @@ def test_taubench_out_on_a_full_disk_keeps_the_previous_files_and_resumes(tmp_pa
 
 
 def test_import_bfcl_on_a_full_disk_keeps_the_previous_files(tmp_path: Path) -> None:
-    tasks, answers = _bfcl(tmp_path, 40)
+    tasks, answers = bfcl_files(tmp_path, 40)
     with small_disk(tmp_path / "disk", 1 << 20) as disk:
         out = disk.path / "bfcl"
         out.mkdir()
@@ -138,37 +138,6 @@ def test_import_bfcl_on_a_full_disk_keeps_the_previous_files(tmp_path: Path) -> 
         refused(cli("import", "bfcl", tasks, answers, "--out", out), str(out))
         assert tree(out) == before
         assert leftovers(disk.path) == []
-
-
-def _bfcl(folder: Path, n: int) -> tuple[Path, Path]:
-    """A BFCL 'multiple' task file and its accepted answers, ``n`` tasks."""
-    tasks, answers = [], []
-    for i in range(n):
-        tasks.append(
-            {
-                "id": f"multiple_{i}",
-                "question": [[{"role": "user", "content": f"What is the weather in city number {i}?"}]],
-                "function": [
-                    {
-                        "name": "get_weather",
-                        "description": "Weather of a city.",
-                        "parameters": {
-                            "type": "dict",
-                            "properties": {"city": {"type": "string", "description": "The city."}},
-                            "required": ["city"],
-                        },
-                    }
-                ],
-            }
-        )
-        answers.append(
-            {"id": f"multiple_{i}", "ground_truth": [{"get_weather": {"city": [f"city number {i}"]}}]}
-        )
-    folder.mkdir(parents=True, exist_ok=True)
-    t, a = folder / "BFCL_v4_multiple.json", folder / "answers.json"
-    t.write_text("".join(json.dumps(x) + "\n" for x in tasks))
-    a.write_text("".join(json.dumps(x) + "\n" for x in answers))
-    return t, a
 
 
 # ------------------------------------------------------ item 5: infer's torn last line, resumed
