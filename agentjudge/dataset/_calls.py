@@ -550,10 +550,8 @@ def do_message(
         if cue in reason:
             channels = tuple(c for c in fits if c in offered)
             break
-    if t.channel_by:
-        preferred = str(ctx.row(t.entity, rid).get(t.channel_by))
-        named = [c for c in offered if c == preferred or c.startswith(preferred + "_")]
-        channels = tuple(c for c in channels if c in named) if named else channels
+    if named := rules.preferred_channels(t, ctx.row(t.entity, rid)):
+        channels = tuple(c for c in channels if c in named)
     if not channels:
         raise Infeasible(f"{t.name}: the reason asks for a channel it does not send by")
     channel = ctx.rng.choice(channels)

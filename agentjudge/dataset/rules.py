@@ -110,6 +110,16 @@ def targets(f: FieldSpec, current: Any, bulk: bool = False) -> list[Any] | None:
     return list(f.next.get(current, []))
 
 
+def preferred_channels(t: ToolSpec, row: dict[str, Any]) -> list[str]:
+    """The channels of message tool ``t`` that the recipient ``row`` says it prefers (``channel_by``:
+    "email" names email, "post" names postal_mail); empty when it names none of them (a holder who
+    prefers the phone) or the tool reads no preference."""
+    if not t.channel_by:
+        return []
+    preferred = str(row.get(t.channel_by))
+    return [c for c in t.channels if c == preferred or c.startswith(preferred)]
+
+
 def allowed(f: FieldSpec, current: Any, new: Any, today: dt.date) -> bool:
     """Whether ``current`` -> ``new`` is a change the rules allow (the field's ``when`` aside)."""
     if new == current:
