@@ -80,38 +80,42 @@ def test_every_scenario_and_aside_fits_the_records_of_its_request() -> None:
 def test_a_scenario_that_says_when_goes_with_no_aside_that_says_how_long() -> None:
     """ "A batch of lab results came back this morning." beside "It's been on my list for a couple of
     days." tells two stories (the independent reading's health-0190): when the scenario places its event
-    in time, the requester's aside does not."""
-    from agentjudge.dataset.domains import COMMON_ASIDES
-    from agentjudge.dataset.scenario import _WHEN
-
-    timed = [a for a in COMMON_ASIDES if _WHEN.search(a)]
+    in time, the requester's aside does not; and the reader (``rules.context_problems``) finds the pair
+    when it is planted in a built request."""
+    timed = [a for a in COMMON_ASIDES if rules.two_stories("overnight", a)]
     assert "It's been on my list for a couple of days." in timed and len(timed) < len(COMMON_ASIDES) / 3
     both = 0
     for record, plan in built():
-        if _WHEN.search(plan.scenario):
+        if rules.two_stories(plan.scenario, "today"):
             both += 1
             assert not set(plan.asides) & set(timed), (record.id, plan.scenario, plan.asides)
+            if both == 1:  # plant the pair: the reader must see it
+                hard = record.queries["hard"] + " It's been on my list for a couple of days."
+                planted = record.model_copy(update={"queries": {**record.queries, "hard": hard}})
+                assert any("each say when" in why for _, why in rules.context_problems(planted))
     assert both >= 5  # many scenarios say when
 
 
 def test_an_aside_never_names_the_requesters_own_team_as_another_party() -> None:
     """ "Compliance officer here … Compliance flagged this one to us." (the reading's legal-0230): the
-    requester and the team an aside speaks of would be two parties."""
-    import re
-
-    from agentjudge.dataset.scenario import _ROLE_HEADS
-
+    requester and the team an aside speaks of would be two parties. The builder never picks such an aside,
+    and the reader finds one planted under a role the query says."""
+    assert rules.names_own_team("Compliance flagged this one to us.", "a compliance officer")
+    assert not rules.names_own_team("Compliance flagged this one to us.", "a claims manager")
     named = 0
     for record, plan in built():
-        words = [w for w in re.findall(r"[a-z][a-z-]{4,}", plan.persona.lower()) if w not in _ROLE_HEADS]
         for aside in plan.asides:
-            assert not any(re.search(rf"\b{re.escape(w)}\b", aside.lower()) for w in words), (
-                record.id,
-                plan.persona,
-                aside,
-            )
-        named += bool(words and plan.asides)
+            assert not rules.names_own_team(aside, plan.persona), (record.id, plan.persona, aside)
+        named += bool(plan.asides and re.search(r"[a-z]{5,}", plan.persona))
     assert named > 50  # many requests have a role with a team word and an aside
+    legal = load_domain("legal")
+    team_aside = next(c for c in legal.asides if rules.names_own_team(c.text, "a compliance officer"))
+    role = next(p.role for p in legal.personas if rules.names_own_team(team_aside.text, p.role))
+    record = next(r for r, plan in built() if r.domain == "legal" and plan.persona == role)
+    planted = record.model_copy(
+        update={"queries": {**record.queries, "hard": f"{record.queries['hard']} {team_aside.text}"}}
+    )
+    assert any("own team" in why for _, why in rules.context_problems(planted))
 
 
 def test_with_the_builders_check_off_the_reader_finds_misfits(monkeypatch: pytest.MonkeyPatch) -> None:

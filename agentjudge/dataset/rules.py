@@ -14,9 +14,11 @@ the other way round (replaying its GT) and is what the tests and ``bench/query_s
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 from agentjudge.dataset.domains import (
+    COMMON_ASIDES,
     DIRECTIONS,
     Context,
     DomainSpec,
@@ -31,6 +33,54 @@ from agentjudge.types import Record
 
 WEEKEND = (5, 6)
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+# the words of a role that say its rank or kind of job, not whose team it is ("compliance" officer)
+_ROLE_HEADS = frozenset(
+    [
+        "manager",
+        "officer",
+        "specialist",
+        "coordinator",
+        "analyst",
+        "assistant",
+        "administrator",
+        "partner",
+        "operator",
+        "engineer",
+        "planner",
+        "agent",
+        "supervisor",
+        "senior",
+        "junior",
+        "lead",
+        "head",
+        "clerk",
+        "controller",
+        "representative",
+        "advisor",
+    ]
+)
+
+# words that place an event in time: "this morning", "overnight", "for a couple of days", "in the past hour"
+_WHEN = re.compile(
+    r"\b(this morning|morning stand-up|overnight|yesterday|last night|today|just|this week|"
+    r"couple of days|few days|for a while|past hour|recently)\b",
+    re.IGNORECASE,
+)
+
+
+def names_own_team(text: str, role: str) -> bool:
+    """Whether a sentence names the requester's own team as another party ("Compliance officer here …
+    Compliance flagged this one to us" makes them two people)."""
+    theirs = [w for w in re.findall(r"[a-z][a-z-]{4,}", role.lower()) if w not in _ROLE_HEADS]
+    return any(re.search(rf"\b{re.escape(w)}\b", text.lower()) for w in theirs)
+
+
+def two_stories(scenario: str, aside: str) -> bool:
+    """Whether a scenario that says when it happened ("results came back this morning") and an aside that
+    says how long the requester has had the item ("on my list for a couple of days") tell two stories."""
+    return bool(_WHEN.search(scenario) and _WHEN.search(aside))
 
 
 def _date(value: Any) -> dt.date | None:
@@ -294,12 +344,28 @@ def context_problems(record: Record) -> list[tuple[str, str]]:
     found = [c for c in dom.scenarios if c.text == record.scenario]
     found += [c for c in dom.asides if c.text in said]
     today = dt.date.fromisoformat(env.state["reference_date"])
-    return [
+    out = [
         ("context", f"{c.text!r} does not fit the records or changes of the request")
         for c in found
         if not context_fits(dom, c, done, play, before, env.state["entities"], today)
         or (c.tools and not any(matches(e, done) for e in c.tools))
     ]
+    # the requester's role as the query says it ("Hi, compliance officer here.")
+    low = said.lower()
+    roles = [p.role for p in dom.personas if p.role.lower().removeprefix("a ").removeprefix("an ") in low]
+    out += [
+        ("context", f"{c.text!r} names the requester's own team ({role}) as another party")
+        for c in dom.asides
+        if c.text in said
+        for role in roles
+        if names_own_team(c.text, role)
+    ]
+    out += [
+        ("context", f"{a!r} and the scenario {record.scenario!r} each say when it happened")
+        for a in COMMON_ASIDES
+        if a in said and two_stories(record.scenario, a)
+    ]
+    return out
 
 
 def too_far(ent: EntitySpec, row: dict[str, Any], today: dt.date) -> list[str]:

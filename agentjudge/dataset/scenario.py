@@ -211,53 +211,16 @@ def _context(ctx: Ctx, rng: random.Random, sub: int, topology: Topology) -> tupl
     scenario = rng.choice(scenarios) if scenarios and rng.random() < SCENARIO_RATE else ""
     # an aside that names the requester's own team as someone else ("Compliance officer here … Compliance
     # flagged this one to us") would make them two parties
-    theirs = [w for w in re.findall(r"[a-z][a-z-]{4,}", persona.lower()) if w not in _ROLE_HEADS]
     own = [
         c.text
         for c in dom.asides
-        if _fits(ctx, c, done, play, before)
-        and not any(re.search(rf"\b{re.escape(w)}\b", c.text.lower()) for w in theirs)
+        if _fits(ctx, c, done, play, before) and not rules.names_own_team(c.text, persona)
     ]
     # a scenario that says when it happened ("results came back this morning") and an aside that says how
     # long the requester has had the item ("on my list for a couple of days") would tell two stories
-    common = [a for a in COMMON_ASIDES if not (_WHEN.search(scenario) and _WHEN.search(a))]
+    common = [a for a in COMMON_ASIDES if not rules.two_stories(scenario, a)]
     aside = rng.choice(own) if own and rng.random() < DOMAIN_ASIDE_RATE else rng.choice(common)
     return persona, scenario, [aside]
-
-
-# the words of a role that say its rank or kind of job, not whose team it is ("compliance" officer)
-_ROLE_HEADS = frozenset(
-    [
-        "manager",
-        "officer",
-        "specialist",
-        "coordinator",
-        "analyst",
-        "assistant",
-        "administrator",
-        "partner",
-        "operator",
-        "engineer",
-        "planner",
-        "agent",
-        "supervisor",
-        "senior",
-        "junior",
-        "lead",
-        "head",
-        "clerk",
-        "controller",
-        "representative",
-        "advisor",
-    ]
-)
-
-# words that place an event in time: "this morning", "overnight", "for a couple of days", "in the past hour"
-_WHEN = re.compile(
-    r"\b(this morning|morning stand-up|overnight|yesterday|last night|today|just|this week|"
-    r"couple of days|few days|for a while|past hour|recently)\b",
-    re.IGNORECASE,
-)
 
 
 def _assemble(
