@@ -193,11 +193,14 @@ def test_a_loop_that_retires_every_asset_of_a_person_is_flagged() -> None:
 def test_records_in_one_world_agree() -> None:
     """Every ``same_as`` holds (an alert's owner is its host's owner, a service order's subscriber owns its
     device), office dates fall on working days, outside parties write from their own domains, and a
-    seeded value is one the field starts with (no flight forty days out is boarding)."""
+    seeded value is one the field starts with (no flight forty days out is boarding), and a finished
+    record's ``past`` date lies before today (no completed work order scheduled for next week)."""
+    pasts = 0
     for slug in DOMAINS:
         dom = load_domain(slug)
         for seed in range(12):
             state = initial_state(dom, seed)
+            today = dt.date.fromisoformat(state["reference_date"])
             ents = state["entities"]
             for kind, table in ents.items():
                 spec = dom.entities[kind]
@@ -210,6 +213,10 @@ def test_records_in_one_world_agree() -> None:
                             assert row[name].split("@")[1] in f.domains, (slug, row[name])
                         if f.seeded:
                             assert row[name] in f.seeded, (slug, name, row[name])
+                        if f.past and row[name] is not None and all(row[k] in v for k, v in f.past.items()):
+                            pasts += 1
+                            assert dt.date.fromisoformat(row[name]) < today, (slug, name, row)
+    assert pasts > 100  # many finished records hold a date that must lie behind them
     assert any(
         f.same_as for d in DOMAINS for e in load_domain(d).entities.values() for f in e.fields.values()
     )

@@ -472,7 +472,7 @@ def violations(record: Record) -> list[tuple[str, str]]:
                     out.append(("fit", f"{where}: subject {a.get('subject')!r} does not fit {rid}"))
         elif t.op == "create":
             out += _create(dom, t, ent, a, entities, today, where)
-        if t.op in ("message", "annotate") and (said := contradicted(t, a, _done(dom, record.gt))):
+        if t.op in ("message", "annotate", "notify") and (said := contradicted(t, a, _done(dom, record.gt))):
             out.append(("fit", f"{where}: {said!r} beside a change it contradicts"))
         try:
             env.execute(step.call)
@@ -497,10 +497,11 @@ def _done(dom: DomainSpec, gt: list[Any]) -> list[tuple[str, set[str]]]:
 
 
 def contradicted(t: ToolSpec, args: dict[str, Any], done: list[tuple[str, set[str]]]) -> str | None:
-    """The template or note of a message or annotate step that one of the request's changes ``done``
-    contradicts (``never_after``: a renewal notice to the holder of a policy it suspends; "liability cap
-    below policy" noted on a contract it signs), else None."""
-    said = str(args.get("template") if t.op == "message" else args.get("note"))
+    """The template, note or subject of a message, annotate or notify step that one of the request's
+    changes ``done`` contradicts (``never_after``: a renewal notice to the holder of a policy it suspends;
+    "liability cap below policy" noted on a contract it signs; "containment needed now" paged about an
+    alert it marks a false positive), else None."""
+    said = str(args.get({"message": "template", "notify": "subject"}.get(t.op, "note")))
     return said if any(matches(e, done) for e in t.never_after.get(said, [])) else None
 
 

@@ -168,6 +168,7 @@ def _compile_kind(dom: DomainSpec, kind: str, spec: EntitySpec) -> tuple[Any, ..
             given.append((n, via, (spec.fields[via].entity or "") if other else "", other, table))
     only = [(n, f.only) for n, f in spec.fields.items() if f.only]
     soon = [(n, f, key, table) for n, f in spec.fields.items() for key, table in f.by.items()]
+    soon += [(n, f, "", {}) for n, f in spec.fields.items() if f.past]
     # a seeded record points only where a new one may (a card on a card account, a booking on a flight
     # that flies): the enum values of ``accepts``
     accepts = [
@@ -222,6 +223,16 @@ def initial_state(dom: DomainSpec, seed: int) -> dict[str, Any]:
                 if any(rec[k] not in v for k, v in cond.items()):
                     rec[fname] = None
             for fname, f, key, limits in soon:  # an emergency job is not booked three weeks out
+                if rec[fname] is None:  # no date on this record (``only``)
+                    continue
+                if not key:  # a completed job was scheduled on a day that has passed (``past``)
+                    ahead = date.fromisoformat(rec[fname]).toordinal() >= ref
+                    if ahead and all(rec[k] in v for k, v in f.past.items()):
+                        day = date.fromordinal(ref - 1 - int(rng.random() * 30))
+                        rec[fname] = (
+                            day - timedelta(days=max(0, day.weekday() - 4) if f.workdays else 0)
+                        ).isoformat()
+                    continue
                 limit = limits.get(str(rec[key]))
                 if limit is not None and date.fromisoformat(rec[fname]).toordinal() - ref > limit:
                     day = date.fromordinal(ref + int(f.min) + int(rng.random() * (limit - int(f.min) + 1)))

@@ -79,6 +79,9 @@ class FieldSpec(Strict):
     # date: how many days from today it may lie at most, by another field's value ("scheduled_date" of an
     # emergency work order within two days: nobody books urgent work three weeks out)
     by: dict[str, dict[str, int]] = {}
+    # date: seeded before today on records with these values (a completed work order was scheduled on a
+    # day that has passed, a returned order was delivered before today), whatever ``min``/``max`` allow
+    past: dict[str, list[str]] = {}
     # what words of a sentence assert about this field: a value (or, for an amount or count, a bound such
     # as ">=100000"; for an amount, count or date, a direction "up"/"down" its change takes) -> the phrases
     # that say so ("sold-out" -> backordered, "delays" -> up). A scenario or aside that uses a phrase is
@@ -438,6 +441,7 @@ def _check_rules(dom: DomainSpec, ent: EntitySpec, fname: str, f: FieldSpec, whe
         "seeded": f.gen == "enum",
         "new": f.gen == "enum",
         "later": f.gen == "date",
+        "past": f.gen == "date",
         "workdays": f.gen == "date",
         "same_as": f.gen == "ref",
         "accepts": f.gen == "ref",
@@ -449,6 +453,10 @@ def _check_rules(dom: DomainSpec, ent: EntitySpec, fname: str, f: FieldSpec, whe
     for value, following in f.next.items():
         if value not in f.values or not set(following) <= set(f.values) or value in following:
             raise ValueError(f"{where}: next {value!r} -> {following} must name other values of the field")
+    for key, values in f.past.items():
+        of = ent.fields.get(key)
+        if of is None or of.gen != "enum" or not set(values) <= set(of.values):
+            raise ValueError(f"{where}: past {key!r} must name an enum field of the record and its values")
     for value, following in f.bulk_next.items():
         if not set(following) <= set(f.next.get(value, [])):
             raise ValueError(f"{where}: bulk_next {value!r} -> {following} must be moves next allows")
