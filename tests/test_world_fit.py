@@ -544,6 +544,11 @@ def test_a_note_that_raises_a_problem_is_not_waved_through_in_the_same_request()
         rules.contradicted(note, {"note": "liability cap below policy"}, [("set_renewal_date", set())])
         is None
     )
+    # a pager subject too: no rush to contain an alert the request marks a false positive
+    page = next(t for t in load_domain("secops").tools if t.name == "page_analyst")
+    waved = [("update_alert_status", {"false_positive"})]
+    assert rules.contradicted(page, {"subject": "containment needed now"}, waved) == "containment needed now"
+    assert rules.contradicted(page, {"subject": "host needs investigation"}, waved) is None
     for slug, tool, text, change in [
         (
             "finance",
