@@ -528,6 +528,19 @@ def test_no_business_as_usual_subject_about_a_suspended_supplier(subject: str) -
         assert rules.text_fits(fit, dom, "supplier", ents["supplier"][sid], today, ents) is ok, status
 
 
+def test_a_subject_about_several_kinds_reads_each_kinds_own_state() -> None:
+    """ "please confirm availability" paged about a work order already completed (review of grid): a crew
+    confirms it can take on a job still to do, or help with any outage; ``by_kind`` holds per kind."""
+    dom = load_domain("grid")
+    fit = next(t for t in dom.tools if t.name == "page_crew_lead").fits["please confirm availability"]
+    for status, ok in [("completed", False), ("planned", True), ("on_hold", True)]:
+        ents, wid, today = _state("grid", "work_order", {"status": status})
+        assert rules.text_fits(fit, dom, "work_order", ents["work_order"][wid], today, ents) is ok, status
+    ents, oid, today = _state("grid", "outage_report", {})
+    assert rules.text_fits(fit, dom, "outage_report", ents["outage_report"][oid], today, ents)
+    assert not rules.text_fits(fit, dom, "feeder", next(iter(ents["feeder"].values())), today, ents)
+
+
 def test_a_note_that_raises_a_problem_is_not_waved_through_in_the_same_request() -> None:
     """ "liability cap below policy" noted on a contract the same request signs (own reading 15): a note
     the domain says a change contradicts (``never_after``) is found in a planted GT, whichever comes

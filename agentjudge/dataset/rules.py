@@ -201,7 +201,7 @@ def text_fits(
         return True
     if fit.kinds and kind not in fit.kinds:
         return False
-    return holds(dom, kind, fit.when, row, today, entities)
+    return holds(dom, kind, fit.by_kind.get(kind, fit.when), row, today, entities)
 
 
 def step_values(t: ToolSpec, args: dict[str, Any]) -> set[str]:

@@ -115,6 +115,9 @@ class TextFit(Strict):
 
     kinds: list[str] = []
     when: dict[str, list[str]] = {}
+    # a notification about records of several kinds: the values a record of one kind must have instead of
+    # ``when`` ("please confirm availability" about any outage report, but a work order only while open)
+    by_kind: dict[str, dict[str, list[str]]] = {}
     bulk: bool = False
 
 
@@ -542,7 +545,7 @@ def _check_tool(dom: DomainSpec, t: ToolSpec) -> None:
         fit = t.fits.get(text, TextFit())
         kinds = [t.entity] if t.op == "annotate" else fit.kinds
         tied = (
-            {_owner(dom, k, name): v for k in kinds[:1] for name, v in fit.when.items()}
+            {_owner(dom, k, name): v for k in kinds[:1] for name, v in fit.by_kind.get(k, fit.when).items()}
             if len(kinds) == 1
             else {}
         )
@@ -550,9 +553,11 @@ def _check_tool(dom: DomainSpec, t: ToolSpec) -> None:
     for text, fit in t.fits.items():
         if text not in t.texts or any(k not in dom.entities for k in fit.kinds):
             raise ValueError(f"{where}: fits names {text!r}: not one of its texts, or an unknown kind")
+        if not set(fit.by_kind) <= set(fit.kinds if t.op == "notify" else []):
+            raise ValueError(f"{where}: fits {text!r} by_kind names a kind its notification is not about")
         for kind in fit.kinds if t.op == "notify" else [t.entity]:
-            if fit.when:
-                _check_when(dom, dom.entities[kind], fit.when, f"{where} fits {text!r}")
+            if cond := fit.by_kind.get(kind, fit.when):
+                _check_when(dom, dom.entities[kind], cond, f"{where} fits {text!r}")
         if t.op == "notify" and fit.when and not fit.kinds:
             raise ValueError(f"{where}: fits {text!r} has a when but no kinds to read it on")
 
