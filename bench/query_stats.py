@@ -52,7 +52,7 @@ from agentjudge.dataset.world import domain_title
 from agentjudge.rundir.records import read_records
 from agentjudge.types import DIFFICULTIES, TOPOLOGIES, Record, ToolSchema
 
-FORBIDDEN = ("transition", "state", "lapsed", "bulk", "accepts")  # changes the rules forbid
+FORBIDDEN = ("transition", "state", "lapsed", "bulk", "accepts", "together")  # changes the rules forbid
 LONG = 5  # words: a sentence this long repeated verbatim reads as machine text
 
 _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"(])")

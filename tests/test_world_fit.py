@@ -541,6 +541,39 @@ def test_a_subject_about_several_kinds_reads_each_kinds_own_state() -> None:
     assert not rules.text_fits(fit, dom, "feeder", next(iter(ents["feeder"].values())), today, ents)
 
 
+def test_changes_a_domain_keeps_apart_are_never_made_in_one_request() -> None:
+    """A client's risk rating lowered while their review is booked ten days out (the reading of seed 91):
+    the rating follows the review, so one request never does both (``apart``); the builder makes none
+    and the rule check finds the pair."""
+    dom = load_domain("finance")
+    both = [("set_client_risk_rating", {"low"}), ("schedule_client_review", {"2026-07-13"})]
+    assert rules.together(dom, both) == ["set_client_risk_rating and schedule_client_review"]
+    assert rules.together(dom, both[:1]) == [] and rules.together(dom, both[1:]) == []
+    for record, _ in built():
+        if record.domain == "finance":
+            names = {s.call.name for s in record.gt}
+            assert not {"set_client_risk_rating", "schedule_client_review"} <= names, record.id
+
+
+def test_a_ticket_priority_fits_its_fault() -> None:
+    """ "cannot print to floor printer" raised as critical (the reading of seed 91): a ``given`` may read
+    a choice field of the record itself, and every new or seeded ticket agrees with it (``rules.consistent`` sees one that does not)."""
+    dom = load_domain("itsm")
+    table = dom.entities["ticket"].fields["priority"].given["summary"]
+    assert "critical" not in table["cannot print to floor printer"]
+    for record, _ in built():
+        for step in record.gt if record.domain == "itsm" else []:
+            a = step.call.arguments
+            if step.call.name == "create_incident":
+                assert a["priority"] in table[a["summary"]], (record.id, a)
+    ents, tid, today = _state(
+        "itsm", "ticket", {"summary": "cannot print to floor printer", "priority": "critical"}
+    )
+    assert rules.consistent(dom, "ticket", ents["ticket"][tid], ents), (
+        "the check must see a critical printer ticket"
+    )
+
+
 def test_a_note_that_raises_a_problem_is_not_waved_through_in_the_same_request() -> None:
     """ "liability cap below policy" noted on a contract the same request signs (own reading 15): a note
     the domain says a change contradicts (``never_after``) is found in a planted GT, whichever comes

@@ -425,7 +425,8 @@ def violations(record: Record) -> list[tuple[str, str]]:
     ``transition`` (a lifecycle move the field does not allow, or no change), ``state`` (the record is not
     in a state where the field changes), ``lapsed`` (an extension of a lapsed date, or not later),
     ``bulk`` (one value set, or one note written, on every listed record where that makes no sense),
-    ``accepts`` (a new record pointing at a record it may not: a booking on a cancelled flight), ``fit`` (a
+    ``accepts`` (a new record pointing at a record it may not: a booking on a cancelled flight), ``together``
+    (changes the domain keeps apart, in one request), ``fit`` (a
     note or subject that does not fit its record), ``weekend`` (an office date on a Saturday or Sunday),
     ``world`` (records in play that contradict each other: an alert's owner who is not its host's owner),
     ``domain`` (an outside party with an e-mail address on the company's own domain), ``context`` (a
@@ -442,6 +443,7 @@ def violations(record: Record) -> list[tuple[str, str]]:
     specs = {t.name: t for t in dom.tools}
     out: list[tuple[str, str]] = []
     out += _world(dom, record, entities, today)
+    out += [("together", f"{x} in one request") for x in together(dom, _done(dom, record.gt))]
     bulk = _bulk_steps(record, specs)
     for i, step in enumerate(record.gt):
         t = specs.get(step.call.name)
@@ -503,6 +505,12 @@ def contradicted(t: ToolSpec, args: dict[str, Any], done: list[tuple[str, set[st
     alert it marks a false positive), else None."""
     said = str(args.get({"message": "template", "notify": "subject"}.get(t.op, "note")))
     return said if any(matches(e, done) for e in t.never_after.get(said, [])) else None
+
+
+def together(dom: DomainSpec, done: list[tuple[str, set[str]]]) -> list[str]:
+    """The changes of a request that its domain keeps apart (``apart``: a risk rating changed beside
+    booking the review it should follow)."""
+    return [" and ".join(pair) for pair in dom.apart if all(matches(e, done) for e in pair)]
 
 
 def unsettled(dom: DomainSpec, gt: list[Any], after: dict[str, Any], today: dt.date) -> list[str]:

@@ -269,6 +269,9 @@ class DomainSpec(Strict):
     asides: list[Context]
     entities: dict[str, EntitySpec]
     tools: list[ToolSpec]
+    # changes one request never makes together ("tool" or "tool=value" each): a client's risk rating is
+    # changed after their review, never beside booking that review
+    apart: list[list[str]] = []
 
     def scenario_fit(self, text: str) -> DateFit | None:
         """The dates a scenario sentence can be said on (None: any date, or not one of ours)."""
@@ -334,6 +337,10 @@ class DomainSpec(Strict):
                 if kind not in self.entities:
                     raise ValueError(f"context {c.text!r}: when {key!r} names no kind")
                 _check_when(self, self.entities[kind], {name: values}, f"context {c.text!r}")
+        for pair in self.apart:
+            if len(pair) < 2:
+                raise ValueError(f"apart {pair}: names at least two changes")
+            _check_actions(self, pair, f"apart {pair}")
         if any(not c.tools for c in self.scenarios):
             raise ValueError("every scenario names the changes it is context for (tools)")
         return self
@@ -475,11 +482,13 @@ def _check_rules(dom: DomainSpec, ent: EntitySpec, fname: str, f: FieldSpec, whe
         if (
             f.gen != "enum"
             or of is None
-            or of.gen != "enum"
+            or of.gen not in ("enum", "choice")
             or via == fname
             or not set(table) <= set(of.values)
         ):
-            raise ValueError(f"{where}: given {key!r} must be an enum field or <ref field>.<enum field>")
+            raise ValueError(
+                f"{where}: given {key!r} must be an enum or choice field or <ref field>.<enum field>"
+            )
         if any(not set(v) <= set(f.values) for v in table.values()):
             raise ValueError(f"{where}: given {key!r} lists values the field does not have")
     _check_when(dom, ent, f.when, where)
