@@ -377,7 +377,9 @@ def test_hard_states_no_order_between_its_requests() -> None:
 
 def test_a_record_is_on_a_document_but_of_a_thing() -> None:
     """mfg-0120 (final audit): "the production line on machine MCH-1" reverses them (a machine sits on a
-    line); "the customer on order ORD-1" is how one reads a record off a document."""
+    line); "the customer on order ORD-1" is how one reads a record off a document. A machine or asset is
+    named by its asset code, never by an id the user would have to have copied (mfg-0095, the reading of
+    seed 97): ids are stated only for records with no other handle, such as orders and tickets."""
     from agentjudge.dataset.scenario import build_scenario
 
     said = {"on": 0, "of": 0}
@@ -389,7 +391,7 @@ def test_a_record_is_on_a_document_but_of_a_thing() -> None:
                 assert not re.search(things, text), text
                 said["on"] += len(re.findall(r"\bon (?:order|production job|ticket) [A-Z]{2,4}-\d", text))
                 said["of"] += len(re.findall(r"\bof (?:machine|asset) [A-Z]{2,4}-\d", text))
-    assert said["on"] > 0 and said["of"] > 0, said
+    assert said["on"] > 0 and said["of"] == 0, said
 
 
 def test_a_new_record_with_two_links_says_how_each_attaches() -> None:

@@ -555,9 +555,40 @@ def test_changes_a_domain_keeps_apart_are_never_made_in_one_request() -> None:
             assert not {"set_client_risk_rating", "schedule_client_review"} <= names, record.id
 
 
+def test_no_text_message_to_the_owner_of_a_stolen_handset() -> None:
+    """A plan change for the owner of a handset reported stolen, confirmed by SMS (the reading of seed
+    97): the text would reach the thief. A tool a record of the request rules out (``never_with``) is
+    found by the rule check on a planted request, not on one about an active handset, and the builder
+    makes none."""
+    from types import SimpleNamespace
+
+    dom = load_domain("telecom")
+    assert dom.tools[[t.name for t in dom.tools].index("send_subscriber_sms")].never_with
+    for seed in range(200):
+        state = initial_state(dom, seed)
+        devices = state["entities"]["device"]
+        stolen = [d for d, row in devices.items() if row["device_status"] == "stolen"]
+        active = [d for d, row in devices.items() if row["device_status"] == "active"]
+        if stolen and active:
+            break
+    today = dt.date.fromisoformat(state["reference_date"])
+
+    def request(did: str) -> list[SimpleNamespace]:
+        owner = devices[did]["owner_id"]
+        calls = [("get_device", {"device_id": did}), ("send_subscriber_sms", {"subscriber_id": owner})]
+        return [SimpleNamespace(call=SimpleNamespace(name=n, arguments=a), output=None) for n, a in calls]
+
+    assert rules.ruled_out(dom, request(stolen[0]), seed, state["entities"], today)
+    assert rules.ruled_out(dom, request(active[0]), seed, state["entities"], today) == []
+    for record, _ in built():
+        if record.domain == "telecom":
+            assert not [v for v in rules.violations(record) if "send_subscriber_sms with" in v[1]], record.id
+
+
 def test_a_ticket_priority_fits_its_fault() -> None:
     """ "cannot print to floor printer" raised as critical (the reading of seed 91): a ``given`` may read
-    a choice field of the record itself, and every new or seeded ticket agrees with it (``rules.consistent`` sees one that does not)."""
+    a choice field of the record itself, and every new or seeded ticket agrees with it
+    (``rules.consistent`` sees one that does not)."""
     dom = load_domain("itsm")
     table = dom.entities["ticket"].fields["priority"].given["summary"]
     assert "critical" not in table["cannot print to floor printer"]

@@ -436,7 +436,9 @@ class _Renderer:
         if op == "search":
             text = self.verb(["look up ", "find ", "locate "]) + self.np(step.yields)
         elif op == "get" and step.yields is None:
-            reads = [("pull up", "full record"), ("check", "details"), ("open", "full record")]
+            # a read asked for its own sake is one the requester wants to see ("show me the subscriber's
+            # details"), not a bare "check", which asks for a verdict with no criterion
+            reads = [("pull up", "full record"), ("show me", "details"), ("open", "full record")]
             verb, head = rng.choice(reads)
             text = f"{verb} {self.poss(step.target, head)}"
         elif op == "get":

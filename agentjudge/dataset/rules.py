@@ -486,6 +486,8 @@ def violations(record: Record) -> list[tuple[str, str]]:
                 out += [("world", f"{where}: {x}") for x in agrees(dom, t.entity, row, entities)]
                 out += [("accepts", f"{where}: {x}") for x in too_far(ent, row, today)]
     out += [("state", x) for x in unsettled(dom, record.gt, entities, today)]
+
+    out += [("state", x) for x in ruled_out(dom, record.gt, record.seed or 0, entities, today)]
     return out + context_problems(record)
 
 
@@ -511,6 +513,31 @@ def together(dom: DomainSpec, done: list[tuple[str, set[str]]]) -> list[str]:
     """The changes of a request that its domain keeps apart (``apart``: a risk rating changed beside
     booking the review it should follow)."""
     return [" and ".join(pair) for pair in dom.apart if all(matches(e, done) for e in pair)]
+
+
+def ruled_out(dom: DomainSpec, gt: list[Any], seed: int, after: dict[str, Any], today: dt.date) -> list[str]:
+    """Steps whose tool a record of the request rules out (``never_with``: a text message to the owner of
+    a handset reported stolen), read on the world as seeded (``seed``) and as the request leaves it."""
+    from agentjudge.dataset.world import initial_state
+
+    specs = {t.name: t for t in dom.tools}
+    guarded = [(s, specs[s.call.name]) for s in gt if s.call.name in specs and specs[s.call.name].never_with]
+    if not guarded:
+        return []
+    play, seen = in_play(dom, gt), (initial_state(dom, seed)["entities"], after)
+    out = []
+    for step, t in guarded:
+        for key, values in t.never_with.items():
+            kind, _, name = key.partition(".")
+            hit = [
+                r
+                for r in play.get(kind, [])
+                for w in seen
+                if r in w.get(kind, {}) and holds(dom, kind, {name: values}, w[kind][r], today, w)
+            ]
+            if hit:
+                out.append(f"{step.call.name} with {kind} {hit[0]} {name} in {values}")
+    return out
 
 
 def unsettled(dom: DomainSpec, gt: list[Any], after: dict[str, Any], today: dt.date) -> list[str]:

@@ -198,8 +198,10 @@ def linear(ctx: Ctx, holds: bool) -> None:
                 return ("ent", kind, rid, frm, None)
 
             starts.append((f"search+{cat}", by_search))
+    # the user states a record's id only where it has no other handle (a ticket or service-order number);
+    # a machine, contract or host they name by its asset code, reference or hostname
     for kind in ctx.dom.entities:
-        if not ctx.ix.tools("get", kind):
+        if not ctx.ix.tools("get", kind) or ctx.ix.tools("search", kind):
             continue
         for field, target in ctx.ix.refs(kind):
             if ctx.ix.tools("get", target) or ctx.ix.lists_of.get(target) or ctx.ix.creates_from(target):
@@ -387,7 +389,7 @@ def _producer(ctx: Ctx, kind: str, budget: int, avoid: list[str]) -> list[Produc
                     return None
                 return lambda: (do_get(ctx, w, rid, None, ref_field=field)[field], len(ctx.gt) - 1)
 
-            if not _is_person(ctx, w):
+            if not _is_person(ctx, w) and not ix.tools("search", w):
                 opts.append((False, by_id))
             if budget >= 2 and ix.tools("search", w):
 

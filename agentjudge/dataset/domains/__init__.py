@@ -146,6 +146,9 @@ class ToolSpec(Strict):
     # ("renewal notice" to the holder of a policy the request suspends; "liability cap below policy" on
     # a contract the request signs)
     never_after: dict[str, list[str]] = {}
+    # never used in a request with a record of a kind in these states, before or after it ("kind.field":
+    # values): no text message to the owner of a handset reported stolen, which would reach the thief
+    never_with: dict[str, list[str]] = {}
     # message: templates a person may ask for on their own, so an optional step whose reason is that wish
     # ("the shipper asked for a delivery update") needs no change before it
     standing: list[str] = []
@@ -317,6 +320,11 @@ class DomainSpec(Strict):
                         f"tool {t.name!r}: follows names {template!r}, not one of its templates or texts"
                     )
                 _check_actions(self, after, f"tool {t.name!r} follows {template!r}")
+            for key, values in t.never_with.items():
+                kind, _, name = key.partition(".")
+                if kind not in self.entities:
+                    raise ValueError(f"tool {t.name!r}: never_with {key!r} names no kind")
+                _check_when(self, self.entities[kind], {name: values}, f"tool {t.name!r} never_with")
             for template, after in t.never_after.items():
                 if template not in t.choices and template not in t.texts:
                     raise ValueError(
