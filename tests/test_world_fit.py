@@ -104,7 +104,10 @@ def test_an_aside_never_names_the_requesters_own_team_as_another_party() -> None
     assert not rules.names_own_team("Compliance flagged this one to us.", "a claims manager")
     named = 0
     for record, plan in built():
-        for aside in plan.asides:
+        # the domain's asides (a common one is the requester's own: "My shift ends soon" under a shift
+        # manager speaks of their own shift)
+        own = {c.text for c in load_domain(record.domain).asides}
+        for aside in own & set(plan.asides):
             assert not rules.names_own_team(aside, plan.persona), (record.id, plan.persona, aside)
         named += bool(plan.asides and re.search(r"[a-z]{5,}", plan.persona))
     assert named > 50  # many requests have a role with a team word and an aside
