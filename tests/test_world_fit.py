@@ -673,9 +673,11 @@ def test_a_note_that_raises_a_problem_is_not_waved_through_in_the_same_request()
 
 def test_an_aside_does_not_repeat_the_note_the_request_writes() -> None:
     """ "Put the note 'new account contact appointed' on the supplier. The supplier's account contact
-    changed recently." (own reading 15): the aside only repeats the note, so it is not said beside it."""
+    changed recently." (own reading 15): the aside only repeats the note, so it is not said beside it; and
+    it says what the new contact has to do with the audit it goes with (the reading of seed 103 found the
+    bare remark unrelated to it)."""
     dom = load_domain("supply")
-    c = _context("supply", "The supplier's account contact changed recently.")
+    c = _context("supply", "The supplier's new account contact will arrange the audit on their side.")
     ents, sid, today = _state("supply", "supplier", {"approval_status": "approved"})
     play = {"supplier": [sid]}
     audit = ("schedule_supplier_audit", {"quality"})
