@@ -588,6 +588,33 @@ def test_no_text_message_to_the_owner_of_a_stolen_handset() -> None:
             assert not [v for v in rules.violations(record) if "send_subscriber_sms with" in v[1]], record.id
 
 
+def test_a_subject_reads_the_other_records_the_request_names() -> None:
+    """ "escalation from the account team" about the contact of a case closed a month ago (the reading
+    of seed 109): the subject is about the contact, but the case the request went through must still be
+    worked (``if_named``). The check sees it on a planted request and not on a live case; the builder
+    makes none."""
+    from types import SimpleNamespace
+
+    dom = load_domain("support")
+    page = "escalation from the account team"
+    ents, cid, today = _state("support", "case", {"status": "closed"})
+    contact = ents["case"][cid]["contact_id"]
+
+    def request() -> list[SimpleNamespace]:
+        calls = [
+            ("get_case", {"support_case_id": cid}),
+            ("notify_agent", {"support_agent_id": "AGT-1", "subject": page, "reference_ids": [contact]}),
+        ]
+        return [SimpleNamespace(call=SimpleNamespace(name=n, arguments=a), output=None) for n, a in calls]
+
+    assert rules.misnamed(dom, request(), ents, today)
+    ents["case"][cid]["status"] = "open"
+    assert rules.misnamed(dom, request(), ents, today) == []
+    for record, _ in built():
+        if record.domain == "support":
+            assert not [v for v in rules.violations(record) if "does not fit" in v[1]], record.id
+
+
 def test_a_ticket_priority_fits_its_fault() -> None:
     """ "cannot print to floor printer" raised as critical (the reading of seed 91): a ``given`` may read
     a choice field of the record itself, and every new or seeded ticket agrees with it

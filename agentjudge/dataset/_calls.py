@@ -151,9 +151,12 @@ class Ctx:
         (``follows``: "case reassigned to you") only once that change is made."""
         out = []
         done = self.done()
+        play = rules.in_play(self.dom, self.gt)
         for text in t.texts:
             fit = t.fits.get(text)
             if bulk and not (fit is not None and fit.bulk):
+                continue
+            if not rules.named_fits(fit, self.dom, play, self.env.state["entities"], self.ref_date):
                 continue
             if any(rules.matches(e, done) for e in t.never_after.get(text, [])):
                 continue

@@ -204,6 +204,39 @@ def text_fits(
     return holds(dom, kind, fit.by_kind.get(kind, fit.when), row, today, entities)
 
 
+def named_fits(
+    fit: TextFit | None,
+    dom: DomainSpec,
+    play: dict[str, list[str]],
+    entities: dict[str, Any],
+    today: dt.date,
+) -> bool:
+    """Whether the other records a request names (``play``) are in the states a note or subject needs
+    (``if_named``: no "escalation from the account team" about the contact of a closed case)."""
+    if fit is None or not fit.if_named:
+        return True
+    for key, values in fit.if_named.items():
+        kind, _, name = key.partition(".")
+        rows = [entities[kind][r] for r in play.get(kind, []) if r in entities.get(kind, {})]
+        if not all(holds(dom, kind, {name: values}, row, today, entities) for row in rows):
+            return False
+    return True
+
+
+def misnamed(dom: DomainSpec, gt: list[Any], entities: dict[str, Any], today: dt.date) -> list[str]:
+    """The notes and subjects of a request that the other records it names do not allow (``if_named``),
+    read on ``entities`` with everything the request names."""
+    specs = {t.name: t for t in dom.tools}
+    play = in_play(dom, gt)
+    out = []
+    for step in gt:
+        t = specs.get(step.call.name)
+        said = step.call.arguments.get("subject") or step.call.arguments.get("note")
+        if t is not None and said and not named_fits(t.fits.get(str(said)), dom, play, entities, today):
+            out.append(f"{t.name}: {said!r} beside a record it does not fit")
+    return out
+
+
 def step_values(t: ToolSpec, args: dict[str, Any]) -> set[str]:
     """What a change step sets, as the domain's "tool=value" entries name it: the new value, the note,
     the template or subject, a new record's values."""
@@ -488,6 +521,7 @@ def violations(record: Record) -> list[tuple[str, str]]:
     out += [("state", x) for x in unsettled(dom, record.gt, entities, today)]
 
     out += [("state", x) for x in ruled_out(dom, record.gt, record.seed or 0, entities, today)]
+    out += [("fit", x) for x in misnamed(dom, record.gt, entities, today)]
     return out + context_problems(record)
 
 

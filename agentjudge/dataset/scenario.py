@@ -102,6 +102,10 @@ def build_scenario(domain: str, topology: Topology, seed: int, index: int) -> tu
                     raise Infeasible(f"the request undoes its own change: {pointless[0]}")
                 if barred := rules.ruled_out(dom, ctx.gt, sub, env.state["entities"], ctx.ref_date):
                     raise Infeasible(f"a step its records rule out: {barred[0]}")
+                if wrong := rules.misnamed(dom, ctx.gt, env.state["entities"], ctx.ref_date):
+                    raise Infeasible(
+                        f"a note or subject the request's other records do not allow: {wrong[0]}"
+                    )
                 if clash := rules.together(dom, ctx.done()):
                     raise Infeasible(f"changes one request does not make together: {clash[0]}")
                 # a note or message a later change of the request contradicts (noted, then waved through)

@@ -118,6 +118,9 @@ class TextFit(Strict):
     # a notification about records of several kinds: the values a record of one kind must have instead of
     # ``when`` ("please confirm availability" about any outage report, but a work order only while open)
     by_kind: dict[str, dict[str, list[str]]] = {}
+    # like ``when``, for the other records the request names ("kind.field": values): no "escalation from
+    # the account team" about the contact of a case that is closed
+    if_named: dict[str, list[str]] = {}
     bulk: bool = False
 
 
@@ -575,6 +578,11 @@ def _check_tool(dom: DomainSpec, t: ToolSpec) -> None:
         for kind in fit.kinds if t.op == "notify" else [t.entity]:
             if cond := fit.by_kind.get(kind, fit.when):
                 _check_when(dom, dom.entities[kind], cond, f"{where} fits {text!r}")
+        for key, values in fit.if_named.items():
+            kind, _, name = key.partition(".")
+            if kind not in dom.entities:
+                raise ValueError(f"{where}: fits {text!r} if_named {key!r} names no kind")
+            _check_when(dom, dom.entities[kind], {name: values}, f"{where} fits {text!r} if_named")
         if t.op == "notify" and fit.when and not fit.kinds:
             raise ValueError(f"{where}: fits {text!r} has a when but no kinds to read it on")
 
