@@ -456,15 +456,15 @@ def consistent(
 def violations(record: Record) -> list[tuple[str, str]]:
     """(category, detail) for every step of the record's GT that breaks a rule of its domain. Categories:
     ``transition`` (a lifecycle move the field does not allow, or no change), ``state`` (the record is not
-    in a state where the field changes), ``lapsed`` (an extension of a lapsed date, or not later),
-    ``bulk`` (one value set, or one note written, on every listed record where that makes no sense),
-    ``accepts`` (a new record pointing at a record it may not: a booking on a cancelled flight), ``together``
-    (changes the domain keeps apart, in one request), ``fit`` (a
-    note or subject that does not fit its record), ``weekend`` (an office date on a Saturday or Sunday),
-    ``world`` (records in play that contradict each other: an alert's owner who is not its host's owner),
-    ``domain`` (an outside party with an e-mail address on the company's own domain), ``context`` (a
-    scenario or aside that asserts what the records do not show, or contradicts a change the request
-    makes). Empty for a record that is not one of ours."""
+    in a state where the field changes, or a record of the request rules the tool out), ``lapsed`` (an
+    extension of a lapsed date, or not later), ``bulk`` (one value set, or one note written, on every
+    listed record where that makes no sense), ``accepts`` (a new record pointing at a record it may not: a
+    booking on a cancelled flight), ``together`` (changes the domain keeps apart, in one request), ``fit``
+    (a note or subject that does not fit its record, or the other records the request names),
+    ``weekend`` (an office date on a Saturday or Sunday), ``world`` (records in play that contradict each
+    other: an alert's owner who is not its host's owner), ``domain`` (an outside party with an e-mail
+    address on the company's own domain), ``context`` (a scenario or aside that asserts what the records
+    do not show, or contradicts a change the request makes). Empty for a record that is not one of ours."""
     from agentjudge.dataset.world import make_environment
 
     env = make_environment(record)
@@ -519,7 +519,6 @@ def violations(record: Record) -> list[tuple[str, str]]:
                 out += [("world", f"{where}: {x}") for x in agrees(dom, t.entity, row, entities)]
                 out += [("accepts", f"{where}: {x}") for x in too_far(ent, row, today)]
     out += [("state", x) for x in unsettled(dom, record.gt, entities, today)]
-
     out += [("state", x) for x in ruled_out(dom, record.gt, record.seed or 0, entities, today)]
     out += [("fit", x) for x in misnamed(dom, record.gt, entities, today)]
     return out + context_problems(record)

@@ -154,7 +154,8 @@ Given = tuple[str, str, str, str, dict[str, list[str]]]
 
 def _compile_kind(dom: DomainSpec, kind: str, spec: EntitySpec) -> tuple[Any, ...]:
     """How one kind's records are seeded: (kind, spec, id key, field generators, ``same_as``, ``given``,
-    ``only``, ``accepts`` as (ref field, target kind, the enum values the target must have), ``by``)."""
+    ``only``, ``accepts`` as (ref field, target kind, the enum values the target must have), ``by``,
+    ``past``)."""
     person = next((n for n, f in spec.fields.items() if f.gen == "person"), None)
     gens = [(n, _compile_field(f, dom.email_domain, person)) for n, f in spec.fields.items()]
     derived: list[Derived] = []
@@ -168,7 +169,7 @@ def _compile_kind(dom: DomainSpec, kind: str, spec: EntitySpec) -> tuple[Any, ..
             given.append((n, via, (spec.fields[via].entity or "") if other else "", other, table))
     only = [(n, f.only) for n, f in spec.fields.items() if f.only]
     soon = [(n, f, key, table) for n, f in spec.fields.items() for key, table in f.by.items()]
-    soon += [(n, f, "", {}) for n, f in spec.fields.items() if f.past]
+    past = [(n, f) for n, f in spec.fields.items() if f.past]
     # a seeded record points only where a new one may (a card on a card account, a booking on a flight
     # that flies): the enum values of ``accepts``
     accepts = [
@@ -180,7 +181,7 @@ def _compile_kind(dom: DomainSpec, kind: str, spec: EntitySpec) -> tuple[Any, ..
         for n, f in spec.fields.items()
         if f.gen == "ref" and f.accepts
     ]
-    return (kind, spec, spec.id_key, gens, derived, given, only, accepts, soon)
+    return (kind, spec, spec.id_key, gens, derived, given, only, accepts, soon, past)
 
 
 @cache
@@ -197,7 +198,7 @@ def initial_state(dom: DomainSpec, seed: int) -> dict[str, Any]:
     ents: dict[str, dict[str, dict[str, Any]]] = {}
     ids: dict[str, list[str]] = {}
     used: set[str] = set()
-    for kind, spec, id_key, gens, derived, given, only, accepts, soon in _compiled(dom.slug):
+    for kind, spec, id_key, gens, derived, given, only, accepts, soon, past in _compiled(dom.slug):
         lo = 10 ** (spec.digits - 1)
         table: dict[str, dict[str, Any]] = {}
         pools = {
@@ -223,19 +224,19 @@ def initial_state(dom: DomainSpec, seed: int) -> dict[str, Any]:
                 if any(rec[k] not in v for k, v in cond.items()):
                     rec[fname] = None
             for fname, f, key, limits in soon:  # an emergency job is not booked three weeks out
-                if rec[fname] is None:  # no date on this record (``only``)
-                    continue
-                if not key:  # a completed job was scheduled on a day that has passed (``past``)
-                    ahead = date.fromisoformat(rec[fname]).toordinal() >= ref
-                    if ahead and all(rec[k] in v for k, v in f.past.items()):
-                        day = date.fromordinal(ref - 1 - int(rng.random() * 30))
-                        rec[fname] = (
-                            day - timedelta(days=max(0, day.weekday() - 4) if f.workdays else 0)
-                        ).isoformat()
-                    continue
                 limit = limits.get(str(rec[key]))
-                if limit is not None and date.fromisoformat(rec[fname]).toordinal() - ref > limit:
+                if rec[fname] is None or limit is None:  # None: no date on this record (``only``)
+                    continue
+                if date.fromisoformat(rec[fname]).toordinal() - ref > limit:
                     day = date.fromordinal(ref + int(f.min) + int(rng.random() * (limit - int(f.min) + 1)))
+                    rec[fname] = (
+                        day - timedelta(days=max(0, day.weekday() - 4) if f.workdays else 0)
+                    ).isoformat()
+            for fname, f in past:  # a completed job was scheduled on a day that has passed
+                if rec[fname] is None or date.fromisoformat(rec[fname]).toordinal() < ref:
+                    continue
+                if all(rec[k] in v for k, v in f.past.items()):
+                    day = date.fromordinal(ref - 1 - int(rng.random() * 30))
                     rec[fname] = (
                         day - timedelta(days=max(0, day.weekday() - 4) if f.workdays else 0)
                     ).isoformat()
