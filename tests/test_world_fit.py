@@ -615,6 +615,35 @@ def test_a_subject_reads_the_other_records_the_request_names() -> None:
             assert not [v for v in rules.violations(record) if "does not fit" in v[1]], record.id
 
 
+def test_what_is_done_as_it_happens_has_not_waited_for_days() -> None:
+    """An outage report filed beside "It's been on my list for a couple of days." (the reading of seed
+    127): a change the domain makes as events happen (``urgent``) never goes with an aside that says the
+    item waited; the builder makes none and the reader finds one planted in a built request."""
+    dom = load_domain("grid")
+    waited = "It's been on my list for a couple of days."
+    outage = [("file_outage_report", {"unknown"})]
+    assert rules.waited(dom, waited, outage)
+    assert not rules.waited(dom, waited, [("reschedule_work_order", set())])
+    assert not rules.waited(dom, "I'm between meetings, so I'll keep this short.", outage)
+    planted = 0
+    for record, plan in built():
+        urgent = load_domain(record.domain).urgent
+        done = [
+            (s.call.name, rules.step_values(t, s.call.arguments))
+            for s in record.gt
+            if (t := next((x for x in load_domain(record.domain).tools if x.name == s.call.name), None))
+        ]
+        if not any(rules.matches(e, done) for e in urgent):
+            continue
+        assert not any(rules.waited(load_domain(record.domain), a, done) for a in plan.asides), record.id
+        if not planted:
+            hard = f"{record.queries['hard']} {waited}"
+            bad = record.model_copy(update={"queries": {**record.queries, "hard": hard}})
+            assert any("as events happen" in why for _, why in rules.context_problems(bad))
+            planted += 1
+    assert planted
+
+
 def test_a_ticket_priority_fits_its_fault() -> None:
     """ "cannot print to floor printer" raised as critical (the reading of seed 91): a ``given`` may read
     a choice field of the record itself, and every new or seeded ticket agrees with it

@@ -139,7 +139,7 @@ LONG_CLOSINGS = (
     "Let me know if there's a problem with any of it.",
     "Drop me a line once that's in.",
     "Thanks, that would save me a lot of time.",
-    "I'll check back in a little while.",
+    "I'll look at how it went later on.",
     "Let me know if something doesn't add up.",
     "Flag anything that looks wrong to you.",
     "Tell me if you hit a snag.",

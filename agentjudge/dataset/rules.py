@@ -70,6 +70,18 @@ _WHEN = re.compile(
 )
 
 
+# a requester's aside that says the item has waited ("on my list for a couple of days", "a backlog")
+_WAITED = re.compile(
+    r"\b(couple of days|for a while|few days off|backlog|loose ends|weekly review)\b", re.IGNORECASE
+)
+
+
+def waited(dom: DomainSpec, aside: str, done: list[tuple[str, set[str]]]) -> bool:
+    """Whether an aside says the item has waited beside a change made as events happen (``urgent``: an
+    outage report filed from a to-do list of a couple of days)."""
+    return bool(_WAITED.search(aside)) and any(matches(e, done) for e in dom.urgent)
+
+
 def names_own_team(text: str, role: str) -> bool:
     """Whether a sentence names the requester's own team as another party ("Compliance officer here …
     Compliance flagged this one to us" makes them two people)."""
@@ -397,6 +409,11 @@ def context_problems(record: Record) -> list[tuple[str, str]]:
         ("context", f"{a!r} and the scenario {record.scenario!r} each say when it happened")
         for a in COMMON_ASIDES
         if a in said and two_stories(record.scenario, a)
+    ]
+    out += [
+        ("context", f"{a!r} beside a change made as events happen")
+        for a in COMMON_ASIDES
+        if a in said and waited(dom, a, done)
     ]
     return out
 

@@ -226,7 +226,10 @@ def _context(ctx: Ctx, rng: random.Random, sub: int, topology: Topology) -> tupl
     ]
     # a scenario that says when it happened ("results came back this morning") and an aside that says how
     # long the requester has had the item ("on my list for a couple of days") would tell two stories
-    common = [a for a in COMMON_ASIDES if not rules.two_stories(scenario, a)]
+    # and nothing waits for days that is done as it happens (an outage report, a host isolated)
+    common = [
+        a for a in COMMON_ASIDES if not rules.two_stories(scenario, a) and not rules.waited(dom, a, done)
+    ]
     aside = rng.choice(own) if own and rng.random() < DOMAIN_ASIDE_RATE else rng.choice(common)
     return persona, scenario, [aside]
 

@@ -278,6 +278,9 @@ class DomainSpec(Strict):
     # changes one request never makes together ("tool" or "tool=value" each): a client's risk rating is
     # changed after their review, never beside booking that review
     apart: list[list[str]] = []
+    # changes made as events happen (an outage reported, a host isolated): never beside a requester's aside
+    # that says the item has waited for days ("It's been on my list for a couple of days.")
+    urgent: list[str] = []
 
     def scenario_fit(self, text: str) -> DateFit | None:
         """The dates a scenario sentence can be said on (None: any date, or not one of ours)."""
@@ -348,6 +351,7 @@ class DomainSpec(Strict):
                 if kind not in self.entities:
                     raise ValueError(f"context {c.text!r}: when {key!r} names no kind")
                 _check_when(self, self.entities[kind], {name: values}, f"context {c.text!r}")
+        _check_actions(self, self.urgent, "urgent")
         for pair in self.apart:
             if len(pair) < 2:
                 raise ValueError(f"apart {pair}: names at least two changes")
