@@ -644,6 +644,29 @@ def test_what_is_done_as_it_happens_has_not_waited_for_days() -> None:
     assert planted
 
 
+def test_a_requester_does_not_stand_in_for_their_own_rank() -> None:
+    """ "Customer-support team lead here … I'm standing in for my team lead" (the reading of seed 131): an
+    aside never speaks of the requester's own rank as someone else's; the builder picks none and the reader
+    finds one planted under a role the query says."""
+    standing = "I'm standing in for my team lead, who is out of the office."
+    assert rules.names_own_rank(standing, "a customer-support team lead")
+    assert not rules.names_own_rank(standing, "a claims handler")
+    leads = 0
+    for record, plan in built():
+        for aside in plan.asides:
+            assert not rules.names_own_rank(aside, plan.persona), (record.id, plan.persona, aside)
+        if (
+            "lead" in plan.persona
+            and plan.persona.removeprefix("a ") in " ".join(record.queries.values()).lower()
+        ):
+            leads += 1
+            if leads == 1:
+                hard = f"{record.queries['hard']} {standing}"
+                bad = record.model_copy(update={"queries": {**record.queries, "hard": hard}})
+                assert any("own rank" in why for _, why in rules.context_problems(bad))
+    assert leads
+
+
 def test_a_ticket_priority_fits_its_fault() -> None:
     """ "cannot print to floor printer" raised as critical (the reading of seed 91): a ``given`` may read
     a choice field of the record itself, and every new or seeded ticket agrees with it

@@ -89,6 +89,13 @@ def names_own_team(text: str, role: str) -> bool:
     return any(re.search(rf"\b{re.escape(w)}\b", text.lower()) for w in theirs)
 
 
+def names_own_rank(aside: str, role: str) -> bool:
+    """Whether a requester's aside speaks of their own rank as someone else's ("Customer-support team
+    lead here … I'm standing in for my team lead")."""
+    words = set(re.findall(r"[a-z]+", role.lower())) & _ROLE_HEADS
+    return any(re.search(rf"\bmy (?:\w+ )?{w}\b", aside.lower()) for w in words)
+
+
 def two_stories(scenario: str, aside: str) -> bool:
     """Whether a scenario that says when it happened ("results came back this morning") and an aside that
     says how long the requester has had the item ("on my list for a couple of days") tell two stories."""
@@ -395,9 +402,18 @@ def context_problems(record: Record) -> list[tuple[str, str]]:
         if not context_fits(dom, c, done, play, before, env.state["entities"], today)
         or (c.tools and not any(matches(e, done) for e in c.tools))
     ]
-    # the requester's role as the query says it ("Hi, compliance officer here.")
+    # the requester's role as the query introduces it ("Hi, compliance officer here.", "this is a …"), not
+    # a role the request writes to ("… to the contact's customer-success manager")
     low = said.lower()
-    roles = [p.role for p in dom.personas if p.role.lower().removeprefix("a ").removeprefix("an ") in low]
+    roles = [
+        p.role
+        for p in dom.personas
+        if re.search(
+            rf"(?:\b(?:this is|i'm|from) {re.escape(p.role.lower())}\b|"
+            rf"\b{re.escape(p.role.lower().removeprefix('a ').removeprefix('an '))} (?:here|speaking)\b)",
+            low,
+        )
+    ]
     out += [
         ("context", f"{c.text!r} names the requester's own team ({role}) as another party")
         for c in dom.asides
@@ -414,6 +430,13 @@ def context_problems(record: Record) -> list[tuple[str, str]]:
         ("context", f"{a!r} beside a change made as events happen")
         for a in COMMON_ASIDES
         if a in said and waited(dom, a, done)
+    ]
+    out += [
+        ("context", f"{a!r} speaks of the requester's own rank ({role}) as someone else's")
+        for a in COMMON_ASIDES
+        if a in said
+        for role in roles
+        if names_own_rank(a, role)
     ]
     return out
 

@@ -224,11 +224,16 @@ def _context(ctx: Ctx, rng: random.Random, sub: int, topology: Topology) -> tupl
         for c in dom.asides
         if _fits(ctx, c, done, play, before) and not rules.names_own_team(c.text, persona)
     ]
-    # a scenario that says when it happened ("results came back this morning") and an aside that says how
-    # long the requester has had the item ("on my list for a couple of days") would tell two stories
-    # and nothing waits for days that is done as it happens (an outage report, a host isolated)
+    # the requester's own aside never tells a second story beside a timed scenario ("results came back this
+    # morning" / "on my list for a couple of days"), never says the item waited beside a change made as
+    # events happen (an outage report), never speaks of their own rank as another's ("standing in for my
+    # team lead" from a team lead)
     common = [
-        a for a in COMMON_ASIDES if not rules.two_stories(scenario, a) and not rules.waited(dom, a, done)
+        a
+        for a in COMMON_ASIDES
+        if not rules.two_stories(scenario, a)
+        and not rules.waited(dom, a, done)
+        and not rules.names_own_rank(a, persona)
     ]
     aside = rng.choice(own) if own and rng.random() < DOMAIN_ASIDE_RATE else rng.choice(common)
     return persona, scenario, [aside]
