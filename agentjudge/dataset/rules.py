@@ -96,6 +96,20 @@ def names_own_rank(aside: str, role: str) -> bool:
     return any(re.search(rf"\bmy (?:\w+ )?{w}\b", aside.lower()) for w in words)
 
 
+def common_aside_problem(
+    dom: DomainSpec, aside: str, scenario: str, roles: list[str], done: list[tuple[str, set[str]]]
+) -> str | None:
+    """Why a requester's own aside (``COMMON_ASIDES``) does not go with this request, else None: the one
+    reading the builder picks by and ``context_problems`` checks by."""
+    if two_stories(scenario, aside):
+        return f"and the scenario {scenario!r} each say when it happened"
+    if waited(dom, aside, done):
+        return "beside a change made as events happen"
+    if own := [r for r in roles if names_own_rank(aside, r)]:
+        return f"speaks of the requester's own rank ({own[0]}) as someone else's"
+    return None
+
+
 def two_stories(scenario: str, aside: str) -> bool:
     """Whether a scenario that says when it happened ("results came back this morning") and an aside that
     says how long the requester has had the item ("on my list for a couple of days") tell two stories."""
@@ -422,21 +436,9 @@ def context_problems(record: Record) -> list[tuple[str, str]]:
         if names_own_team(c.text, role)
     ]
     out += [
-        ("context", f"{a!r} and the scenario {record.scenario!r} each say when it happened")
+        ("context", f"{a!r} {why}")
         for a in COMMON_ASIDES
-        if a in said and two_stories(record.scenario, a)
-    ]
-    out += [
-        ("context", f"{a!r} beside a change made as events happen")
-        for a in COMMON_ASIDES
-        if a in said and waited(dom, a, done)
-    ]
-    out += [
-        ("context", f"{a!r} speaks of the requester's own rank ({role}) as someone else's")
-        for a in COMMON_ASIDES
-        if a in said
-        for role in roles
-        if names_own_rank(a, role)
+        if a in said and (why := common_aside_problem(dom, a, record.scenario, roles, done))
     ]
     return out
 

@@ -229,11 +229,7 @@ def _context(ctx: Ctx, rng: random.Random, sub: int, topology: Topology) -> tupl
     # events happen (an outage report), never speaks of their own rank as another's ("standing in for my
     # team lead" from a team lead)
     common = [
-        a
-        for a in COMMON_ASIDES
-        if not rules.two_stories(scenario, a)
-        and not rules.waited(dom, a, done)
-        and not rules.names_own_rank(a, persona)
+        a for a in COMMON_ASIDES if rules.common_aside_problem(dom, a, scenario, [persona], done) is None
     ]
     aside = rng.choice(own) if own and rng.random() < DOMAIN_ASIDE_RATE else rng.choice(common)
     return persona, scenario, [aside]
